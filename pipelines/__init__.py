@@ -1,0 +1,1 @@
+"""The rechunk Beam job: options, configuration, graph and entry point."""

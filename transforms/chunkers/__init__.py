@@ -1,0 +1,37 @@
+"""Beam-free chunkers: plain classes you can call in a test.
+
+``CHUNKERS`` maps the class names a configuration file may use to the classes.
+"""
+
+from transforms.chunkers.base import Chunker, ChunkingError, Piece
+from transforms.chunkers.docling import DoclingChunker
+from transforms.chunkers.router import ChunkerRouter, Route
+from transforms.chunkers.text import (
+    CharacterTextSplitter,
+    RecursiveCharacterTextSplitter,
+    TokenTextSplitter,
+)
+
+#: Class names usable as ``type`` in the configuration file.
+CHUNKERS: dict[str, type[Chunker]] = {
+    cls.__name__: cls
+    for cls in (
+        CharacterTextSplitter,
+        RecursiveCharacterTextSplitter,
+        TokenTextSplitter,
+        DoclingChunker,
+    )
+}
+
+__all__ = [
+    "CHUNKERS",
+    "CharacterTextSplitter",
+    "Chunker",
+    "ChunkerRouter",
+    "ChunkingError",
+    "DoclingChunker",
+    "Piece",
+    "RecursiveCharacterTextSplitter",
+    "Route",
+    "TokenTextSplitter",
+]

@@ -1,0 +1,357 @@
+"""Plain-text splitters: one separator, a separator hierarchy, and token windows.
+
+Beam-free. Each yields verbatim slices of the document (``content[start:end] == text``) with
+code-point offsets. Lengths are measured either in characters (code points) or in tokens of an
+injected :class:`~transforms.tokenizers.Tokenizer` (``length="tokens"``: the token-sized
+splitting known from LangChain's ``from_tiktoken_encoder``, but with every chunk's count exact).
+
+The separator semantics follow LangChain's ``CharacterTextSplitter`` and
+``RecursiveCharacterTextSplitter`` (``langchain_text_splitters/character.py``): separators are
+literal strings, the recursive splitter keeps each separator at the start of the piece that
+follows it, pieces are merged greedily up to ``chunk_size`` with up to ``chunk_overlap`` carried
+over, and chunks are stripped of surrounding whitespace. The one departure: a merged chunk's length
+is the exact length of its whole text, never a sum of separately measured pieces, so a token-sized
+chunk never exceeds ``chunk_size``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Sequence
+
+from transforms.chunkers.base import Chunker, Piece
+from transforms.documents import Document
+from transforms.tokenizers import Tokenizer
+
+__all__ = ["CharacterTextSplitter", "RecursiveCharacterTextSplitter", "TokenTextSplitter"]
+
+_PLAIN_FORMATS = frozenset({"html", "markdown", "rst", "text"})
+_LENGTHS = ("characters", "tokens")
+DEFAULT_SEPARATORS = ("\n\n", "\n", " ", "")
+
+
+def _check_sizes(chunk_size: Any, chunk_overlap: Any) -> None:
+    for name, value in (("chunk_size", chunk_size), ("chunk_overlap", chunk_overlap)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError(f"{name} must be an integer, got {value!r}")
+    if chunk_size <= 0:
+        raise ValueError(f"chunk_size must be > 0, got {chunk_size}")
+    if chunk_overlap < 0:
+        raise ValueError(f"chunk_overlap must be >= 0, got {chunk_overlap}")
+    if chunk_overlap >= chunk_size:
+        raise ValueError(
+            f"chunk_overlap must be smaller than chunk_size, got {chunk_overlap} >= {chunk_size}"
+        )
+
+
+def _strip(text: str, start: int, end: int) -> tuple[int, int]:
+    """Narrow ``[start, end)`` past leading and trailing whitespace of ``text``."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _longest_fit(
+    tokenizer: Tokenizer, text: str, cuts: Sequence[int], i: int, j: int, max_tokens: int
+) -> int:
+    """Return the largest ``k`` in ``(i, j]`` with ``count(text[cuts[i]:cuts[k]]) <= max_tokens``.
+
+    Tries ``j`` first (the usual answer when cuts are token starts), then bisects. Returns
+    ``i + 1`` when even one step is too long, so callers always move forward.
+    """
+    if tokenizer.count(text[cuts[i] : cuts[j]]) <= max_tokens:
+        return j
+    lo, hi = i + 1, j  # invariant: the answer is in [lo, hi); hi does not fit
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if tokenizer.count(text[cuts[i] : cuts[mid]]) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+class _MergingSplitter(Chunker):
+    """Shared length measure, window fallback and greedy merge of the two separator splitters."""
+
+    accepted_content_formats = _PLAIN_FORMATS
+
+    def __init__(
+        self, *, chunk_size: int, chunk_overlap: int, length: str, tokenizer: Tokenizer | None
+    ) -> None:
+        _check_sizes(chunk_size, chunk_overlap)
+        if length not in _LENGTHS:
+            raise ValueError(f"length must be one of {_LENGTHS}, got {length!r}")
+        if length == "tokens" and tokenizer is None:
+            raise ValueError("length='tokens' needs a tokenizer, got None")
+        self.chunk_size = chunk_size
+        self.chunk_overlap = chunk_overlap
+        self.length = length
+        # Only a token-sized splitter depends on the tokenizer (and names it in config()).
+        self.tokenizer = tokenizer if length == "tokens" else None
+
+    def _measure(self, text: str) -> int:
+        """Length of ``text`` in this splitter's unit (code points, or tokens of the tokenizer)."""
+        return self.tokenizer.count(text) if self.tokenizer is not None else len(text)
+
+    def _windows(self, text: str, start: int, end: int) -> list[tuple[int, int]]:
+        """Cut ``text[start:end]`` into consecutive windows of at most ``chunk_size`` units.
+
+        Windows end at safe boundaries (never inside a code point); each window's length is
+        measured exactly. A window that cannot be made to fit (one boundary step already too long,
+        e.g. a 3-token emoji with ``chunk_size=2``) is kept whole; validation rejects it.
+        """
+        if self.tokenizer is None:
+            step = self.chunk_size
+            return [(s, min(s + step, end)) for s in range(start, end, step)]
+        cuts = [start + b for b in self.tokenizer.boundaries(text[start:end])]
+        windows = []
+        i = 0
+        last = len(cuts) - 1
+        while i < last:
+            j = _longest_fit(self.tokenizer, text, cuts, i, min(i + self.chunk_size, last), self.chunk_size)
+            windows.append((cuts[i], cuts[j]))
+            i = j
+        return windows
+
+    def _merge(
+        self, text: str, pieces: list[tuple[int, int, int]], gap: int
+    ) -> list[tuple[int, int]]:
+        """Greedily merge consecutive pieces into chunks of at most ``chunk_size`` units.
+
+        Args:
+            text: The whole document.
+            pieces: ``(start, end, length)`` in order; each piece fits ``chunk_size``.
+            gap: The length of what separates two consecutive pieces (0 when they touch).
+
+        Returns:
+            Stripped, non-empty ``(start, end)`` intervals. A chunk's exact length is measured on
+            its whole text; when the running sum of piece lengths underestimated it, pieces are
+            given back from the end until it fits. Up to ``chunk_overlap`` units of trailing pieces
+            start the next chunk, as in LangChain's ``_merge_splits``.
+        """
+        out: list[tuple[int, int]] = []
+        lo, n = 0, len(pieces)
+        while lo < n:
+            hi, total = lo + 1, pieces[lo][2]
+            while hi < n and total + gap + pieces[hi][2] <= self.chunk_size:
+                total += gap + pieces[hi][2]
+                hi += 1
+            while True:
+                start, end = _strip(text, pieces[lo][0], pieces[hi - 1][1])
+                if hi - lo == 1 or self._measure(text[start:end]) <= self.chunk_size:
+                    break
+                hi -= 1
+            if start < end:
+                out.append((start, end))
+            if hi >= n:
+                break
+            # Carry trailing pieces worth at most chunk_overlap into the next chunk, but always
+            # leave room for the next piece and always move forward.
+            nxt, carried = hi, 0
+            while nxt - 1 > lo:
+                size = pieces[nxt - 1][2] + (gap if nxt < hi else 0)
+                if carried + size > self.chunk_overlap or (
+                    carried + size + gap + pieces[hi][2] > self.chunk_size
+                ):
+                    break
+                carried += size
+                nxt -= 1
+            lo = nxt
+        return out
+
+
+class CharacterTextSplitter(_MergingSplitter):
+    """Split on one literal separator only, then merge pieces up to ``chunk_size``.
+
+    Never descends to a smaller separator: a piece longer than ``chunk_size`` becomes one chunk
+    as it is (and the job's validation rejects it if it exceeds the token budget). Right when the
+    source's own structure guarantees short pieces at one boundary.
+
+    Args:
+        chunk_size: Maximum chunk length, in code points or in tokens (see ``length``).
+        chunk_overlap: Maximum length carried from the end of one chunk into the next, same unit.
+        separator: The literal string to split on; ``""`` splits between code points.
+        length: ``"characters"`` (code points) or ``"tokens"`` (of ``tokenizer``).
+        tokenizer: The tokenizer that measures ``length="tokens"``.
+
+    Raises:
+        ValueError: ``chunk_size <= 0``, ``chunk_overlap < 0`` or ``>= chunk_size``, a
+            non-string separator, an unknown ``length``, or ``length="tokens"`` without a tokenizer.
+    """
+
+    def __init__(
+        self,
+        *,
+        chunk_size: int = 1000,
+        chunk_overlap: int = 200,
+        separator: str = "\n\n",
+        length: str = "characters",
+        tokenizer: Tokenizer | None = None,
+    ) -> None:
+        super().__init__(
+            chunk_size=chunk_size, chunk_overlap=chunk_overlap, length=length, tokenizer=tokenizer
+        )
+        if not isinstance(separator, str):
+            raise ValueError(f"separator must be a string, got {separator!r}")
+        self.separator = separator
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "chunk_size": self.chunk_size,
+            "chunk_overlap": self.chunk_overlap,
+            "separator": self.separator,
+            "length": self.length,
+        }
+
+    def split(self, document: Document) -> Iterator[Piece]:
+        """Yield merged runs of separator-delimited pieces as verbatim slices."""
+        text = document.content
+        sep = self.separator
+        if sep:
+            bounds, pos = [], 0
+            while (hit := text.find(sep, pos)) != -1:
+                bounds.append((pos, hit))
+                pos = hit + len(sep)
+            bounds.append((pos, len(text)))
+        else:
+            bounds = [(i, i + 1) for i in range(len(text))]
+        pieces = [(s, e, self._measure(text[s:e])) for s, e in bounds if s < e]
+        for start, end in self._merge(text, pieces, self._measure(sep) if sep else 0):
+            yield Piece(text=text[start:end], start_offset=start, end_offset=end)
+
+
+class RecursiveCharacterTextSplitter(_MergingSplitter):
+    """Split on paragraphs, then lines, then words, then anywhere safe, merging up to ``chunk_size``.
+
+    A piece descends to the next separator only while it is still too long, so chunks break at a
+    blank line when they can and inside a word only when they must. ``""`` as a separator means
+    "cut anywhere": at code points for ``length="characters"``, at token boundaries for
+    ``length="tokens"``. Every chunk is a verbatim, whitespace-stripped slice of the source.
+
+    Args:
+        chunk_size: Maximum chunk length, in code points or in tokens (see ``length``).
+        chunk_overlap: Maximum length carried from the end of one chunk into the next, same unit.
+        separators: Literal separators in priority order; default ``["\\n\\n", "\\n", " ", ""]``.
+        length: ``"characters"`` (code points) or ``"tokens"`` (of ``tokenizer``).
+        tokenizer: The tokenizer that measures ``length="tokens"``.
+
+    Raises:
+        ValueError: As :class:`CharacterTextSplitter`, or ``separators`` empty or not strings.
+    """
+
+    def __init__(
+        self,
+        *,
+        chunk_size: int = 1000,
+        chunk_overlap: int = 200,
+        separators: Sequence[str] | None = None,
+        length: str = "characters",
+        tokenizer: Tokenizer | None = None,
+    ) -> None:
+        super().__init__(
+            chunk_size=chunk_size, chunk_overlap=chunk_overlap, length=length, tokenizer=tokenizer
+        )
+        separators = list(DEFAULT_SEPARATORS if separators is None else separators)
+        if not separators or not all(isinstance(s, str) for s in separators):
+            raise ValueError(f"separators must be a non-empty list of strings, got {separators!r}")
+        self.separators = separators
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "chunk_size": self.chunk_size,
+            "chunk_overlap": self.chunk_overlap,
+            "separators": list(self.separators),
+            "length": self.length,
+        }
+
+    def split(self, document: Document) -> Iterator[Piece]:
+        """Yield chunks of ``document.content`` as verbatim slices with offsets."""
+        text = document.content
+        for start, end in self._split(text, 0, len(text), self.separators):
+            yield Piece(text=text[start:end], start_offset=start, end_offset=end)
+
+    def _split(
+        self, text: str, start: int, end: int, separators: Sequence[str]
+    ) -> list[tuple[int, int]]:
+        """Chunk intervals of ``text[start:end]``, using ``separators`` in order (LangChain's ``_split_text``)."""
+        sep, rest = "", []
+        for i, candidate in enumerate(separators):
+            if candidate == "" or text.find(candidate, start, end) != -1:
+                sep, rest = candidate, separators[i + 1 :]
+                break
+        if sep == "":
+            windows = self._windows(text, start, end)
+            return self._merge(text, [(s, e, self._measure(text[s:e])) for s, e in windows], 0)
+        # Pieces keep their separator at the start: [start, hit1), [hit1, hit2), ..., [hitN, end).
+        cuts, pos = [start], start
+        while (hit := text.find(sep, pos, end)) != -1:
+            if hit > cuts[-1]:
+                cuts.append(hit)
+            pos = hit + len(sep)
+        cuts.append(end)
+        out: list[tuple[int, int]] = []
+        good: list[tuple[int, int, int]] = []
+        for s, e in zip(cuts, cuts[1:]):
+            size = self._measure(text[s:e])
+            if size <= self.chunk_size:
+                good.append((s, e, size))
+                continue
+            if good:
+                out.extend(self._merge(text, good, 0))
+                good = []
+            if rest:
+                out.extend(self._split(text, s, e, rest))
+            else:
+                out.extend(self._merge(text, [(s, e, size)], 0))
+        if good:
+            out.extend(self._merge(text, good, 0))
+        return out
+
+
+class TokenTextSplitter(Chunker):
+    """Windows of ``chunk_size`` tokens with ``chunk_overlap`` tokens shared, cut at safe offsets.
+
+    Encodes the document once; each window's character interval comes from per-token code-point
+    offsets, so a cut never falls inside a code point (no U+FFFD, unlike splitters that decode
+    token slices). A window's text is recounted exactly and shortened by a token while re-encoding
+    it gives more than ``chunk_size`` tokens. Windows are verbatim slices, not stripped.
+
+    Args:
+        chunk_size: Maximum tokens per chunk. Default 4000, as LangChain's ``TokenTextSplitter``.
+        chunk_overlap: Tokens shared by consecutive windows. Default 200, as LangChain's.
+        tokenizer: A :class:`~transforms.tokenizers.TiktokenTokenizer` or any tokenizer with
+            ``boundaries``.
+
+    Raises:
+        ValueError: Sizes out of range (as :class:`CharacterTextSplitter`) or no tokenizer.
+    """
+
+    accepted_content_formats = _PLAIN_FORMATS
+
+    def __init__(
+        self, *, chunk_size: int = 4000, chunk_overlap: int = 200, tokenizer: Tokenizer | None = None
+    ) -> None:
+        _check_sizes(chunk_size, chunk_overlap)
+        if tokenizer is None:
+            raise ValueError("TokenTextSplitter needs a tokenizer, got None")
+        self.chunk_size = chunk_size
+        self.chunk_overlap = chunk_overlap
+        self.tokenizer = tokenizer
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"chunk_size": self.chunk_size, "chunk_overlap": self.chunk_overlap}
+
+    def split(self, document: Document) -> Iterator[Piece]:
+        """Yield token windows of ``document.content`` as verbatim slices with offsets."""
+        text = document.content
+        cuts = self.tokenizer.boundaries(text)  # token starts at code-point boundaries, plus end
+        last = len(cuts) - 1
+        i = 0
+        while i < last:
+            j = _longest_fit(self.tokenizer, text, cuts, i, min(i + self.chunk_size, last), self.chunk_size)
+            yield Piece(text=text[cuts[i] : cuts[j]], start_offset=cuts[i], end_offset=cuts[j])
+            if j >= last:
+                break
+            i = max(j - self.chunk_overlap, i + 1)

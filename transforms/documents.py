@@ -1,0 +1,223 @@
+"""Documents, chunks and dead-letter rows: the records the job moves, and their Parquet schemas.
+
+Beam-free. Every record is an immutable dataclass; the Beam layer turns Parquet rows into
+:class:`Document` and :class:`Chunk` / :class:`DeadLetter` back into rows with the Arrow schemas
+below, which follow ``../shared/design/CONTRACT.md`` column for column.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+import pyarrow as pa
+
+__all__ = [
+    "CONTENT_FORMATS",
+    "CHUNK_SCHEMA",
+    "DEAD_LETTER_SCHEMA",
+    "REASONS",
+    "STAGES",
+    "Chunk",
+    "DeadLetter",
+    "Document",
+    "chunk_id",
+    "document_hash",
+]
+
+#: Content formats the job understands (``content_format`` column values).
+CONTENT_FORMATS = frozenset({"text", "markdown", "html", "rst", "docling"})
+
+#: Stages at which a record can be rejected (``stage`` column values).
+STAGES = ("read", "route", "chunk", "validate")
+
+#: Stable reason codes for the dead letter, with one line on what each means.
+REASONS: Mapping[str, str] = {
+    "missing_document_id": "the row has a null or empty id",
+    "null_content": "the row's content is null",
+    "empty_document": "no text after parsing: empty, whitespace only, or a DoclingDocument with no items",
+    "invalid_metadata": "the metadata column is not a JSON object",
+    "duplicate_document_id": "more than one row has this id; all of them are rejected",
+    "unsupported_content_format": "the content format is unknown, or the routed chunker does not accept it",
+    "no_route": "no route matched and the configuration has no default chunker",
+    "invalid_docling_json": "content_format is docling but the content is not a valid DoclingDocument",
+    "chunker_error": "the chunker raised an unexpected error on this document",
+    "token_budget_exceeded": "the chunk's embedding_text has more tokens than max_tokens",
+    "empty_chunk": "the chunk's text is empty or whitespace only",
+    "offset_mismatch": "content[start_offset:end_offset] is not the chunk's text",
+    "tokenizer_mismatch": "the chunk was counted with another tokenizer than the job's",
+    "document_too_large": "the document is longer than the configured maximum",
+}
+
+
+def document_hash(content: str) -> str:
+    """Return the sha256 hex digest of ``content`` encoded as UTF-8 (64 lowercase hex digits)."""
+    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def chunk_id(document_id: str, chunk_index: int, text: str) -> str:
+    """Return the contract's chunk id.
+
+    ``sha256(document_id + "\\x00" + str(chunk_index) + "\\x00" + text)`` over UTF-8, as 64
+    lowercase hex digits. It depends on nothing but its arguments, so it is the same on every
+    run, runner and worker.
+    """
+    key = f"{document_id}\x00{chunk_index}\x00{text}"
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Document:
+    """One parsed document, as read from a row of the input Parquet.
+
+    Attributes:
+        id: The document's stable id, unique in the corpus.
+        content: The parsed document: text, Markdown, HTML, reST, or DoclingDocument JSON.
+        content_format: One of :data:`CONTENT_FORMATS` (``text`` when the input had none).
+        metadata: The document's metadata (a JSON object), carried into every chunk.
+    """
+
+    id: str
+    content: str
+    content_format: str = "text"
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def document_hash(self) -> str:
+        """sha256 hex of :attr:`content`."""
+        return document_hash(self.content)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One chunk of a document, in the shape of a row of ``chunks/*.parquet``.
+
+    ``token_count`` is the number of tokens of ``embedding_text`` under ``tokenizer``; the
+    validation step recounts it and overwrites whatever the chunker put there. ``start_offset``
+    and ``end_offset`` are code-point offsets into the source ``content`` such that
+    ``content[start_offset:end_offset] == text``, or both ``None`` when ``text`` is not a verbatim
+    slice.
+    """
+
+    chunk_id: str
+    document_id: str
+    chunk_index: int
+    text: str
+    embedding_text: str
+    token_count: int
+    tokenizer: str
+    start_offset: int | None
+    end_offset: int | None
+    headings: tuple[str, ...]
+    page_no: int | None
+    content_format: str
+    chunker: str
+    chunker_config_hash: str
+    document_hash: str
+    metadata: Mapping[str, Any]
+
+    def with_token_count(self, token_count: int) -> "Chunk":
+        """Return a copy with ``token_count`` replaced."""
+        return replace(self, token_count=token_count)
+
+    def to_row(self) -> dict[str, Any]:
+        """Return the Parquet row (``metadata`` as a JSON string with sorted keys)."""
+        return {
+            "chunk_id": self.chunk_id,
+            "document_id": self.document_id,
+            "chunk_index": self.chunk_index,
+            "text": self.text,
+            "embedding_text": self.embedding_text,
+            "token_count": self.token_count,
+            "tokenizer": self.tokenizer,
+            "start_offset": self.start_offset,
+            "end_offset": self.end_offset,
+            "headings": list(self.headings),
+            "page_no": self.page_no,
+            "content_format": self.content_format,
+            "chunker": self.chunker,
+            "chunker_config_hash": self.chunker_config_hash,
+            "document_hash": self.document_hash,
+            "metadata": dumps_metadata(self.metadata),
+        }
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """One rejected document or chunk, in the shape of a row of ``dead_letter/*.parquet``.
+
+    ``payload`` is the rejected chunk's text or the document's whole content: nothing is lost.
+    ``reason`` is a key of :data:`REASONS`; ``detail`` is one human sentence with the figures.
+    """
+
+    document_id: str | None
+    stage: str
+    reason: str
+    detail: str
+    payload: str | None
+    tokenizer: str
+    chunk_id: str | None = None
+    chunker: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.reason not in REASONS:
+            raise ValueError(f"reason must be one of {sorted(REASONS)}, got {self.reason!r}")
+        if self.stage not in STAGES:
+            raise ValueError(f"stage must be one of {STAGES}, got {self.stage!r}")
+
+    def to_row(self) -> dict[str, Any]:
+        """Return the Parquet row."""
+        return {
+            "document_id": self.document_id,
+            "chunk_id": self.chunk_id,
+            "stage": self.stage,
+            "reason": self.reason,
+            "detail": self.detail,
+            "payload": self.payload,
+            "chunker": self.chunker,
+            "tokenizer": self.tokenizer,
+        }
+
+
+def dumps_metadata(metadata: Mapping[str, Any]) -> str:
+    """Serialize metadata as compact JSON with sorted keys, so equal metadata gives equal bytes."""
+    return json.dumps(metadata, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+# Arrow schemas of the outputs, as the contract types them (``string``, not ``large_string``).
+# The writers keep record batches small enough that no batch nears 2 GiB of string data.
+CHUNK_SCHEMA = pa.schema(
+    [
+        ("chunk_id", pa.string()),
+        ("document_id", pa.string()),
+        ("chunk_index", pa.int32()),
+        ("text", pa.string()),
+        ("embedding_text", pa.string()),
+        ("token_count", pa.int32()),
+        ("tokenizer", pa.string()),
+        ("start_offset", pa.int64()),
+        ("end_offset", pa.int64()),
+        ("headings", pa.list_(pa.string())),
+        ("page_no", pa.int32()),
+        ("content_format", pa.string()),
+        ("chunker", pa.string()),
+        ("chunker_config_hash", pa.string()),
+        ("document_hash", pa.string()),
+        ("metadata", pa.string()),
+    ]
+)
+
+DEAD_LETTER_SCHEMA = pa.schema(
+    [
+        ("document_id", pa.string()),
+        ("chunk_id", pa.string()),
+        ("stage", pa.string()),
+        ("reason", pa.string()),
+        ("detail", pa.string()),
+        ("payload", pa.string()),
+        ("chunker", pa.string()),
+        ("tokenizer", pa.string()),
+    ]
+)

