@@ -37,6 +37,7 @@ STAGES = ("read", "route", "chunk", "validate")
 REASONS: Mapping[str, str] = {
     "missing_document_id": "the row has a null or empty id",
     "null_content": "the row's content is null",
+    "invalid_content": "the row's content is neither a string nor UTF-8 bytes",
     "empty_document": "no text after parsing: empty, whitespace only, or a DoclingDocument with no items",
     "invalid_metadata": "the metadata column is not a JSON object",
     "duplicate_document_id": "more than one row has this id; all of them are rejected",

@@ -19,6 +19,7 @@ Three implementations:
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import importlib.util
 import os
@@ -106,6 +107,22 @@ def _bundled_ranks_path(filename: str) -> str:
     raise TokenizerError(f"cannot find {filename}: {_TIKTOKEN_INSTALL_HINT}")
 
 
+def _parse_ranks(data: bytes, path: str) -> dict[bytes, int]:
+    """Parse a ``.tiktoken`` ranks file (``BASE64_TOKEN RANK`` per line), as ``load_tiktoken_bpe`` does."""
+    ranks: dict[bytes, int] = {}
+    for line in data.splitlines():
+        if not line:
+            continue
+        try:
+            token, rank = line.split()
+            ranks[base64.b64decode(token, validate=True)] = int(rank)
+        except ValueError as err:  # binascii.Error is a ValueError
+            raise TokenizerError(f"{path}: cannot parse ranks line {line[:80]!r}") from err
+    if not ranks:
+        raise TokenizerError(f"{path} holds no ranks")
+    return ranks
+
+
 class TiktokenTokenizer:
     """Exact ordinary-text BPE counts for a named tiktoken encoding, loaded offline.
 
@@ -119,7 +136,6 @@ class TiktokenTokenizer:
 
     def __init__(self, encoding: str = "cl100k_base") -> None:
         import tiktoken
-        from tiktoken.load import load_tiktoken_bpe
 
         if encoding not in _ENCODINGS:
             raise TokenizerError(
@@ -127,11 +143,17 @@ class TiktokenTokenizer:
             )
         spec = _ENCODINGS[encoding]
         path = _bundled_ranks_path(spec["file"])
-        with open(path, "rb") as f:
-            digest = hashlib.sha256(f.read()).hexdigest()
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as err:
+            raise TokenizerError(f"cannot read {path}: {err}") from err
+        digest = hashlib.sha256(data).hexdigest()
         if digest != spec["sha256"]:
             raise TokenizerError(f"{path} has sha256 {digest}, expected {spec['sha256']}")
-        ranks = load_tiktoken_bpe(path, expected_hash=spec["sha256"])
+        # Parse the very bytes that were hashed: tiktoken's own loader would read the file again
+        # and copy it into a cache folder (TIKTOKEN_CACHE_DIR or the temp dir) on every worker.
+        ranks = _parse_ranks(data, path)
         self.encoding_name = encoding
         self.identity = f"tiktoken:{encoding}:{digest[:8]}"
         self._encoding = tiktoken.Encoding(
@@ -225,12 +247,20 @@ class HuggingFaceTokenizer:
         file = os.path.join(path, "tokenizer.json") if os.path.isdir(path) else path
         if not os.path.isfile(file):
             raise TokenizerError(f"no tokenizer.json at {path!r}")
-        with open(file, "rb") as f:
-            data = f.read()
         try:
-            self._tokenizer = _HFTokenizer.from_str(data.decode("utf-8"))
-        except Exception as err:  # the library raises a bare Exception on bad JSON
+            with open(file, "rb") as f:
+                data = f.read()
+        except OSError as err:
+            raise TokenizerError(f"cannot read {file!r}: {err}") from err
+        try:
+            tokenizer = _HFTokenizer.from_str(data.decode("utf-8"))
+        except Exception as err:  # bad UTF-8, or the library's bare Exception on bad JSON
             raise TokenizerError(f"{file!r} is not a Hugging Face tokenizer.json: {err}") from err
+        # A tokenizer.json may switch on truncation or padding; either would make count() report
+        # the truncated or padded length instead of the text's own.
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        self._tokenizer = tokenizer
         name = os.path.basename(os.path.dirname(os.path.abspath(file))) or "tokenizer"
         self.path = file
         self.identity = f"hf:{name}:{hashlib.sha256(data).hexdigest()[:8]}"
@@ -240,10 +270,21 @@ class HuggingFaceTokenizer:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
     def boundaries(self, text: str) -> list[int]:
-        """Return the code-point offsets where a token starts, plus 0 and ``len(text)``."""
+        """Return the code-point offsets where a token starts, plus 0 and ``len(text)``.
+
+        The library reports character offsets; a byte-level token that starts inside a code point
+        gets the offsets of the whole character, so a start is kept only when no earlier token
+        reaches past it (no token straddles the cut).
+        """
         encoding = self._tokenizer.encode(text, add_special_tokens=False)
         cuts = {0, len(text)}
-        cuts.update(start for start, _ in encoding.offsets if 0 < start < len(text))
+        reach = 0
+        for start, end in encoding.offsets:
+            if start == end:  # a token with no source text (e.g. an added special token)
+                continue
+            if 0 < start < len(text) and start >= reach:
+                cuts.add(start)
+            reach = max(reach, end)
         return sorted(cuts)
 
 

@@ -72,6 +72,24 @@ def _longest_fit(
     return lo
 
 
+def _next_cut(tokenizer: Tokenizer, text: str, cuts: list[int], i: int, max_tokens: int) -> int:
+    """Return the largest ``k > i`` such that ``text[cuts[i]:cuts[k]]`` fits ``max_tokens``.
+
+    ``cuts`` are token starts. When even the first step is too long and spans several code
+    points (a token that starts inside a code point ties them together, e.g. Hangul or CJK under
+    cl100k_base), the step is cut at the longest code-point prefix that fits, and that offset is
+    inserted into ``cuts`` in place. Only a single code point that needs more than ``max_tokens``
+    tokens comes back whole (``k = i + 1`` with ``count > max_tokens``); validation rejects it.
+    """
+    k = _longest_fit(tokenizer, text, cuts, i, min(i + max_tokens, len(cuts) - 1), max_tokens)
+    a, b = cuts[i], cuts[k]
+    if k == i + 1 and b - a > 1 and tokenizer.count(text[a:b]) > max_tokens:
+        points = list(range(a, b + 1))
+        m = _longest_fit(tokenizer, text, points, 0, len(points) - 2, max_tokens)
+        cuts.insert(i + 1, points[m])
+    return k
+
+
 class _MergingSplitter(Chunker):
     """Shared length measure, window fallback and greedy merge of the two separator splitters."""
 
@@ -95,25 +113,28 @@ class _MergingSplitter(Chunker):
         """Length of ``text`` in this splitter's unit (code points, or tokens of the tokenizer)."""
         return self.tokenizer.count(text) if self.tokenizer is not None else len(text)
 
-    def _windows(self, text: str, start: int, end: int) -> list[tuple[int, int]]:
-        """Cut ``text[start:end]`` into consecutive windows of at most ``chunk_size`` units.
+    def _atoms(self, text: str, start: int, end: int) -> list[tuple[int, int, int]]:
+        """Cut ``text[start:end]`` into the smallest safe pieces, as ``(start, end, length)``.
 
-        Windows end at safe boundaries (never inside a code point); each window's length is
-        measured exactly. A window that cannot be made to fit (one boundary step already too long,
-        e.g. a 3-token emoji with ``chunk_size=2``) is kept whole; validation rejects it.
+        The ``""`` separator: one code point each for ``length="characters"`` (LangChain's
+        ``list(text)``), one step between consecutive token starts for ``length="tokens"``. A token
+        step longer than ``chunk_size`` that spans several code points is cut into code points,
+        so only a single code point can exceed ``chunk_size`` (e.g. a 3-token emoji with
+        ``chunk_size=2``); it is kept whole and validation rejects it. The atoms are then merged
+        like any other pieces, so ``chunk_overlap`` applies inside long words too.
         """
         if self.tokenizer is None:
-            step = self.chunk_size
-            return [(s, min(s + step, end)) for s in range(start, end, step)]
+            return [(i, i + 1, 1) for i in range(start, end)]
+        count = self.tokenizer.count
         cuts = [start + b for b in self.tokenizer.boundaries(text[start:end])]
-        windows = []
-        i = 0
-        last = len(cuts) - 1
-        while i < last:
-            j = _longest_fit(self.tokenizer, text, cuts, i, min(i + self.chunk_size, last), self.chunk_size)
-            windows.append((cuts[i], cuts[j]))
-            i = j
-        return windows
+        atoms: list[tuple[int, int, int]] = []
+        for a, b in zip(cuts, cuts[1:]):
+            size = count(text[a:b])
+            if size > self.chunk_size and b - a > 1:
+                atoms.extend((c, c + 1, count(text[c])) for c in range(a, b))
+            else:
+                atoms.append((a, b, size))
+        return atoms
 
     def _merge(
         self, text: str, pieces: list[tuple[int, int, int]], gap: int
@@ -215,9 +236,9 @@ class CharacterTextSplitter(_MergingSplitter):
                 bounds.append((pos, hit))
                 pos = hit + len(sep)
             bounds.append((pos, len(text)))
+            pieces = [(s, e, self._measure(text[s:e])) for s, e in bounds if s < e]
         else:
-            bounds = [(i, i + 1) for i in range(len(text))]
-        pieces = [(s, e, self._measure(text[s:e])) for s, e in bounds if s < e]
+            pieces = self._atoms(text, 0, len(text))
         for start, end in self._merge(text, pieces, self._measure(sep) if sep else 0):
             yield Piece(text=text[start:end], start_offset=start, end_offset=end)
 
@@ -276,14 +297,15 @@ class RecursiveCharacterTextSplitter(_MergingSplitter):
         self, text: str, start: int, end: int, separators: Sequence[str]
     ) -> list[tuple[int, int]]:
         """Chunk intervals of ``text[start:end]``, using ``separators`` in order (LangChain's ``_split_text``)."""
-        sep, rest = "", []
+        # As LangChain: the first separator found in the text; when none is, the last one (which
+        # then splits nothing, so an oversized text is kept whole unless "" is in the list).
+        sep, rest = separators[-1], []
         for i, candidate in enumerate(separators):
             if candidate == "" or text.find(candidate, start, end) != -1:
                 sep, rest = candidate, separators[i + 1 :]
                 break
         if sep == "":
-            windows = self._windows(text, start, end)
-            return self._merge(text, [(s, e, self._measure(text[s:e])) for s, e in windows], 0)
+            return self._merge(text, self._atoms(text, start, end), 0)
         # Pieces keep their separator at the start: [start, hit1), [hit1, hit2), ..., [hitN, end).
         cuts, pos = [start], start
         while (hit := text.find(sep, pos, end)) != -1:
@@ -346,12 +368,13 @@ class TokenTextSplitter(Chunker):
     def split(self, document: Document) -> Iterator[Piece]:
         """Yield token windows of ``document.content`` as verbatim slices with offsets."""
         text = document.content
-        cuts = self.tokenizer.boundaries(text)  # token starts at code-point boundaries, plus end
-        last = len(cuts) - 1
+        cuts = list(self.tokenizer.boundaries(text))  # token starts, plus the end
         i = 0
-        while i < last:
-            j = _longest_fit(self.tokenizer, text, cuts, i, min(i + self.chunk_size, last), self.chunk_size)
-            yield Piece(text=text[cuts[i] : cuts[j]], start_offset=cuts[i], end_offset=cuts[j])
-            if j >= last:
+        while i < len(cuts) - 1:
+            j = _next_cut(self.tokenizer, text, cuts, i, self.chunk_size)  # may refine cuts
+            window = text[cuts[i] : cuts[j]]
+            if window.strip():
+                yield Piece(text=window, start_offset=cuts[i], end_offset=cuts[j])
+            if j >= len(cuts) - 1:
                 break
             i = max(j - self.chunk_overlap, i + 1)

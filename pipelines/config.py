@@ -1,0 +1,183 @@
+"""The job's configuration: YAML (or JSON) into a checked routing spec, with option errors.
+
+A configuration names chunker instances (a class from ``transforms.chunkers.CHUNKERS`` and its
+parameters, with the reference APIs' names), routing rules (first match wins) and a default. Every
+mistake raises :class:`ConfigError` with one line that names where it is and what is wrong; the
+job turns that into exit status 2 before the pipeline starts.
+
+A token budget that a chunker's parameters leave out is taken from the job's ``max_tokens``:
+``chunk_size`` of ``TokenTextSplitter`` and of the separator splitters with ``length: tokens``,
+and ``max_tokens`` of ``DoclingChunker`` with ``chunker: hybrid``. So ``--max-tokens`` alone
+resizes the default configuration.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+from typing import Any, Mapping
+
+import yaml
+
+from transforms.chunkers import CHUNKERS
+from transforms.documents import CONTENT_FORMATS
+
+__all__ = ["ConfigError", "DEFAULT_CONFIG", "DEFAULT_MAX_TOKENS", "load_config", "resolve_config"]
+
+DEFAULT_MAX_TOKENS = 512
+
+#: The configuration used without ``--config`` (also in ``configs/default.yaml``).
+DEFAULT_CONFIG: Mapping[str, Any] = {
+    "tokenizer": "tiktoken:cl100k_base",
+    "max_tokens": DEFAULT_MAX_TOKENS,
+    "chunkers": {
+        "docling": {"type": "DoclingChunker", "params": {"chunker": "hybrid", "merge_peers": True}},
+        "prose": {
+            "type": "RecursiveCharacterTextSplitter",
+            "params": {"length": "tokens", "chunk_overlap": 0},
+        },
+    },
+    "routes": [{"when": {"content_format": ["docling"]}, "chunker": "docling"}],
+    "default": "prose",
+}
+
+_TOP_KEYS = {"tokenizer", "max_tokens", "chunkers", "routes", "default"}
+_WHEN_KEYS = {"content_format", "metadata"}
+
+
+class ConfigError(ValueError):
+    """The configuration file or an option derived from it is wrong; the message is one line."""
+
+
+def load_config(path: str | None) -> dict[str, Any]:
+    """Read a YAML or JSON configuration file (any Beam filesystem), or the default when ``path`` is None.
+
+    Raises:
+        ConfigError: The file cannot be read, is not YAML, or is not a mapping.
+    """
+    if path is None:
+        return copy.deepcopy(dict(DEFAULT_CONFIG))
+    from apache_beam.io.filesystems import FileSystems
+
+    try:
+        with FileSystems.open(path) as f:
+            raw = f.read().decode("utf-8")
+    except Exception as err:  # FileSystems raises IOError/BeamIOError/OSError by scheme
+        raise ConfigError(f"--config {path}: cannot read the file ({_first_line(err)})") from err
+    try:
+        data = json.loads(raw) if path.endswith(".json") else yaml.safe_load(raw)
+    except (yaml.YAMLError, ValueError) as err:
+        raise ConfigError(f"--config {path}: not valid YAML/JSON ({_first_line(err)})") from err
+    if not isinstance(data, dict):
+        raise ConfigError(f"--config {path}: the top level must be a mapping, got {type(data).__name__}")
+    return data
+
+
+def _first_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return text[:200] or type(err).__name__
+
+
+def resolve_config(
+    data: Mapping[str, Any], *, tokenizer: str | None, max_tokens: int | None, source: str = "config"
+) -> dict[str, Any]:
+    """Check ``data`` and return the full spec, with command-line values winning.
+
+    Returns:
+        ``{"tokenizer", "max_tokens", "chunkers", "routes", "default"}`` with every chunker's
+        budget filled in; JSON-able, for ``transforms.chunkers.registry.build_router``.
+
+    Raises:
+        ConfigError: An unknown key, class or parameter, a wrongly typed value, or a route or
+            default naming a missing chunker.
+    """
+    where = source
+    unknown = sorted(set(data) - _TOP_KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_TOP_KEYS))})")
+    spec_tokenizer = tokenizer if tokenizer is not None else data.get("tokenizer", "tiktoken:cl100k_base")
+    if not isinstance(spec_tokenizer, str):
+        raise ConfigError(f"{where}: tokenizer must be a string, got {spec_tokenizer!r}")
+    budget = max_tokens if max_tokens is not None else data.get("max_tokens", DEFAULT_MAX_TOKENS)
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
+        raise ConfigError(f"{where}: max_tokens must be a positive integer, got {budget!r}")
+
+    chunkers_in = data.get("chunkers")
+    if not isinstance(chunkers_in, dict) or not chunkers_in:
+        raise ConfigError(f"{where}: chunkers must be a non-empty mapping of name -> {{type, params}}")
+    chunkers: dict[str, Any] = {}
+    for name, entry in chunkers_in.items():
+        chunkers[str(name)] = _resolve_chunker(f"{where}: chunkers.{name}", entry, budget)
+
+    routes_in = data.get("routes") or []
+    if not isinstance(routes_in, list):
+        raise ConfigError(f"{where}: routes must be a list, got {type(routes_in).__name__}")
+    routes = [_resolve_route(f"{where}: routes[{i}]", rule, chunkers) for i, rule in enumerate(routes_in)]
+
+    default = data.get("default")
+    if default is not None and default not in chunkers:
+        raise ConfigError(f"{where}: default names chunker {default!r}, not one of {sorted(chunkers)}")
+    return {
+        "tokenizer": spec_tokenizer,
+        "max_tokens": budget,
+        "chunkers": chunkers,
+        "routes": routes,
+        "default": default,
+    }
+
+
+def _resolve_chunker(where: str, entry: Any, budget: int) -> dict[str, Any]:
+    if not isinstance(entry, dict) or "type" not in entry:
+        raise ConfigError(f"{where}: must be a mapping with 'type' and optional 'params'")
+    extra = sorted(set(entry) - {"type", "params"})
+    if extra:
+        raise ConfigError(f"{where}: unknown key {extra[0]!r} (known: params, type)")
+    cls_name = entry["type"]
+    if cls_name not in CHUNKERS:
+        raise ConfigError(f"{where}: unknown chunker type {cls_name!r} (known: {', '.join(sorted(CHUNKERS))})")
+    params = dict(entry.get("params") or {})
+    if not isinstance(entry.get("params") or {}, dict):
+        raise ConfigError(f"{where}.params: must be a mapping")
+    cls = CHUNKERS[cls_name]
+    known = sorted(p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "tokenizer"))
+    for key in params:
+        if key not in known:
+            raise ConfigError(f"{where}.params: unknown parameter {key!r} for {cls_name} (known: {', '.join(known)})")
+    _fill_budget(cls_name, params, budget)
+    return {"type": cls_name, "params": params}
+
+
+def _fill_budget(cls_name: str, params: dict[str, Any], budget: int) -> None:
+    """Default a token-measured budget parameter to the job's ``max_tokens``."""
+    if cls_name == "TokenTextSplitter" or (
+        cls_name in ("RecursiveCharacterTextSplitter", "CharacterTextSplitter")
+        and params.get("length") == "tokens"
+    ):
+        params.setdefault("chunk_size", budget)
+    elif cls_name == "DoclingChunker" and params.get("chunker", "hybrid") == "hybrid":
+        params.setdefault("max_tokens", budget)
+
+
+def _resolve_route(where: str, rule: Any, chunkers: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(rule, dict) or "chunker" not in rule:
+        raise ConfigError(f"{where}: must be a mapping with 'chunker' and 'when'")
+    if rule["chunker"] not in chunkers:
+        raise ConfigError(f"{where}: names chunker {rule['chunker']!r}, not one of {sorted(chunkers)}")
+    when = rule.get("when") or {}
+    if not isinstance(when, dict) or set(when) - _WHEN_KEYS:
+        raise ConfigError(f"{where}.when: must be a mapping with keys among content_format, metadata")
+    formats = when.get("content_format") or []
+    formats = [formats] if isinstance(formats, str) else formats
+    bad = [f for f in formats if f not in CONTENT_FORMATS]
+    if not isinstance(formats, list) or bad:
+        raise ConfigError(
+            f"{where}.when.content_format: {bad[0] if bad else formats!r} is not one of {sorted(CONTENT_FORMATS)}"
+        )
+    metadata = when.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise ConfigError(f"{where}.when.metadata: must be a mapping of key -> accepted values")
+    metadata = {
+        str(k): sorted(v if isinstance(v, list) else [v], key=repr) for k, v in sorted(metadata.items())
+    }
+    return {"when": {"content_format": sorted(formats), "metadata": metadata}, "chunker": rule["chunker"]}

@@ -1,0 +1,288 @@
+"""The rechunk job: Parquet documents in; chunks, a dead letter and report.json out.
+
+    rechunk --input 'PATTERN' --output DIR [--config chunking.yaml] [--tokenizer SPEC]
+            [--max-tokens N] [--column-map content=text,...] [any Beam pipeline option]
+    python -m pipelines.rechunk ...
+
+The graph (see ``transforms.beam``)::
+
+    Read documents -> Admit -> Route and chunk -> Validate -> Write chunks
+                        \\____________\\_______________\\______-> Write dead letter
+    tokenizer identity (singleton side input) -> Admit, Route and chunk, Validate
+
+Every mistake in the options is found before the pipeline starts and reported as one line on
+stderr with exit status 2. Without ``--runner`` (or with ``--runner=DirectRunner``) the job runs on
+Beam's FnApiRunner, the DirectRunner's own engine, so that the DirectRunner's first choice, Prism,
+never tries to download its binary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+from pipelines.config import ConfigError, load_config, resolve_config
+from pipelines.report import build_report, write_report
+from transforms.beam import (
+    DEAD_LETTER,
+    AdmitDocuments,
+    ChunkDocuments,
+    ReadDocuments,
+    ValidateChunks,
+    WriteChunks,
+    WriteDeadLetter,
+)
+from transforms.chunkers.registry import build_router
+from transforms.tokenizers import TokenizerError, load_tokenizer
+
+__all__ = ["RechunkOptions", "build_pipeline", "main", "run"]
+
+_LOG = logging.getLogger("rechunk")
+_COLUMNS = ("id", "content", "content_format", "metadata")
+
+
+class OptionError(ValueError):
+    """A command-line mistake: one line, exit status 2."""
+
+
+class RechunkOptions(PipelineOptions):
+    """The job's own options; every other Beam option passes through to the runner."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser) -> None:
+        parser.add_argument("--input", help="File pattern of document Parquet files (any Beam filesystem).")
+        parser.add_argument("--output", help="Output directory: chunks/, dead_letter/, report.json.")
+        parser.add_argument("--config", help="YAML or JSON chunking configuration. Default: configs/default.yaml.")
+        parser.add_argument(
+            "--tokenizer",
+            help="Budget tokenizer: tiktoken:cl100k_base (default), utf8-bytes, or hf:PATH to a local tokenizer.json.",
+        )
+        parser.add_argument(
+            "--max-tokens", "--max_tokens", dest="max_tokens",
+            help="Hard budget for every chunk's embedding_text, in tokens of --tokenizer. Default 512.",
+        )
+        parser.add_argument(
+            "--column-map", "--column_map", dest="column_map",
+            help="Input column names, e.g. content=text,id=doc_id. Default: the contract's names.",
+        )
+        parser.add_argument(
+            "--previous",
+            help="An earlier run's output, for incremental re-chunking (not available yet).",
+        )
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything checked before the pipeline starts."""
+
+    input: str
+    output: str
+    spec: dict[str, Any]
+    tokenizer_identity: str
+    column_map: dict[str, str]
+    options: PipelineOptions
+
+
+def _unknown_options(argv: Sequence[str]) -> list[str]:
+    """Options no registered PipelineOptions class knows (Beam itself would only warn and drop them)."""
+    from apache_beam.options.pipeline_options import _BeamArgumentParser
+
+    parser = _BeamArgumentParser(allow_abbrev=False)
+    seen: dict[str, type] = {}
+    for cls in PipelineOptions.__subclasses__():
+        seen.setdefault(str(cls), cls)
+    for cls in seen.values():
+        cls._add_argparse_args(parser)
+    _, unknown = parser.parse_known_args(list(argv))
+    return [u for u in unknown if u.startswith("-")]
+
+
+def _parse_column_map(text: str | None) -> dict[str, str]:
+    if not text:
+        return {}
+    mapping: dict[str, str] = {}
+    for item in text.split(","):
+        target, sep, source = item.partition("=")
+        if not sep or target.strip() not in _COLUMNS or not source.strip():
+            raise OptionError(
+                f"--column-map: expected NAME=COLUMN with NAME one of {', '.join(_COLUMNS)}, got {item!r}"
+            )
+        mapping[target.strip()] = source.strip()
+    return mapping
+
+
+def parse_job(argv: Sequence[str]) -> Job:
+    """Parse and check the command line, the configuration and the tokenizer.
+
+    Raises:
+        OptionError: Any mistake, as one line naming the option.
+    """
+    unknown = _unknown_options(argv)
+    if unknown:
+        raise OptionError(f"unrecognized option {unknown[0]} (see rechunk --help)")
+    options = PipelineOptions(list(argv))
+    job_opts = options.view_as(RechunkOptions)
+    if not job_opts.input:
+        raise OptionError("--input is required: a file pattern of document Parquet files")
+    if not job_opts.output:
+        raise OptionError("--output is required: the directory to write chunks/, dead_letter/ and report.json")
+    if job_opts.previous:
+        raise OptionError("--previous: incremental re-chunking is not available in this version")
+    max_tokens = None
+    if job_opts.max_tokens is not None:
+        try:
+            max_tokens = int(job_opts.max_tokens)
+        except ValueError:
+            raise OptionError(f"--max-tokens must be a positive integer, got {job_opts.max_tokens!r}") from None
+        if max_tokens <= 0:
+            raise OptionError(f"--max-tokens must be a positive integer, got {max_tokens}")
+    column_map = _parse_column_map(job_opts.column_map)
+
+    try:
+        data = load_config(job_opts.config)
+        spec = resolve_config(
+            data,
+            tokenizer=job_opts.tokenizer,
+            max_tokens=max_tokens,
+            source=f"--config {job_opts.config}" if job_opts.config else "default config",
+        )
+    except ConfigError as err:
+        raise OptionError(str(err)) from None
+    try:
+        tokenizer = load_tokenizer(spec["tokenizer"])
+    except TokenizerError as err:
+        raise OptionError(f"--tokenizer: {err}") from None
+    try:
+        build_router(spec, tokenizer=tokenizer)  # every chunker's parameters, checked here
+    except (TypeError, ValueError, ImportError) as err:
+        where = f"--config {job_opts.config}" if job_opts.config else "default config"
+        raise OptionError(f"{where}: {' '.join(str(err).split())}") from None
+
+    try:
+        matched = FileSystems.match([job_opts.input])[0].metadata_list
+    except Exception as err:  # BeamIOError and friends, by scheme
+        raise OptionError(f"--input {job_opts.input}: cannot list files ({' '.join(str(err).split())[:200]})") from None
+    if not matched:
+        raise OptionError(f"--input {job_opts.input}: no file matches")
+    output = job_opts.output.rstrip("/") or "/"
+    for sub in ("chunks", "dead_letter"):
+        try:
+            existing = FileSystems.match([f"{output}/{sub}/*"])[0].metadata_list
+        except Exception:
+            existing = []
+        if existing:
+            raise OptionError(f"--output {output}: {sub}/ already holds files from another run; choose an empty directory")
+
+    standard = options.view_as(StandardOptions)
+    if standard.runner in (None, "DirectRunner", "direct", "Direct"):
+        standard.runner = "FnApiRunner"
+    return Job(
+        input=job_opts.input,
+        output=output,
+        spec=spec,
+        tokenizer_identity=tokenizer.identity,
+        column_map=column_map,
+        options=options,
+    )
+
+
+def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
+    """Add the job's transforms to ``pipeline``."""
+    identity = pipeline | "Tokenizer identity" >> beam.Create([job.tokenizer_identity])
+    rows = pipeline | "Read documents" >> ReadDocuments(job.input, column_map=job.column_map)
+    admitted = rows | "Admit documents" >> AdmitDocuments(identity)
+    chunked = admitted.documents | "Route and chunk" >> ChunkDocuments(job.spec, identity)
+    validated = chunked.chunked | "Validate chunks" >> ValidateChunks(
+        job.spec["tokenizer"], job.spec["max_tokens"], identity
+    )
+    _ = validated.chunks | "Write chunks" >> WriteChunks(f"{job.output}/chunks/chunks")
+    _ = (
+        (admitted[DEAD_LETTER], chunked[DEAD_LETTER], validated[DEAD_LETTER])
+        | "Collect dead letter" >> beam.Flatten()
+        | "Write dead letter" >> WriteDeadLetter(f"{job.output}/dead_letter/dead_letter")
+    )
+
+
+def run(job: Job) -> dict[str, Any]:
+    """Run the job to completion and write ``report.json``; return the report."""
+    started = time.monotonic()
+    pipeline = beam.Pipeline(options=job.options)
+    build_pipeline(pipeline, job)
+    result = pipeline.run()
+    result.wait_until_finish()
+    report = build_report(
+        result,
+        output=job.output,
+        spec=job.spec,
+        tokenizer_identity=job.tokenizer_identity,
+        wall_seconds=time.monotonic() - started,
+    )
+    write_report(report, f"{job.output}/report.json")
+    return report
+
+
+def _summary(report: dict[str, Any], output: str) -> str:
+    reasons = ", ".join(f"{k} {v}" for k, v in report["dead_letter_by_reason"].items()) or "none"
+    tokens = report["token_count"]
+    return "\n".join(
+        [
+            f"rechunk: {report['documents_read']} documents read, {report['documents_chunked']} chunked, "
+            f"{report['documents_dead_lettered']} dead-lettered ({report['documents_partially_rejected']} partly)",
+            f"rechunk: {report['chunks_written']} chunks written to {output}/chunks/ "
+            f"(tokens min {tokens['min']}, p50 {tokens['p50']}, p95 {tokens['p95']}, max {tokens['max']} "
+            f"of max {report['max_tokens']}, {report['tokenizer']})",
+            f"rechunk: {report['dead_letter_rows']} dead-letter rows in {output}/dead_letter/ ({reasons})",
+            f"rechunk: report in {output}/report.json ({report['wall_seconds']} s)",
+        ]
+    )
+
+
+_HELP = """usage: rechunk --input PATTERN --output DIR [--config FILE] [--tokenizer SPEC]
+               [--max-tokens N] [--column-map NAME=COLUMN,...] [Beam pipeline options]
+
+Chunk parsed documents (Parquet) for RAG ingestion with Apache Beam.
+
+  --input PATTERN      document Parquet files (local path, gs://, any Beam filesystem)
+  --output DIR         writes DIR/chunks/*.parquet, DIR/dead_letter/*.parquet, DIR/report.json
+  --config FILE        YAML/JSON chunkers and routes (default: configs/default.yaml, in the README)
+  --tokenizer SPEC     tiktoken:cl100k_base (default) | utf8-bytes | hf:PATH (local tokenizer.json)
+  --max-tokens N       hard budget for each chunk's embedding_text (default 512)
+  --column-map MAP     input column names, e.g. content=text,id=doc_id
+
+Any Apache Beam option passes through: --runner, --direct_running_mode, --direct_num_workers,
+--setup_file, ... A mistake in the options exits with status 2 before the pipeline starts.
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the job from command-line arguments; return the exit status (0 ok, 2 option error)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a in ("-h", "--help") for a in argv):
+        print(_HELP, end="")
+        return 0
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        job = parse_job(argv)
+    except OptionError as err:
+        print(f"rechunk: error: {err}", file=sys.stderr)
+        return 2
+    report = run(job)
+    print(_summary(report, job.output))
+    return 0
+
+
+def cli() -> None:
+    """Console-script entry point (``rechunk``)."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,95 @@
+"""report.json: the run's figures, from Beam metrics and the written chunks' token counts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics.metric import MetricsFilter
+
+import transforms
+from transforms.beam import METRICS_NAMESPACE
+
+__all__ = ["build_report", "write_report"]
+
+_DOCUMENT_COUNTERS = (
+    "documents_read",
+    "documents_chunked",
+    "documents_partially_rejected",
+    "documents_dead_lettered",
+    "documents_skipped_unchanged",
+    "chunks_written",
+    "chunks_rejected",
+)
+
+
+def _counters(result) -> dict[str, int]:
+    """Sum the job's counters over steps (committed values where the runner has them)."""
+    totals: dict[str, int] = {}
+    query = result.metrics().query(MetricsFilter().with_namespace(METRICS_NAMESPACE))
+    for counter in query["counters"]:
+        value = counter.committed if counter.committed is not None else counter.attempted
+        totals[counter.key.metric.name] = totals.get(counter.key.metric.name, 0) + (value or 0)
+    return totals
+
+
+def _token_stats(chunks_glob: str) -> dict[str, int | None]:
+    """min, p50, p95 and max of ``token_count`` over the written chunk files (nearest rank, lower)."""
+    arrays = []
+    for match in FileSystems.match([chunks_glob])[0].metadata_list:
+        with FileSystems.open(match.path) as f:
+            arrays.append(pq.read_table(f, columns=["token_count"]).column("token_count"))
+    counts = pa.chunked_array([c for a in arrays for c in a.chunks], type=pa.int32())
+    if len(counts) == 0:
+        return {"min": None, "p50": None, "p95": None, "max": None}
+    p50, p95 = pc.quantile(counts, q=[0.5, 0.95], interpolation="lower").to_pylist()
+    return {
+        "min": pc.min(counts).as_py(),
+        "p50": int(p50),
+        "p95": int(p95),
+        "max": pc.max(counts).as_py(),
+    }
+
+
+def build_report(
+    result, *, output: str, spec: Mapping[str, Any], tokenizer_identity: str, wall_seconds: float
+) -> dict[str, Any]:
+    """Assemble the contract's report from a finished pipeline result.
+
+    Keys: the document and chunk counters, ``dead_letter_by_reason``, ``chunks_by_chunker``,
+    ``token_count`` (``min``, ``p50``, ``p95``, ``max`` of accepted chunks), ``tokenizer``,
+    ``max_tokens``, ``wall_seconds``, ``version``, ``output``. Maps are sorted by key.
+    """
+    counters = _counters(result)
+    report: dict[str, Any] = {name: counters.get(name, 0) for name in _DOCUMENT_COUNTERS}
+    report["dead_letter_by_reason"] = {
+        name.split(".", 1)[1]: value
+        for name, value in sorted(counters.items())
+        if name.startswith("dead_letter.")
+    }
+    report["dead_letter_rows"] = sum(report["dead_letter_by_reason"].values())
+    report["chunks_by_chunker"] = {
+        name.split(".", 1)[1]: value
+        for name, value in sorted(counters.items())
+        if name.startswith("chunks_by_chunker.")
+    }
+    report["token_count"] = _token_stats(f"{output}/chunks/*.parquet")
+    report["tokenizer"] = tokenizer_identity
+    report["max_tokens"] = spec["max_tokens"]
+    report["wall_seconds"] = round(wall_seconds, 3)
+    report["version"] = transforms.__version__
+    report["output"] = {
+        "chunks": f"{output}/chunks/",
+        "dead_letter": f"{output}/dead_letter/",
+    }
+    return report
+
+
+def write_report(report: Mapping[str, Any], path: str) -> None:
+    """Write ``report`` as indented JSON to ``path`` on any Beam filesystem."""
+    with FileSystems.create(path) as f:
+        f.write((json.dumps(report, indent=2, sort_keys=False) + "\n").encode("utf-8"))

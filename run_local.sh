@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# rechunk on this machine.
+#
+#   ./run_local.sh                 create .venv, install rechunk, chunk sample/docs.parquet with the
+#                                  DirectRunner into output/sample/ and print the report's summary
+#   ./run_local.sh test [ARGS]     create .venv, install rechunk with its test extra, run the tests
+#
+# Extra arguments after the job form go to rechunk (e.g. --max-tokens 256, --direct_num_workers 2).
+# PYTHON picks the interpreter that creates .venv (default python3, 3.10 or newer).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+venv=.venv
+stamp="$venv/.rechunk-installed"
+if [ ! -x "$venv/bin/python" ]; then
+  "${PYTHON:-python3}" -m venv "$venv"
+fi
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ]; then
+  "$venv/bin/python" -m pip install --quiet --upgrade pip
+  "$venv/bin/python" -m pip install --quiet -e '.[test]'
+  touch "$stamp"
+fi
+
+if [ "${1:-}" = "test" ]; then
+  shift
+  exec "$venv/bin/python" -m pytest -q "$@"
+fi
+
+out=output/sample
+rm -rf "$out"
+exec "$venv/bin/rechunk" --input sample/docs.parquet --output "$out" "$@"

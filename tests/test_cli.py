@@ -1,0 +1,136 @@
+"""The command line: every option mistake is one line on stderr and exit status 2, before any pipeline."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipelines.rechunk import main
+from tests.conftest import REPO, read_output, write_documents
+
+SAMPLE = REPO / "sample" / "docs.parquet"
+
+
+@pytest.fixture()
+def docs(tmp_path):
+    return write_documents(
+        tmp_path / "in" / "docs.parquet",
+        [{"id": "a", "content": "Hello world.\n\nSecond paragraph.", "content_format": "text", "metadata": None}],
+    )
+
+
+def _error(capsys, argv) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("rechunk: error: ")
+    return err[0]
+
+
+def _write(path: Path, text: str) -> str:
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "argv_tail, message",
+    [
+        (["--max-tokens", "abc"], "--max-tokens must be a positive integer, got 'abc'"),
+        (["--max-tokens", "0"], "--max-tokens must be a positive integer, got 0"),
+        (["--tokenizer", "nope"], "--tokenizer: tokenizer must be 'tiktoken:cl100k_base', 'utf8-bytes' or 'hf:PATH', got 'nope'"),
+        (["--tokenizer", "tiktoken:o999k"], "--tokenizer: tiktoken encoding must be one of ['cl100k_base'] (offline), got 'o999k'"),
+        (["--tokenizer", "hf:/no/such/dir"], "--tokenizer: no tokenizer.json at '/no/such/dir'"),
+        (["--column-map", "body"], "--column-map: expected NAME=COLUMN with NAME one of id, content, content_format, metadata, got 'body'"),
+        (["--max_tokn", "5"], "unrecognized option --max_tokn"),
+        (["--previous", "/tmp/x"], "--previous: incremental re-chunking is not available in this version"),
+        (["--config", "/no/such.yaml"], "--config /no/such.yaml: cannot read the file"),
+    ],
+)
+def test_option_mistakes(capsys, tmp_path, docs, argv_tail, message):
+    line = _error(capsys, ["--input", str(docs), "--output", str(tmp_path / "out"), *argv_tail])
+    assert message in line
+
+
+def test_missing_input_and_output(capsys, tmp_path, docs):
+    assert "--input is required" in _error(capsys, ["--output", str(tmp_path / "o")])
+    assert "--output is required" in _error(capsys, ["--input", str(docs)])
+    assert "no file matches" in _error(capsys, ["--input", str(tmp_path / "nothing*.parquet"), "--output", str(tmp_path / "o")])
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ("chunkers: [unclosed", "not valid YAML/JSON"),
+        ("- a list", "the top level must be a mapping, got list"),
+        ("chunkers: {p: {type: Nope}}\ndefault: p", "chunkers.p: unknown chunker type 'Nope'"),
+        ("chunkers: {p: {type: RecursiveCharacterTextSplitter, params: {chunk_sise: 5}}}",
+         "chunkers.p.params: unknown parameter 'chunk_sise' for RecursiveCharacterTextSplitter"),
+        ("chunkers: {p: {type: RecursiveCharacterTextSplitter, params: {chunk_size: 0}}}", "chunk_size must be > 0, got 0"),
+        ("chunkers: {p: {type: TokenTextSplitter}}\nroutes: [{when: {content_format: [text]}, chunker: q}]",
+         "routes[0]: names chunker 'q', not one of ['p']"),
+        ("chunkers: {p: {type: TokenTextSplitter}}\ndefault: q", "default names chunker 'q', not one of ['p']"),
+        ("chunkers: {p: {type: TokenTextSplitter}}\nroutes: [{when: {content_format: [pdf]}, chunker: p}]",
+         "routes[0].when.content_format: 'pdf' is not one of"),
+        ("chunkers: {p: {type: TokenTextSplitter}}\nmax_tokens: -3", "max_tokens must be a positive integer, got -3"),
+        ("chunkers: {p: {type: TokenTextSplitter}}\nrouting: []", "unknown key 'routing'"),
+    ],
+)
+def test_config_mistakes(capsys, tmp_path, docs, config, message):
+    path = _write(tmp_path / "c.yaml", config)
+    line = _error(capsys, ["--input", str(docs), "--output", str(tmp_path / "out"), "--config", path])
+    assert message in line
+    assert path in line
+
+
+def test_refuses_an_output_that_holds_a_previous_run(capsys, tmp_path, docs):
+    out = tmp_path / "out"
+    assert main(["--input", str(docs), "--output", str(out)]) == 0
+    assert "chunks/ already holds files" in _error(capsys, ["--input", str(docs), "--output", str(out)])
+
+
+def test_runs_and_reports(capsys, tmp_path, docs):
+    out = tmp_path / "out"
+    assert main(["--input", str(docs), "--output", str(out), "--max-tokens", "4"]) == 0
+    summary = capsys.readouterr().out
+    assert f"{out}/chunks/" in summary and f"{out}/report.json" in summary
+    report = json.loads((out / "report.json").read_text())
+    assert report["documents_read"] == 1 and report["documents_chunked"] == 1
+    assert report["chunks_written"] == len(read_output(out, "chunks")) == 2
+    assert report["max_tokens"] == 4 and report["tokenizer"] == "tiktoken:cl100k_base:223921b7"
+    assert report["chunks_by_chunker"] == {"RecursiveCharacterTextSplitter": 2}
+    assert report["token_count"] == {"min": 3, "p50": 3, "p95": 3, "max": 3}
+
+
+def test_column_map_and_utf8_bytes_tokenizer(tmp_path):
+    import pyarrow as pa
+
+    schema = pa.schema([("doc_id", pa.string()), ("body", pa.string()), ("lang", pa.string())])
+    path = write_documents(tmp_path / "in.parquet", [{"doc_id": "x", "body": "héllo wörld", "lang": "de"}], schema)
+    out = tmp_path / "out"
+    code = main(["--input", str(path), "--output", str(out), "--column-map", "id=doc_id,content=body",
+                 "--tokenizer", "utf8-bytes", "--max-tokens", "8"])
+    assert code == 0
+    rows = read_output(out, "chunks")
+    assert [(r["document_id"], r["text"], r["token_count"], r["tokenizer"]) for r in rows] == [
+        ("x", "héllo", 6, "utf8-bytes:v1"),
+        ("x", "wörld", 6, "utf8-bytes:v1"),
+    ]
+    assert json.loads(rows[0]["metadata"]) == {"lang": "de"}
+
+
+def test_module_entry_point_exits_2_without_traceback(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipelines.rechunk", "--input", str(SAMPLE), "--output", str(tmp_path / "o"), "--bogus"],
+        capture_output=True, text=True, cwd=REPO, timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "rechunk: error: unrecognized option --bogus (see rechunk --help)"
+
+
+def test_help_exits_0(capsys):
+    assert main(["--help"]) == 0
+    assert "--max-tokens" in capsys.readouterr().out

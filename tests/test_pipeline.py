@@ -1,0 +1,183 @@
+"""The Beam layer with TestPipeline and assert_that: every row ends as chunks or dead letter."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import apache_beam as beam
+import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from pipelines.config import resolve_config
+from transforms import chunkers as chunkers_module
+from transforms.beam import DEAD_LETTER, AdmitDocuments, ChunkDocuments, ValidateChunks
+from transforms.chunkers.base import Chunker
+from transforms.documents import chunk_id
+
+DOCLING_SAMPLE = Path(__file__).resolve().parent.parent / "sample" / "docs.parquet"
+
+PROSE = "First paragraph here.\n\nSecond paragraph, a little longer than the first one."
+
+
+def _pipeline():
+    return BeamTestPipeline(options=PipelineOptions(runner="FnApiRunner"))
+
+
+def _spec(**overrides):
+    data = {
+        "chunkers": {
+            "prose": {"type": "RecursiveCharacterTextSplitter", "params": {"length": "tokens", "chunk_overlap": 0}},
+        },
+        "default": "prose",
+        **overrides,
+    }
+    return resolve_config(data, tokenizer="tiktoken:cl100k_base", max_tokens=8)
+
+
+def _run(rows, spec, identity=None):
+    """Admit, chunk and validate ``rows``; return (chunks, dead letter) PCollections."""
+    from transforms.tokenizers import load_tokenizer
+
+    p = _pipeline()
+    identity = identity or load_tokenizer(spec["tokenizer"]).identity
+    ident = p | "identity" >> beam.Create([identity])
+    admitted = p | beam.Create(rows) | AdmitDocuments(ident)
+    chunked = admitted.documents | ChunkDocuments(spec, ident)
+    validated = chunked.chunked | ValidateChunks(spec["tokenizer"], spec["max_tokens"], ident)
+    dead = (admitted[DEAD_LETTER], chunked[DEAD_LETTER], validated[DEAD_LETTER]) | beam.Flatten()
+    return p, validated.chunks, dead
+
+
+def test_admit_rejects_each_bad_row_with_its_reason_and_whole_payload():
+    rows = [
+        {"id": "good", "content": PROSE, "content_format": "markdown", "metadata": '{"source": "a"}', "lang": "en"},
+        {"id": "null", "content": None, "content_format": "text", "metadata": None},
+        {"id": "blank", "content": " \n\t ", "content_format": "text", "metadata": None},
+        {"id": "badmeta", "content": "text", "content_format": "text", "metadata": "[1, 2]"},
+        {"id": "brokenmeta", "content": "text", "content_format": "text", "metadata": "{not json"},
+        {"id": "dup", "content": "one", "content_format": "text", "metadata": None},
+        {"id": "dup", "content": "two", "content_format": "text", "metadata": None},
+        {"id": "pdf", "content": "%PDF", "content_format": "pdf", "metadata": None},
+        {"id": None, "content": "orphan", "content_format": "text", "metadata": None},
+        {"id": "notdocling", "content": "{]", "content_format": "docling", "metadata": None},
+    ]
+    spec = _spec(
+        chunkers={
+            "prose": {"type": "RecursiveCharacterTextSplitter", "params": {"length": "tokens", "chunk_overlap": 0}},
+            "docling": {"type": "DoclingChunker", "params": {}},
+        },
+        routes=[{"when": {"content_format": ["docling"]}, "chunker": "docling"}],
+    )
+    p, chunks, dead = _run(rows, spec)
+    expected_dead = [
+        ("null", "read", "null_content", None),
+        ("blank", "read", "empty_document", " \n\t "),
+        ("badmeta", "read", "invalid_metadata", "text"),
+        ("brokenmeta", "read", "invalid_metadata", "text"),
+        ("dup", "read", "duplicate_document_id", "one"),
+        ("dup", "read", "duplicate_document_id", "two"),
+        ("pdf", "route", "unsupported_content_format", "%PDF"),
+        (None, "read", "missing_document_id", "orphan"),
+        ("notdocling", "chunk", "invalid_docling_json", "{]"),
+    ]
+    assert_that(
+        dead | "dead key" >> beam.Map(lambda d: (d.document_id, d.stage, d.reason, d.payload)),
+        equal_to(expected_dead),
+        label="dead letter",
+    )
+    assert_that(
+        chunks | "chunk key" >> beam.Map(lambda c: (c.document_id, c.chunk_index, c.text, c.token_count, dict(c.metadata))),
+        equal_to(
+            [
+                ("good", 0, "First paragraph here.", 4, {"source": "a", "lang": "en"}),
+                ("good", 1, "Second paragraph, a little longer than", 7, {"source": "a", "lang": "en"}),
+                ("good", 2, "the first one.", 4, {"source": "a", "lang": "en"}),
+            ]
+        ),
+        label="chunks",
+    )
+    p.run().wait_until_finish()
+
+
+def test_chunks_carry_contract_identity():
+    rows = [{"id": "doc-1", "content": PROSE, "content_format": "text", "metadata": None}]
+    spec = _spec()
+    p, chunks, _ = _run(rows, spec)
+    from transforms.chunkers.registry import build_router
+    from transforms.tokenizers import load_tokenizer
+
+    config_hash = build_router(spec, tokenizer=load_tokenizer(spec["tokenizer"])).chunkers["prose"].config_hash
+    assert_that(
+        chunks | beam.Map(lambda c: (c.chunk_id, c.chunker, c.chunker_config_hash, c.start_offset, c.end_offset)),
+        equal_to(
+            [
+                (chunk_id("doc-1", 0, "First paragraph here."), "RecursiveCharacterTextSplitter", config_hash, 0, 21),
+                (chunk_id("doc-1", 1, "Second paragraph, a little longer than"), "RecursiveCharacterTextSplitter", config_hash, 23, 61),
+                (chunk_id("doc-1", 2, "the first one."), "RecursiveCharacterTextSplitter", config_hash, 62, 76),
+            ]
+        ),
+    )
+    p.run().wait_until_finish()
+
+
+def test_oversized_chunks_are_dead_lettered_and_the_rest_kept():
+    # CharacterTextSplitter never descends below its separator: the long paragraph stays whole.
+    long_paragraph = "word " * 30
+    rows = [{"id": "mixed", "content": f"short one\n\n{long_paragraph}\n\nshort two", "content_format": "text", "metadata": None}]
+    spec = _spec(
+        chunkers={"para": {"type": "CharacterTextSplitter", "params": {"length": "tokens", "chunk_overlap": 0}}},
+        default="para",
+    )
+    p, chunks, dead = _run(rows, spec)
+    assert_that(chunks | "texts" >> beam.Map(lambda c: (c.chunk_index, c.text)),
+                equal_to([(0, "short one"), (2, "short two")]), label="kept")
+    assert_that(dead | "reasons" >> beam.Map(lambda d: (d.reason, d.chunk_id is not None, d.detail, d.payload)),
+                equal_to([("token_budget_exceeded", True, "30 tokens > max 8", long_paragraph.strip())]), label="dead")
+    p.run().wait_until_finish()
+
+
+def test_no_route_without_default():
+    rows = [{"id": "md", "content": PROSE, "content_format": "markdown", "metadata": None}]
+    spec = _spec(routes=[{"when": {"content_format": ["text"]}, "chunker": "prose"}], default=None)
+    p, chunks, dead = _run(rows, spec)
+    assert_that(chunks, equal_to([]), label="no chunks")
+    assert_that(dead | beam.Map(lambda d: (d.document_id, d.stage, d.reason, d.payload)),
+                equal_to([("md", "route", "no_route", PROSE)]), label="dead")
+    p.run().wait_until_finish()
+
+
+def test_tokenizer_identity_side_input_mismatch_rejects_chunks():
+    rows = [{"id": "doc", "content": PROSE, "content_format": "text", "metadata": None}]
+    p, chunks, dead = _run(rows, _spec(), identity="tiktoken:cl100k_base:ffffffff")
+    assert_that(chunks, equal_to([]), label="no chunks")
+    assert_that(dead | beam.Map(lambda d: (d.reason, d.tokenizer)),
+                equal_to([("tokenizer_mismatch", "tiktoken:cl100k_base:ffffffff")] * 3), label="dead")
+    p.run().wait_until_finish()
+
+
+class _Boom(Chunker):
+    accepted_content_formats = None
+
+    def __init__(self):
+        pass
+
+    def to_dict(self):
+        return {}
+
+    def split(self, document):
+        raise RuntimeError("kaboom " + document.id)
+
+
+def test_unexpected_chunker_exception_becomes_chunker_error(monkeypatch):
+    monkeypatch.setitem(chunkers_module.CHUNKERS, "_Boom", _Boom)
+    rows = [{"id": "doc", "content": PROSE, "content_format": "text", "metadata": None}]
+    spec = resolve_config({"chunkers": {"boom": {"type": "_Boom"}}, "default": "boom"},
+                          tokenizer="tiktoken:cl100k_base", max_tokens=8)
+    p, chunks, dead = _run(rows, spec)
+    assert_that(chunks, equal_to([]), label="no chunks")
+    assert_that(dead | beam.Map(lambda d: (d.reason, d.stage, d.chunker, d.detail, d.payload)),
+                equal_to([("chunker_error", "chunk", "_Boom", "RuntimeError: kaboom doc", PROSE)]), label="dead")
+    p.run().wait_until_finish()

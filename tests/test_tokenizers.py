@@ -1,0 +1,382 @@
+"""Tests of transforms.tokenizers: exact counts, lossless cut offsets, offline loading, errors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tiktoken
+from tiktoken.load import load_tiktoken_bpe
+from tokenizers import Tokenizer as HFTokenizer
+from tokenizers import decoders, models, pre_tokenizers, trainers
+
+from transforms import tokenizers as tk
+from transforms.tokenizers import (
+    HuggingFaceTokenizer,
+    TiktokenTokenizer,
+    Tokenizer,
+    TokenizerError,
+    Utf8ByteTokenizer,
+    load_tokenizer,
+)
+
+CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+
+SAMPLES = [
+    "",
+    "hello world",
+    "The quick brown fox jumps over the lazy dog.",
+    "a<|endoftext|>b",
+    "def f(x):\r\n    return x ** 2\n\n\n\n",
+    "🎉🎉🎉 데이터베이스 中文字符测试 e\u0301 𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
+    "   leading and trailing   ",
+]
+
+# Surrogate-free text, weighted towards what breaks byte-level BPE offsets: emoji (4 bytes, ZWJ
+# sequences), CJK and Hangul (tokens that start inside a code point), combining marks, CRLF.
+_ODD = [
+    "🎉", "👩\u200d👩\u200d👧\u200d👦", "🇫🇷", "中", "文", "字符", "데이터", "합니다", "e\u0301",
+    "\u0301", "𝔘", "𒐫", "\U000e0001", "\r\n", "\n\n", " ", "\t", "<|endoftext|>", "'s", "123456",
+]
+unicode_text = st.lists(
+    st.one_of(
+        st.sampled_from(_ODD),
+        st.text(st.characters(blacklist_categories=("Cs",)), max_size=8),
+        st.text("abc xyz.,\n", max_size=12),
+    ),
+    max_size=25,
+).map("".join)
+
+
+@pytest.fixture(scope="module")
+def cl100k() -> TiktokenTokenizer:
+    return TiktokenTokenizer("cl100k_base")
+
+
+@pytest.fixture(scope="module")
+def reference_cl100k(cl100k: TiktokenTokenizer) -> tiktoken.Encoding:
+    """tiktoken's own cl100k_base definition, with ranks read independently from the bundled file.
+
+    ``tiktoken_ext.openai_public.cl100k_base`` would download its ranks; its ``load_tiktoken_bpe``
+    is pointed at the installed file instead (with tiktoken's cache disabled), so nothing is
+    fetched and nothing of ours is reused.
+    """
+    from tiktoken_ext import openai_public
+
+    path = tk._bundled_ranks_path("cl100k_base.tiktoken")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TIKTOKEN_CACHE_DIR", "")  # read the file, write no cache
+        ranks = load_tiktoken_bpe(path, expected_hash=CL100K_SHA256)
+        mp.setattr(openai_public, "load_tiktoken_bpe", lambda url, expected_hash=None: ranks)
+        definition = openai_public.cl100k_base()
+    return tiktoken.Encoding(**definition)
+
+
+# --------------------------------------------------------------------------------------------
+# tiktoken
+# --------------------------------------------------------------------------------------------
+
+
+def test_tiktoken_identity(cl100k):
+    assert cl100k.identity == "tiktoken:cl100k_base:223921b7"
+    assert isinstance(cl100k, Tokenizer)
+
+
+def test_tiktoken_definition_is_tiktokens_own(cl100k, reference_cl100k):
+    ours = cl100k.encoding
+    assert ours._pat_str == reference_cl100k._pat_str
+    assert ours._special_tokens == reference_cl100k._special_tokens
+    assert ours._mergeable_ranks == reference_cl100k._mergeable_ranks
+    assert ours.n_vocab == reference_cl100k.n_vocab
+
+
+@pytest.mark.parametrize("text", SAMPLES)
+def test_tiktoken_count_and_tokens_match_reference(cl100k, reference_cl100k, text):
+    expected = reference_cl100k.encode_ordinary(text)
+    assert cl100k.encode(text) == expected
+    assert cl100k.count(text) == len(expected)
+
+
+def test_tiktoken_known_counts(cl100k):
+    assert cl100k.count("") == 0
+    assert cl100k.count("hello world") == 2
+    assert cl100k.count("The quick brown fox jumps over the lazy dog.") == 10
+    assert cl100k.count("🎉") == 3
+
+
+def test_tiktoken_special_token_spelling_is_ordinary_text(cl100k, reference_cl100k):
+    text = "before <|endoftext|> after <|fim_prefix|>"
+    tokens = cl100k.encode(text)  # no "disallowed special token" error
+    assert 100257 not in tokens and 100258 not in tokens
+    assert cl100k.count("<|endoftext|>") == len(reference_cl100k.encode_ordinary("<|endoftext|>")) > 1
+
+
+def test_tiktoken_writes_no_cache(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+    TiktokenTokenizer("cl100k_base")
+    assert not cache.exists()
+
+
+def test_tiktoken_boundaries_examples(cl100k):
+    assert cl100k.boundaries("") == [0]
+    assert cl100k.boundaries("hello world") == [0, 5, 11]
+    # Each emoji is 3 tokens; only the first starts at a code point.
+    assert cl100k.boundaries("🎉🎉🎉") == [0, 1, 2, 3]
+    # '데이터' is 2 tokens, the second starting inside '이': no cut inside the word.
+    assert cl100k.boundaries("데이터") == [0, 3]
+
+
+def _token_start_bytes(encoding: tiktoken.Encoding, text: str) -> set[int]:
+    """Byte offsets where a token of ``text``'s ordinary encoding starts, plus the end."""
+    starts, pos = {0}, 0
+    for token in encoding.encode_ordinary(text):
+        pos += len(encoding.decode_single_token_bytes(token))
+        starts.add(pos)
+    return starts
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=unicode_text)
+def test_tiktoken_boundaries_are_exactly_the_token_starts_at_code_points(
+    cl100k, reference_cl100k, text
+):
+    cuts = cl100k.boundaries(text)
+    assert cuts[0] == 0 and cuts[-1] == len(text)
+    assert cuts == sorted(set(cuts))
+    data = text.encode("utf-8")
+    token_starts = _token_start_bytes(reference_cl100k, text)
+    tokens = reference_cl100k.encode_ordinary(text)
+    for b in cuts:
+        prefix = text[:b].encode("utf-8")
+        assert data.startswith(prefix)
+        # The tokens before b decode exactly to text[:b]: b is where a token starts.
+        assert len(prefix) in token_starts
+        before = [t for t, end in zip(tokens, _running_ends(reference_cl100k, tokens)) if end <= len(prefix)]
+        assert reference_cl100k.decode_bytes(before) == prefix
+    # And no token start at a code-point boundary is missing.
+    at_code_points = {len(text[:i].encode("utf-8")): i for i in range(len(text) + 1)}
+    expected = sorted(at_code_points[s] for s in token_starts if s in at_code_points)
+    assert cuts == (expected if text else [0])
+
+
+def _running_ends(encoding: tiktoken.Encoding, tokens: list[int]) -> list[int]:
+    ends, pos = [], 0
+    for token in tokens:
+        pos += len(encoding.decode_single_token_bytes(token))
+        ends.append(pos)
+    return ends
+
+
+def test_tiktoken_unknown_encoding():
+    with pytest.raises(TokenizerError, match=re.escape("got 'p50k_base'")):
+        TiktokenTokenizer("p50k_base")
+    with pytest.raises(TokenizerError, match=re.escape("'o200k_base'")):
+        load_tokenizer("tiktoken:o200k_base")
+
+
+def test_tiktoken_wrong_expected_hash(monkeypatch):
+    wrong = "0" * 64
+    monkeypatch.setitem(tk._ENCODINGS, "cl100k_base", {**tk._ENCODINGS["cl100k_base"], "sha256": wrong})
+    with pytest.raises(TokenizerError, match=re.escape(f"has sha256 {CL100K_SHA256}, expected {wrong}")):
+        TiktokenTokenizer("cl100k_base")
+
+
+def test_tiktoken_tampered_ranks_file(tmp_path, monkeypatch):
+    fake = tmp_path / "cl100k_base.tiktoken"
+    fake.write_bytes(b"IQ== 0\nIg== 1\n")
+    monkeypatch.setattr(tk, "_bundled_ranks_path", lambda filename: str(fake))
+    digest = hashlib.sha256(fake.read_bytes()).hexdigest()
+    with pytest.raises(TokenizerError, match=re.escape(f"{fake} has sha256 {digest}, expected {CL100K_SHA256}")):
+        TiktokenTokenizer("cl100k_base")
+
+
+def test_tiktoken_ranks_file_missing(monkeypatch):
+    monkeypatch.setitem(
+        tk._ENCODINGS, "cl100k_base", {**tk._ENCODINGS["cl100k_base"], "file": "nope.tiktoken"}
+    )
+    with pytest.raises(TokenizerError, match=re.escape("cannot find nope.tiktoken")):
+        TiktokenTokenizer("cl100k_base")
+
+
+# --------------------------------------------------------------------------------------------
+# UTF-8 bytes
+# --------------------------------------------------------------------------------------------
+
+
+def test_utf8_bytes():
+    tok = Utf8ByteTokenizer()
+    assert tok.identity == "utf8-bytes:v1"
+    assert isinstance(tok, Tokenizer)
+    assert tok.count("") == 0
+    assert tok.count("abc") == 3
+    assert tok.count("é") == 2
+    assert tok.count("🎉") == 4
+    assert tok.count("a🎉é") == 7
+    assert tok.boundaries("") == [0]
+    assert tok.boundaries("a🎉é") == [0, 1, 2, 3]
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=unicode_text)
+def test_utf8_bytes_properties(text):
+    tok = Utf8ByteTokenizer()
+    assert tok.count(text) == len(text.encode("utf-8"))
+    assert tok.boundaries(text) == list(range(len(text) + 1))
+
+
+# --------------------------------------------------------------------------------------------
+# Hugging Face tokenizer.json
+# --------------------------------------------------------------------------------------------
+
+SENTENCES = ["the cat sat on the mat", "the dog sat on the log", "a cat and a dog"]
+
+
+def _word_level(sentences: list[str]) -> HFTokenizer:
+    tok = HFTokenizer(models.WordLevel(unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.train_from_iterator(
+        sentences, trainers.WordLevelTrainer(special_tokens=["[UNK]"], show_progress=False)
+    )
+    return tok
+
+
+def _save(tok: HFTokenizer, folder) -> str:
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "tokenizer.json")
+    tok.save(path)
+    return path
+
+
+def test_hf_file_and_folder(tmp_path):
+    path = _save(_word_level(SENTENCES), tmp_path / "tiny")
+    by_file = load_tokenizer("hf:" + path)
+    by_folder = load_tokenizer("hf:" + str(tmp_path / "tiny"))
+    assert isinstance(by_file, HuggingFaceTokenizer) and isinstance(by_file, Tokenizer)
+    assert by_file.identity == by_folder.identity
+    assert by_file.identity.startswith("hf:tiny:")
+    for tok in (by_file, by_folder):
+        assert tok.count("") == 0
+        assert tok.count("the cat sat") == 3
+        assert tok.count("the zebra sat") == 3  # unknown word -> [UNK], still one token
+        assert tok.boundaries("") == [0]
+        assert tok.boundaries("the cat sat") == [0, 4, 8, 11]
+        assert tok.boundaries("  the cat  ") == [0, 2, 6, 11]
+
+
+def test_hf_identity_follows_vocabulary(tmp_path):
+    same_a = load_tokenizer("hf:" + _save(_word_level(SENTENCES), tmp_path / "a" / "tok"))
+    same_b = load_tokenizer("hf:" + _save(_word_level(SENTENCES), tmp_path / "b" / "tok"))
+    other = load_tokenizer("hf:" + _save(_word_level(SENTENCES + ["zebra"]), tmp_path / "c" / "tok"))
+    assert same_a.identity == same_b.identity
+    assert other.identity != same_a.identity
+    assert other.identity.startswith("hf:tok:")
+
+
+def test_hf_ignores_truncation_and_padding_in_the_file(tmp_path):
+    tok = _word_level(SENTENCES)
+    tok.enable_truncation(max_length=2)
+    tok.enable_padding(length=16, pad_token="[UNK]")
+    loaded = load_tokenizer("hf:" + _save(tok, tmp_path / "trunc"))
+    assert loaded.count("the cat sat on the mat") == 6
+    assert loaded.count("the cat") == 2
+    assert loaded.boundaries("the cat sat on the mat")[-3:] == [15, 19, 22]
+
+
+def _byte_level_bpe(sentences: list[str], vocab_size: int) -> HFTokenizer:
+    tok = HFTokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(sentences, trainer)
+    return tok
+
+
+def _gpt2_byte_decoder() -> dict[str, int]:
+    """The byte-level alphabet's character -> byte map (GPT-2's ``bytes_to_unicode`` inverted)."""
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars, n = {}, 0
+    for b in range(256):
+        if b in keep:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + n)
+            n += 1
+    return {c: b for b, c in chars.items()}
+
+
+def test_hf_byte_level_token_straddling_a_code_point_is_no_cut(tmp_path):
+    # One merge: the last byte of 'é' with the first byte of '🎉'. The library reports the next
+    # token's start as '🎉' (offset 1) although no token starts at byte 2.
+    raw = _byte_level_bpe(["é🎉é🎉é🎉"], vocab_size=257)
+    assert [m for m in json.loads(raw.to_str())["model"]["merges"]] == [["©", "ð"]]
+    tok = load_tokenizer("hf:" + _save(raw, tmp_path / "bytes"))
+    assert tok.count("é🎉") == 5
+    assert tok.boundaries("é🎉") == [0, 2]
+    assert tok.boundaries("🎉é") == [0, 1, 2]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=unicode_text)
+def test_hf_byte_level_boundaries_are_token_starts(byte_bpe, text):
+    tok, raw = byte_bpe
+    decode = _gpt2_byte_decoder()
+    starts, pos = {0}, 0
+    for piece in raw.encode(text, add_special_tokens=False).tokens:
+        pos += len(piece)  # one alphabet character per byte
+        assert all(c in decode for c in piece)
+        starts.add(pos)
+    cuts = tok.boundaries(text)
+    assert cuts[0] == 0 and cuts[-1] == len(text) and cuts == sorted(set(cuts))
+    for b in cuts:
+        assert len(text[:b].encode("utf-8")) in starts
+
+
+@pytest.fixture(scope="module")
+def byte_bpe(tmp_path_factory):
+    raw = _byte_level_bpe(["é🎉é🎉é🎉 데이터 中文字符 the cat sat", "🎉🎉 hello"] * 5, vocab_size=300)
+    folder = tmp_path_factory.mktemp("bpe")
+    return load_tokenizer("hf:" + _save(raw, folder)), raw
+
+
+def test_hf_missing_file(tmp_path):
+    with pytest.raises(TokenizerError, match=re.escape(f"no tokenizer.json at {str(tmp_path / 'nope')!r}")):
+        load_tokenizer("hf:" + str(tmp_path / "nope"))
+    with pytest.raises(TokenizerError, match=re.escape("no tokenizer.json at")):
+        HuggingFaceTokenizer(str(tmp_path))  # a folder without tokenizer.json
+
+
+@pytest.mark.parametrize("content", [b"not json at all", b'{"version": "1.0"}', b"\xff\xfe\x00garbage\x80"])
+def test_hf_garbage_file(tmp_path, content):
+    path = tmp_path / "tokenizer.json"
+    path.write_bytes(content)
+    with pytest.raises(TokenizerError, match=re.escape(f"{str(path)!r} is not a Hugging Face tokenizer.json")):
+        load_tokenizer("hf:" + str(path))
+
+
+# --------------------------------------------------------------------------------------------
+# load_tokenizer
+# --------------------------------------------------------------------------------------------
+
+
+def test_load_tokenizer_specs():
+    assert load_tokenizer("tiktoken:cl100k_base").identity == "tiktoken:cl100k_base:223921b7"
+    assert load_tokenizer(tk.DEFAULT_TOKENIZER).identity == "tiktoken:cl100k_base:223921b7"
+    assert isinstance(load_tokenizer("utf8-bytes"), Utf8ByteTokenizer)
+    assert isinstance(load_tokenizer("utf8-bytes:v1"), Utf8ByteTokenizer)
+
+
+@pytest.mark.parametrize("spec", ["", "nope", "tiktoken:", "hf:", "tiktoken", "utf8-bytes:v2", None])
+def test_load_tokenizer_bad_specs(spec):
+    with pytest.raises(TokenizerError, match=re.escape(f"got {spec!r}")):
+        load_tokenizer(spec)

@@ -1,0 +1,391 @@
+"""The thin Beam layer: PTransforms that read, admit, chunk, validate and write.
+
+Nothing here knows how a chunker works. Each DoFn converts its element, calls the Beam-free core
+(``transforms.chunkers``, ``transforms.validation``) and emits typed records: good records on the
+main output, rejected ones as :class:`~transforms.documents.DeadLetter` on the ``dead_letter``
+tagged output, each counted by a Beam metric (namespace ``rechunk``). Heavy objects (tokenizers,
+chunkers) are built in ``DoFn.setup()`` from plain specs; the tokenizer identity arrives as a
+singleton side input and every worker checks its own tokenizer against it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any, Iterable, Mapping
+
+import apache_beam as beam
+from apache_beam.io.parquetio import ReadFromParquet, WriteToParquet
+from apache_beam.metrics import Metrics
+from apache_beam.pvalue import AsDict, AsSingleton, TaggedOutput
+
+from transforms.chunkers.base import ChunkingError
+from transforms.chunkers.registry import build_router
+from transforms.documents import (
+    CHUNK_SCHEMA,
+    CONTENT_FORMATS,
+    DEAD_LETTER_SCHEMA,
+    Chunk,
+    DeadLetter,
+    Document,
+)
+from transforms.tokenizers import Tokenizer, load_tokenizer
+from transforms.validation import validate_chunks
+
+__all__ = [
+    "DEAD_LETTER",
+    "METRICS_NAMESPACE",
+    "AdmitDocuments",
+    "ChunkDocuments",
+    "ReadDocuments",
+    "ValidateChunks",
+    "WriteChunks",
+    "WriteDeadLetter",
+]
+
+#: The tag of every transform's dead-letter output.
+DEAD_LETTER = "dead_letter"
+#: Namespace of the job's Beam metrics (read back into report.json).
+METRICS_NAMESPACE = "rechunk"
+
+_DOCUMENT_COLUMNS = ("id", "content", "content_format", "metadata")
+
+
+def _counter(name: str):
+    return Metrics.counter(METRICS_NAMESPACE, name)
+
+
+@functools.lru_cache(maxsize=4)
+def _shared_tokenizer(spec: str) -> Tokenizer:
+    """One tokenizer per spec per worker process, shared by the DoFns that need it."""
+    return load_tokenizer(spec)
+
+
+class _DeadLetterCounter:
+    """Counts dead-letter rows by reason and rejected documents, then tags the row."""
+
+    def __init__(self) -> None:
+        self._by_reason: dict[str, Any] = {}
+        self._documents = _counter("documents_dead_lettered")
+
+    def document(self, row: DeadLetter) -> TaggedOutput:
+        self._documents.inc()
+        return self.row(row)
+
+    def row(self, row: DeadLetter) -> TaggedOutput:
+        counter = self._by_reason.get(row.reason)
+        if counter is None:
+            counter = self._by_reason[row.reason] = _counter(f"dead_letter.{row.reason}")
+        counter.inc()
+        return TaggedOutput(DEAD_LETTER, row)
+
+
+# ----------------------------------------------------------------------------------------------
+# Read
+# ----------------------------------------------------------------------------------------------
+
+
+class ReadDocuments(beam.PTransform):
+    """Read document rows from Parquet files with Beam's ``ReadFromParquet``.
+
+    Output: one ``dict`` per row, with columns renamed by ``column_map`` (``{"content": "text"}``
+    reads the ``text`` column as ``content``).
+
+    Args:
+        file_pattern: A file pattern on any Beam filesystem.
+        column_map: Contract column name -> the input's column name.
+    """
+
+    def __init__(self, file_pattern: str, *, column_map: Mapping[str, str] | None = None) -> None:
+        super().__init__()
+        self._file_pattern = file_pattern
+        self._rename = {source: target for target, source in (column_map or {}).items()}
+
+    def expand(self, pbegin):
+        rows = pbegin | "Read Parquet" >> ReadFromParquet(self._file_pattern)
+        if not self._rename:
+            return rows
+        rename = self._rename
+        return rows | "Rename columns" >> beam.Map(
+            lambda row: {rename.get(k, k): v for k, v in row.items()}
+        )
+
+
+# ----------------------------------------------------------------------------------------------
+# Admit
+# ----------------------------------------------------------------------------------------------
+
+
+def _row_to_document(row: Mapping[str, Any], duplicates: Mapping[str, int], tokenizer: str):
+    """Return a Document, or a DeadLetter (stage ``read``) saying why the row is not one."""
+    raw_id = row.get("id")
+    doc_id = None if raw_id is None else str(raw_id)
+    content = row.get("content")
+    if isinstance(content, (bytes, bytearray)):
+        try:
+            content = bytes(content).decode("utf-8")
+        except UnicodeDecodeError:
+            return DeadLetter(doc_id, "read", "invalid_content", "content is bytes that are not UTF-8",
+                              content.decode("latin-1"), tokenizer)
+    payload = content if isinstance(content, str) else (None if content is None else str(content))
+
+    def reject(reason: str, detail: str) -> DeadLetter:
+        return DeadLetter(doc_id, "read", reason, detail, payload, tokenizer)
+
+    if not doc_id:
+        return reject("missing_document_id", "the row's id is null or empty")
+    if doc_id in duplicates:
+        return reject("duplicate_document_id", f"{duplicates[doc_id]} rows have id {doc_id!r}")
+    if content is None:
+        return reject("null_content", "content is null")
+    if not isinstance(content, str):
+        return reject("invalid_content", f"content is {type(content).__name__}, not a string")
+    fmt = row.get("content_format") or "text"
+    if fmt not in CONTENT_FORMATS:
+        return DeadLetter(doc_id, "route", "unsupported_content_format",
+                          f"content_format {fmt!r} is not one of {sorted(CONTENT_FORMATS)}",
+                          payload, tokenizer)
+    metadata: dict[str, Any] = {k: v for k, v in sorted(row.items()) if k not in _DOCUMENT_COLUMNS}
+    raw_meta = row.get("metadata")
+    if raw_meta not in (None, ""):
+        try:
+            parsed = json.loads(raw_meta) if isinstance(raw_meta, (str, bytes)) else None
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            return reject("invalid_metadata", f"metadata is not a JSON object: {str(raw_meta)[:80]!r}")
+        metadata.update(parsed)
+    if not content.strip():
+        return reject("empty_document", f"content is empty or whitespace only ({len(content)} characters)")
+    return Document(id=doc_id, content=content, content_format=fmt, metadata=metadata)
+
+
+class _AdmitDoFn(beam.DoFn):
+    def __init__(self) -> None:
+        self._read = _counter("documents_read")
+        self._dead = _DeadLetterCounter()
+
+    def process(self, row, duplicates, tokenizer_identity):
+        self._read.inc()
+        result = _row_to_document(row, duplicates, tokenizer_identity)
+        if isinstance(result, DeadLetter):
+            yield self._dead.document(result)
+        else:
+            yield result
+
+
+class AdmitDocuments(beam.PTransform):
+    """Turn rows into :class:`Document` records; reject what can be known before chunking.
+
+    Rejected (stage ``read``): ``missing_document_id``, ``duplicate_document_id`` (every row of an
+    id that occurs more than once, found by a keyed count over ids only), ``null_content``,
+    ``invalid_content``, ``invalid_metadata``, ``empty_document``; (stage ``route``)
+    ``unsupported_content_format``. Columns other than the contract's four go into metadata, and
+    the ``metadata`` JSON object's keys override them.
+
+    Output: ``documents`` (Document) and ``dead_letter`` (DeadLetter).
+
+    Args:
+        tokenizer_identity: Singleton PCollection of the job's tokenizer identity (for dead-letter rows).
+    """
+
+    def __init__(self, tokenizer_identity) -> None:
+        super().__init__()
+        self._identity = tokenizer_identity
+
+    def expand(self, rows):
+        duplicates = (
+            rows
+            | "Document ids" >> beam.FlatMap(lambda row: [] if row.get("id") is None else [str(row["id"])])
+            | "Count ids" >> beam.combiners.Count.PerElement()
+            | "Duplicate ids" >> beam.Filter(lambda kv: kv[1] > 1)
+        )
+        return rows | "Admit" >> beam.ParDo(
+            _AdmitDoFn(), AsDict(duplicates), AsSingleton(self._identity)
+        ).with_outputs(DEAD_LETTER, main="documents")
+
+
+# ----------------------------------------------------------------------------------------------
+# Route and chunk
+# ----------------------------------------------------------------------------------------------
+
+
+class _ChunkDoFn(beam.DoFn):
+    def __init__(self, spec: Mapping[str, Any]) -> None:
+        self._spec = dict(spec)
+        self._dead = _DeadLetterCounter()
+
+    def setup(self) -> None:
+        self._tokenizer = _shared_tokenizer(self._spec["tokenizer"])
+        self._router = build_router(self._spec, tokenizer=self._tokenizer)
+
+    def process(self, document: Document, tokenizer_identity: str):
+        def reject(stage: str, reason: str, detail: str, chunker: str | None):
+            return self._dead.document(
+                DeadLetter(document.id, stage, reason, detail, document.content, tokenizer_identity,
+                           chunker=chunker)
+            )
+
+        try:
+            _, chunker = self._router.select(document)
+        except ChunkingError as err:
+            yield reject("route", err.reason, err.detail, None)
+            return
+        try:
+            chunks = chunker.chunk(document, tokenizer_identity=self._tokenizer.identity)
+        except ChunkingError as err:
+            stage = "route" if err.reason == "unsupported_content_format" else "chunk"
+            yield reject(stage, err.reason, err.detail, chunker.name)
+            return
+        except Exception as err:  # a bug or an input the chunker cannot take: never fail the job
+            detail = f"{type(err).__name__}: {' '.join(str(err).split())[:300]}"
+            yield reject("chunk", "chunker_error", detail, chunker.name)
+            return
+        if not chunks:
+            yield reject("chunk", "empty_document", f"{chunker.name} found no text to chunk", chunker.name)
+            return
+        yield document, chunks
+
+
+class ChunkDocuments(beam.PTransform):
+    """Route each document to its chunker and chunk it.
+
+    Input: :class:`Document`. Output: ``chunked`` (``(Document, list[Chunk])`` per document) and
+    ``dead_letter`` (``no_route``, ``unsupported_content_format``, ``invalid_docling_json``,
+    ``empty_document``, ``chunker_error``; payload the whole content).
+
+    Args:
+        spec: The resolved configuration (``pipelines.config.resolve_config``); plain data.
+        tokenizer_identity: Singleton PCollection of the job's tokenizer identity.
+    """
+
+    def __init__(self, spec: Mapping[str, Any], tokenizer_identity) -> None:
+        super().__init__()
+        self._spec = spec
+        self._identity = tokenizer_identity
+
+    def expand(self, documents):
+        return documents | "Chunk" >> beam.ParDo(
+            _ChunkDoFn(self._spec), AsSingleton(self._identity)
+        ).with_outputs(DEAD_LETTER, main="chunked")
+
+
+# ----------------------------------------------------------------------------------------------
+# Validate
+# ----------------------------------------------------------------------------------------------
+
+
+class _ValidateDoFn(beam.DoFn):
+    def __init__(self, tokenizer_spec: str, max_tokens: int) -> None:
+        self._tokenizer_spec = tokenizer_spec
+        self._max_tokens = max_tokens
+        self._dead = _DeadLetterCounter()
+        self._chunked = _counter("documents_chunked")
+        self._partial = _counter("documents_partially_rejected")
+        self._written = _counter("chunks_written")
+        self._rejected = _counter("chunks_rejected")
+        self._by_chunker: dict[str, Any] = {}
+
+    def setup(self) -> None:
+        self._tokenizer = _shared_tokenizer(self._tokenizer_spec)
+
+    def process(self, element, tokenizer_identity: str):
+        document, chunks = element
+        result = validate_chunks(
+            document,
+            chunks,
+            tokenizer=self._tokenizer,
+            tokenizer_identity=tokenizer_identity,
+            max_tokens=self._max_tokens,
+        )
+        if result.accepted:
+            self._chunked.inc()
+            if result.rejected:
+                self._partial.inc()
+        for i, row in enumerate(result.rejected):
+            self._rejected.inc()
+            # A document none of whose chunks passed counts once as dead-lettered.
+            yield self._dead.document(row) if (not result.accepted and i == 0) else self._dead.row(row)
+        for chunk in result.accepted:
+            self._written.inc()
+            counter = self._by_chunker.get(chunk.chunker)
+            if counter is None:
+                counter = self._by_chunker[chunk.chunker] = _counter(f"chunks_by_chunker.{chunk.chunker}")
+            counter.inc()
+            yield chunk
+
+
+class ValidateChunks(beam.PTransform):
+    """Recount and check every chunk; route failures to the dead letter.
+
+    Input: ``(Document, list[Chunk])``. Output: main (:class:`Chunk` with ``token_count`` recounted)
+    and ``dead_letter`` (``token_budget_exceeded``, ``empty_chunk``, ``offset_mismatch``,
+    ``tokenizer_mismatch``; payload the chunk's text). See ``transforms.validation``.
+
+    Args:
+        tokenizer_spec: The ``--tokenizer`` spec; each worker loads it in ``setup()``.
+        max_tokens: The hard budget for ``embedding_text``, in tokens of that tokenizer.
+        tokenizer_identity: Singleton PCollection of the job's tokenizer identity.
+    """
+
+    def __init__(self, tokenizer_spec: str, max_tokens: int, tokenizer_identity) -> None:
+        super().__init__()
+        self._tokenizer_spec = tokenizer_spec
+        self._max_tokens = max_tokens
+        self._identity = tokenizer_identity
+
+    def expand(self, chunked):
+        return chunked | "Validate" >> beam.ParDo(
+            _ValidateDoFn(self._tokenizer_spec, self._max_tokens), AsSingleton(self._identity)
+        ).with_outputs(DEAD_LETTER, main="chunks")
+
+
+# ----------------------------------------------------------------------------------------------
+# Write
+# ----------------------------------------------------------------------------------------------
+
+
+class WriteChunks(beam.PTransform):
+    """Write :class:`Chunk` records as zstd-compressed Parquet files ``PREFIX-SSSSS-of-NNNNN.parquet``.
+
+    Rows are buffered in record batches of 1,000 chunks (chunks are small, so a batch stays far
+    below Arrow's 2 GiB string limit).
+    """
+
+    def __init__(self, file_path_prefix: str) -> None:
+        super().__init__()
+        self._prefix = file_path_prefix
+
+    def expand(self, chunks):
+        return (
+            chunks
+            | "Chunk rows" >> beam.Map(Chunk.to_row)
+            | "Write Parquet" >> WriteToParquet(
+                self._prefix, CHUNK_SCHEMA, codec="zstd", file_name_suffix=".parquet"
+            )
+        )
+
+
+class WriteDeadLetter(beam.PTransform):
+    """Write :class:`DeadLetter` records as zstd-compressed Parquet files.
+
+    Payloads are whole documents, so record batches hold 16 rows and row groups are flushed at
+    64 MiB: a batch of long documents stays far below Arrow's 2 GiB string limit.
+    """
+
+    def __init__(self, file_path_prefix: str) -> None:
+        super().__init__()
+        self._prefix = file_path_prefix
+
+    def expand(self, rows):
+        return (
+            rows
+            | "Dead-letter rows" >> beam.Map(DeadLetter.to_row)
+            | "Write Parquet" >> WriteToParquet(
+                self._prefix,
+                DEAD_LETTER_SCHEMA,
+                codec="zstd",
+                file_name_suffix=".parquet",
+                record_batch_size=16,
+            )
+        )
