@@ -109,7 +109,9 @@ class DoclingChunker(Chunker):
     * ``metadata``: ``{"doc_items": [self_ref, ...]}`` (e.g. ``"#/texts/12"``), plus
       ``"captions": [str, ...]`` when the chunk's tables or pictures have captions.
 
-    Chunks carry ``content_format="text"``: the serialization is not reliable Markdown.
+    Chunks carry ``content_format="text"``: the serialization is not reliable Markdown. An
+    oversized table is cut as plain text (docling-core's ``repeat_table_header`` is off: it
+    expects Markdown tables, and with triplets it only adds a fake ``"| - |"`` header).
 
     Args:
         chunker: ``"hybrid"`` (token-bounded) or ``"hierarchical"`` (one chunk per element).
@@ -187,7 +189,12 @@ class DoclingChunker(Chunker):
         if self.chunker == "hierarchical":
             return HierarchicalChunker()
         adapter = _BudgetTokenizer(tokenizer=self.tokenizer, max_tokens=self.max_tokens)
-        return HybridChunker(tokenizer=adapter, merge_peers=self.merge_peers, repeat_table_header=False)
+        # repeat_table_header=False: the chunking serializer writes tables as triplets, not
+        # Markdown, so docling-core finds no header to repeat and, with it on, wraps the pieces of
+        # an oversized table in a fake one-column Markdown table ("| - |\n| ... |").
+        return HybridChunker(
+            tokenizer=adapter, merge_peers=self.merge_peers, repeat_table_header=False
+        )
 
     def _forget_semchunk_memo(self) -> None:
         """Drop semchunk's memo of our token counter.
@@ -219,16 +226,19 @@ class DoclingChunker(Chunker):
     def split(self, document: Document) -> Iterator[Piece]:
         """Yield one piece per docling-core chunk of ``document``, in reading order.
 
-        Unlike the text splitters, ``"hybrid"`` does not promise that every piece fits
-        ``max_tokens``: docling-core keeps a chunk whole when it cannot cut it further (e.g. a
-        table row, a heading path longer than the budget), and the job's validation dead-letters
-        those chunks with ``token_budget_exceeded``.
+        ``"hybrid"`` keeps each piece's contextualized text within ``max_tokens`` as docling-core
+        measures it (no excess found on the reference corpus, budgets 8 to 8192), but two
+        docling-core behaviours show through: when the heading path alone leaves no room, the
+        chunk's headings are dropped (``headings == ()``, and docling-core warns with the
+        chunk's text); and when one character has more tokens than the room left, semchunk
+        recurses without end. ``"hierarchical"`` has no budget at all. The job's validation
+        recounts every piece and dead-letters any over the budget (``token_budget_exceeded``).
 
         Raises:
             ChunkingError: ``invalid_docling_json`` when the content does not parse as a
                 DoclingDocument; ``empty_document`` when it yields no chunk text (no items, or only
-                headings and empty items); ``chunker_error`` when semchunk cannot cut a text
-                because one character has more tokens than the budget left for it.
+                headings and empty items); ``chunker_error`` when docling-core hits the
+                recursion limit (semchunk, on a character longer than the budget left for it).
             ImportError: docling-core is not installed.
         """
         chunker = self._docling_chunker
@@ -240,8 +250,9 @@ class DoclingChunker(Chunker):
             # budget left after the heading path (e.g. a 3-token emoji or Hangul syllable).
             raise ChunkingError(
                 "chunker_error",
-                f"docling-core's HybridChunker (semchunk) hit the recursion limit: max_tokens="
-                f"{self.max_tokens} leaves too few tokens for a single character after the headings",
+                f"docling-core's {type(chunker).__name__} hit the recursion limit; with "
+                f"chunker='hybrid' this means max_tokens={self.max_tokens} leaves fewer tokens than "
+                "one character needs after the headings",
             ) from err
         finally:
             self._forget_semchunk_memo()
@@ -249,8 +260,10 @@ class DoclingChunker(Chunker):
             items = sum(1 for _ in doc.iterate_items(with_groups=False))
             raise ChunkingError(
                 "empty_document",
-                f"DoclingDocument {doc.name!r} has no text to chunk ({items} items, none with "
-                "text outside headings)",
+                f"DoclingDocument {doc.name!r} has no items"
+                if items == 0
+                else f"DoclingDocument {doc.name!r} has no text to chunk: its {items} item(s) are "
+                "headings or empty",
             )
         for chunk in chunks:
             text = chunk.text
@@ -292,16 +305,19 @@ def _first_page_no(items) -> int | None:
 
 def _chunk_metadata(chunk, items, doc) -> dict[str, Any]:
     """JSON-ready metadata of one docling chunk: its items' refs and any captions, in order."""
-    metadata: dict[str, Any] = {"doc_items": [item.self_ref for item in chunk.meta.doc_items]}
+    # HybridChunker can list an item twice (a table split into windows and merged back), so refs
+    # and captions are deduplicated, keeping first occurrences in order.
+    refs = dict.fromkeys(item.self_ref for item in chunk.meta.doc_items)
+    metadata: dict[str, Any] = {"doc_items": list(refs)}
     # DocMeta.captions is deprecated (reading the attribute warns) and left unset by both chunkers
     # in docling-core 2.104; the captions of the chunk's own tables and pictures are used instead.
-    captions = [str(c) for c in vars(chunk.meta).get("captions") or ()]
+    captions = dict.fromkeys(str(c) for c in vars(chunk.meta).get("captions") or ())
     if not captions:
         for item in items:
             if getattr(item, "captions", None):  # tables, pictures, code (FloatingItem)
                 caption = item.caption_text(doc).strip()
                 if caption:
-                    captions.append(caption)
+                    captions[caption] = None
     if captions:
-        metadata["captions"] = captions
+        metadata["captions"] = list(captions)
     return metadata

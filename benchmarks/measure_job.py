@@ -1,0 +1,72 @@
+"""Run the rechunk job as a subprocess and record wall time and peak memory of its process tree.
+
+    python benchmarks/measure_job.py --label in_memory -- --input ../shared/data/corpus/docs.parquet \
+        --output /tmp/run1 --direct_running_mode=in_memory
+
+Peak memory is the largest sum of resident set sizes over the job's process and all of its
+descendants (worker processes included), sampled from /proc every 0.2 s; Linux only.
+Prints one JSON line: label, exit status, wall seconds, peak RSS in MiB, and the report's counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def _tree_rss_bytes(root: int) -> int:
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    page = os.sysconf("SC_PAGE_SIZE")
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{name}/statm") as f:
+                rss[int(name)] = int(f.read().split()[1]) * page
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(name))
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack.extend(children.get(pid, []))
+    return total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--label", required=True)
+    parser.add_argument("job_args", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    job_args = [a for a in args.job_args if a != "--"]
+    output = job_args[job_args.index("--output") + 1]
+    started = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "pipelines.rechunk", *job_args])
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, _tree_rss_bytes(proc.pid))
+        time.sleep(0.2)
+    wall = time.monotonic() - started
+    result = {"label": args.label, "exit": proc.returncode, "wall_seconds": round(wall, 1),
+              "peak_rss_mib": round(peak / 2**20)}
+    try:
+        with open(os.path.join(output, "report.json")) as f:
+            report = json.load(f)
+        for key in ("documents_read", "documents_chunked", "documents_dead_lettered", "chunks_written",
+                    "dead_letter_by_reason", "token_count"):
+            result[key] = report[key]
+    except OSError:
+        pass
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
