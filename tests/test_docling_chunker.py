@@ -29,8 +29,10 @@ BUDGET = 512
 
 
 @pytest.fixture(scope="module")
-def tok() -> TiktokenTokenizer:
-    return TiktokenTokenizer("cl100k_base")
+def tok(tokenizer) -> TiktokenTokenizer:
+    """conftest's session-wide cl100k_base TiktokenTokenizer."""
+    assert isinstance(tokenizer, TiktokenTokenizer)
+    return tokenizer
 
 
 def _docling(name: str, content: str) -> Document:
@@ -406,3 +408,12 @@ def test_config_hash_tracks_the_configuration(tok):
     assert h(contextualize=True) != h(contextualize=False)
     assert h(max_tokens=512) != DoclingChunker(max_tokens=512, tokenizer=Utf8ByteTokenizer()).config_hash
     assert re.fullmatch(r"[0-9a-f]{64}", h())
+
+
+def test_hierarchical_config_hash_ignores_budget_parameters(tok):
+    def h(**kwargs):
+        return DoclingChunker(chunker="hierarchical", **kwargs).config_hash
+
+    assert h(max_tokens=512) == h(max_tokens=256) == h(merge_peers=False)
+    assert h() != h(contextualize=False)
+    assert DoclingChunker(chunker="hierarchical").config() == {"chunker": "hierarchical", "contextualize": True}

@@ -18,6 +18,7 @@ small ``BaseTokenizer`` adapter. The configuration follows ai4rag's ``DoclingChu
 
 from __future__ import annotations
 
+import warnings
 from functools import cached_property
 from typing import Any, Iterator
 
@@ -28,8 +29,8 @@ from transforms.tokenizers import Tokenizer
 __all__ = ["DoclingChunker"]
 
 _DOCLING_INSTALL_HINT = (
-    "The 'docling-core' package (with its chunking extra) is required by DoclingChunker. "
-    "Install it with `pip install 'docling-core[chunking]'`."
+    "The 'docling-core' package (with its chunking-openai extra) is required by DoclingChunker. "
+    "Install rechunk as its README says, or `pip install 'docling-core[chunking-openai]'`."
 )
 _DOCLING_IMPORT_ERROR: ImportError | None = None
 try:
@@ -171,6 +172,14 @@ class DoclingChunker(Chunker):
             "contextualize": self.contextualize,
         }
 
+    def config(self) -> dict[str, Any]:
+        """Parameters that decide the output: the hierarchical chunker ignores the budget ones."""
+        config = super().config()
+        if self.chunker == "hierarchical":
+            config.pop("max_tokens")
+            config.pop("merge_peers")
+        return config
+
     def __getstate__(self) -> dict[str, Any]:
         # The docling chunker is rebuilt on first use after unpickling (e.g. on a Beam worker).
         state = dict(self.__dict__)
@@ -244,7 +253,12 @@ class DoclingChunker(Chunker):
         chunker = self._docling_chunker
         doc = self._parse(document)
         try:
-            chunks = list(chunker.chunk(dl_doc=doc))
+            # docling-core warns with a chunk's whole text (and pandas with deprecations) once per
+            # affected chunk; in a worker's log that is noise, and the job's validation reports
+            # what matters.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                chunks = list(chunker.chunk(dl_doc=doc))
         except RecursionError as err:
             # semchunk 3.2.5 recurses without end when one character has more tokens than the
             # budget left after the heading path (e.g. a 3-token emoji or Hangul syllable).
