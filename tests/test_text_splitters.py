@@ -129,7 +129,8 @@ def test_recursive_custom_separators():
 
 
 def test_recursive_crlf_and_blank_runs():
-    assert texts(recursive(chunk_size=5, chunk_overlap=0), "ab\r\ncd\r\n\r\nef") == ["ab\r\ncd", "ef"]
+    assert texts(recursive(chunk_size=8, chunk_overlap=0), "ab\r\ncd\r\n\r\nef") == ["ab\r\ncd", "ef"]
+    assert texts(recursive(chunk_size=5, chunk_overlap=0), "ab\r\ncd\r\n\r\nef") == ["ab", "cd", "ef"]
     assert texts(recursive(chunk_size=3, chunk_overlap=0), "a\n\n\n\nb\n\n\n\n\n\nc") == ["a", "b", "c"]
     assert texts(recursive(chunk_size=3, chunk_overlap=0), "\n\n\n\n") == []
 
@@ -148,14 +149,17 @@ def test_recursive_tokens_exact(chunk_overlap, expected):
     assert all(TOK.count(c) <= 5 for c in chunks)
 
 
-def test_recursive_tokens_count_the_whole_chunk_not_the_sum_of_pieces():
-    # "\n" and "\n" are 1 token each but "\n\n" together is 1 token too; "12" + "34" + "56" are
-    # 1 token each, "123456" is 2. Each chunk is measured whole.
-    assert TOK.count("123456") == 2
+def test_recursive_tokens_piece_that_grows_when_stripped_is_cut():
+    # " wonderful" is 1 token, but the chunk is stripped and "wonderful" alone is 3; a chunk
+    # is measured as it is emitted, and cut further when "" allows it.
+    assert [TOK.count(s) for s in (" wonderful", "wonderful", "w", "onder", "ful")] == [1, 3, 1, 1, 1]
+    assert texts(recursive_tokens(chunk_size=1, chunk_overlap=0), "a wonderful day") == ["a", "w", "onder", "ful", "day"]
+    assert texts(recursive_tokens(chunk_size=3, chunk_overlap=0), "a wonderful day") == ["a wonderful day"]
+    # Without "" among the separators it is kept whole, as any oversized piece.
     splitter = RecursiveCharacterTextSplitter(
-        separators=["|", ""], chunk_size=2, chunk_overlap=0, length="tokens", tokenizer=TOK
+        separators=["\n\n", "\n", " "], chunk_size=1, chunk_overlap=0, length="tokens", tokenizer=TOK
     )
-    assert texts(splitter, "12|34|56") == ["12|", "34|", "56"]
+    assert texts(splitter, "a wonderful day") == ["a", "wonderful", "day"]
 
 
 @pytest.mark.parametrize(
@@ -197,8 +201,11 @@ def test_character_splitter_other_separators():
     assert texts(CharacterTextSplitter(separator="", chunk_size=3, chunk_overlap=1), "abcdefg") == [
         "abc", "cde", "efg"
     ]
+    # In tokens, pieces are measured without their separator ("jumps" is 2 tokens, "dog." 2, the
+    # other words 1) and " " counts 1 between pieces (LangChain's rule), although in context it
+    # joins the next word's token: the estimate is safe, not tight.
     splitter = CharacterTextSplitter(separator=" ", chunk_size=5, chunk_overlap=0, length="tokens", tokenizer=TOK)
-    assert texts(splitter, SENTENCE) == ["The quick brown fox jumps", "over the lazy dog."]
+    assert texts(splitter, SENTENCE) == ["The quick brown", "fox jumps", "over the lazy", "dog."]
 
 
 EMOJI_SPLITTERS = [
@@ -276,7 +283,7 @@ def check_invariants(kind: str, splitter, text: str, count) -> None:
         # Within budget; only a single code point that needs more is kept whole.
         if kind in ("recursive-tokens", "character-any-tokens", "token"):
             n = count(piece.text)
-            assert n <= size or (len(piece.text) == 1 and n == count(piece.text)), (piece.text, n, size)
+            assert n <= size or len(piece.text) == 1, (piece.text, n, size)
         elif kind == "recursive-bytes":
             n = len(piece.text.encode("utf-8"))
             assert n <= size or len(piece.text) == 1, (piece.text, n, size)
@@ -284,11 +291,15 @@ def check_invariants(kind: str, splitter, text: str, count) -> None:
             assert len(piece.text) <= size, (piece.text, size)
         if kind.startswith("recursive") or kind.startswith("character"):
             assert piece.text == piece.text.strip()
-    # In reading order; without overlap, disjoint.
+    # In reading order; without overlap, disjoint. (With overlap, a chunk may lie inside the next
+    # one: LangChain counts whitespace pieces towards a chunk, then strips them.)
     for a, b in zip(pieces, pieces[1:]):
-        assert a.start_offset < b.start_offset and a.end_offset <= b.end_offset, (a, b)
+        assert a.start_offset <= b.start_offset and a.end_offset <= b.end_offset, (a, b)
+        assert (a.start_offset, a.end_offset) != (b.start_offset, b.end_offset), (a, b)
         if overlap == 0:
             assert a.end_offset <= b.start_offset, (a, b)
+        if kind == "token":
+            assert a.start_offset < b.start_offset and a.end_offset < b.end_offset, (a, b)
     # Coverage: every non-whitespace character is in some chunk.
     if kind.startswith("recursive") or kind == "token" or kind.startswith("character-any"):
         covered = bytearray(len(text))
@@ -324,7 +335,7 @@ def sizes(draw, max_size: int = 30):
     return chunk_size, draw(st.integers(0, chunk_size - 1))
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=documents, size=sizes())
 def test_invariants_hypothesis(reference_count, text, size):
     for kind, splitter in _configs(*size):
@@ -348,8 +359,15 @@ NASTY = {
 }
 
 
-@pytest.mark.parametrize("size", [(2, 0), (2, 1), (7, 3), (50, 0), (200, 40)])
-@pytest.mark.parametrize("name", NASTY)
+NASTY_CASES = [
+    (name, size)
+    for name in NASTY
+    for size in [(2, 0), (2, 1), (7, 3), (50, 0), (200, 40)]
+    if name != "letters-20000" or size[0] >= 50  # tiny sizes there: 10,000s of chunks, slow
+]
+
+
+@pytest.mark.parametrize(("name", "size"), NASTY_CASES)
 def test_invariants_nasty_inputs(reference_count, name, size):
     for kind, splitter in _configs(*size):
         check_invariants(kind, splitter, NASTY[name], reference_count)

@@ -9,9 +9,13 @@ The separator semantics follow LangChain's ``CharacterTextSplitter`` and
 ``RecursiveCharacterTextSplitter`` (``langchain_text_splitters/character.py``): separators are
 literal strings, the recursive splitter keeps each separator at the start of the piece that
 follows it, pieces are merged greedily up to ``chunk_size`` with up to ``chunk_overlap`` carried
-over, and chunks are stripped of surrounding whitespace. The one departure: a merged chunk's length
-is the exact length of its whole text, never a sum of separately measured pieces, so a token-sized
-chunk never exceeds ``chunk_size``.
+over, and chunks are stripped of surrounding whitespace; in characters the recursive splitter gives
+exactly LangChain's chunks. The departures: a chunk's length is the exact length of its whole
+stripped text, never a sum of separately measured pieces, and a chunk that is still too long is cut
+further when ``""`` allows it, so a token-sized chunk never exceeds ``chunk_size`` unless it is one
+code point that alone needs more tokens; chunks are verbatim slices (``CharacterTextSplitter``
+keeps a doubled separator inside a chunk instead of dropping the empty piece); and a chunk equal to
+the one before it is not repeated.
 """
 
 from __future__ import annotations
@@ -91,7 +95,7 @@ def _next_cut(tokenizer: Tokenizer, text: str, cuts: list[int], i: int, max_toke
 
 
 class _MergingSplitter(Chunker):
-    """Shared length measure, window fallback and greedy merge of the two separator splitters."""
+    """Shared length measure, ``""`` atoms and greedy merge of the two separator splitters."""
 
     accepted_content_formats = _PLAIN_FORMATS
 
@@ -137,7 +141,7 @@ class _MergingSplitter(Chunker):
         return atoms
 
     def _merge(
-        self, text: str, pieces: list[tuple[int, int, int]], gap: int
+        self, text: str, pieces: list[tuple[int, int, int]], gap: int, *, cut: bool
     ) -> list[tuple[int, int]]:
         """Greedily merge consecutive pieces into chunks of at most ``chunk_size`` units.
 
@@ -145,12 +149,15 @@ class _MergingSplitter(Chunker):
             text: The whole document.
             pieces: ``(start, end, length)`` in order; each piece fits ``chunk_size``.
             gap: The length of what separates two consecutive pieces (0 when they touch).
+            cut: Whether a chunk may be cut anywhere safe (``""`` is among the separators).
 
         Returns:
             Stripped, non-empty ``(start, end)`` intervals. A chunk's exact length is measured on
-            its whole text; when the running sum of piece lengths underestimated it, pieces are
-            given back from the end until it fits. Up to ``chunk_overlap`` units of trailing pieces
-            start the next chunk, as in LangChain's ``_merge_splits``.
+            its whole stripped text; when the running sum of piece lengths underestimated it,
+            pieces are given back from the end until it fits. A single piece can still be too long
+            once stripped (``" wonderful"`` is 1 cl100k token, ``"wonderful"`` is 3); with ``cut``
+            it is then cut into atoms like any oversized text. Up to ``chunk_overlap`` units of
+            trailing pieces start the next chunk, as in LangChain's ``_merge_splits``.
         """
         out: list[tuple[int, int]] = []
         lo, n = 0, len(pieces)
@@ -161,10 +168,15 @@ class _MergingSplitter(Chunker):
                 hi += 1
             while True:
                 start, end = _strip(text, pieces[lo][0], pieces[hi - 1][1])
-                if hi - lo == 1 or self._measure(text[start:end]) <= self.chunk_size:
+                fits = start == end or self._measure(text[start:end]) <= self.chunk_size
+                if fits or hi - lo == 1:
                     break
                 hi -= 1
-            if start < end:
+            if not fits and cut and end - start > 1:
+                # Terminates: the atoms of [start, end) are shorter spans, or single code points.
+                out.extend(self._merge(text, self._atoms(text, start, end), 0, cut=True))
+            elif start < end and (not out or out[-1] != (start, end)):
+                # (A carried overlap plus whitespace strips to the previous chunk: no repeat.)
                 out.append((start, end))
             if hi >= n:
                 break
@@ -193,7 +205,8 @@ class CharacterTextSplitter(_MergingSplitter):
     Args:
         chunk_size: Maximum chunk length, in code points or in tokens (see ``length``).
         chunk_overlap: Maximum length carried from the end of one chunk into the next, same unit.
-        separator: The literal string to split on; ``""`` splits between code points.
+        separator: The literal string to split on; ``""`` cuts anywhere safe (between code
+            points, or between tokens for ``length="tokens"``).
         length: ``"characters"`` (code points) or ``"tokens"`` (of ``tokenizer``).
         tokenizer: The tokenizer that measures ``length="tokens"``.
 
@@ -239,7 +252,7 @@ class CharacterTextSplitter(_MergingSplitter):
             pieces = [(s, e, self._measure(text[s:e])) for s, e in bounds if s < e]
         else:
             pieces = self._atoms(text, 0, len(text))
-        for start, end in self._merge(text, pieces, self._measure(sep) if sep else 0):
+        for start, end in self._merge(text, pieces, self._measure(sep) if sep else 0, cut=not sep):
             yield Piece(text=text[start:end], start_offset=start, end_offset=end)
 
 
@@ -304,8 +317,9 @@ class RecursiveCharacterTextSplitter(_MergingSplitter):
             if candidate == "" or text.find(candidate, start, end) != -1:
                 sep, rest = candidate, separators[i + 1 :]
                 break
+        cut = "" in separators
         if sep == "":
-            return self._merge(text, self._atoms(text, start, end), 0)
+            return self._merge(text, self._atoms(text, start, end), 0, cut=True)
         # Pieces keep their separator at the start: [start, hit1), [hit1, hit2), ..., [hitN, end).
         cuts, pos = [start], start
         while (hit := text.find(sep, pos, end)) != -1:
@@ -321,14 +335,14 @@ class RecursiveCharacterTextSplitter(_MergingSplitter):
                 good.append((s, e, size))
                 continue
             if good:
-                out.extend(self._merge(text, good, 0))
+                out.extend(self._merge(text, good, 0, cut=cut))
                 good = []
             if rest:
                 out.extend(self._split(text, s, e, rest))
             else:
-                out.extend(self._merge(text, [(s, e, size)], 0))
+                out.extend(self._merge(text, [(s, e, size)], 0, cut=False))
         if good:
-            out.extend(self._merge(text, good, 0))
+            out.extend(self._merge(text, good, 0, cut=cut))
         return out
 
 
@@ -337,8 +351,12 @@ class TokenTextSplitter(Chunker):
 
     Encodes the document once; each window's character interval comes from per-token code-point
     offsets, so a cut never falls inside a code point (no U+FFFD, unlike splitters that decode
-    token slices). A window's text is recounted exactly and shortened by a token while re-encoding
-    it gives more than ``chunk_size`` tokens. Windows are verbatim slices, not stripped.
+    token slices). A window's text is recounted exactly and shortened while re-encoding it gives
+    more than ``chunk_size`` tokens; a step that ties several code points together (a token that
+    starts inside a code point) is cut between code points when it does not fit. Consecutive
+    windows share up to ``chunk_overlap`` steps, fewer when sharing them would leave no room to
+    move past the previous window. Windows are verbatim slices, not stripped; whitespace-only
+    windows are skipped.
 
     Args:
         chunk_size: Maximum tokens per chunk. Default 4000, as LangChain's ``TokenTextSplitter``.
@@ -377,4 +395,9 @@ class TokenTextSplitter(Chunker):
                 yield Piece(text=window, start_offset=cuts[i], end_offset=cuts[j])
             if j >= len(cuts) - 1:
                 break
-            i = max(j - self.chunk_overlap, i + 1)
+            # Share up to chunk_overlap steps, but only as many as still leave room for the next
+            # step: a window that cannot reach past this one would repeat a part of it.
+            nxt = max(j - self.chunk_overlap, i + 1)
+            while nxt < j and self.tokenizer.count(text[cuts[nxt] : cuts[j + 1]]) > self.chunk_size:
+                nxt += 1
+            i = nxt
