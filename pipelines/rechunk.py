@@ -119,6 +119,26 @@ def _parse_column_map(text: str | None) -> dict[str, str]:
     return mapping
 
 
+def _check_input_schema(pattern: str, path: str, column_map: dict[str, str]) -> None:
+    """Read the footer of one input file: it must be Parquet with the id and content columns."""
+    import pyarrow.parquet as pq
+
+    try:
+        with FileSystems.open(path) as f:
+            names = set(pq.read_schema(f).names)
+    except Exception as err:  # pyarrow's ArrowInvalid, or an IO error by scheme
+        raise OptionError(
+            f"--input {pattern}: {path} is not a readable Parquet file ({' '.join(str(err).split())[:160]})"
+        ) from None
+    for column in ("id", "content"):
+        source = column_map.get(column, column)
+        if source not in names:
+            raise OptionError(
+                f"--input {pattern}: {path} has no column {source!r} (it has {', '.join(sorted(names))}); "
+                f"name yours with --column-map {column}=COLUMN"
+            )
+
+
 def parse_job(argv: Sequence[str]) -> Job:
     """Parse and check the command line, the configuration and the tokenizer.
 
@@ -172,6 +192,7 @@ def parse_job(argv: Sequence[str]) -> Job:
         raise OptionError(f"--input {job_opts.input}: cannot list files ({' '.join(str(err).split())[:200]})") from None
     if not matched:
         raise OptionError(f"--input {job_opts.input}: no file matches")
+    _check_input_schema(job_opts.input, min(m.path for m in matched), column_map)
     output = job_opts.output.rstrip("/") or "/"
     for sub in ("chunks", "dead_letter"):
         try:

@@ -134,3 +134,18 @@ def test_module_entry_point_exits_2_without_traceback(tmp_path):
 def test_help_exits_0(capsys):
     assert main(["--help"]) == 0
     assert "--max-tokens" in capsys.readouterr().out
+
+
+def test_input_that_is_not_parquet_or_lacks_columns(capsys, tmp_path):
+    import pyarrow as pa
+
+    junk = tmp_path / "junk.parquet"
+    junk.write_text("not parquet at all")
+    line = _error(capsys, ["--input", str(junk), "--output", str(tmp_path / "o")])
+    assert f"{junk} is not a readable Parquet file" in line
+    other = write_documents(tmp_path / "other.parquet", [{"doc_id": "x", "body": "b"}],
+                            pa.schema([("doc_id", pa.string()), ("body", pa.string())]))
+    line = _error(capsys, ["--input", str(other), "--output", str(tmp_path / "o")])
+    assert "has no column 'id' (it has body, doc_id); name yours with --column-map id=COLUMN" in line
+    line = _error(capsys, ["--input", str(other), "--output", str(tmp_path / "o"), "--column-map", "id=doc_id"])
+    assert "has no column 'content' (it has body, doc_id); name yours with --column-map content=COLUMN" in line

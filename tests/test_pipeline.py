@@ -181,3 +181,16 @@ def test_unexpected_chunker_exception_becomes_chunker_error(monkeypatch):
     assert_that(dead | beam.Map(lambda d: (d.reason, d.stage, d.chunker, d.detail, d.payload)),
                 equal_to([("chunker_error", "chunk", "_Boom", "RuntimeError: kaboom doc", PROSE)]), label="dead")
     p.run().wait_until_finish()
+
+
+def test_row_to_document_normalizes_format_and_merges_columns():
+    from transforms.beam import _row_to_document
+    from transforms.documents import Document
+
+    row = {"id": 7, "content": b"Hi there.", "content_format": " Markdown ", "metadata": '{"a": 1, "lang": "fr"}',
+           "lang": "en", "year": 2024}
+    assert _row_to_document(row, {}, "tok") == Document(
+        id="7", content="Hi there.", content_format="markdown", metadata={"a": 1, "lang": "fr", "year": 2024}
+    )
+    bad = _row_to_document({"id": "b", "content": b"\xff\xfe"}, {}, "tok")
+    assert (bad.reason, bad.payload) == ("invalid_content", "\xff\xfe")

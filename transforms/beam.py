@@ -140,7 +140,7 @@ def _row_to_document(row: Mapping[str, Any], duplicates: Mapping[str, int], toke
         return reject("null_content", "content is null")
     if not isinstance(content, str):
         return reject("invalid_content", f"content is {type(content).__name__}, not a string")
-    fmt = row.get("content_format") or "text"
+    fmt = str(row.get("content_format") or "text").strip().lower() or "text"
     if fmt not in CONTENT_FORMATS:
         return DeadLetter(doc_id, "route", "unsupported_content_format",
                           f"content_format {fmt!r} is not one of {sorted(CONTENT_FORMATS)}",
