@@ -93,7 +93,7 @@ def resolve_config(
             default naming a missing chunker.
     """
     where = source
-    unknown = sorted(set(data) - _TOP_KEYS)
+    unknown = sorted(str(k) for k in set(data) - _TOP_KEYS)
     if unknown:
         raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_TOP_KEYS))})")
     spec_tokenizer = tokenizer if tokenizer is not None else data.get("tokenizer", "tiktoken:cl100k_base")
@@ -116,7 +116,7 @@ def resolve_config(
     routes = [_resolve_route(f"{where}: routes[{i}]", rule, chunkers) for i, rule in enumerate(routes_in)]
 
     default = data.get("default")
-    if default is not None and default not in chunkers:
+    if default is not None and (not isinstance(default, str) or default not in chunkers):
         raise ConfigError(f"{where}: default names chunker {default!r}, not one of {sorted(chunkers)}")
     return {
         "tokenizer": spec_tokenizer,
@@ -134,11 +134,11 @@ def _resolve_chunker(where: str, entry: Any, budget: int) -> dict[str, Any]:
     if extra:
         raise ConfigError(f"{where}: unknown key {extra[0]!r} (known: params, type)")
     cls_name = entry["type"]
-    if cls_name not in CHUNKERS:
+    if not isinstance(cls_name, str) or cls_name not in CHUNKERS:
         raise ConfigError(f"{where}: unknown chunker type {cls_name!r} (known: {', '.join(sorted(CHUNKERS))})")
-    params = dict(entry.get("params") or {})
     if not isinstance(entry.get("params") or {}, dict):
-        raise ConfigError(f"{where}.params: must be a mapping")
+        raise ConfigError(f"{where}.params: must be a mapping, got {entry.get('params')!r}")
+    params = dict(entry.get("params") or {})
     cls = CHUNKERS[cls_name]
     known = sorted(p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "tokenizer"))
     for key in params:
@@ -162,22 +162,29 @@ def _fill_budget(cls_name: str, params: dict[str, Any], budget: int) -> None:
 def _resolve_route(where: str, rule: Any, chunkers: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(rule, dict) or "chunker" not in rule:
         raise ConfigError(f"{where}: must be a mapping with 'chunker' and 'when'")
-    if rule["chunker"] not in chunkers:
+    if not isinstance(rule["chunker"], str) or rule["chunker"] not in chunkers:
         raise ConfigError(f"{where}: names chunker {rule['chunker']!r}, not one of {sorted(chunkers)}")
     when = rule.get("when") or {}
     if not isinstance(when, dict) or set(when) - _WHEN_KEYS:
         raise ConfigError(f"{where}.when: must be a mapping with keys among content_format, metadata")
     formats = when.get("content_format") or []
     formats = [formats] if isinstance(formats, str) else formats
-    bad = [f for f in formats if f not in CONTENT_FORMATS]
-    if not isinstance(formats, list) or bad:
+    if not isinstance(formats, list):
+        raise ConfigError(f"{where}.when.content_format: must be a list of formats, got {formats!r}")
+    bad = [f for f in formats if not isinstance(f, str) or f not in CONTENT_FORMATS]
+    if bad:
         raise ConfigError(
             f"{where}.when.content_format: {bad[0] if bad else formats!r} is not one of {sorted(CONTENT_FORMATS)}"
         )
     metadata = when.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise ConfigError(f"{where}.when.metadata: must be a mapping of key -> accepted values")
+    for key, values in metadata.items():
+        for value in values if isinstance(values, list) else [values]:
+            if not isinstance(value, (str, int, float, bool)) and value is not None:
+                raise ConfigError(f"{where}.when.metadata.{key}: values must be scalars, got {value!r}")
     metadata = {
-        str(k): sorted(v if isinstance(v, list) else [v], key=repr) for k, v in sorted(metadata.items())
+        str(k): sorted(v if isinstance(v, list) else [v], key=repr)
+        for k, v in sorted(metadata.items(), key=lambda kv: str(kv[0]))
     }
     return {"when": {"content_format": sorted(formats), "metadata": metadata}, "chunker": rule["chunker"]}

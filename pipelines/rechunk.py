@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from typing import Any, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
 from pipelines.config import ConfigError, load_config, resolve_config
 from pipelines.report import build_report, write_report
@@ -95,14 +96,18 @@ def _unknown_options(argv: Sequence[str]) -> list[str]:
     """Options no registered PipelineOptions class knows (Beam itself would only warn and drop them)."""
     from apache_beam.options.pipeline_options import _BeamArgumentParser
 
-    parser = _BeamArgumentParser(allow_abbrev=False)
+    class _Parser(_BeamArgumentParser):
+        def error(self, message):  # argparse would print Beam's whole usage and exit
+            raise OptionError(message)
+
+    parser = _Parser(allow_abbrev=False)
     seen: dict[str, type] = {}
     for cls in PipelineOptions.__subclasses__():
         seen.setdefault(str(cls), cls)
     for cls in seen.values():
         cls._add_argparse_args(parser)
     _, unknown = parser.parse_known_args(list(argv))
-    return [u for u in unknown if u.startswith("-")]
+    return unknown
 
 
 def _parse_column_map(text: str | None) -> dict[str, str]:
@@ -124,8 +129,8 @@ def _check_input_schema(pattern: str, path: str, column_map: dict[str, str]) -> 
     import pyarrow.parquet as pq
 
     try:
-        with FileSystems.open(path) as f:
-            names = set(pq.read_schema(f).names)
+        with FileSystems.open(path) as f, pq.ParquetFile(f) as parquet:
+            names = set(parquet.schema_arrow.names)
     except Exception as err:  # pyarrow's ArrowInvalid, or an IO error by scheme
         raise OptionError(
             f"--input {pattern}: {path} is not a readable Parquet file ({' '.join(str(err).split())[:160]})"
@@ -147,7 +152,8 @@ def parse_job(argv: Sequence[str]) -> Job:
     """
     unknown = _unknown_options(argv)
     if unknown:
-        raise OptionError(f"unrecognized option {unknown[0]} (see rechunk --help)")
+        kind = "option" if unknown[0].startswith("-") else "argument"
+        raise OptionError(f"unrecognized {kind} {unknown[0]} (see rechunk --help)")
     options = PipelineOptions(list(argv))
     job_opts = options.view_as(RechunkOptions)
     if not job_opts.input:
@@ -176,6 +182,9 @@ def parse_job(argv: Sequence[str]) -> Job:
         )
     except ConfigError as err:
         raise OptionError(str(err)) from None
+    except (TypeError, ValueError, AttributeError, KeyError) as err:  # a shape no check foresaw
+        where = f"--config {job_opts.config}" if job_opts.config else "default config"
+        raise OptionError(f"{where}: malformed configuration ({type(err).__name__}: {err})") from None
     try:
         tokenizer = load_tokenizer(spec["tokenizer"])
     except TokenizerError as err:
@@ -202,9 +211,20 @@ def parse_job(argv: Sequence[str]) -> Job:
         if existing:
             raise OptionError(f"--output {output}: {sub}/ already holds files from another run; choose an empty directory")
 
+    if "://" not in output and os.path.exists(output) and not os.path.isdir(output):
+        raise OptionError(f"--output {output}: is a file, not a directory")
     standard = options.view_as(StandardOptions)
     if standard.runner in (None, "DirectRunner", "direct", "Direct"):
         standard.runner = "FnApiRunner"
+    try:
+        from apache_beam.runners.runner import create_runner
+
+        create_runner(standard.runner)
+    except (ValueError, ImportError) as err:
+        raise OptionError(f"--runner {standard.runner}: {' '.join(str(err).split())[:200]}") from None
+    workers = options.view_as(DirectOptions).direct_num_workers
+    if workers is not None and workers < 0:
+        raise OptionError(f"--direct_num_workers must be >= 0 (0: one per core), got {workers}")
     return Job(
         input=job_opts.input,
         output=output,
@@ -277,6 +297,7 @@ Chunk parsed documents (Parquet) for RAG ingestion with Apache Beam.
   --tokenizer SPEC     tiktoken:cl100k_base (default) | utf8-bytes | hf:PATH (local tokenizer.json)
   --max-tokens N       hard budget for each chunk's embedding_text (default 512)
   --column-map MAP     input column names, e.g. content=text,id=doc_id
+  --previous DIR       incremental re-chunking against an earlier run (not available yet)
 
 Any Apache Beam option passes through: --runner, --direct_running_mode, --direct_num_workers,
 --setup_file, ... A mistake in the options exits with status 2 before the pipeline starts.

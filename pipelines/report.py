@@ -40,10 +40,13 @@ def _counters(result) -> dict[str, int]:
 def _token_stats(chunks_glob: str) -> dict[str, int | None]:
     """min, p50, p95 and max of ``token_count`` over the written chunk files (nearest rank, lower)."""
     arrays = []
-    for match in FileSystems.match([chunks_glob])[0].metadata_list:
-        with FileSystems.open(match.path) as f:
-            arrays.append(pq.read_table(f, columns=["token_count"]).column("token_count"))
-    counts = pa.chunked_array([c for a in arrays for c in a.chunks], type=pa.int32())
+    for match in sorted(FileSystems.match([chunks_glob])[0].metadata_list, key=lambda m: m.path):
+        # ParquetFile without threads, closed here: a dataset read over a Python file object can
+        # leave an Arrow thread holding it past interpreter shutdown (an abort at exit).
+        with FileSystems.open(match.path) as f, pq.ParquetFile(f) as parquet:
+            table = parquet.read(columns=["token_count"], use_threads=False)
+            arrays.extend(table.column("token_count").chunks)
+    counts = pa.chunked_array(arrays, type=pa.int32())
     if len(counts) == 0:
         return {"min": None, "p50": None, "p95": None, "max": None}
     p50, p95 = pc.quantile(counts, q=[0.5, 0.95], interpolation="lower").to_pylist()

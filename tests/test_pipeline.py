@@ -89,7 +89,7 @@ def test_admit_rejects_each_bad_row_with_its_reason_and_whole_payload():
         label="dead letter",
     )
     assert_that(
-        chunks | "chunk key" >> beam.Map(lambda c: (c.document_id, c.chunk_index, c.text, c.token_count, dict(c.metadata))),
+        chunks | "chunk key" >> beam.Map(lambda c: (c["document_id"], c["chunk_index"], c["text"], c["token_count"], json.loads(c["metadata"]))),
         equal_to(
             [
                 ("good", 0, "First paragraph here.", 4, {"source": "a", "lang": "en"}),
@@ -111,7 +111,7 @@ def test_chunks_carry_contract_identity():
 
     config_hash = build_router(spec, tokenizer=load_tokenizer(spec["tokenizer"])).chunkers["prose"].config_hash
     assert_that(
-        chunks | beam.Map(lambda c: (c.chunk_id, c.chunker, c.chunker_config_hash, c.start_offset, c.end_offset)),
+        chunks | beam.Map(lambda c: (c["chunk_id"], c["chunker"], c["chunker_config_hash"], c["start_offset"], c["end_offset"])),
         equal_to(
             [
                 (chunk_id("doc-1", 0, "First paragraph here."), "RecursiveCharacterTextSplitter", config_hash, 0, 21),
@@ -132,7 +132,7 @@ def test_oversized_chunks_are_dead_lettered_and_the_rest_kept():
         default="para",
     )
     p, chunks, dead = _run(rows, spec)
-    assert_that(chunks | "texts" >> beam.Map(lambda c: (c.chunk_index, c.text)),
+    assert_that(chunks | "texts" >> beam.Map(lambda c: (c["chunk_index"], c["text"])),
                 equal_to([(0, "short one"), (2, "short two")]), label="kept")
     assert_that(dead | "reasons" >> beam.Map(lambda d: (d.reason, d.chunk_id is not None, d.detail, d.payload)),
                 equal_to([("token_budget_exceeded", True, "30 tokens > max 8", long_paragraph.strip())]), label="dead")
@@ -194,3 +194,31 @@ def test_row_to_document_normalizes_format_and_merges_columns():
     )
     bad = _row_to_document({"id": "b", "content": b"\xff\xfe"}, {}, "tok")
     assert (bad.reason, bad.payload) == ("invalid_content", "\xff\xfe")
+
+
+def test_bad_document_data_is_dead_lettered_not_fatal():
+    deep = "[" * 3000 + "]" * 3000
+    rows = [
+        {"id": "deep", "content": "text", "content_format": "text", "metadata": '{"a": ' + deep + "}"},
+        {"id": "big", "content": "text", "content_format": "text", "metadata": None, "blob": "x" * 70_000},
+        {"id": "listfmt", "content": "text", "content_format": ["markdown"], "metadata": None},
+        {"id": "ok", "content": "fine text", "content_format": "text", "metadata": None},
+    ]
+    p, chunks, dead = _run(rows, _spec())
+    assert_that(chunks | "ids" >> beam.Map(lambda c: c["document_id"]), equal_to(["ok"]), label="chunks")
+    assert_that(dead | beam.Map(lambda d: (d.document_id, d.reason)),
+                equal_to([("deep", "invalid_metadata"), ("big", "invalid_metadata"),
+                          ("listfmt", "unsupported_content_format")]), label="dead")
+    p.run().wait_until_finish()
+
+
+def test_page_number_that_does_not_fit_int32_dead_letters_the_document():
+    from transforms.beam import _writable
+    from transforms.chunkers.text import RecursiveCharacterTextSplitter
+    from transforms.documents import Document
+
+    chunk = RecursiveCharacterTextSplitter().chunk(Document(id="d", content="x y"), tokenizer_identity="t")[0]
+    from dataclasses import replace
+
+    with pytest.raises(ValueError, match="page_no 4294967296 does not fit int32"):
+        _writable(replace(chunk, page_no=2**32))

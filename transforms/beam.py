@@ -28,6 +28,7 @@ from transforms.documents import (
     Chunk,
     DeadLetter,
     Document,
+    dumps_metadata,
 )
 from transforms.tokenizers import Tokenizer, load_tokenizer
 from transforms.validation import validate_chunks
@@ -49,6 +50,9 @@ DEAD_LETTER = "dead_letter"
 METRICS_NAMESPACE = "rechunk"
 
 _DOCUMENT_COLUMNS = ("id", "content", "content_format", "metadata")
+#: A document's metadata (with extra columns) is copied into each of its chunks, so it is capped.
+MAX_METADATA_BYTES = 64 * 1024
+_INT32_MAX = 2**31 - 1
 
 
 def _counter(name: str):
@@ -106,8 +110,11 @@ class ReadDocuments(beam.PTransform):
         if not self._rename:
             return rows
         rename = self._rename
+        shadowed = set(rename.values())  # a contract-named column replaced by a mapped one is dropped
         return rows | "Rename columns" >> beam.Map(
-            lambda row: {rename.get(k, k): v for k, v in row.items()}
+            lambda row: {
+                rename.get(k, k): v for k, v in row.items() if k in rename or k not in shadowed
+            }
         )
 
 
@@ -150,11 +157,21 @@ def _row_to_document(row: Mapping[str, Any], duplicates: Mapping[str, int], toke
     if raw_meta not in (None, ""):
         try:
             parsed = json.loads(raw_meta) if isinstance(raw_meta, (str, bytes)) else None
-        except ValueError:
+        except (ValueError, RecursionError):
             parsed = None
         if not isinstance(parsed, dict):
             return reject("invalid_metadata", f"metadata is not a JSON object: {str(raw_meta)[:80]!r}")
         metadata.update(parsed)
+    try:
+        metadata_bytes = len(dumps_metadata(metadata).encode("utf-8", "surrogatepass"))
+    except (ValueError, TypeError, RecursionError) as err:
+        return reject("invalid_metadata", f"metadata cannot be written as JSON ({type(err).__name__})")
+    if metadata_bytes > MAX_METADATA_BYTES:
+        return reject(
+            "invalid_metadata",
+            f"metadata and extra columns are {metadata_bytes} bytes of JSON > max {MAX_METADATA_BYTES} "
+            "(they are copied into every chunk)",
+        )
     if not content.strip():
         return reject("empty_document", f"content is empty or whitespace only ({len(content)} characters)")
     return Document(id=doc_id, content=content, content_format=fmt, metadata=metadata)
@@ -291,13 +308,22 @@ class _ValidateDoFn(beam.DoFn):
 
     def process(self, element, tokenizer_identity: str):
         document, chunks = element
-        result = validate_chunks(
-            document,
-            chunks,
-            tokenizer=self._tokenizer,
-            tokenizer_identity=tokenizer_identity,
-            max_tokens=self._max_tokens,
-        )
+        try:
+            result = validate_chunks(
+                document,
+                chunks,
+                tokenizer=self._tokenizer,
+                tokenizer_identity=tokenizer_identity,
+                max_tokens=self._max_tokens,
+            )
+            rows = [_writable(chunk) for chunk in result.accepted]
+        except Exception as err:  # the tokenizer or the chunk's data failed: never fail the job
+            detail = f"{type(err).__name__}: {' '.join(str(err).split())[:300]}"
+            yield self._dead.document(
+                DeadLetter(document.id, "validate", "chunker_error", f"validation failed: {detail}",
+                           document.content, tokenizer_identity, chunker=chunks[0].chunker)
+            )
+            return
         if result.accepted:
             self._chunked.inc()
             if result.rejected:
@@ -306,20 +332,34 @@ class _ValidateDoFn(beam.DoFn):
             self._rejected.inc()
             # A document none of whose chunks passed counts once as dead-lettered.
             yield self._dead.document(row) if (not result.accepted and i == 0) else self._dead.row(row)
-        for chunk in result.accepted:
+        for chunk, row in zip(result.accepted, rows):
             self._written.inc()
             counter = self._by_chunker.get(chunk.chunker)
             if counter is None:
                 counter = self._by_chunker[chunk.chunker] = _counter(f"chunks_by_chunker.{chunk.chunker}")
             counter.inc()
-            yield chunk
+            yield row
+
+
+def _writable(chunk: Chunk) -> dict[str, Any]:
+    """The chunk's Parquet row, checked against the Arrow types of ``CHUNK_SCHEMA``.
+
+    Raises:
+        ValueError: An int32 column is out of range (e.g. a page number from a corrupt document).
+    """
+    row = chunk.to_row()
+    for column in ("chunk_index", "token_count", "page_no"):
+        value = row[column]
+        if value is not None and not 0 <= value <= _INT32_MAX:
+            raise ValueError(f"{column} {value} does not fit int32")
+    return row
 
 
 class ValidateChunks(beam.PTransform):
     """Recount and check every chunk; route failures to the dead letter.
 
-    Input: ``(Document, list[Chunk])``. Output: main (:class:`Chunk` with ``token_count`` recounted)
-    and ``dead_letter`` (``token_budget_exceeded``, ``empty_chunk``, ``offset_mismatch``,
+    Input: ``(Document, list[Chunk])``. Output: main (a chunk row dict, ``CHUNK_SCHEMA``, with
+    ``token_count`` recounted) and ``dead_letter`` (``token_budget_exceeded``, ``empty_chunk``, ``offset_mismatch``,
     ``tokenizer_mismatch``; payload the chunk's text). See ``transforms.validation``.
 
     Args:
@@ -346,10 +386,10 @@ class ValidateChunks(beam.PTransform):
 
 
 class WriteChunks(beam.PTransform):
-    """Write :class:`Chunk` records as zstd-compressed Parquet files ``PREFIX-SSSSS-of-NNNNN.parquet``.
+    """Write chunk rows (``Chunk.to_row()`` dicts) as zstd Parquet files ``PREFIX-SSSSS-of-NNNNN.parquet``.
 
-    Rows are buffered in record batches of 1,000 chunks (chunks are small, so a batch stays far
-    below Arrow's 2 GiB string limit).
+    Record batches of 256 rows: with metadata capped at 64 KiB a batch stays far below Arrow's
+    2 GiB string limit.
     """
 
     def __init__(self, file_path_prefix: str) -> None:
@@ -357,12 +397,8 @@ class WriteChunks(beam.PTransform):
         self._prefix = file_path_prefix
 
     def expand(self, chunks):
-        return (
-            chunks
-            | "Chunk rows" >> beam.Map(Chunk.to_row)
-            | "Write Parquet" >> WriteToParquet(
-                self._prefix, CHUNK_SCHEMA, codec="zstd", file_name_suffix=".parquet"
-            )
+        return chunks | "Write Parquet" >> WriteToParquet(
+            self._prefix, CHUNK_SCHEMA, codec="zstd", file_name_suffix=".parquet", record_batch_size=256
         )
 
 
