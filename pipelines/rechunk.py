@@ -322,8 +322,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def cli() -> None:
-    """Console-script entry point (``rechunk``)."""
-    sys.exit(main())
+    """Console-script entry point (``rechunk``).
+
+    Exits with ``os._exit`` once the output and report are written: at interpreter finalization a
+    native thread left by Arrow or gRPC can abort the process (exit 134, about one run in ten
+    here), which would turn a finished job into a failure.
+    """
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
