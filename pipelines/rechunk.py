@@ -48,6 +48,8 @@ __all__ = ["RechunkOptions", "build_pipeline", "main", "run"]
 
 _LOG = logging.getLogger("rechunk")
 _COLUMNS = ("id", "content", "content_format", "metadata")
+#: How many input files have their Parquet footer checked before the pipeline starts.
+MAX_FILES_CHECKED = 1000
 
 
 class OptionError(ValueError):
@@ -125,7 +127,11 @@ def _parse_column_map(text: str | None) -> dict[str, str]:
 
 
 def _check_input_schema(pattern: str, path: str, column_map: dict[str, str]) -> None:
-    """Read the footer of one input file: it must be Parquet with the id and content columns."""
+    """Read the footer of one input file: it must be Parquet with the id and content columns.
+
+    Raises:
+        OptionError: The file is not readable Parquet, or lacks a required column.
+    """
     import pyarrow.parquet as pq
 
     try:
@@ -139,7 +145,7 @@ def _check_input_schema(pattern: str, path: str, column_map: dict[str, str]) -> 
         source = column_map.get(column, column)
         if source not in names:
             raise OptionError(
-                f"--input {pattern}: {path} has no column {source!r} (it has {', '.join(sorted(names))}); "
+                f"--input {pattern}: {path} has no column {source!r} (it has {', '.join(sorted(names)) or 'no columns'}); "
                 f"name yours with --column-map {column}=COLUMN"
             )
 
@@ -201,7 +207,10 @@ def parse_job(argv: Sequence[str]) -> Job:
         raise OptionError(f"--input {job_opts.input}: cannot list files ({' '.join(str(err).split())[:200]})") from None
     if not matched:
         raise OptionError(f"--input {job_opts.input}: no file matches")
-    _check_input_schema(job_opts.input, min(m.path for m in matched), column_map)
+    # Every file's footer, up to a bound: a non-Parquet file in the glob would otherwise fail the
+    # job mid-pipeline. Past the bound only the first files are checked (listing cost on GCS).
+    for path in sorted(m.path for m in matched)[:MAX_FILES_CHECKED]:
+        _check_input_schema(job_opts.input, path, column_map)
     output = job_opts.output.rstrip("/") or "/"
     for sub in ("chunks", "dead_letter"):
         try:

@@ -149,3 +149,45 @@ def test_input_that_is_not_parquet_or_lacks_columns(capsys, tmp_path):
     assert "has no column 'id' (it has body, doc_id); name yours with --column-map id=COLUMN" in line
     line = _error(capsys, ["--input", str(other), "--output", str(tmp_path / "o"), "--column-map", "id=doc_id"])
     assert "has no column 'content' (it has body, doc_id); name yours with --column-map content=COLUMN" in line
+
+
+def test_every_matched_file_is_checked(capsys, tmp_path):
+    good = write_documents(tmp_path / "in" / "a.parquet", [{"id": "a", "content": "x", "content_format": None, "metadata": None}])
+    (good.parent / "b.parquet").write_bytes(b"PAR1")
+    line = _error(capsys, ["--input", str(good.parent / "*.parquet"), "--output", str(tmp_path / "o")])
+    assert f"{good.parent / 'b.parquet'} is not a readable Parquet file" in line
+
+
+def test_output_that_is_a_file(capsys, tmp_path, docs):
+    line = _error(capsys, ["--input", str(docs), "--output", str(docs)])
+    assert f"--output {docs}: is a file, not a directory" in line
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--runner=NoSuchRunner"], "--runner NoSuchRunner: Unexpected pipeline runner"),
+        (["--direct_num_workers=-3"], "--direct_num_workers must be >= 0"),
+        (["--direct_num_workers=abc"], "argument --direct_num_workers: invalid int value: 'abc'"),
+        (["--max-tokens"], "argument --max-tokens/--max_tokens: expected one argument"),
+        (["stray_word"], "unrecognized argument stray_word"),
+    ],
+)
+def test_beam_option_mistakes_are_one_line(capsys, tmp_path, docs, extra, message):
+    assert message in _error(capsys, ["--input", str(docs), "--output", str(tmp_path / "o"), *extra])
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ("chunkers: {p: {type: TokenTextSplitter}}\nroutes: [{when: {content_format: 5}, chunker: p}]", "must be a list of formats, got 5"),
+        ("chunkers: {p: {type: [TokenTextSplitter]}}", "unknown chunker type ['TokenTextSplitter']"),
+        ("chunkers: {p: {type: TokenTextSplitter, params: [1, 2]}}", "params: must be a mapping, got [1, 2]"),
+        ("chunkers: {p: {type: TokenTextSplitter}}\ndefault: {p: 1}", "default names chunker {'p': 1}"),
+        ("1: a\nchunkers: {p: {type: TokenTextSplitter}}", "unknown key '1'"),
+        ("chunkers: {p: {type: TokenTextSplitter}}\nroutes: [{when: {metadata: {k: [[1]]}}, chunker: p}]", "values must be scalars"),
+    ],
+)
+def test_config_values_of_the_wrong_type(capsys, tmp_path, docs, config, message):
+    path = _write(tmp_path / "c.yaml", config)
+    assert message in _error(capsys, ["--input", str(docs), "--output", str(tmp_path / "out"), "--config", path])

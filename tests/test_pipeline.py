@@ -193,7 +193,59 @@ def test_row_to_document_normalizes_format_and_merges_columns():
         id="7", content="Hi there.", content_format="markdown", metadata={"a": 1, "lang": "fr", "year": 2024}
     )
     bad = _row_to_document({"id": "b", "content": b"\xff\xfe"}, {}, "tok")
-    assert (bad.reason, bad.payload) == ("invalid_content", "\xff\xfe")
+    assert (bad.reason, bad.payload) == ("invalid_content", "\\xff\\xfe")  # lossless, readable
+
+
+@pytest.mark.parametrize(
+    "row, reason, detail",
+    [
+        ({"id": ["a"], "content": "x"}, "invalid_document_id", "id is a list, not a string"),
+        ({"id": b"\xff", "content": "x"}, "invalid_document_id", "id is bytes that are not UTF-8"),
+        ({"id": "d", "content": "x", "metadata": '{"a": ' + "[" * 40 + "]" * 40 + "}"},
+         "invalid_metadata", "nested deeper than 32 levels"),
+        ({"id": "d", "content": "x", "metadata": "{oops"}, "invalid_metadata", "metadata is not JSON"),
+        ({"id": "d", "content": "x", "metadata": "[]"}, "invalid_metadata", "metadata is not a JSON object"),
+        ({"id": "d", "content": "x", "metadata": b"\xff"}, "invalid_metadata", "metadata column is bytes that are not UTF-8"),
+        ({"id": "d", "content": "x", "content_format": {"a": 1}}, "unsupported_content_format", "content_format"),
+    ],
+)
+def test_row_problems_become_reasons(row, reason, detail):
+    from transforms.beam import _row_to_document
+
+    rejected = _row_to_document(row, {}, "tok")
+    assert rejected.reason == reason
+    assert detail in rejected.detail
+
+
+def test_metadata_is_made_plain_json():
+    import datetime
+
+    from transforms.beam import _row_to_document
+
+    row = {"id": b"bytes-id", "content": "x", "metadata": '{"score": NaN, "n": [1, Infinity]}',
+           "seen": datetime.date(2024, 5, 1), "raw": b"ok", "weight": float("nan")}
+    doc = _row_to_document(row, {}, "tok")
+    assert doc.id == "bytes-id"
+    assert doc.metadata == {"score": None, "n": [1, None], "seen": "2024-05-01", "raw": "ok", "weight": None}
+
+
+def test_table_rows_keep_invalid_utf8_as_bytes_per_value():
+    import numpy as np
+    import pyarrow as pa
+
+    from transforms.beam import _table_rows
+
+    items = [b"fine", b"lone \xed\xa0\x80", b"x"]
+    offsets = np.cumsum([0] + [len(b) for b in items]).astype(np.int32)
+    content = pa.Array.from_buffers(pa.string(), 3, [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(items))])
+    table = pa.table({"id": ["a", "b", "c"], "content": content, "text": ["t1", "t2", "t3"]})
+    assert list(_table_rows(table, {})) == [
+        {"id": "a", "content": "fine", "text": "t1"},
+        {"id": "b", "content": b"lone \xed\xa0\x80", "text": "t2"},
+        {"id": "c", "content": "x", "text": "t3"},
+    ]
+    # --column-map content=text: the mapped column wins, the shadowed one is dropped.
+    assert [r["content"] for r in _table_rows(table, {"text": "content"})] == ["t1", "t2", "t3"]
 
 
 def test_bad_document_data_is_dead_lettered_not_fatal():

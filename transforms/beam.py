@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any, Iterable, Mapping
+import math
+from typing import Any, Iterator, Mapping
 
 import apache_beam as beam
-from apache_beam.io.parquetio import ReadFromParquet, WriteToParquet
+import pyarrow as pa
+from apache_beam.io.parquetio import ReadFromParquetBatched, WriteToParquet
 from apache_beam.metrics import Metrics
 from apache_beam.pvalue import AsDict, AsSingleton, TaggedOutput
 
@@ -52,6 +54,8 @@ METRICS_NAMESPACE = "rechunk"
 _DOCUMENT_COLUMNS = ("id", "content", "content_format", "metadata")
 #: A document's metadata (with extra columns) is copied into each of its chunks, so it is capped.
 MAX_METADATA_BYTES = 64 * 1024
+#: Deeper metadata is rejected (it would also break pickling between workers).
+MAX_METADATA_DEPTH = 32
 _INT32_MAX = 2**31 - 1
 
 
@@ -90,10 +94,11 @@ class _DeadLetterCounter:
 
 
 class ReadDocuments(beam.PTransform):
-    """Read document rows from Parquet files with Beam's ``ReadFromParquet``.
+    """Read document rows from Parquet files with Beam's ``ReadFromParquetBatched``.
 
     Output: one ``dict`` per row, with columns renamed by ``column_map`` (``{"content": "text"}``
-    reads the ``text`` column as ``content``).
+    reads the ``text`` column as ``content``). Row groups arrive as Arrow tables (Beam's faster
+    path) and are turned into rows here, one value at a time for string columns.
 
     Args:
         file_pattern: A file pattern on any Beam filesystem.
@@ -106,16 +111,40 @@ class ReadDocuments(beam.PTransform):
         self._rename = {source: target for target, source in (column_map or {}).items()}
 
     def expand(self, pbegin):
-        rows = pbegin | "Read Parquet" >> ReadFromParquet(self._file_pattern)
-        if not self._rename:
-            return rows
-        rename = self._rename
-        shadowed = set(rename.values())  # a contract-named column replaced by a mapped one is dropped
-        return rows | "Rename columns" >> beam.Map(
-            lambda row: {
-                rename.get(k, k): v for k, v in row.items() if k in rename or k not in shadowed
-            }
+        return (
+            pbegin
+            | "Read Parquet" >> ReadFromParquetBatched(self._file_pattern)
+            | "Rows" >> beam.FlatMap(_table_rows, self._rename)
         )
+
+
+def _table_rows(table: pa.Table, rename: Mapping[str, str]) -> Iterator[dict[str, Any]]:
+    """Rows of one record batch as dicts, renamed; a value that is not valid UTF-8 stays bytes.
+
+    String columns are read as binary and decoded value by value, so one bad value becomes a
+    dead-letter row (``invalid_content`` ...) instead of failing the whole batch, as
+    ``Table.to_pylist`` would. A contract-named column replaced by a mapped one is dropped.
+    """
+    shadowed = set(rename.values())
+    columns: dict[str, list[Any]] = {}
+    for name, column in zip(table.column_names, table.columns):
+        if name in shadowed and name not in rename:
+            continue
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type) or (
+            hasattr(pa.types, "is_string_view") and pa.types.is_string_view(column.type)
+        ):
+            values = []
+            for raw in column.cast(pa.large_binary()).to_pylist():
+                try:
+                    values.append(raw if raw is None else raw.decode("utf-8"))
+                except UnicodeDecodeError:
+                    values.append(raw)
+        else:
+            values = column.to_pylist()
+        columns[rename.get(name, name)] = values
+    names = list(columns)
+    for i in range(table.num_rows):
+        yield {name: columns[name][i] for name in names}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -123,49 +152,97 @@ class ReadDocuments(beam.PTransform):
 # ----------------------------------------------------------------------------------------------
 
 
+def _as_text(value: Any) -> tuple[str | None, str | None]:
+    """``(text, problem)``: a string, UTF-8 bytes decoded, or ``None``; else a problem to report."""
+    if value is None or isinstance(value, str):
+        return value, None
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            return bytes(value).decode("utf-8"), None
+        except UnicodeDecodeError as err:
+            return None, f"bytes that are not UTF-8 (at byte {err.start})"
+    return None, f"a {type(value).__name__}, not a string"
+
+
+def _document_id(raw: Any) -> tuple[str | None, str | None]:
+    """A row's id as text (integers written in decimal), or the problem with it."""
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return str(raw), None
+    return _as_text(raw)
+
+
+def _json_safe(value: Any, depth: int = 0) -> Any:
+    """``value`` as plain JSON data: non-finite floats become ``None``, bytes text, others ``str``.
+
+    Raises:
+        ValueError: Nested deeper than :data:`MAX_METADATA_DEPTH`, or bytes that are not UTF-8.
+    """
+    if depth > MAX_METADATA_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_METADATA_DEPTH} levels")
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (bytes, bytearray)):
+        text, problem = _as_text(value)
+        if problem:
+            raise ValueError(problem)
+        return text
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v, depth + 1) for v in value]
+    return str(value)  # timestamps, decimals, ...: their text
+
+
 def _row_to_document(row: Mapping[str, Any], duplicates: Mapping[str, int], tokenizer: str):
     """Return a Document, or a DeadLetter (stage ``read``) saying why the row is not one."""
     raw_id = row.get("id")
-    doc_id = None if raw_id is None else str(raw_id)
-    content = row.get("content")
-    if isinstance(content, (bytes, bytearray)):
-        try:
-            content = bytes(content).decode("utf-8")
-        except UnicodeDecodeError:
-            return DeadLetter(doc_id, "read", "invalid_content", "content is bytes that are not UTF-8",
-                              content.decode("latin-1"), tokenizer)
-    payload = content if isinstance(content, str) else (None if content is None else str(content))
+    doc_id, id_problem = _document_id(raw_id)
+    content, content_problem = _as_text(row.get("content"))
+    raw_content = row.get("content")
+    if content is not None:
+        payload = content
+    elif isinstance(raw_content, (bytes, bytearray)):
+        payload = bytes(raw_content).decode("utf-8", "backslashreplace")  # lossless, readable
+    else:
+        payload = None if raw_content is None else str(raw_content)
 
-    def reject(reason: str, detail: str) -> DeadLetter:
-        return DeadLetter(doc_id, "read", reason, detail, payload, tokenizer)
+    def reject(reason: str, detail: str, stage: str = "read") -> DeadLetter:
+        return DeadLetter(doc_id, stage, reason, detail, payload, tokenizer)
 
+    if id_problem:
+        return reject("invalid_document_id", f"id is {id_problem}: {str(raw_id)[:80]}")
     if not doc_id:
         return reject("missing_document_id", "the row's id is null or empty")
     if doc_id in duplicates:
         return reject("duplicate_document_id", f"{duplicates[doc_id]} rows have id {doc_id!r}")
+    if content_problem:
+        return reject("invalid_content", f"content is {content_problem}")
     if content is None:
         return reject("null_content", "content is null")
-    if not isinstance(content, str):
-        return reject("invalid_content", f"content is {type(content).__name__}, not a string")
-    fmt = str(row.get("content_format") or "text").strip().lower() or "text"
-    if fmt not in CONTENT_FORMATS:
-        return DeadLetter(doc_id, "route", "unsupported_content_format",
-                          f"content_format {fmt!r} is not one of {sorted(CONTENT_FORMATS)}",
-                          payload, tokenizer)
-    metadata: dict[str, Any] = {k: v for k, v in sorted(row.items()) if k not in _DOCUMENT_COLUMNS}
-    raw_meta = row.get("metadata")
-    if raw_meta not in (None, ""):
-        try:
-            parsed = json.loads(raw_meta) if isinstance(raw_meta, (str, bytes)) else None
-        except (ValueError, RecursionError):
-            parsed = None
-        if not isinstance(parsed, dict):
-            return reject("invalid_metadata", f"metadata is not a JSON object: {str(raw_meta)[:80]!r}")
-        metadata.update(parsed)
+    fmt, fmt_problem = _as_text(row.get("content_format"))
+    fmt = (fmt or "text").strip().lower() or "text"
+    if fmt_problem or fmt not in CONTENT_FORMATS:
+        shown = row.get("content_format")
+        return reject("unsupported_content_format",
+                      f"content_format {str(shown)[:40]!r} is not one of {sorted(CONTENT_FORMATS)}", "route")
     try:
+        metadata = {k: _json_safe(v) for k, v in sorted(row.items()) if k not in _DOCUMENT_COLUMNS}
+        raw_meta, meta_problem = _as_text(row.get("metadata"))
+        if meta_problem:
+            raise ValueError(f"the metadata column is {meta_problem}")
+        if raw_meta not in (None, ""):
+            try:
+                parsed = json.loads(raw_meta)
+            except (ValueError, RecursionError):
+                raise ValueError(f"metadata is not JSON: {raw_meta[:80]!r}") from None
+            if not isinstance(parsed, dict):
+                raise ValueError(f"metadata is not a JSON object: {raw_meta[:80]!r}")
+            metadata.update(_json_safe(parsed))
         metadata_bytes = len(dumps_metadata(metadata).encode("utf-8", "surrogatepass"))
-    except (ValueError, TypeError, RecursionError) as err:
-        return reject("invalid_metadata", f"metadata cannot be written as JSON ({type(err).__name__})")
+    except (ValueError, RecursionError) as err:
+        return reject("invalid_metadata", " ".join(str(err).split())[:200])
     if metadata_bytes > MAX_METADATA_BYTES:
         return reject(
             "invalid_metadata",
@@ -213,7 +290,7 @@ class AdmitDocuments(beam.PTransform):
     def expand(self, rows):
         duplicates = (
             rows
-            | "Document ids" >> beam.FlatMap(lambda row: [] if row.get("id") is None else [str(row["id"])])
+            | "Document ids" >> beam.FlatMap(lambda row: [i] if (i := _document_id(row.get("id"))[0]) else [])
             | "Count ids" >> beam.combiners.Count.PerElement()
             | "Duplicate ids" >> beam.Filter(lambda kv: kv[1] > 1)
         )

@@ -36,10 +36,11 @@ STAGES = ("read", "route", "chunk", "validate")
 #: Stable reason codes for the dead letter, with one line on what each means.
 REASONS: Mapping[str, str] = {
     "missing_document_id": "the row has a null or empty id",
+    "invalid_document_id": "the row's id is neither a string, an integer nor UTF-8 bytes",
     "null_content": "the row's content is null",
     "invalid_content": "the row's content is neither a string nor UTF-8 bytes",
     "empty_document": "no text after parsing: empty, whitespace only, or a DoclingDocument with no items",
-    "invalid_metadata": "the metadata column is not a JSON object",
+    "invalid_metadata": "the metadata is not a JSON object, nests too deep, or is too large",
     "duplicate_document_id": "more than one row has this id; all of them are rejected",
     "unsupported_content_format": "the content format is unknown, or the routed chunker does not accept it",
     "no_route": "no route matched and the configuration has no default chunker",
@@ -184,7 +185,9 @@ class DeadLetter:
 
 def dumps_metadata(metadata: Mapping[str, Any]) -> str:
     """Serialize metadata as compact JSON with sorted keys, so equal metadata gives equal bytes."""
-    return json.dumps(metadata, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return json.dumps(
+        metadata, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False
+    )
 
 
 # Arrow schemas of the outputs, as the contract types them (``string``, not ``large_string``).

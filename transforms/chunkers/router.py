@@ -34,13 +34,14 @@ class Route:
         if self.content_formats and document.content_format not in self.content_formats:
             return False
         return all(
-            _hashable(document.metadata.get(key)) in accepted
+            any(_same(document.metadata.get(key), value) for value in accepted)
             for key, accepted in self.metadata.items()
         )
 
 
-def _hashable(value: Any) -> Any:
-    return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
+def _same(a: Any, b: Any) -> bool:
+    """Equal and of the same type: ``1`` does not match ``True`` or ``1.0``; lists never match."""
+    return type(a) is type(b) and isinstance(a, (str, int, float, bool, type(None))) and a == b
 
 
 class ChunkerRouter:
