@@ -123,6 +123,8 @@ def _parse_column_map(text: str | None) -> dict[str, str]:
                 f"--column-map: expected NAME=COLUMN with NAME one of {', '.join(_COLUMNS)}, got {item!r}"
             )
         mapping[target.strip()] = source.strip()
+    if len(set(mapping.values())) < len(mapping):
+        raise OptionError(f"--column-map: two names map to the same column in {text!r}")
     return mapping
 
 

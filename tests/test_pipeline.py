@@ -274,3 +274,16 @@ def test_page_number_that_does_not_fit_int32_dead_letters_the_document():
 
     with pytest.raises(ValueError, match="page_no 4294967296 does not fit int32"):
         _writable(replace(chunk, page_no=2**32))
+
+
+def test_table_rows_read_dictionary_and_large_string_columns():
+    import pyarrow as pa
+
+    from transforms.beam import _table_rows
+
+    table = pa.table({
+        "id": pa.array(["a", "b"], pa.large_string()),
+        "content": pa.array(["x", "y"]).dictionary_encode(),
+        "n": [1, None],
+    })
+    assert list(_table_rows(table, {})) == [{"id": "a", "content": "x", "n": 1}, {"id": "b", "content": "y", "n": None}]

@@ -130,21 +130,33 @@ def _table_rows(table: pa.Table, rename: Mapping[str, str]) -> Iterator[dict[str
     for name, column in zip(table.column_names, table.columns):
         if name in shadowed and name not in rename:
             continue
-        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type) or (
-            hasattr(pa.types, "is_string_view") and pa.types.is_string_view(column.type)
-        ):
-            values = []
-            for raw in column.cast(pa.large_binary()).to_pylist():
-                try:
-                    values.append(raw if raw is None else raw.decode("utf-8"))
-                except UnicodeDecodeError:
-                    values.append(raw)
-        else:
-            values = column.to_pylist()
-        columns[rename.get(name, name)] = values
+        columns[rename.get(name, name)] = _column_values(column)
     names = list(columns)
     for i in range(table.num_rows):
         yield {name: columns[name][i] for name in names}
+
+
+def _is_text_type(arrow_type: pa.DataType) -> bool:
+    return (
+        pa.types.is_string(arrow_type)
+        or pa.types.is_large_string(arrow_type)
+        or (hasattr(pa.types, "is_string_view") and pa.types.is_string_view(arrow_type))
+    )
+
+
+def _column_values(column: pa.ChunkedArray) -> list[Any]:
+    """Python values of one column; text columns decoded per value (invalid UTF-8 stays bytes)."""
+    if pa.types.is_dictionary(column.type) and _is_text_type(column.type.value_type):
+        column = column.cast(column.type.value_type)
+    if not _is_text_type(column.type):
+        return column.to_pylist()
+    values: list[Any] = []
+    for raw in column.cast(pa.large_binary()).to_pylist():  # a cast to binary does not validate
+        try:
+            values.append(raw if raw is None else raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            values.append(raw)
+    return values
 
 
 # ----------------------------------------------------------------------------------------------
@@ -271,11 +283,14 @@ class _AdmitDoFn(beam.DoFn):
 class AdmitDocuments(beam.PTransform):
     """Turn rows into :class:`Document` records; reject what can be known before chunking.
 
-    Rejected (stage ``read``): ``missing_document_id``, ``duplicate_document_id`` (every row of an
-    id that occurs more than once, found by a keyed count over ids only), ``null_content``,
-    ``invalid_content``, ``invalid_metadata``, ``empty_document``; (stage ``route``)
-    ``unsupported_content_format``. Columns other than the contract's four go into metadata, and
-    the ``metadata`` JSON object's keys override them.
+    Rejected (stage ``read``): ``invalid_document_id``, ``missing_document_id``,
+    ``duplicate_document_id`` (every row of an id that occurs more than once, found by a keyed
+    count over ids only), ``invalid_content``, ``null_content``, ``invalid_metadata`` (not a JSON
+    object, deeper than :data:`MAX_METADATA_DEPTH`, or over :data:`MAX_METADATA_BYTES` of JSON),
+    ``empty_document``; (stage ``route``) ``unsupported_content_format``. Integer ids are written
+    in decimal. Columns other than the contract's four go into metadata as plain JSON (timestamps
+    and decimals as text, NaN and infinities as null), and the ``metadata`` object's keys override
+    them.
 
     Output: ``documents`` (Document) and ``dead_letter`` (DeadLetter).
 
