@@ -18,7 +18,6 @@ never tries to download its binary.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import sys
@@ -141,7 +140,7 @@ def _check_input_schema(pattern: str, path: str, column_map: dict[str, str]) -> 
             names = set(parquet.schema_arrow.names)
     except Exception as err:  # pyarrow's ArrowInvalid, or an IO error by scheme
         raise OptionError(
-            f"--input {pattern}: {path} is not a readable Parquet file ({' '.join(str(err).split())[:160]})"
+            f"--input {pattern}: {path} is not a readable Parquet file ({_one_line(err, 160)})"
         ) from None
     for column in ("id", "content"):
         source = column_map.get(column, column)
@@ -152,8 +151,92 @@ def _check_input_schema(pattern: str, path: str, column_map: dict[str, str]) -> 
             )
 
 
+def _one_line(err: BaseException, limit: int = 200) -> str:
+    return " ".join(str(err).split())[:limit]
+
+
+def _max_tokens(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        max_tokens = int(value)
+    except ValueError:
+        raise OptionError(f"--max-tokens must be a positive integer, got {value!r}") from None
+    if max_tokens <= 0:
+        raise OptionError(f"--max-tokens must be a positive integer, got {max_tokens}")
+    return max_tokens
+
+
+def _load_spec(job_opts: RechunkOptions) -> tuple[dict[str, Any], Any]:
+    """The resolved configuration and the loaded tokenizer; every chunker is built once to check it."""
+    where = f"--config {job_opts.config}" if job_opts.config else "default config"
+    try:
+        spec = resolve_config(
+            load_config(job_opts.config),
+            tokenizer=job_opts.tokenizer,
+            max_tokens=_max_tokens(job_opts.max_tokens),
+            source=where,
+        )
+    except ConfigError as err:
+        raise OptionError(str(err)) from None
+    except (TypeError, ValueError, AttributeError, KeyError) as err:  # a shape no check foresaw
+        raise OptionError(f"{where}: malformed configuration ({type(err).__name__}: {err})") from None
+    try:
+        tokenizer = load_tokenizer(spec["tokenizer"])
+    except TokenizerError as err:
+        raise OptionError(f"--tokenizer: {err}") from None
+    try:
+        build_router(spec, tokenizer=tokenizer)
+    except (TypeError, ValueError, ImportError) as err:
+        raise OptionError(f"{where}: {_one_line(err, 400)}") from None
+    return spec, tokenizer
+
+
+def _check_input(pattern: str, column_map: dict[str, str]) -> None:
+    try:
+        matched = FileSystems.match([pattern])[0].metadata_list
+    except Exception as err:  # BeamIOError and friends, by scheme
+        raise OptionError(f"--input {pattern}: cannot list files ({_one_line(err)})") from None
+    if not matched:
+        raise OptionError(f"--input {pattern}: no file matches")
+    # Every file's footer, up to a bound: a non-Parquet file in the glob would otherwise fail the
+    # job mid-pipeline. Past the bound only the first files are checked (listing cost on GCS).
+    for path in sorted(m.path for m in matched)[:MAX_FILES_CHECKED]:
+        _check_input_schema(pattern, path, column_map)
+
+
+def _check_output(output: str) -> None:
+    if "://" not in output and os.path.exists(output) and not os.path.isdir(output):
+        raise OptionError(f"--output {output}: is a file, not a directory")
+    for sub in ("chunks", "dead_letter"):
+        try:
+            existing = FileSystems.match([f"{output}/{sub}/*"])[0].metadata_list
+        except Exception:  # nothing there yet
+            existing = []
+        if existing:
+            raise OptionError(
+                f"--output {output}: {sub}/ already holds files from another run; choose an empty directory"
+            )
+
+
+def _check_runner(options: PipelineOptions) -> None:
+    """Pick FnApiRunner for the DirectRunner (no Prism download) and check the runner exists."""
+    standard = options.view_as(StandardOptions)
+    if standard.runner in (None, "DirectRunner", "direct", "Direct"):
+        standard.runner = "FnApiRunner"
+    try:
+        from apache_beam.runners.runner import create_runner
+
+        create_runner(standard.runner)
+    except (ValueError, ImportError) as err:
+        raise OptionError(f"--runner {standard.runner}: {_one_line(err)}") from None
+    workers = options.view_as(DirectOptions).direct_num_workers
+    if workers is not None and workers < 0:
+        raise OptionError(f"--direct_num_workers must be >= 0 (0: one per core), got {workers}")
+
+
 def parse_job(argv: Sequence[str]) -> Job:
-    """Parse and check the command line, the configuration and the tokenizer.
+    """Parse and check the command line, the configuration, the tokenizer, input and output.
 
     Raises:
         OptionError: Any mistake, as one line naming the option.
@@ -170,72 +253,12 @@ def parse_job(argv: Sequence[str]) -> Job:
         raise OptionError("--output is required: the directory to write chunks/, dead_letter/ and report.json")
     if job_opts.previous:
         raise OptionError("--previous: incremental re-chunking is not available in this version")
-    max_tokens = None
-    if job_opts.max_tokens is not None:
-        try:
-            max_tokens = int(job_opts.max_tokens)
-        except ValueError:
-            raise OptionError(f"--max-tokens must be a positive integer, got {job_opts.max_tokens!r}") from None
-        if max_tokens <= 0:
-            raise OptionError(f"--max-tokens must be a positive integer, got {max_tokens}")
     column_map = _parse_column_map(job_opts.column_map)
-
-    try:
-        data = load_config(job_opts.config)
-        spec = resolve_config(
-            data,
-            tokenizer=job_opts.tokenizer,
-            max_tokens=max_tokens,
-            source=f"--config {job_opts.config}" if job_opts.config else "default config",
-        )
-    except ConfigError as err:
-        raise OptionError(str(err)) from None
-    except (TypeError, ValueError, AttributeError, KeyError) as err:  # a shape no check foresaw
-        where = f"--config {job_opts.config}" if job_opts.config else "default config"
-        raise OptionError(f"{where}: malformed configuration ({type(err).__name__}: {err})") from None
-    try:
-        tokenizer = load_tokenizer(spec["tokenizer"])
-    except TokenizerError as err:
-        raise OptionError(f"--tokenizer: {err}") from None
-    try:
-        build_router(spec, tokenizer=tokenizer)  # every chunker's parameters, checked here
-    except (TypeError, ValueError, ImportError) as err:
-        where = f"--config {job_opts.config}" if job_opts.config else "default config"
-        raise OptionError(f"{where}: {' '.join(str(err).split())}") from None
-
-    try:
-        matched = FileSystems.match([job_opts.input])[0].metadata_list
-    except Exception as err:  # BeamIOError and friends, by scheme
-        raise OptionError(f"--input {job_opts.input}: cannot list files ({' '.join(str(err).split())[:200]})") from None
-    if not matched:
-        raise OptionError(f"--input {job_opts.input}: no file matches")
-    # Every file's footer, up to a bound: a non-Parquet file in the glob would otherwise fail the
-    # job mid-pipeline. Past the bound only the first files are checked (listing cost on GCS).
-    for path in sorted(m.path for m in matched)[:MAX_FILES_CHECKED]:
-        _check_input_schema(job_opts.input, path, column_map)
+    spec, tokenizer = _load_spec(job_opts)
+    _check_input(job_opts.input, column_map)
     output = job_opts.output.rstrip("/") or "/"
-    for sub in ("chunks", "dead_letter"):
-        try:
-            existing = FileSystems.match([f"{output}/{sub}/*"])[0].metadata_list
-        except Exception:
-            existing = []
-        if existing:
-            raise OptionError(f"--output {output}: {sub}/ already holds files from another run; choose an empty directory")
-
-    if "://" not in output and os.path.exists(output) and not os.path.isdir(output):
-        raise OptionError(f"--output {output}: is a file, not a directory")
-    standard = options.view_as(StandardOptions)
-    if standard.runner in (None, "DirectRunner", "direct", "Direct"):
-        standard.runner = "FnApiRunner"
-    try:
-        from apache_beam.runners.runner import create_runner
-
-        create_runner(standard.runner)
-    except (ValueError, ImportError) as err:
-        raise OptionError(f"--runner {standard.runner}: {' '.join(str(err).split())[:200]}") from None
-    workers = options.view_as(DirectOptions).direct_num_workers
-    if workers is not None and workers < 0:
-        raise OptionError(f"--direct_num_workers must be >= 0 (0: one per core), got {workers}")
+    _check_output(output)
+    _check_runner(options)
     return Job(
         input=job_opts.input,
         output=output,
