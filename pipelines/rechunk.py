@@ -124,6 +124,12 @@ def _parse_column_map(text: str | None) -> dict[str, str]:
         mapping[target.strip()] = source.strip()
     if len(set(mapping.values())) < len(mapping):
         raise OptionError(f"--column-map: two names map to the same column in {text!r}")
+    for target, source in mapping.items():
+        if source in _COLUMNS and source != target and source not in mapping:
+            raise OptionError(
+                f"--column-map: {target}={source} would read the {source} column as {target}; "
+                f"map {source} elsewhere too, or choose another column"
+            )
     return mapping
 
 
@@ -137,18 +143,27 @@ def _check_input_schema(pattern: str, path: str, column_map: dict[str, str]) -> 
 
     try:
         with FileSystems.open(path) as f, pq.ParquetFile(f) as parquet:
-            names = set(parquet.schema_arrow.names)
+            all_names = list(parquet.schema_arrow.names)
     except Exception as err:  # pyarrow's ArrowInvalid, or an IO error by scheme
         raise OptionError(
             f"--input {pattern}: {path} is not a readable Parquet file ({_one_line(err, 160)})"
         ) from None
+    names = set(all_names)
+    has = ", ".join(sorted(names)) or "no columns"
     for column in ("id", "content"):
         source = column_map.get(column, column)
         if source not in names:
             raise OptionError(
-                f"--input {pattern}: {path} has no column {source!r} (it has {', '.join(sorted(names)) or 'no columns'}); "
+                f"--input {pattern}: {path} has no column {source!r} (it has {has}); "
                 f"name yours with --column-map {column}=COLUMN"
             )
+    for column, source in sorted(column_map.items()):
+        if source not in names:
+            raise OptionError(f"--column-map {column}={source}: {path} has no column {source!r} (it has {has})")
+    for column in _COLUMNS:
+        source = column_map.get(column, column)
+        if all_names.count(source) > 1:
+            raise OptionError(f"--input {pattern}: {path} has {all_names.count(source)} columns named {source!r}")
 
 
 def _one_line(err: BaseException, limit: int = 200) -> str:

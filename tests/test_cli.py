@@ -191,3 +191,16 @@ def test_beam_option_mistakes_are_one_line(capsys, tmp_path, docs, extra, messag
 def test_config_values_of_the_wrong_type(capsys, tmp_path, docs, config, message):
     path = _write(tmp_path / "c.yaml", config)
     assert message in _error(capsys, ["--input", str(docs), "--output", str(tmp_path / "out"), "--config", path])
+
+
+@pytest.mark.parametrize(
+    "mapping, message",
+    [
+        ("content_format=format", "--column-map content_format=format: "),
+        ("id=doc,content=doc", "two names map to the same column"),
+        ("content=id", "content=id would read the id column as content"),
+    ],
+)
+def test_column_map_mistakes(capsys, tmp_path, docs, mapping, message):
+    line = _error(capsys, ["--input", str(docs), "--output", str(tmp_path / "o"), "--column-map", mapping])
+    assert message in line

@@ -287,3 +287,52 @@ def test_table_rows_read_dictionary_and_large_string_columns():
         "n": [1, None],
     })
     assert list(_table_rows(table, {})) == [{"id": "a", "content": "x", "n": 1}, {"id": "b", "content": "y", "n": None}]
+
+
+def _raw_strings(items, arrow_type=None):
+    import numpy as np
+    import pyarrow as pa
+
+    offsets = np.cumsum([0] + [len(b) for b in items]).astype(np.int32)
+    return pa.Array.from_buffers(pa.string(), len(items), [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(items))])
+
+
+def test_column_values_never_fail_the_batch():
+    import pyarrow as pa
+
+    from transforms.beam import Unreadable, _column_values
+
+    # int64 max microseconds: the "infinity" timestamp of database exports, past year 9999.
+    stamps = pa.chunked_array([pa.array([0, 2**63 - 1], pa.int64()).cast(pa.timestamp("us"))])
+    values = _column_values(stamps)
+    assert values[0].year == 1970 and isinstance(values[1], Unreadable)
+    bad = _raw_strings([b"ok", b"\xff"])
+    assert _column_values(pa.chunked_array([bad.dictionary_encode()])) == ["ok", b"\xff"]
+    tags = pa.chunked_array([pa.ListArray.from_arrays(pa.array([0, 1, 2], pa.int32()), bad)])
+    assert _column_values(tags)[0] == ["ok"] and isinstance(_column_values(tags)[1], Unreadable)
+
+
+@pytest.mark.parametrize(
+    "row, reason, detail",
+    [
+        ({"id": "a\x001", "content": "x"}, "invalid_document_id", "NUL"),
+        ({"id": "  ", "content": "x"}, "missing_document_id", "whitespace only"),
+        ({"id": "d", "content": "x", "metadata": '{"t": "caf\\ud800"}'}, "invalid_metadata", "surrogate"),
+        ({"id": "d", "content": "x", "metadata": '{"\\udc80": 1}'}, "invalid_metadata", "surrogate"),
+        ({"id": "d", "content": "x", "stamp": "UNREADABLE"}, "invalid_metadata", "column 'stamp': a value is unreadable"),
+    ],
+)
+def test_ids_and_metadata_that_would_break_the_output(row, reason, detail):
+    from transforms.beam import Unreadable, _row_to_document
+
+    row = {k: Unreadable("OverflowError: too big") if v == "UNREADABLE" else v for k, v in row.items()}
+    rejected = _row_to_document(row, {}, "tok")
+    assert rejected.reason == reason
+    assert detail in rejected.detail
+
+
+def test_binary_extra_columns_are_kept_as_base64():
+    from transforms.beam import _row_to_document
+
+    doc = _row_to_document({"id": "d", "content": "x", "digest": b"\x00\xff", "name": b"plain"}, {}, "tok")
+    assert doc.metadata == {"digest": "base64:AP8=", "name": "plain"}

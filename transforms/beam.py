@@ -10,6 +10,7 @@ singleton side input and every worker checks its own tokenizer against it.
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import math
@@ -144,19 +145,60 @@ def _is_text_type(arrow_type: pa.DataType) -> bool:
     )
 
 
+class Unreadable:
+    """A Parquet value Python cannot hold (a timestamp past year 9999, invalid UTF-8 in a list).
+
+    Admission turns it into the dead-letter reason of the column it is in.
+    """
+
+    __slots__ = ("problem",)
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+
+    def __repr__(self) -> str:
+        return f"Unreadable({self.problem!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Unreadable) and other.problem == self.problem
+
+    def __hash__(self) -> int:
+        return hash(self.problem)
+
+
 def _column_values(column: pa.ChunkedArray) -> list[Any]:
-    """Python values of one column; text columns decoded per value (invalid UTF-8 stays bytes)."""
+    """Python values of one column; a value that cannot be converted never fails the batch.
+
+    Text columns (plain, large, view or dictionary-encoded) are read as binary and decoded per
+    value: invalid UTF-8 stays ``bytes``. Other columns convert whole, or value by value when the
+    whole fails, with :class:`Unreadable` where a value cannot be converted.
+    """
     if pa.types.is_dictionary(column.type) and _is_text_type(column.type.value_type):
-        column = column.cast(column.type.value_type)
-    if not _is_text_type(column.type):
-        return column.to_pylist()
+        column = pa.chunked_array(
+            [c.dictionary.cast(pa.large_binary()).take(c.indices) for c in column.chunks],
+            type=pa.large_binary(),
+        )
+    elif _is_text_type(column.type):
+        column = column.cast(pa.large_binary())  # a cast to binary does not validate UTF-8
+    else:
+        try:
+            return column.to_pylist()
+        except Exception:  # OverflowError, UnicodeDecodeError, ... from one value
+            return [_scalar_value(column, i) for i in range(len(column))]
     values: list[Any] = []
-    for raw in column.cast(pa.large_binary()).to_pylist():  # a cast to binary does not validate
+    for raw in column.to_pylist():
         try:
             values.append(raw if raw is None else raw.decode("utf-8"))
         except UnicodeDecodeError:
             values.append(raw)
     return values
+
+
+def _scalar_value(column: pa.ChunkedArray, index: int) -> Any:
+    try:
+        return column[index].as_py()
+    except Exception as err:
+        return Unreadable(f"{type(err).__name__}: {' '.join(str(err).split())[:80]}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -173,35 +215,49 @@ def _as_text(value: Any) -> tuple[str | None, str | None]:
             return bytes(value).decode("utf-8"), None
         except UnicodeDecodeError as err:
             return None, f"bytes that are not UTF-8 (at byte {err.start})"
+    if isinstance(value, Unreadable):
+        return None, f"unreadable ({value.problem})"
     return None, f"a {type(value).__name__}, not a string"
 
 
 def _document_id(raw: Any) -> tuple[str | None, str | None]:
-    """A row's id as text (integers written in decimal), or the problem with it."""
+    """A row's id as text (integers written in decimal), or the problem with it.
+
+    An id holding NUL is refused: the chunk id joins its parts with NUL, so such ids could make
+    two different chunks share one chunk id.
+    """
     if isinstance(raw, int) and not isinstance(raw, bool):
         return str(raw), None
-    return _as_text(raw)
+    text, problem = _as_text(raw)
+    if text is not None and "\x00" in text:
+        return text, "a string holding NUL (U+0000)"
+    return text, problem
 
 
 def _json_safe(value: Any, depth: int = 0) -> Any:
-    """``value`` as plain JSON data: non-finite floats become ``None``, bytes text, others ``str``.
+    """``value`` as plain JSON data: non-finite floats become ``None``; bytes become their UTF-8
+    text, or ``"base64:..."`` when they are not UTF-8; timestamps, decimals and the like their text.
 
     Raises:
-        ValueError: Nested deeper than :data:`MAX_METADATA_DEPTH`, or bytes that are not UTF-8.
+        ValueError: Nested deeper than :data:`MAX_METADATA_DEPTH`, a string with a lone surrogate
+            (not encodable as UTF-8), or an unreadable value.
     """
     if depth > MAX_METADATA_DEPTH:
         raise ValueError(f"nested deeper than {MAX_METADATA_DEPTH} levels")
-    if value is None or isinstance(value, (str, bool, int)):
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, str):
+        value.encode("utf-8")  # UnicodeEncodeError (a ValueError) on a lone surrogate
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, (bytes, bytearray)):
-        text, problem = _as_text(value)
-        if problem:
-            raise ValueError(problem)
-        return text
+        text, _ = _as_text(value)
+        return text if text is not None else "base64:" + base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, Unreadable):
+        raise ValueError(f"a value is unreadable ({value.problem})")
     if isinstance(value, Mapping):
-        return {str(k): _json_safe(v, depth + 1) for k, v in value.items()}
+        return {_json_safe(str(k), depth + 1): _json_safe(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_json_safe(v, depth + 1) for v in value]
     return str(value)  # timestamps, decimals, ...: their text
@@ -225,8 +281,8 @@ def _row_to_document(row: Mapping[str, Any], duplicates: Mapping[str, int], toke
 
     if id_problem:
         return reject("invalid_document_id", f"id is {id_problem}: {str(raw_id)[:80]}")
-    if not doc_id:
-        return reject("missing_document_id", "the row's id is null or empty")
+    if not doc_id or not doc_id.strip():
+        return reject("missing_document_id", "the row's id is null, empty or whitespace only")
     if doc_id in duplicates:
         return reject("duplicate_document_id", f"{duplicates[doc_id]} rows have id {doc_id!r}")
     if content_problem:
@@ -240,7 +296,13 @@ def _row_to_document(row: Mapping[str, Any], duplicates: Mapping[str, int], toke
         return reject("unsupported_content_format",
                       f"content_format {str(shown)[:40]!r} is not one of {sorted(CONTENT_FORMATS)}", "route")
     try:
-        metadata = {k: _json_safe(v) for k, v in sorted(row.items()) if k not in _DOCUMENT_COLUMNS}
+        metadata = {}
+        for key, value in sorted(row.items()):
+            if key not in _DOCUMENT_COLUMNS:
+                try:
+                    metadata[key] = _json_safe(value)
+                except (ValueError, RecursionError) as err:
+                    raise ValueError(f"column {key!r}: {err}") from None
         raw_meta, meta_problem = _as_text(row.get("metadata"))
         if meta_problem:
             raise ValueError(f"the metadata column is {meta_problem}")
@@ -252,7 +314,7 @@ def _row_to_document(row: Mapping[str, Any], duplicates: Mapping[str, int], toke
             if not isinstance(parsed, dict):
                 raise ValueError(f"metadata is not a JSON object: {raw_meta[:80]!r}")
             metadata.update(_json_safe(parsed))
-        metadata_bytes = len(dumps_metadata(metadata).encode("utf-8", "surrogatepass"))
+        metadata_bytes = len(dumps_metadata(metadata).encode("utf-8"))
     except (ValueError, RecursionError) as err:
         return reject("invalid_metadata", " ".join(str(err).split())[:200])
     if metadata_bytes > MAX_METADATA_BYTES:

@@ -35,8 +35,8 @@ STAGES = ("read", "route", "chunk", "validate")
 
 #: Stable reason codes for the dead letter, with one line on what each means.
 REASONS: Mapping[str, str] = {
-    "missing_document_id": "the row has a null or empty id",
-    "invalid_document_id": "the row's id is neither a string, an integer nor UTF-8 bytes",
+    "missing_document_id": "the row's id is null, empty or whitespace only",
+    "invalid_document_id": "the row's id is neither a string, an integer nor UTF-8 bytes, or holds NUL",
     "null_content": "the row's content is null",
     "invalid_content": "the row's content is neither a string nor UTF-8 bytes",
     "empty_document": "no text after parsing: empty, whitespace only, or a DoclingDocument with no items",
