@@ -16,7 +16,7 @@ if [ ! -x "$venv/bin/python" ]; then
   "${PYTHON:-python3}" -m venv "$venv"
 fi
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ]; then
-  "$venv/bin/python" -m pip install --quiet --upgrade pip
+  "$venv/bin/python" -m pip install --quiet --upgrade pip setuptools wheel
   "$venv/bin/python" -m pip install --quiet -e '.[test]'
   touch "$stamp"
 fi

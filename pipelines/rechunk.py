@@ -27,7 +27,12 @@ from typing import Any, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import (
+    DirectOptions,
+    PipelineOptions,
+    SetupOptions,
+    StandardOptions,
+)
 
 from pipelines.config import ConfigError, load_config, resolve_config
 from pipelines.report import build_report, write_report
@@ -235,7 +240,7 @@ def _check_output(output: str) -> None:
 
 
 def _check_runner(options: PipelineOptions) -> None:
-    """Pick FnApiRunner for the DirectRunner (no Prism download) and check the runner exists."""
+    """Pick FnApiRunner for the DirectRunner (no Prism download); check the runner and the files it ships."""
     standard = options.view_as(StandardOptions)
     if standard.runner in (None, "DirectRunner", "direct", "Direct"):
         standard.runner = "FnApiRunner"
@@ -245,6 +250,10 @@ def _check_runner(options: PipelineOptions) -> None:
         create_runner(standard.runner)
     except (ValueError, ImportError) as err:
         raise OptionError(f"--runner {standard.runner}: {_one_line(err)}") from None
+    setup = options.view_as(SetupOptions)
+    for flag, path in (("--setup_file", setup.setup_file), ("--requirements_file", setup.requirements_file)):
+        if path and "://" not in path and not os.path.isfile(path):
+            raise OptionError(f"{flag} {path}: no such file")
     workers = options.view_as(DirectOptions).direct_num_workers
     if workers is not None and workers < 0:
         raise OptionError(f"--direct_num_workers must be >= 0 (0: one per core), got {workers}")

@@ -171,6 +171,7 @@ def test_output_that_is_a_file(capsys, tmp_path, docs):
         (["--direct_num_workers=abc"], "argument --direct_num_workers: invalid int value: 'abc'"),
         (["--max-tokens"], "argument --max-tokens/--max_tokens: expected one argument"),
         (["stray_word"], "unrecognized argument stray_word"),
+        (["--setup_file=/no/setup.py"], "--setup_file /no/setup.py: no such file"),
     ],
 )
 def test_beam_option_mistakes_are_one_line(capsys, tmp_path, docs, extra, message):

@@ -1,0 +1,51 @@
+"""Configuration: the shipped default file, budget defaults, and the resolved spec."""
+
+from __future__ import annotations
+
+import yaml
+
+from pipelines.config import DEFAULT_CONFIG, load_config, resolve_config
+from tests.conftest import REPO
+
+
+def test_configs_default_yaml_is_the_built_in_default():
+    assert yaml.safe_load((REPO / "configs" / "default.yaml").read_text()) == DEFAULT_CONFIG
+    assert load_config(str(REPO / "configs" / "default.yaml")) == load_config(None)
+
+
+def test_budgets_left_out_take_the_jobs_max_tokens():
+    spec = resolve_config(
+        {
+            "chunkers": {
+                "tok": {"type": "TokenTextSplitter", "params": {"chunk_overlap": 0}},
+                "rec": {"type": "RecursiveCharacterTextSplitter", "params": {"length": "tokens"}},
+                "chars": {"type": "RecursiveCharacterTextSplitter"},
+                "sized": {"type": "CharacterTextSplitter", "params": {"length": "tokens", "chunk_size": 100}},
+                "hybrid": {"type": "DoclingChunker"},
+                "hier": {"type": "DoclingChunker", "params": {"chunker": "hierarchical"}},
+            },
+            "max_tokens": 300,
+        },
+        tokenizer=None,
+        max_tokens=None,
+    )
+    params = {name: entry["params"] for name, entry in spec["chunkers"].items()}
+    assert params == {
+        "tok": {"chunk_overlap": 0, "chunk_size": 300},
+        "rec": {"length": "tokens", "chunk_size": 300},
+        "chars": {},
+        "sized": {"length": "tokens", "chunk_size": 100},
+        "hybrid": {"max_tokens": 300},
+        "hier": {"chunker": "hierarchical"},
+    }
+    assert (spec["tokenizer"], spec["max_tokens"], spec["default"], spec["routes"]) == (
+        "tiktoken:cl100k_base", 300, None, []
+    )
+
+
+def test_command_line_wins_over_the_file():
+    spec = resolve_config(dict(DEFAULT_CONFIG), tokenizer="utf8-bytes", max_tokens=128)
+    assert spec["tokenizer"] == "utf8-bytes" and spec["max_tokens"] == 128
+    assert spec["chunkers"]["prose"]["params"]["chunk_size"] == 128
+    assert spec["chunkers"]["docling"]["params"]["max_tokens"] == 128
+    assert spec["routes"] == [{"when": {"content_format": ["docling"], "metadata": {}}, "chunker": "docling"}]
