@@ -144,19 +144,10 @@ def _resolve_chunker(where: str, entry: Any, budget: int) -> dict[str, Any]:
     for key in params:
         if key not in known:
             raise ConfigError(f"{where}.params: unknown parameter {key!r} for {cls_name} (known: {', '.join(known)})")
-    _fill_budget(cls_name, params, budget)
+    budget_parameter = cls.budget_parameter(params)
+    if budget_parameter:
+        params.setdefault(budget_parameter, budget)
     return {"type": cls_name, "params": params}
-
-
-def _fill_budget(cls_name: str, params: dict[str, Any], budget: int) -> None:
-    """Default a token-measured budget parameter to the job's ``max_tokens``."""
-    if cls_name == "TokenTextSplitter" or (
-        cls_name in ("RecursiveCharacterTextSplitter", "CharacterTextSplitter")
-        and params.get("length") == "tokens"
-    ):
-        params.setdefault("chunk_size", budget)
-    elif cls_name == "DoclingChunker" and params.get("chunker", "hybrid") == "hybrid":
-        params.setdefault("max_tokens", budget)
 
 
 def _resolve_route(where: str, rule: Any, chunkers: Mapping[str, Any]) -> dict[str, Any]:

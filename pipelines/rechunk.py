@@ -46,12 +46,12 @@ from transforms.beam import (
     WriteDeadLetter,
 )
 from transforms.chunkers.registry import build_router
+from transforms.documents import DOCUMENT_COLUMNS
 from transforms.tokenizers import TokenizerError, load_tokenizer
 
 __all__ = ["RechunkOptions", "build_pipeline", "main", "run"]
 
 _LOG = logging.getLogger("rechunk")
-_COLUMNS = ("id", "content", "content_format", "metadata")
 #: How many input files have their Parquet footer checked before the pipeline starts.
 MAX_FILES_CHECKED = 1000
 
@@ -122,15 +122,15 @@ def _parse_column_map(text: str | None) -> dict[str, str]:
     mapping: dict[str, str] = {}
     for item in text.split(","):
         target, sep, source = item.partition("=")
-        if not sep or target.strip() not in _COLUMNS or not source.strip():
+        if not sep or target.strip() not in DOCUMENT_COLUMNS or not source.strip():
             raise OptionError(
-                f"--column-map: expected NAME=COLUMN with NAME one of {', '.join(_COLUMNS)}, got {item!r}"
+                f"--column-map: expected NAME=COLUMN with NAME one of {', '.join(DOCUMENT_COLUMNS)}, got {item!r}"
             )
         mapping[target.strip()] = source.strip()
     if len(set(mapping.values())) < len(mapping):
         raise OptionError(f"--column-map: two names map to the same column in {text!r}")
     for target, source in mapping.items():
-        if source in _COLUMNS and source != target and source not in mapping:
+        if source in DOCUMENT_COLUMNS and source != target and source not in mapping:
             raise OptionError(
                 f"--column-map: {target}={source} would read the {source} column as {target}; "
                 f"map {source} elsewhere too, or choose another column"
@@ -165,7 +165,7 @@ def _check_input_schema(pattern: str, path: str, column_map: dict[str, str]) -> 
     for column, source in sorted(column_map.items()):
         if source not in names:
             raise OptionError(f"--column-map {column}={source}: {path} has no column {source!r} (it has {has})")
-    for column in _COLUMNS:
+    for column in DOCUMENT_COLUMNS:
         source = column_map.get(column, column)
         if all_names.count(source) > 1:
             raise OptionError(f"--input {pattern}: {path} has {all_names.count(source)} columns named {source!r}")

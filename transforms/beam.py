@@ -28,6 +28,7 @@ from transforms.documents import (
     CHUNK_SCHEMA,
     CONTENT_FORMATS,
     DEAD_LETTER_SCHEMA,
+    DOCUMENT_COLUMNS,
     Chunk,
     DeadLetter,
     Document,
@@ -52,7 +53,6 @@ DEAD_LETTER = "dead_letter"
 #: Namespace of the job's Beam metrics (read back into report.json).
 METRICS_NAMESPACE = "rechunk"
 
-_DOCUMENT_COLUMNS = ("id", "content", "content_format", "metadata")
 #: A document's metadata (with extra columns) is copied into each of its chunks, so it is capped.
 MAX_METADATA_BYTES = 64 * 1024
 #: Deeper metadata is rejected (it would also break pickling between workers).
@@ -71,21 +71,19 @@ def _shared_tokenizer(spec: str) -> Tokenizer:
 
 
 class _DeadLetterCounter:
-    """Counts dead-letter rows by reason and rejected documents, then tags the row."""
+    """Counts dead-letter rows by reason (and rejected documents), then tags the row."""
 
     def __init__(self) -> None:
-        self._by_reason: dict[str, Any] = {}
         self._documents = _counter("documents_dead_lettered")
 
     def document(self, row: DeadLetter) -> TaggedOutput:
+        """A row that rejects its whole document."""
         self._documents.inc()
         return self.row(row)
 
     def row(self, row: DeadLetter) -> TaggedOutput:
-        counter = self._by_reason.get(row.reason)
-        if counter is None:
-            counter = self._by_reason[row.reason] = _counter(f"dead_letter.{row.reason}")
-        counter.inc()
+        """A row that rejects one chunk."""
+        _counter(f"dead_letter.{row.reason}").inc()
         return TaggedOutput(DEAD_LETTER, row)
 
 
@@ -158,12 +156,6 @@ class Unreadable:
 
     def __repr__(self) -> str:
         return f"Unreadable({self.problem!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Unreadable) and other.problem == self.problem
-
-    def __hash__(self) -> int:
-        return hash(self.problem)
 
 
 def _column_values(column: pa.ChunkedArray) -> list[Any]:
@@ -298,7 +290,7 @@ def _row_to_document(row: Mapping[str, Any], duplicates: Mapping[str, int], toke
     try:
         metadata = {}
         for key, value in sorted(row.items()):
-            if key not in _DOCUMENT_COLUMNS:
+            if key not in DOCUMENT_COLUMNS:
                 try:
                     metadata[key] = _json_safe(value)
                 except (ValueError, RecursionError) as err:
@@ -455,7 +447,6 @@ class _ValidateDoFn(beam.DoFn):
         self._partial = _counter("documents_partially_rejected")
         self._written = _counter("chunks_written")
         self._rejected = _counter("chunks_rejected")
-        self._by_chunker: dict[str, Any] = {}
 
     def setup(self) -> None:
         self._tokenizer = _shared_tokenizer(self._tokenizer_spec)
@@ -478,21 +469,18 @@ class _ValidateDoFn(beam.DoFn):
                            document.content, tokenizer_identity, chunker=chunks[0].chunker)
             )
             return
-        if result.accepted:
+        accepted, rejected = result.accepted, result.rejected
+        self._written.inc(len(accepted))
+        self._rejected.inc(len(rejected))
+        if accepted:
             self._chunked.inc()
-            if result.rejected:
+            _counter(f"chunks_by_chunker.{chunks[0].chunker}").inc(len(accepted))
+            if rejected:
                 self._partial.inc()
-        for i, row in enumerate(result.rejected):
-            self._rejected.inc()
+        for i, row in enumerate(rejected):
             # A document none of whose chunks passed counts once as dead-lettered.
-            yield self._dead.document(row) if (not result.accepted and i == 0) else self._dead.row(row)
-        for chunk, row in zip(result.accepted, rows):
-            self._written.inc()
-            counter = self._by_chunker.get(chunk.chunker)
-            if counter is None:
-                counter = self._by_chunker[chunk.chunker] = _counter(f"chunks_by_chunker.{chunk.chunker}")
-            counter.inc()
-            yield row
+            yield self._dead.document(row) if (not accepted and i == 0) else self._dead.row(row)
+        yield from rows
 
 
 def _writable(chunk: Chunk) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import pyarrow as pa
 __all__ = [
     "CONTENT_FORMATS",
     "CHUNK_SCHEMA",
+    "DOCUMENT_COLUMNS",
     "DEAD_LETTER_SCHEMA",
     "REASONS",
     "STAGES",
@@ -26,6 +27,9 @@ __all__ = [
     "chunk_id",
     "document_hash",
 ]
+
+#: The input's own columns (every other column is carried into metadata).
+DOCUMENT_COLUMNS = ("id", "content", "content_format", "metadata")
 
 #: Content formats the job understands (``content_format`` column values).
 CONTENT_FORMATS = frozenset({"text", "markdown", "html", "rst", "docling"})

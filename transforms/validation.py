@@ -23,17 +23,30 @@ class ValidationResult:
     rejected: list[DeadLetter]
 
 
-def _reject(chunk: Chunk, reason: str, detail: str, tokenizer_identity: str) -> DeadLetter:
-    return DeadLetter(
-        document_id=chunk.document_id,
-        chunk_id=chunk.chunk_id,
-        stage="validate",
-        reason=reason,
-        detail=detail,
-        payload=chunk.text,
-        chunker=chunk.chunker,
-        tokenizer=tokenizer_identity,
-    )
+def _problem(
+    chunk: Chunk, content: str, *, tokenizer: Tokenizer, tokenizer_identity: str, max_tokens: int
+) -> tuple[str, str, int]:
+    """``(reason, detail, token_count)`` of one chunk; ``reason`` is ``""`` when it passes."""
+    if chunk.tokenizer != tokenizer_identity or tokenizer.identity != tokenizer_identity:
+        return (
+            "tokenizer_mismatch",
+            f"chunk made for tokenizer {chunk.tokenizer}, worker has {tokenizer.identity}, "
+            f"job expects {tokenizer_identity}",
+            0,
+        )
+    if not chunk.text.strip():
+        return "empty_chunk", "chunk text is empty or whitespace only", 0
+    start, end = chunk.start_offset, chunk.end_offset
+    if (start is None) != (end is None) or (start is not None and content[start:end] != chunk.text):
+        return (
+            "offset_mismatch",
+            f"content[{start}:{end}] is not the chunk's text ({len(chunk.text)} characters)",
+            0,
+        )
+    count = tokenizer.count(chunk.embedding_text)
+    if count > max_tokens:
+        return "token_budget_exceeded", f"{count} tokens > max {max_tokens}", count
+    return "", "", count
 
 
 def validate_chunks(
@@ -60,49 +73,29 @@ def validate_chunks(
         max_tokens: The hard budget, in tokens of ``tokenizer``.
 
     Returns:
-        Accepted chunks with ``token_count`` set to the recount, and dead-letter rows.
+        Accepted chunks with ``token_count`` set to the recount, and dead-letter rows (stage
+        ``validate``, payload the chunk's text).
     """
     accepted: list[Chunk] = []
     rejected: list[DeadLetter] = []
-    content = document.content
     for chunk in chunks:
-        if chunk.tokenizer != tokenizer_identity or tokenizer.identity != tokenizer_identity:
-            rejected.append(
-                _reject(
-                    chunk,
-                    "tokenizer_mismatch",
-                    f"chunk made for tokenizer {chunk.tokenizer}, worker has {tokenizer.identity}, "
-                    f"job expects {tokenizer_identity}",
-                    tokenizer_identity,
-                )
+        reason, detail, count = _problem(
+            chunk, document.content, tokenizer=tokenizer, tokenizer_identity=tokenizer_identity,
+            max_tokens=max_tokens,
+        )
+        if not reason:
+            accepted.append(chunk.with_token_count(count))
+            continue
+        rejected.append(
+            DeadLetter(
+                document_id=chunk.document_id,
+                chunk_id=chunk.chunk_id,
+                stage="validate",
+                reason=reason,
+                detail=detail,
+                payload=chunk.text,
+                chunker=chunk.chunker,
+                tokenizer=tokenizer_identity,
             )
-            continue
-        if not chunk.text.strip():
-            rejected.append(_reject(chunk, "empty_chunk", "chunk text is empty or whitespace only", tokenizer_identity))
-            continue
-        start, end = chunk.start_offset, chunk.end_offset
-        if (start is None) != (end is None) or (
-            start is not None and content[start:end] != chunk.text
-        ):
-            rejected.append(
-                _reject(
-                    chunk,
-                    "offset_mismatch",
-                    f"content[{start}:{end}] is not the chunk's text ({len(chunk.text)} characters)",
-                    tokenizer_identity,
-                )
-            )
-            continue
-        count = tokenizer.count(chunk.embedding_text)
-        if count > max_tokens:
-            rejected.append(
-                _reject(
-                    chunk,
-                    "token_budget_exceeded",
-                    f"{count} tokens > max {max_tokens}",
-                    tokenizer_identity,
-                )
-            )
-            continue
-        accepted.append(chunk.with_token_count(count))
+        )
     return ValidationResult(accepted=accepted, rejected=rejected)

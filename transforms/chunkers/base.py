@@ -93,6 +93,14 @@ class Chunker(ABC):
         return cls(**params)
 
     @classmethod
+    def budget_parameter(cls, params: Mapping[str, Any]) -> str | None:
+        """The parameter that holds a token budget under ``params``, if any (``None`` here).
+
+        The job fills it with its own ``max_tokens`` when a configuration leaves it out.
+        """
+        return None
+
+    @classmethod
     def uses_tokenizer(cls) -> bool:
         """Whether the constructor takes a ``tokenizer`` keyword."""
         import inspect

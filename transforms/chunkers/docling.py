@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import warnings
 from functools import cached_property
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 from transforms.chunkers.base import Chunker, ChunkingError, Piece
 from transforms.documents import Document
@@ -171,6 +171,11 @@ class DoclingChunker(Chunker):
             "merge_peers": self.merge_peers,
             "contextualize": self.contextualize,
         }
+
+    @classmethod
+    def budget_parameter(cls, params: Mapping[str, Any]) -> str | None:
+        """``max_tokens`` for the hybrid chunker; the hierarchical one has no budget."""
+        return "max_tokens" if params.get("chunker", "hybrid") == "hybrid" else None
 
     def config(self) -> dict[str, Any]:
         """Parameters that decide the output: the hierarchical chunker ignores the budget ones."""

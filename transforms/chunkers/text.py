@@ -20,7 +20,7 @@ the one before it is not repeated.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from transforms.chunkers.base import Chunker, Piece
 from transforms.documents import Document
@@ -112,6 +112,11 @@ class _MergingSplitter(Chunker):
         self.length = length
         # Only a token-sized splitter depends on the tokenizer (and names it in config()).
         self.tokenizer = tokenizer if length == "tokens" else None
+
+    @classmethod
+    def budget_parameter(cls, params: Mapping[str, Any]) -> str | None:
+        """``chunk_size`` when it counts tokens (``length="tokens"``)."""
+        return "chunk_size" if params.get("length") == "tokens" else None
 
     def _measure(self, text: str) -> int:
         """Length of ``text`` in this splitter's unit (code points, or tokens of the tokenizer)."""
@@ -379,6 +384,11 @@ class TokenTextSplitter(Chunker):
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
         self.tokenizer = tokenizer
+
+    @classmethod
+    def budget_parameter(cls, params: Mapping[str, Any]) -> str | None:
+        """``chunk_size``: always tokens."""
+        return "chunk_size"
 
     def to_dict(self) -> dict[str, Any]:
         return {"chunk_size": self.chunk_size, "chunk_overlap": self.chunk_overlap}
