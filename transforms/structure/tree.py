@@ -1,0 +1,181 @@
+"""The normalized structure every format is turned into: blocks with code-point intervals.
+
+Beam-free. A normalizer (``transforms.structure.normalizers``) turns one document's content into a
+:class:`NormalizedDocument`: the ``text`` that chunks are cut from, and the document's blocks in
+reading order. Blocks are :class:`Node` objects; each keeps its interval ``[start, end)`` in
+``text``, counted in code points. Headings are blocks too; :func:`build_sections` nests the flat
+sequence into a tree of sections (``NormalizedDocument.root``).
+
+For ``markdown``, ``text`` and ``rst`` the ``text`` *is* the document's content, so intervals are
+offsets in the source. For ``html`` and ``docling`` the normalizer renders the document as
+Markdown and ``text`` is that rendering (``verbatim`` is ``False``): intervals then index the
+rendering, and chunks carry no source offsets.
+
+Node kinds and what their fields mean:
+
+================  ===================================================================================
+``heading``       a heading line (or Setext pair); ``level`` 1-6, ``title`` its plain text
+``paragraph``     prose; no children
+``code``          a fenced or indented code block; ``fence`` the opening fence line as written
+                  (``""`` for indented code), ``language`` the info string's first word
+``table``         children are ``table_row`` nodes; the first ``header_rows`` of them are the header
+``table_row``     one row (a Markdown header row includes its delimiter line)
+``list``          children are ``list_item`` nodes; ``level`` 1 for a top-level list, 2 nested, ...
+``list_item``     children are the item's blocks after its first line (paragraphs, nested lists)
+``quote``         a block quote; children are its blocks
+``html``          a raw HTML block inside Markdown; no children
+``rule``          a thematic break, a directive or anything else kept verbatim as one block
+``section``       built by :func:`build_sections`: a heading and everything up to the next heading
+                  of the same or a higher level; ``level`` and ``title`` are the heading's
+``document``      the root: blocks before the first heading, then the top-level sections
+================  ===================================================================================
+
+Invariants a normalizer must keep (checked by :func:`check_blocks`): blocks are in order and do not
+overlap; every child lies inside its parent, children in order and not overlapping; every interval
+is non-empty and inside ``[0, len(text)]``. Whitespace between blocks belongs to no block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Iterable, Iterator
+
+__all__ = [
+    "BLOCK_KINDS",
+    "Node",
+    "NormalizationError",
+    "NormalizedDocument",
+    "build_sections",
+    "check_blocks",
+]
+
+#: Kinds a normalizer may emit (``section`` and ``document`` are built here).
+BLOCK_KINDS = frozenset(
+    {"heading", "paragraph", "code", "table", "table_row", "list", "list_item", "quote", "html", "rule"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One block of a normalized document; intervals are code points of ``NormalizedDocument.text``.
+
+    Attributes:
+        kind: One of :data:`BLOCK_KINDS`, or ``section`` / ``document``.
+        start: First code point of the block.
+        end: One past its last code point (``start < end``).
+        children: Nested blocks (``table_row`` of a table, ``list_item`` of a list, blocks of an
+            item, a quote or a section), in order.
+        level: Heading or section level (1-6), or list nesting depth (1 = outermost list).
+        title: A heading's or section's plain text, whitespace collapsed.
+        language: A code block's language (the info string's first word), or ``""``.
+        fence: A fenced code block's opening fence line as written (e.g. ``"```python"``), or ``""``.
+        header_rows: A table's number of leading header rows among ``children``.
+        page_no: The page the block starts on, where the source has pages (DoclingDocument).
+    """
+
+    kind: str
+    start: int
+    end: int
+    children: tuple["Node", ...] = ()
+    level: int = 0
+    title: str = ""
+    language: str = ""
+    fence: str = ""
+    header_rows: int = 0
+    page_no: int | None = None
+
+    def walk(self) -> Iterator["Node"]:
+        """This node and all its descendants, in document order (pre-order)."""
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+
+@dataclass(frozen=True)
+class NormalizedDocument:
+    """A document as text plus blocks in reading order.
+
+    Attributes:
+        text: What intervals index and chunks are cut from (the content itself when ``verbatim``).
+        blocks: Top-level blocks in reading order, headings included.
+        content_format: The format it was normalized from (``markdown``, ``html``, ...).
+        verbatim: ``True`` when ``text`` is the document's content unchanged, so intervals are
+            source offsets.
+        diagnostics: Human notes about what the normalizer had to guess (e.g. an unclosed fence).
+    """
+
+    text: str
+    blocks: tuple[Node, ...]
+    content_format: str
+    verbatim: bool = True
+    diagnostics: tuple[str, ...] = field(default=())
+
+    @cached_property
+    def root(self) -> Node:
+        """The section tree: a ``document`` node over :func:`build_sections` of ``blocks``."""
+        return Node("document", 0, len(self.text), build_sections(self.blocks))
+
+
+def build_sections(blocks: Iterable[Node]) -> tuple[Node, ...]:
+    """Nest a flat block sequence into sections.
+
+    A ``heading`` of level ``n`` opens a ``section`` that holds the heading, the blocks after it
+    and every later section of a level greater than ``n``, up to the next heading of level ``n`` or
+    less. Levels may skip (a level-3 heading right under a level-1 one nests under it). Blocks
+    before the first heading stay at the top, before the first section.
+
+    Returns:
+        The root's children: leading blocks, then top-level sections.
+    """
+    root: list[Node] = []
+    # Open sections as [heading, children] frames, outermost first.
+    stack: list[tuple[Node, list[Node]]] = []
+
+    def close() -> None:
+        heading, children = stack.pop()
+        section = Node(
+            "section", heading.start, children[-1].end, tuple(children),
+            level=heading.level, title=heading.title, page_no=heading.page_no,
+        )
+        (stack[-1][1] if stack else root).append(section)
+
+    for block in blocks:
+        if block.kind == "heading":
+            while stack and stack[-1][0].level >= block.level:
+                close()
+            stack.append((block, [block]))
+        else:
+            (stack[-1][1] if stack else root).append(block)
+    while stack:
+        close()
+    return tuple(root)
+
+
+def check_blocks(normalized: NormalizedDocument) -> None:
+    """Raise ``ValueError`` naming the first block that breaks the interval invariants."""
+    limit = len(normalized.text)
+
+    def check(nodes: tuple[Node, ...], lo: int, hi: int, where: str) -> None:
+        previous_end = lo
+        for i, node in enumerate(nodes):
+            here = f"{where}[{i}] {node.kind} [{node.start}, {node.end})"
+            if node.kind not in BLOCK_KINDS:
+                raise ValueError(f"{here}: unknown kind")
+            if not node.start < node.end:
+                raise ValueError(f"{here}: empty interval")
+            if node.start < previous_end or node.end > hi:
+                raise ValueError(f"{here}: overlaps its neighbour or leaves its parent [{lo}, {hi})")
+            previous_end = node.end
+            check(node.children, node.start, node.end, here)
+
+    check(normalized.blocks, 0, limit, "blocks")
+
+
+class NormalizationError(ValueError):
+    """Content cannot be normalized; ``reason`` is a dead-letter code (``invalid_docling_json``, ...)."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
