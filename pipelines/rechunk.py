@@ -299,9 +299,7 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
     rows = pipeline | "Read documents" >> ReadDocuments(job.input, column_map=job.column_map)
     admitted = rows | "Admit documents" >> AdmitDocuments(identity)
     chunked = admitted.documents | "Route and chunk" >> ChunkDocuments(job.spec, identity)
-    validated = chunked.chunked | "Validate chunks" >> ValidateChunks(
-        job.spec["tokenizer"], job.spec["max_tokens"], identity
-    )
+    validated = chunked.chunked | "Validate chunks" >> ValidateChunks(job.spec, identity)
     _ = validated.chunks | "Write chunks" >> WriteChunks(f"{job.output}/chunks/chunks")
     _ = (
         (admitted[DEAD_LETTER], chunked[DEAD_LETTER], validated[DEAD_LETTER])

@@ -64,6 +64,8 @@ def build_report(
     """Assemble the contract's report from a finished pipeline result.
 
     Keys: the document and chunk counters, ``dead_letter_by_reason``, ``chunks_by_chunker``,
+    ``structure`` (merged, split, oversized and small chunks and excluded characters, summed
+    over documents chunked by a structure chunker),
     ``token_count`` (``min``, ``p50``, ``p95``, ``max`` of accepted chunks), ``tokenizer``,
     ``max_tokens``, ``wall_seconds``, ``version``, ``output``. Maps are sorted by key.
     """
@@ -79,6 +81,9 @@ def build_report(
         name.split(".", 1)[1]: value
         for name, value in sorted(counters.items())
         if name.startswith("chunks_by_chunker.")
+    }
+    report["structure"] = {
+        name.split(".", 1)[1]: value for name, value in sorted(counters.items()) if name.startswith("structure.")
     }
     report["token_count"] = _token_stats(f"{output}/chunks/*.parquet")
     report["tokenizer"] = tokenizer_identity

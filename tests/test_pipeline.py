@@ -46,7 +46,7 @@ def _run(rows, spec, identity=None):
     ident = p | "identity" >> beam.Create([identity])
     admitted = p | beam.Create(rows) | AdmitDocuments(ident)
     chunked = admitted.documents | ChunkDocuments(spec, ident)
-    validated = chunked.chunked | ValidateChunks(spec["tokenizer"], spec["max_tokens"], ident)
+    validated = chunked.chunked | ValidateChunks(spec, ident)
     dead = (admitted[DEAD_LETTER], chunked[DEAD_LETTER], validated[DEAD_LETTER]) | beam.Flatten()
     return p, validated.chunks, dead
 

@@ -395,7 +395,7 @@ class _ChunkDoFn(beam.DoFn):
             yield reject("route", err.reason, err.detail, None)
             return
         try:
-            chunks = chunker.chunk(document, tokenizer_identity=self._tokenizer.identity)
+            chunks, source = chunker.chunk_with_source(document, tokenizer_identity=self._tokenizer.identity)
         except ChunkingError as err:
             stage = "route" if err.reason == "unsupported_content_format" else "chunk"
             yield reject(stage, err.reason, err.detail, chunker.name)
@@ -407,13 +407,16 @@ class _ChunkDoFn(beam.DoFn):
         if not chunks:
             yield reject("chunk", "empty_document", f"{chunker.name} found no text to chunk", chunker.name)
             return
-        yield document, chunks
+        # The rendered text (HTML, DoclingDocument) travels on for validation; content does not twice.
+        yield document, chunks, None if source is document.content else source
 
 
 class ChunkDocuments(beam.PTransform):
     """Route each document to its chunker and chunk it.
 
-    Input: :class:`Document`. Output: ``chunked`` (``(Document, list[Chunk])`` per document) and
+    Input: :class:`Document`. Output: ``chunked`` (``(Document, list[Chunk], source)`` per
+    document, ``source`` the rendered text the chunks were cut from, or ``None`` when that is the
+    content) and
     ``dead_letter`` (``no_route``, ``unsupported_content_format``, ``invalid_docling_json``,
     ``empty_document``, ``chunker_error``; payload the whole content).
 
@@ -438,10 +441,17 @@ class ChunkDocuments(beam.PTransform):
 # ----------------------------------------------------------------------------------------------
 
 
+#: Counters kept from each document's structure validation (``ChunkValidation`` fields).
+STRUCTURE_COUNTERS = (
+    "merged_chunks", "split_chunks", "oversized_chunks", "small_chunks", "excluded_characters",
+)
+
+
 class _ValidateDoFn(beam.DoFn):
-    def __init__(self, tokenizer_spec: str, max_tokens: int) -> None:
-        self._tokenizer_spec = tokenizer_spec
-        self._max_tokens = max_tokens
+    def __init__(self, spec: Mapping[str, Any]) -> None:
+        self._spec = dict(spec)
+        self._tokenizer_spec = spec["tokenizer"]
+        self._max_tokens = spec["max_tokens"]
         self._dead = _DeadLetterCounter()
         self._chunked = _counter("documents_chunked")
         self._partial = _counter("documents_partially_rejected")
@@ -450,9 +460,19 @@ class _ValidateDoFn(beam.DoFn):
 
     def setup(self) -> None:
         self._tokenizer = _shared_tokenizer(self._tokenizer_spec)
+        router = build_router(self._spec, tokenizer=self._tokenizer)
+        # Structure chunkers' own limits, by configuration hash (what each chunk names).
+        self._limits = {
+            chunker.config_hash: {
+                "max_overlap_tokens": chunker.max_overlap_tokens,
+                "min_preferred_tokens": chunker.min_preferred_tokens,
+            }
+            for chunker in router.chunkers.values()
+            if hasattr(chunker, "min_preferred_tokens")
+        }
 
     def process(self, element, tokenizer_identity: str):
-        document, chunks = element
+        document, chunks, source = element
         try:
             result = validate_chunks(
                 document,
@@ -460,6 +480,8 @@ class _ValidateDoFn(beam.DoFn):
                 tokenizer=self._tokenizer,
                 tokenizer_identity=tokenizer_identity,
                 max_tokens=self._max_tokens,
+                source=source,
+                structure_limits=self._limits.get(chunks[0].chunker_config_hash),
             )
             rows = [_writable(chunk) for chunk in result.accepted]
         except Exception as err:  # the tokenizer or the chunk's data failed: never fail the job
@@ -470,6 +492,9 @@ class _ValidateDoFn(beam.DoFn):
             )
             return
         accepted, rejected = result.accepted, result.rejected
+        if result.structure is not None:
+            for name in STRUCTURE_COUNTERS:
+                _counter(f"structure.{name}").inc(getattr(result.structure, name))
         self._written.inc(len(accepted))
         self._rejected.inc(len(rejected))
         if accepted:
@@ -500,25 +525,27 @@ def _writable(chunk: Chunk) -> dict[str, Any]:
 class ValidateChunks(beam.PTransform):
     """Recount and check every chunk; route failures to the dead letter.
 
-    Input: ``(Document, list[Chunk])``. Output: main (a chunk row dict, ``CHUNK_SCHEMA``, with
+    Input: ``(Document, list[Chunk], source)``. Output: main (a chunk row dict, ``CHUNK_SCHEMA``, with
     ``token_count`` recounted) and ``dead_letter`` (``token_budget_exceeded``, ``empty_chunk``, ``offset_mismatch``,
-    ``tokenizer_mismatch``; payload the chunk's text). See ``transforms.validation``.
+    ``tokenizer_mismatch``, and for structure chunks ``embedding_text_mismatch``,
+    ``overlap_exceeded``; payload the chunk's text; ``incomplete_coverage`` for the document,
+    payload its content). See ``transforms.validation``.
 
     Args:
-        tokenizer_spec: The ``--tokenizer`` spec; each worker loads it in ``setup()``.
-        max_tokens: The hard budget for ``embedding_text``, in tokens of that tokenizer.
+        spec: The resolved configuration: its ``tokenizer`` spec (each worker loads it in
+            ``setup()``), ``max_tokens`` (the hard budget for ``embedding_text``) and chunkers
+            (for the structure chunkers' own limits).
         tokenizer_identity: Singleton PCollection of the job's tokenizer identity.
     """
 
-    def __init__(self, tokenizer_spec: str, max_tokens: int, tokenizer_identity) -> None:
+    def __init__(self, spec: Mapping[str, Any], tokenizer_identity) -> None:
         super().__init__()
-        self._tokenizer_spec = tokenizer_spec
-        self._max_tokens = max_tokens
+        self._spec = spec
         self._identity = tokenizer_identity
 
     def expand(self, chunked):
         return chunked | "Validate" >> beam.ParDo(
-            _ValidateDoFn(self._tokenizer_spec, self._max_tokens), AsSingleton(self._identity)
+            _ValidateDoFn(self._spec), AsSingleton(self._identity)
         ).with_outputs(DEAD_LETTER, main="chunks")
 
 

@@ -55,6 +55,9 @@ REASONS: Mapping[str, str] = {
     "offset_mismatch": "content[start_offset:end_offset] is not the chunk's text",
     "tokenizer_mismatch": "the chunk was counted with another tokenizer than the job's",
     "document_too_large": "the document is longer than the configured maximum",
+    "embedding_text_mismatch": "a structure chunk's embedding_text is not its heading prefix plus its text",
+    "overlap_exceeded": "a structure chunk overlaps the previous one by more than max_overlap_tokens",
+    "incomplete_coverage": "the chunks of a structure chunker leave non-whitespace text of the source out",
 }
 
 

@@ -170,6 +170,7 @@ class TiktokenTokenizer:
         for token_bytes, rank in ranks.items():
             self._starts_in_token[rank] = sum(1 for b in token_bytes if b & 0xC0 != 0x80)
             self._begins_code_point[rank] = token_bytes[0] & 0xC0 != 0x80
+        self._starts_array = None  # numpy copy of _starts_in_token, made on first token_ends()
 
     @property
     def encoding(self):
@@ -199,6 +200,25 @@ class TiktokenTokenizer:
         offsets.append(running[-1])
         return offsets
 
+    def token_ends(self, text: str):
+        """Return, as a numpy ``int64`` array, the code-point offset where each token of ``text`` ends.
+
+        A token that ends inside a multi-byte code point counts that code point as ended, so the
+        array is non-decreasing and its last entry is ``len(text)``. The number of tokens of
+        ``text[s:e]`` is then ``searchsorted(ends, e, "right") - searchsorted(ends, s, "right")``
+        exactly whenever ``s`` and ``e`` are pre-token boundaries of cl100k_base's pattern, which
+        every line start followed by a non-whitespace character on its line is (a pre-token
+        never runs from a line break into the next line's text, and trailing whitespace matches
+        the same span alone as in context). ``transforms.structure.packing`` relies on this, and
+        ``tests/test_structure_counts.py`` checks it against whole recounts.
+        """
+        import numpy as np
+
+        if self._starts_array is None:
+            self._starts_array = np.asarray(self._starts_in_token, dtype=np.int64)
+        tokens = np.asarray(self._encoding.encode_ordinary(text), dtype=np.int64)
+        return np.cumsum(self._starts_array[tokens]) if len(tokens) else np.zeros(0, dtype=np.int64)
+
     def boundaries(self, text: str) -> list[int]:
         """Return the code-point offsets where a token of ``text``'s encoding starts, plus the end."""
         offsets = self.token_offsets(self.encode(text))
@@ -218,6 +238,17 @@ class Utf8ByteTokenizer:
     def count(self, text: str) -> int:
         """Return ``len(text.encode("utf-8"))``; a code point counts its 1 to 4 bytes."""
         return len(text.encode("utf-8", "surrogatepass"))
+
+    def token_ends(self, text: str):
+        """Return, as a numpy ``int64`` array, the code-point offset where each byte-token ends.
+
+        Byte counts are additive, so ``text[s:e]`` has exactly
+        ``searchsorted(ends, e, "right") - searchsorted(ends, s, "right")`` tokens for any ``s, e``.
+        """
+        import numpy as np
+
+        data = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+        return np.cumsum((data & 0xC0) != 0x80, dtype=np.int64)
 
     def boundaries(self, text: str) -> list[int]:
         """Every code-point offset: a code point is never split."""

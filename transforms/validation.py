@@ -2,14 +2,19 @@
 
 Beam-free. :func:`validate_chunks` recounts every chunk's ``embedding_text`` with the budget
 tokenizer (never trusting the chunker's own count) and checks the tokenizer identity, emptiness and
-verbatim offsets. The Beam layer turns its verdicts into the main output and the dead letter.
+verbatim offsets. Chunks of the structure chunkers are also checked as a whole by
+:func:`transforms.structure.validation.validate_structure_chunks` (spans, embedding text,
+overlap, coverage of the source). The Beam layer turns the verdicts into the main output and the
+dead letter, and the structure counts into the report.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 from transforms.documents import Chunk, DeadLetter, Document
+from transforms.structure.validation import ChunkValidation, has_structure, validate_structure_chunks
 from transforms.tokenizers import Tokenizer
 
 __all__ = ["ValidationResult", "validate_chunks"]
@@ -17,10 +22,16 @@ __all__ = ["ValidationResult", "validate_chunks"]
 
 @dataclass(frozen=True)
 class ValidationResult:
-    """The chunks of one document that passed (with recounted ``token_count``) and the rejected ones."""
+    """The chunks of one document that passed (with recounted ``token_count``) and the rejected ones.
+
+    ``rejected`` holds one row per rejected chunk, then any document-level row (``chunk_id``
+    null, payload the whole content, e.g. ``incomplete_coverage``). ``structure`` is the
+    structure validation when the chunks came from a structure chunker.
+    """
 
     accepted: list[Chunk]
     rejected: list[DeadLetter]
+    structure: ChunkValidation | None = None
 
 
 def _problem(
@@ -56,6 +67,8 @@ def validate_chunks(
     tokenizer: Tokenizer,
     tokenizer_identity: str,
     max_tokens: int,
+    source: str | None = None,
+    structure_limits: Mapping[str, int] | None = None,
 ) -> ValidationResult:
     """Check each chunk of ``document``; the first failing check decides its reason.
 
@@ -71,18 +84,44 @@ def validate_chunks(
         tokenizer: The budget tokenizer that recounts ``embedding_text``.
         tokenizer_identity: The job's tokenizer identity (the side input).
         max_tokens: The hard budget, in tokens of ``tokenizer``.
+        source: The text the chunks were cut from when it is not ``document.content`` (a
+            rendering of HTML or a DoclingDocument); used for structure chunks.
+        structure_limits: ``max_overlap_tokens`` and ``min_preferred_tokens`` of the structure
+            chunker, for :func:`validate_structure_chunks` (its defaults otherwise).
 
     Returns:
         Accepted chunks with ``token_count`` set to the recount, and dead-letter rows (stage
         ``validate``, payload the chunk's text).
     """
+    verdicts = [
+        _problem(chunk, document.content, tokenizer=tokenizer, tokenizer_identity=tokenizer_identity,
+                 max_tokens=max_tokens)
+        for chunk in chunks
+    ]
+    structure = None
+    document_rows: list[DeadLetter] = []
+    if chunks and all(has_structure(chunk) for chunk in chunks):
+        structure = validate_structure_chunks(
+            document.content if source is None else source,
+            chunks,
+            tokenizer=tokenizer,
+            max_tokens=max_tokens,
+            token_counts=[count if count or not reason else tokenizer.count(chunk.embedding_text)
+                          for chunk, (reason, _, count) in zip(chunks, verdicts)],
+            **dict(structure_limits or {}),
+        )
+        for problem in structure.problems:
+            if problem.chunk_index is None:
+                document_rows.append(
+                    DeadLetter(document.id, "validate", problem.reason, problem.detail, document.content,
+                               tokenizer_identity, chunker=chunks[0].chunker)
+                )
+            elif not verdicts[problem.chunk_index][0]:
+                count = verdicts[problem.chunk_index][2]
+                verdicts[problem.chunk_index] = (problem.reason, problem.detail, count)
     accepted: list[Chunk] = []
     rejected: list[DeadLetter] = []
-    for chunk in chunks:
-        reason, detail, count = _problem(
-            chunk, document.content, tokenizer=tokenizer, tokenizer_identity=tokenizer_identity,
-            max_tokens=max_tokens,
-        )
+    for chunk, (reason, detail, count) in zip(chunks, verdicts):
         if not reason:
             accepted.append(chunk.with_token_count(count))
             continue
@@ -98,4 +137,4 @@ def validate_chunks(
                 tokenizer=tokenizer_identity,
             )
         )
-    return ValidationResult(accepted=accepted, rejected=rejected)
+    return ValidationResult(accepted=accepted, rejected=rejected + document_rows, structure=structure)

@@ -14,7 +14,7 @@ import json
 from functools import cached_property
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterator, Mapping
+from typing import Any, ClassVar, Iterable, Iterator, Mapping
 
 from transforms.documents import Chunk, Document, chunk_id, document_hash
 
@@ -44,6 +44,8 @@ class Piece:
         headings: The heading path, outermost first.
         page_no: First page of the chunk's source items, where the source has pages.
         metadata: Chunker-specific keys merged over the document's metadata.
+        content_format: The chunk's own format when it differs from the document's and the
+            chunker's (e.g. Markdown rendered from HTML); ``None`` keeps theirs.
     """
 
     text: str
@@ -53,6 +55,7 @@ class Piece:
     headings: tuple[str, ...] = ()
     page_no: int | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    content_format: str | None = None
 
 
 class Chunker(ABC):
@@ -161,12 +164,25 @@ class Chunker(ABC):
         Raises:
             ChunkingError: The document is refused or cannot be split.
         """
+        return self.chunk_with_source(document, tokenizer_identity=tokenizer_identity)[0]
+
+    def chunk_with_source(self, document: Document, *, tokenizer_identity: str) -> tuple[list[Chunk], str]:
+        """Like :meth:`chunk`, and also return the text the chunks were cut from.
+
+        That is ``document.content`` here; a chunker that renders the document first (e.g. HTML
+        or a DoclingDocument as Markdown) returns its rendering, which validation needs to check
+        the chunks' source intervals.
+        """
         self.validate_input(document)
+        return self.build_chunks(document, self.split(document), tokenizer_identity), document.content
+
+    def build_chunks(self, document: Document, pieces: Iterable[Piece], tokenizer_identity: str) -> list[Chunk]:
+        """Number ``pieces`` into chunks with ids, hashes and metadata; whitespace-only pieces are dropped."""
         doc_hash = document_hash(document.content)
         config_hash = self.config_hash
-        content_format = self.content_format or document.content_format
+        default_format = self.content_format or document.content_format
         chunks: list[Chunk] = []
-        for piece in self.split(document):
+        for piece in pieces:
             if not piece.text.strip():
                 continue
             index = len(chunks)
@@ -183,7 +199,7 @@ class Chunker(ABC):
                     end_offset=piece.end_offset,
                     headings=tuple(piece.headings),
                     page_no=piece.page_no,
-                    content_format=content_format,
+                    content_format=piece.content_format or default_format,
                     chunker=self.name,
                     chunker_config_hash=config_hash,
                     document_hash=doc_hash,

@@ -8,11 +8,12 @@ accepts exactly the formats of its registry.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Callable, Iterator, Mapping
 
 from transforms.structure.tree import NormalizedDocument
 
-__all__ = ["DEFAULT_NORMALIZERS", "Normalizer", "NormalizerRegistry"]
+__all__ = ["Normalizer", "NormalizerRegistry", "default_normalizers"]
 
 Normalizer = Callable[[str], NormalizedDocument]
 
@@ -57,7 +58,9 @@ class NormalizerRegistry(Mapping[str, Normalizer]):
         return self._normalizers[content_format](content)
 
 
-def _default() -> NormalizerRegistry:
+@lru_cache(maxsize=1)
+def default_normalizers() -> NormalizerRegistry:
+    """The registry of every built-in normalizer: docling, html, markdown, rst and text."""
     from transforms.structure.normalizers.docling import normalize_docling
     from transforms.structure.normalizers.html import normalize_html
     from transforms.structure.normalizers.markdown import normalize_markdown
@@ -74,5 +77,3 @@ def _default() -> NormalizerRegistry:
         }
     )
 
-
-DEFAULT_NORMALIZERS: NormalizerRegistry = _default()

@@ -1,0 +1,393 @@
+"""Structure-aware chunkers: whole sections (``HeadingChunker``) and budgeted packing of blocks.
+
+Beam-free. Both read a document through a normalizer (``transforms.structure.normalizers``) into
+sections, paragraphs, code blocks, tables, lists and quotes with their source intervals, and
+cut it only between blocks (see ``transforms.structure.packing`` for how). Names, parameters and
+defaults follow ``HeadingChunker`` and ``StructureAwareChunker`` of the reference API in
+``../shared/reference/000_ba91892c155fdc1f.txt``.
+
+Every chunk's metadata has a ``structure`` object::
+
+    {"embedding": "heading-path/1",   # build_embedding_text's version
+     "prefix": [...],                 # titles put before the text in embedding_text
+     "prefix_dropped": 0,             # outer titles left out for room
+     "spans": [[start, end], ...],    # code points of the normalized text; text = their concatenation
+     "context": null,                 # "table_header" / "code_fence" / "headings": first span repeated
+     "kinds": ["heading", "paragraph"],
+     "sections": 1,                   # sections starting in the chunk (> 1: merged)
+     "split": null}                   # kind of the oversized block this chunk is a part of
+
+For ``markdown``, ``text`` and ``rst`` the normalized text is the content: a one-span chunk has
+``start_offset``/``end_offset``. For ``html`` and ``docling`` it is a Markdown rendering, spans
+index the rendering, offsets are null and the chunk's ``content_format`` is ``markdown``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Mapping
+
+from transforms.chunkers.base import Chunker, ChunkingError, Piece
+from transforms.documents import Chunk, Document
+from transforms.structure.normalizers import NormalizerRegistry, default_normalizers
+from transforms.structure.packing import (
+    EMBEDDING_TEXT_VERSION,
+    Lines,
+    PackedChunk,
+    Packer,
+    build_embedding_text,
+)
+from transforms.structure.tree import Node, NormalizationError, NormalizedDocument
+from transforms.tokenizers import Tokenizer
+
+__all__ = ["HeadingChunker", "StructureAwareChunker"]
+
+#: Bumped whenever the same input and configuration would give other chunks; part of config().
+ENGINE_VERSION = 1
+_POLICIES = ("split_with_context", "reject")
+_SEMANTIC_MODES = ("heuristic",)
+_FLATTEN = {"code": "preserve_code_blocks", "table": "preserve_table_rows", "list": "preserve_list_hierarchy"}
+
+
+def _positive_int(name: str, value: Any, *, minimum: int = 1) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be true or false, got {value!r}")
+    return value
+
+
+def _normalize(registry: NormalizerRegistry, document: Document) -> NormalizedDocument:
+    try:
+        return registry.normalize(document.content, document.content_format)
+    except NormalizationError as err:
+        raise ChunkingError(err.reason, err.detail) from err
+
+
+def _structure_metadata(chunk: PackedChunk) -> dict[str, Any]:
+    return {
+        "structure": {
+            "embedding": EMBEDDING_TEXT_VERSION,
+            "prefix": list(chunk.prefix),
+            "prefix_dropped": chunk.prefix_dropped,
+            "spans": [list(span) for span in chunk.spans],
+            "context": chunk.context,
+            "kinds": list(chunk.kinds),
+            "sections": chunk.sections,
+            "split": chunk.split,
+        }
+    }
+
+
+def _piece(normalized: NormalizedDocument, chunk: PackedChunk) -> Piece:
+    text = chunk.text(normalized.text)
+    metadata = _structure_metadata(chunk)
+    verbatim = normalized.verbatim and len(chunk.spans) == 1
+    return Piece(
+        text=text,
+        start_offset=chunk.spans[0][0] if verbatim else None,
+        end_offset=chunk.spans[0][1] if verbatim else None,
+        embedding_text=build_embedding_text(text, metadata),
+        headings=chunk.headings,
+        page_no=chunk.page_no,
+        metadata=metadata,
+        content_format=None if normalized.verbatim else "markdown",
+    )
+
+
+class _StructureChunker(Chunker):
+    """What both structure chunkers share: a normalizer registry and chunks with their source."""
+
+    normalizers: NormalizerRegistry
+
+    @property
+    def accepted_content_formats(self) -> frozenset[str]:  # type: ignore[override]
+        """The formats of this chunker's normalizer registry."""
+        return self.normalizers.formats
+
+    def normalize(self, document: Document) -> NormalizedDocument:
+        """The document's normalized structure.
+
+        Raises:
+            ChunkingError: ``invalid_docling_json`` (or another normalizer's reason).
+        """
+        return _normalize(self.normalizers, document)
+
+    def split(self, document: Document) -> Iterator[Piece]:
+        """Normalize ``document`` once, then yield :meth:`split_normalized`'s pieces."""
+        yield from self.split_normalized(self.normalize(document))
+
+    def split_normalized(self, normalized: NormalizedDocument) -> Iterator[Piece]:
+        raise NotImplementedError
+
+    def chunk_with_source(self, document: Document, *, tokenizer_identity: str) -> tuple[list[Chunk], str]:
+        """Chunks, and the normalized text their ``structure.spans`` index."""
+        self.validate_input(document)
+        normalized = self.normalize(document)
+        return self.build_chunks(document, self.split_normalized(normalized), tokenizer_identity), normalized.text
+
+
+class StructureAwareChunker(_StructureChunker):
+    """Pack sections, paragraphs, code, tables and lists into chunks under an exact token budget.
+
+    Chunks hold about ``target_tokens`` and never more than ``max_tokens`` tokens of their
+    ``embedding_text`` (heading path, blank line, text; :func:`build_embedding_text`), counted by
+    the injected tokenizer. Whole sections are merged up to the target; a code block, table row
+    or list item that fits is never split; an oversized block is split with its context (table
+    header rows repeated, code fences re-opened). No text is lost: chunks tile the normalized
+    text. Algorithm: ``transforms.structure.packing``.
+
+    Args:
+        tokenizer: The budget tokenizer (required; tokens are counted with it).
+        normalizers: Content format -> normalizer; the accepted formats are its keys. Default:
+            markdown, text, rst, html and docling.
+        target_tokens: Chunks are filled up to about this many tokens (default 400, or
+            ``max_tokens`` when that is smaller).
+        max_tokens: Hard budget of ``embedding_text``, in tokens (default 600; the job passes its
+            ``--max-tokens``).
+        min_preferred_tokens: Chunks under this are merged with a neighbour when both fit the
+            target (default 100, or ``target_tokens`` when smaller); the rest are counted as small.
+        overlap_tokens: Tokens of whole blocks repeated from the end of the previous chunk of the
+            same section (default 0).
+        max_overlap_tokens: Upper bound of ``overlap_tokens`` and of any measured overlap (50).
+        merge_small_sections: Merge consecutive small sections up to the target.
+        allow_cross_top_level_merge: Let a chunk span two top-level sections.
+        preserve_heading_hierarchy: Keep sections and heading paths (``False``: headings are
+            ordinary paragraphs).
+        preserve_code_blocks, preserve_table_rows, preserve_list_hierarchy: Keep those blocks
+            whole and split them with context (``False``: they are prose).
+        include_heading_path_in_embedding: Put the heading path before the text in
+            ``embedding_text``.
+        semantic_mode: ``"heuristic"`` (the only mode: no model is ever called).
+        semantic_refiner: Must be ``None``; model-chosen boundaries are not part of this job.
+        oversized_block_policy: ``"split_with_context"`` (default) or ``"reject"``: a block that
+            cannot fit becomes one over-budget chunk that validation sends to the dead letter
+            (``token_budget_exceeded``) with its whole text.
+
+    Raises:
+        ValueError: A parameter is out of range or of the wrong type (the message names it and
+            the value), or ``tokenizer`` is missing.
+    """
+
+    def __init__(
+        self,
+        *,
+        tokenizer: Tokenizer | None = None,
+        normalizers: NormalizerRegistry | None = None,
+        target_tokens: int | None = None,
+        max_tokens: int = 600,
+        min_preferred_tokens: int | None = None,
+        overlap_tokens: int = 0,
+        max_overlap_tokens: int = 50,
+        merge_small_sections: bool = True,
+        allow_cross_top_level_merge: bool = False,
+        preserve_heading_hierarchy: bool = True,
+        preserve_code_blocks: bool = True,
+        preserve_table_rows: bool = True,
+        preserve_list_hierarchy: bool = True,
+        include_heading_path_in_embedding: bool = True,
+        semantic_mode: str = "heuristic",
+        semantic_refiner: Any = None,
+        oversized_block_policy: str = "split_with_context",
+    ) -> None:
+        if tokenizer is None:
+            raise ValueError("StructureAwareChunker needs a tokenizer, got None")
+        max_tokens = _positive_int("max_tokens", max_tokens)
+        target_tokens = _positive_int(
+            "target_tokens", min(400, max_tokens) if target_tokens is None else target_tokens
+        )
+        if target_tokens > max_tokens:
+            raise ValueError(f"target_tokens must be <= max_tokens ({max_tokens}), got {target_tokens}")
+        min_preferred_tokens = _positive_int(
+            "min_preferred_tokens",
+            min(100, target_tokens) if min_preferred_tokens is None else min_preferred_tokens,
+            minimum=0,
+        )
+        if min_preferred_tokens > target_tokens:
+            raise ValueError(
+                f"min_preferred_tokens must be <= target_tokens ({target_tokens}), got {min_preferred_tokens}"
+            )
+        max_overlap_tokens = _positive_int("max_overlap_tokens", max_overlap_tokens, minimum=0)
+        overlap_tokens = _positive_int("overlap_tokens", overlap_tokens, minimum=0)
+        if overlap_tokens > max_overlap_tokens:
+            raise ValueError(
+                f"overlap_tokens must be <= max_overlap_tokens ({max_overlap_tokens}), got {overlap_tokens}"
+            )
+        if overlap_tokens >= target_tokens:
+            raise ValueError(f"overlap_tokens must be < target_tokens ({target_tokens}), got {overlap_tokens}")
+        if semantic_mode not in _SEMANTIC_MODES:
+            raise ValueError(f"semantic_mode must be one of {_SEMANTIC_MODES}, got {semantic_mode!r}")
+        if semantic_refiner is not None:
+            raise ValueError(f"semantic_refiner must be None (no model is called here), got {semantic_refiner!r}")
+        if oversized_block_policy not in _POLICIES:
+            raise ValueError(f"oversized_block_policy must be one of {_POLICIES}, got {oversized_block_policy!r}")
+        if normalizers is not None and not isinstance(normalizers, NormalizerRegistry):
+            raise ValueError(f"normalizers must be a NormalizerRegistry, got {normalizers!r}")
+        self.tokenizer = tokenizer
+        self.normalizers = normalizers if normalizers is not None else default_normalizers()
+        self.target_tokens = target_tokens
+        self.max_tokens = max_tokens
+        self.min_preferred_tokens = min_preferred_tokens
+        self.overlap_tokens = overlap_tokens
+        self.max_overlap_tokens = max_overlap_tokens
+        self.merge_small_sections = _flag("merge_small_sections", merge_small_sections)
+        self.allow_cross_top_level_merge = _flag("allow_cross_top_level_merge", allow_cross_top_level_merge)
+        self.preserve_heading_hierarchy = _flag("preserve_heading_hierarchy", preserve_heading_hierarchy)
+        self.preserve_code_blocks = _flag("preserve_code_blocks", preserve_code_blocks)
+        self.preserve_table_rows = _flag("preserve_table_rows", preserve_table_rows)
+        self.preserve_list_hierarchy = _flag("preserve_list_hierarchy", preserve_list_hierarchy)
+        self.include_heading_path_in_embedding = _flag(
+            "include_heading_path_in_embedding", include_heading_path_in_embedding
+        )
+        self.semantic_mode = semantic_mode
+        self.oversized_block_policy = oversized_block_policy
+        self._packer = Packer(
+            tokenizer=tokenizer,
+            target_tokens=target_tokens,
+            max_tokens=max_tokens,
+            min_preferred_tokens=min_preferred_tokens,
+            overlap_tokens=overlap_tokens,
+            merge_small_sections=self.merge_small_sections,
+            allow_cross_top_level_merge=self.allow_cross_top_level_merge,
+            include_heading_path_in_embedding=self.include_heading_path_in_embedding,
+            split_oversized=oversized_block_policy == "split_with_context",
+        )
+
+    @classmethod
+    def budget_parameter(cls, params: Mapping[str, Any]) -> str | None:
+        """``max_tokens``: the job fills it with its own when a configuration leaves it out."""
+        return "max_tokens"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target_tokens": self.target_tokens,
+            "max_tokens": self.max_tokens,
+            "min_preferred_tokens": self.min_preferred_tokens,
+            "overlap_tokens": self.overlap_tokens,
+            "max_overlap_tokens": self.max_overlap_tokens,
+            "merge_small_sections": self.merge_small_sections,
+            "allow_cross_top_level_merge": self.allow_cross_top_level_merge,
+            "preserve_heading_hierarchy": self.preserve_heading_hierarchy,
+            "preserve_code_blocks": self.preserve_code_blocks,
+            "preserve_table_rows": self.preserve_table_rows,
+            "preserve_list_hierarchy": self.preserve_list_hierarchy,
+            "include_heading_path_in_embedding": self.include_heading_path_in_embedding,
+            "semantic_mode": self.semantic_mode,
+            "oversized_block_policy": self.oversized_block_policy,
+        }
+
+    def config(self) -> dict[str, Any]:
+        """:meth:`to_dict`, the tokenizer identity, the accepted formats and the engine version."""
+        return {**super().config(), "formats": sorted(self.normalizers.formats), "engine": ENGINE_VERSION}
+
+    def split_normalized(self, normalized: NormalizedDocument) -> Iterator[Piece]:
+        """Pack an already normalized document (any format) into pieces, in reading order."""
+        flattened = self._flatten(normalized)
+        for chunk in self._packer.pack(flattened):
+            yield _piece(normalized, chunk)
+
+    def _flatten(self, normalized: NormalizedDocument) -> NormalizedDocument:
+        """Turn the block kinds this configuration does not preserve into paragraphs."""
+        plain = {kind for kind, flag in _FLATTEN.items() if not getattr(self, flag)}
+        if not self.preserve_heading_hierarchy:
+            plain.add("heading")
+        if not plain:
+            return normalized
+
+        def flat(node: Node) -> Node:
+            if node.kind in plain:
+                return Node("paragraph", node.start, node.end, page_no=node.page_no)
+            return Node(node.kind, node.start, node.end, tuple(flat(c) for c in node.children), level=node.level,
+                        title=node.title, language=node.language, fence=node.fence,
+                        header_rows=node.header_rows, page_no=node.page_no)
+
+        return NormalizedDocument(
+            text=normalized.text, blocks=tuple(flat(b) for b in normalized.blocks),
+            content_format=normalized.content_format, verbatim=normalized.verbatim,
+            diagnostics=normalized.diagnostics,
+        )
+
+
+class HeadingChunker(_StructureChunker):
+    """Split at headings into whole sections, with no size cap.
+
+    Each chunk is one section's own text (its heading line to the next heading), with the
+    heading lines of its ancestors before it when they are not already there; ``headings`` is the
+    path of titles, outermost first. ATX and Setext headings count, headings inside code do not.
+    A heading whose section has no text of its own travels with its first subsection, so no chunk
+    is a bare title. Text before the first heading is a chunk with an empty path. Sections are
+    never cut, so a long section is over any token budget: validation rejects what exceeds the
+    job's ``max_tokens``.
+
+    Args:
+        normalizers: Content format -> normalizer (default: every built-in one).
+    """
+
+    def __init__(self, *, normalizers: NormalizerRegistry | None = None) -> None:
+        if normalizers is not None and not isinstance(normalizers, NormalizerRegistry):
+            raise ValueError(f"normalizers must be a NormalizerRegistry, got {normalizers!r}")
+        self.normalizers = normalizers if normalizers is not None else default_normalizers()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {}
+
+    def config(self) -> dict[str, Any]:
+        return {"formats": sorted(self.normalizers.formats), "engine": ENGINE_VERSION}
+
+    def split_normalized(self, normalized: NormalizedDocument) -> Iterator[Piece]:
+        """One piece per section (and one for text before the first heading)."""
+        for chunk in _heading_chunks(normalized):
+            yield _piece(normalized, chunk)
+
+
+def _heading_chunks(normalized: NormalizedDocument) -> Iterator[PackedChunk]:
+    """Whole sections in reading order, each with its ancestors' heading lines as context."""
+    text = normalized.text
+    lines = Lines(text)
+    # (path of (section, heading span), start, end, bare): a section's own text, from its heading
+    # to its first subsection; bare when that is only the heading.
+    parts: list[tuple[tuple[tuple[Node, tuple[int, int]], ...], int, int, bool]] = []
+
+    def visit(children: tuple[Node, ...], lo: int, hi: int, path) -> None:
+        for node, start, end in lines.tiles(children, lo, hi):
+            if node is None or node.kind != "section":
+                if parts and not parts[-1][0] and parts[-1][2] == start:
+                    parts[-1] = (path, parts[-1][1], end, False)  # text before the first heading
+                else:
+                    parts.append((path, start, end, False))
+                continue
+            inner_tiles = lines.tiles(node.children, start, end)
+            heading_end = inner_tiles[1][1] if len(inner_tiles) > 1 else end
+            own_end = next((s for n, s, _ in inner_tiles if n is not None and n.kind == "section"), end)
+            inner = path + ((node, (start, heading_end)),)
+            bare = own_end < end and not text[heading_end:own_end].strip()
+            parts.append((inner, start, own_end, bare))
+            if own_end < end:
+                visit(tuple(c for c in node.children if c.kind == "section"), own_end, end, inner)
+
+    visit(normalized.root.children, 0, len(text), ())
+    carry: int | None = None
+    for path, start, end, bare in parts:
+        if bare:
+            carry = start if carry is None else carry
+            continue
+        if carry is not None:
+            start, carry = carry, None
+        context = tuple(h for _, h in path if h[1] <= start)
+        yield PackedChunk(
+            spans=context + ((start, end),),
+            headings=tuple(n.title for n, _ in path if n.title),
+            prefix=(),
+            prefix_dropped=0,
+            page_no=next((n.page_no for n, _ in reversed(path) if n.page_no is not None), None),
+            kinds=("section",),
+            sections=sum(1 for n, h in path if h[0] >= start) or 0,
+            split=None,
+            context="headings" if context else None,
+            token_count=0,
+        )

@@ -1,0 +1,165 @@
+"""Markdown into blocks, with a CommonMark parser that reports source positions.
+
+Parsing is markdown-it's (the Rust port, ``markdown-it-pyrs``, which reports each node's byte
+interval in the source), with only block rules on: ATX and Setext headings, fenced and indented
+code, block quotes, lists, GFM pipe tables, thematic breaks, HTML blocks, paragraphs and YAML
+front matter. Inline markup is not interpreted (a heading's ``title`` is its raw inline text with
+whitespace collapsed). Link reference definitions stay ordinary paragraphs, so no text is ever
+consumed without a block.
+
+So the usual traps of real Markdown are the parser's: a ``#`` line inside a fence is code, an
+unclosed fence runs to the end of the document, heading levels may skip, and ``\\r\\n`` and a lone
+``\\r`` are line breaks. Intervals are converted from UTF-8 bytes to code points, and every block's
+start is moved back to the start of its line (so a block inside a quote or an item starts with
+its ``>`` or marker), which is where a chunk may begin.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from functools import lru_cache
+
+from transforms.structure.tree import Node, NormalizedDocument
+
+__all__ = ["normalize_markdown"]
+
+_BLOCK_RULES = (
+    "heading", "lheading", "fence", "code", "blockquote", "list", "table", "hr", "html_block",
+    "paragraph", "front_matter",
+)
+_LINE_BREAK = re.compile(r"\r\n?|\n")
+_SPACE = re.compile(r"\s+")
+
+
+@lru_cache(maxsize=1)
+def _parser():
+    import markdown_it_pyrs
+
+    parser = markdown_it_pyrs.MarkdownIt("zero")
+    parser.enable_many(list(_BLOCK_RULES))
+    return parser
+
+
+class _Positions:
+    """Byte offsets of the UTF-8 source to code points, and line starts."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._ascii = text.isascii()
+        if not self._ascii:
+            import numpy as np
+
+            raw = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+            starts = (raw & 0xC0) != 0x80
+            self._code_point = np.concatenate(([0], np.cumsum(starts, dtype=np.int64)))
+        self.line_starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
+
+    def code_point(self, byte_offset: int) -> int:
+        return byte_offset if self._ascii else int(self._code_point[byte_offset])
+
+    def line_start(self, position: int) -> int:
+        return self.line_starts[bisect_right(self.line_starts, position) - 1]
+
+
+def _inline_text(node) -> str:
+    parts = [child.meta.get("content", "") for child in node.walk() if child.name == "text"]
+    return _SPACE.sub(" ", " ".join(parts)).strip()
+
+
+def _convert(node, pos: _Positions, list_depth: int) -> Node | None:
+    """One markdown-it node as a :class:`Node`, or ``None`` for a node without a source interval."""
+    if node.srcmap is None:
+        return None
+    start = pos.line_start(pos.code_point(node.srcmap[0]))
+    end = pos.code_point(node.srcmap[1])
+    while end > start and pos.text[end - 1] in "\r\n":
+        end -= 1
+    if end <= start:
+        return None
+    name = node.name
+
+    def children(depth: int = list_depth) -> tuple[Node, ...]:
+        out = []
+        for child in node.children:
+            converted = _convert(child, pos, depth)
+            if converted is not None and converted.end <= end:
+                if out and converted.start < out[-1].end:
+                    continue  # two blocks on one line (e.g. "> - a"): the first one holds the line
+                out.append(converted)
+        return tuple(out)
+
+    if name in ("heading", "lheading"):
+        return Node("heading", start, end, level=int(node.meta.get("level", 1)), title=_inline_text(node))
+    if name == "fence":
+        line_end = pos.text.find("\n", start)
+        first_line = pos.text[start : line_end if line_end != -1 else end].rstrip("\r").strip()
+        info = str(node.meta.get("info", "")).strip()
+        return Node("code", start, end, fence=first_line, language=info.split()[0] if info else "")
+    if name == "code_block":
+        return Node("code", start, end)
+    if name == "blockquote":
+        return Node("quote", start, end, children())
+    if name in ("bullet_list", "ordered_list"):
+        return Node("list", start, end, children(list_depth + 1), level=list_depth + 1)
+    if name == "list_item":
+        return Node("list_item", start, end, tuple(c for c in children() if c.start > start))
+    if name == "table":
+        rows: list[Node] = []
+        header_rows = 0
+        for part in node.children:
+            if part.srcmap is None:
+                continue
+            if part.name == "thead":
+                row = _convert_row(part, pos)
+                if row is not None:
+                    rows.append(row)
+                    header_rows = 1
+            else:
+                rows.extend(r for r in (_convert_row(t, pos) for t in part.children) if r is not None)
+        rows = [r for i, r in enumerate(rows) if r.end <= end and (i == 0 or r.start >= rows[i - 1].end)]
+        return Node("table", start, end, tuple(rows), header_rows=header_rows if rows else 0)
+    if name == "hr" or name == "front_matter":
+        return Node("rule", start, end)
+    if name == "html_block":
+        return Node("html", start, end)
+    return Node("paragraph", start, end)
+
+
+def _convert_row(node, pos: _Positions) -> Node | None:
+    if node.srcmap is None:
+        return None
+    start = pos.line_start(pos.code_point(node.srcmap[0]))
+    end = pos.code_point(node.srcmap[1])
+    while end > start and pos.text[end - 1] in "\r\n":
+        end -= 1
+    return Node("table_row", start, end) if end > start else None
+
+
+def normalize_markdown(content: str) -> NormalizedDocument:
+    """Normalize Markdown (CommonMark plus GFM pipe tables and front matter) into blocks.
+
+    Args:
+        content: The Markdown source.
+
+    Returns:
+        A verbatim :class:`NormalizedDocument` (``text`` is ``content``); intervals in code points.
+    """
+    source = content
+    if not content.isascii():
+        try:
+            content.encode("utf-8")
+        except UnicodeEncodeError:
+            # Lone surrogates cannot cross into the parser; each becomes one "?" so code-point
+            # positions are unchanged.
+            source = content.encode("utf-8", "replace").decode("utf-8")
+    pos = _Positions(source)
+    blocks: list[Node] = []
+    for node in _parser().tree(source).children:
+        converted = _convert(node, pos, 0)
+        if converted is None:
+            continue
+        if blocks and converted.start < blocks[-1].end:
+            continue
+        blocks.append(converted)
+    return NormalizedDocument(text=content, blocks=tuple(blocks), content_format="markdown")

@@ -1,0 +1,763 @@
+"""Packing a normalized document into chunks under an exact token budget.
+
+Beam-free. :class:`Packer` walks a :class:`~transforms.structure.tree.NormalizedDocument`'s
+section tree in reading order and fills chunks greedily up to ``target_tokens``, never past
+``max_tokens`` for the chunk's *embedding text* (the heading path, then the text; see
+:func:`build_embedding_text`), counted with the injected tokenizer.
+
+How a document is cut
+    Every cut is at a *tile* boundary: the start of a block's first line. A chunk's text is
+    ``text[start:end]`` where ``end`` is the next chunk's start, so chunks tile the document and
+    nothing between blocks is lost (a chunk keeps the blank lines that follow it). Whole sections
+    are merged while they fit the target (``merge_small_sections``), never across top-level
+    sections unless ``allow_cross_top_level_merge``; a section that does not fit is packed block
+    by block; a heading whose section has no text of its own travels with what follows it. A
+    block that fits is never split. A block that does not fit even alone is split
+    (``oversized_block_policy="split_with_context"``): a list between items, a quote between its
+    blocks, a table between rows with its header rows repeated at the top of every part, a code
+    block between lines with its opening fence (or directive) repeated at the top of every part,
+    and prose, in this order, at sentence ends, line starts, word starts and finally the
+    tokenizer's own token boundaries. Repeated headers and fences are copied from the source, so
+    a chunk's text is always the concatenation of its ``spans`` (source intervals); it is a
+    verbatim slice exactly when it has one span.
+
+Counting, linear in the document
+    The tokenizer encodes the whole text once (``Tokenizer.token_ends``). For tiktoken's
+    cl100k_base and for UTF-8 bytes, a slice that starts and ends at line starts followed by
+    text (every tile boundary) has exactly as many tokens as the whole encoding has inside it, and
+    such slices add up exactly, so a chunk's count is a difference of two running totals plus its
+    heading prefix's count: no growing buffer is re-encoded. Only the parts of prose split inside
+    a line are counted again, once each, as whole strings. A tokenizer without ``token_ends`` (a
+    local Hugging Face tokenizer) is counted exactly on every candidate chunk instead: correct,
+    but quadratic in the blocks of a chunk.
+
+Heading path
+    A chunk's ``headings`` is the path of section titles at its start, outermost first. Its
+    embedding text starts with the titles of that path whose heading lines are not in the chunk's
+    own text, joined by `` > `` and followed by a blank line. When the path would leave no room,
+    titles are dropped outermost first and the chunk's metadata says how many; the text itself is
+    never dropped. Parts of a split block keep at most half the budget for the path.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from transforms.structure.tree import Node, NormalizedDocument
+from transforms.tokenizers import Tokenizer
+
+__all__ = [
+    "EMBEDDING_TEXT_VERSION", "Lines", "PackedChunk", "Packer", "build_embedding_text", "heading_prefix",
+]
+
+#: Marks metadata whose ``structure.prefix`` :func:`build_embedding_text` puts before the text.
+EMBEDDING_TEXT_VERSION = "heading-path/1"
+_PATH_SEPARATOR = " > "
+_LINE_BREAK = re.compile(r"\r\n?|\n")
+_SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"'\u201d\u2019)\]]*\s+")
+_WORD_START = re.compile(r"\s+")
+_CONTAINERS = frozenset({"list", "list_item", "quote"})
+_KIND = {"table_row": "table", "list_item": "list"}
+
+
+def heading_prefix(titles: tuple[str, ...] | list[str]) -> str:
+    """The heading path as it is put before a chunk's text: ``"A > B\\n\\n"``, or ``""``."""
+    titles = [t for t in titles if t]
+    return _PATH_SEPARATOR.join(titles) + "\n\n" if titles else ""
+
+
+def build_embedding_text(text: str, metadata: Mapping[str, Any]) -> str:
+    """Return exactly what is embedded for a chunk: its heading prefix, then its text.
+
+    The one serialization of :data:`EMBEDDING_TEXT_VERSION`: when ``metadata["structure"]`` has
+    ``"embedding": "heading-path/1"``, the result is ``heading_prefix(structure["prefix"]) +
+    text``; any other metadata (another chunker's, or none) gives ``text`` unchanged.
+
+    Args:
+        text: The chunk's text.
+        metadata: The chunk's metadata.
+    """
+    structure = metadata.get("structure") if isinstance(metadata, Mapping) else None
+    if not isinstance(structure, Mapping) or structure.get("embedding") != EMBEDDING_TEXT_VERSION:
+        return text
+    return heading_prefix(tuple(structure.get("prefix") or ())) + text
+
+
+@dataclass(frozen=True)
+class PackedChunk:
+    """One chunk as the packer made it.
+
+    Attributes:
+        spans: Intervals ``[start, end)`` of the normalized text, in order; the chunk's text is
+            their concatenation. One span: a verbatim slice. Two: a repeated table header or code
+            fence (or, from ``HeadingChunker``, ancestor headings) before a slice.
+        headings: Section titles at the chunk's start, outermost first.
+        prefix: The titles put before the text in the embedding text.
+        prefix_dropped: How many outer titles of the path were left out of ``prefix`` for room.
+        page_no: The first page of its blocks, where the source has pages.
+        kinds: Block kinds in the chunk, in order of first appearance.
+        sections: Sections that start inside the chunk (more than one: merged sections).
+        split: The kind of oversized block this chunk is a part of, or ``None``.
+        context: ``"table_header"`` or ``"code_fence"`` when the first span is a repeated header
+            or fence, ``"headings"`` for ancestor headings, else ``None``.
+        token_count: Tokens of the embedding text, as the packer counted them.
+        top: Index of the top-level section the chunk starts in (internal to packing).
+    """
+
+    spans: tuple[tuple[int, int], ...]
+    headings: tuple[str, ...]
+    prefix: tuple[str, ...]
+    prefix_dropped: int
+    page_no: int | None
+    kinds: tuple[str, ...]
+    sections: int
+    split: str | None
+    context: str | None
+    token_count: int
+    top: int = 0
+
+    def text(self, source: str) -> str:
+        """The chunk's text: its spans of ``source`` concatenated."""
+        return "".join(source[s:e] for s, e in self.spans)
+
+
+class Lines:
+    """Line starts of a text, which of them are safe cuts, and tiles of blocks between them.
+
+    A *stable* position is 0, the end, or a line start whose line has a character that Python
+    calls non-space (a superset of the tokenizer pattern's ``\\s``, so this errs on the safe
+    side). Chunks are cut only there, except inside prose that has to be split.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.line_starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
+        if self.line_starts[-1] != len(text):
+            self.line_starts.append(len(text))
+        starts = self.line_starts
+        self.stable = {0, len(text)}
+        for i in range(1, len(starts) - 1):
+            line = text[starts[i] : starts[i + 1]]
+            if line and not line.isspace():
+                self.stable.add(starts[i])
+
+    def line_start(self, position: int) -> int:
+        """The start of the line that holds ``position``."""
+        return self.line_starts[bisect_right(self.line_starts, position) - 1]
+
+    def tiles(self, children: tuple[Node, ...], lo: int, hi: int) -> list[tuple[Node | None, int, int]]:
+        """Cut ``[lo, hi)`` at the line starts of ``children``: ``(node, start, end)`` in order.
+
+        The first tile starts at ``lo``; a child whose line starts at or before the previous cut
+        joins the tile before it; text before the first child's line is a ``None`` tile unless it
+        is whitespace (then the first child's tile starts at ``lo``).
+        """
+        cuts: list[tuple[Node | None, int]] = []
+        for child in children:
+            at = self.line_start(child.start)
+            if not cuts and (at <= lo or not self.text[lo:at].strip()):
+                cuts.append((child, lo))
+                continue
+            if at <= (cuts[-1][1] if cuts else lo) or at >= hi or at not in self.stable:
+                continue
+            if not cuts:
+                cuts.append((None, lo))
+            cuts.append((child, at))
+        if not cuts:
+            return [(None, lo, hi)]
+        return [(node, at, cuts[i + 1][1] if i + 1 < len(cuts) else hi) for i, (node, at) in enumerate(cuts)]
+
+
+class _Counter:
+    """Token counts of slices of one text, from a single encoding when the tokenizer allows."""
+
+    def __init__(self, text: str, tokenizer: Tokenizer, lines: Lines) -> None:
+        self.text = text
+        self.tokenizer = tokenizer
+        self.line_starts = lines.line_starts
+        self.stable = lines.stable
+        ends_of = getattr(tokenizer, "token_ends", None)
+        self.additive = ends_of is not None
+        self._prefix_cache: dict[tuple[str, ...], int] = {}
+        if self.additive:
+            import numpy as np
+
+            self._ends = ends_of(text)
+            before = np.searchsorted(self._ends, np.asarray(sorted(self.stable), dtype=np.int64), "right")
+            self._before = dict(zip(sorted(self.stable), before.tolist()))
+
+    def tokens_before(self, position: int) -> int:
+        """Tokens of the whole encoding that end at or before ``position`` (additive tokenizers)."""
+        known = self._before.get(position)
+        if known is not None:
+            return known
+        import numpy as np
+
+        return int(np.searchsorted(self._ends, position, "right"))
+
+    def span(self, start: int, end: int) -> int:
+        """Tokens of ``text[start:end]``: exact when both ends are stable (or always, if not additive)."""
+        if self.additive:
+            return self.tokens_before(end) - self.tokens_before(start)
+        return self.tokenizer.count(self.text[start:end])
+
+    def exact(self, text: str) -> int:
+        return self.tokenizer.count(text)
+
+    def prefix(self, titles: tuple[str, ...]) -> int:
+        count = self._prefix_cache.get(titles)
+        if count is None:
+            count = self._prefix_cache[titles] = self.tokenizer.count(heading_prefix(titles)) if titles else 0
+        return count
+
+
+@dataclass
+class _Open:
+    """The chunk being filled: ``context`` span (if any), then ``text[start:end]``."""
+
+    start: int
+    end: int
+    path: tuple[Node, ...]
+    prefix: tuple[str, ...]
+    prefix_dropped: int
+    top: int
+    has_body: bool
+    kinds: list[str]
+    sections: int
+    page_no: int | None
+    context: tuple[int, int] | None = None
+    context_kind: str | None = None
+    split: str | None = None
+    exact_count: int | None = None  # set for prose parts, counted whole
+
+
+class Packer:
+    """Packs normalized documents into chunks; see the module docstring for the algorithm.
+
+    Args:
+        tokenizer: Counts tokens (the budget tokenizer).
+        target_tokens: Chunks are filled up to about this many tokens of embedding text.
+        max_tokens: No chunk's embedding text has more tokens than this.
+        min_preferred_tokens: A chunk under this many tokens is merged into its neighbour in
+            the same top-level section when ``merge_small_sections`` and the two fit
+            ``target_tokens`` together.
+        overlap_tokens: Up to this many tokens of whole blocks at the end of a chunk are repeated
+            at the start of the next one of the same section (0: no overlap).
+        merge_small_sections: Merge whole consecutive sections while they fit ``target_tokens``.
+        allow_cross_top_level_merge: Let a chunk span two top-level sections.
+        include_heading_path_in_embedding: Put the heading path before the text in the
+            embedding text.
+        split_oversized: Split a block that does not fit ``max_tokens`` (``split_with_context``);
+            when ``False`` such a block becomes a chunk of its own, over the budget, for
+            validation to reject.
+    """
+
+    def __init__(
+        self,
+        *,
+        tokenizer: Tokenizer,
+        target_tokens: int,
+        max_tokens: int,
+        min_preferred_tokens: int = 0,
+        overlap_tokens: int = 0,
+        merge_small_sections: bool = True,
+        allow_cross_top_level_merge: bool = False,
+        include_heading_path_in_embedding: bool = True,
+        split_oversized: bool = True,
+    ) -> None:
+        self.tokenizer = tokenizer
+        self.target_tokens = target_tokens
+        self.max_tokens = max_tokens
+        self.min_preferred_tokens = min_preferred_tokens
+        self.overlap_tokens = overlap_tokens
+        self.merge_small_sections = merge_small_sections
+        self.allow_cross_top_level_merge = allow_cross_top_level_merge
+        self.include_heading_path = include_heading_path_in_embedding
+        self.split_oversized = split_oversized
+
+    # -- entry point -----------------------------------------------------------------------
+
+    def pack(self, normalized: NormalizedDocument) -> list[PackedChunk]:
+        """Return the chunks of ``normalized`` in reading order (empty when it has no blocks)."""
+        return _Run(self, normalized).pack()
+
+
+class _Run:
+    """One document's packing: the state of :class:`Packer` for a single call."""
+
+    def __init__(self, packer: Packer, normalized: NormalizedDocument) -> None:
+        self.p = packer
+        self.text = normalized.text
+        self.normalized = normalized
+        self.lines = Lines(normalized.text)
+        self.counter = _Counter(normalized.text, packer.tokenizer, self.lines)
+        self.cur: _Open | None = None
+        self.out: list[PackedChunk] = []
+        self.last_tiles: list[int] = []  # tile starts of the last flushed chunk (for overlap)
+        self.tiles_in_cur: list[int] = []
+
+    def pack(self) -> list[PackedChunk]:
+        root = self.normalized.root
+        if not root.children:
+            return []
+        tiles = self.lines.tiles(root.children, 0, len(self.text))
+        # Text before the first heading belongs with the first top-level section.
+        top = 0
+        for node, start, end in tiles:
+            if node is not None and node.kind == "section":
+                top += 1
+                self._section(node, start, end, (), top)
+            else:
+                self._block(node, start, end, (), max(top, 1))
+        self._flush()
+        if self.p.merge_small_sections and self.p.min_preferred_tokens and not self.p.overlap_tokens:
+            self._merge_small()
+        return self.out
+
+    def _merge_small(self) -> None:
+        """Merge each chunk under ``min_preferred_tokens`` into the next, else the previous one.
+
+        Only single-span chunks of one top-level section (unless cross-section merges are
+        allowed) that stay within ``target_tokens`` together; the merged chunk keeps the first
+        one's heading path and prefix. Counts stay exact: both are cut at stable positions.
+        """
+        out, counter, p = self.out, self.counter, self.p
+        i = 0
+        while i < len(out):
+            chunk = out[i]
+            if chunk.token_count >= p.min_preferred_tokens or not self._mergeable(chunk):
+                i += 1
+                continue
+            for j in (i + 1, i - 1):
+                if not 0 <= j < len(out) or not self._mergeable(out[j]):
+                    continue
+                first, second = (chunk, out[j]) if j > i else (out[j], chunk)
+                if first.top != second.top and not p.allow_cross_top_level_merge:
+                    continue
+                start, end = first.spans[0][0], second.spans[0][1]
+                total = counter.prefix(first.prefix) + counter.span(start, end) if counter.additive else (
+                    counter.exact(heading_prefix(first.prefix) + self.text[start:end])
+                )
+                if total > p.target_tokens:
+                    continue
+                kinds = first.kinds + tuple(k for k in second.kinds if k not in first.kinds)
+                merged = PackedChunk(
+                    spans=((start, end),), headings=first.headings, prefix=first.prefix,
+                    prefix_dropped=first.prefix_dropped,
+                    page_no=first.page_no if first.page_no is not None else second.page_no,
+                    kinds=kinds, sections=first.sections + second.sections, split=None, context=None,
+                    token_count=total, top=first.top,
+                )
+                k = min(i, j)
+                out[k : k + 2] = [merged]
+                i = k
+                break
+            else:
+                i += 1
+
+    def _mergeable(self, chunk: PackedChunk) -> bool:
+        return len(chunk.spans) == 1 and chunk.split != "prose" and (
+            chunk.spans[0][0] in self.lines.stable and chunk.spans[0][1] in self.lines.stable
+        )
+
+    # -- counting --------------------------------------------------------------------------
+
+    def _total(self, cur: _Open, end: int) -> int:
+        """Tokens of the embedding text of ``cur`` extended to ``end``."""
+        counter = self.counter
+        if counter.additive and cur.exact_count is None:
+            total = counter.prefix(cur.prefix) + counter.span(cur.start, end)
+            if cur.context is not None:
+                total += counter.span(*cur.context)
+            return total
+        return counter.exact(self._embedding(cur, end))
+
+    def _embedding(self, cur: _Open, end: int) -> str:
+        context = self.text[cur.context[0] : cur.context[1]] if cur.context else ""
+        return heading_prefix(cur.prefix) + context + self.text[cur.start : end]
+
+    # -- the chunk being filled ------------------------------------------------------------
+
+    def _can_join(self, top: int) -> bool:
+        cur = self.cur
+        return cur is not None and (cur.top == top or self.p.allow_cross_top_level_merge)
+
+    def _extend(
+        self, node: Node | None, end: int, *, body: bool, section: bool = False,
+        path: tuple[Node, ...] | None = None,
+    ) -> None:
+        cur = self.cur
+        self.tiles_in_cur.append(cur.end)
+        if not cur.has_body and path is not None:
+            cur.path = path  # headings so far travel with what follows: it names the chunk
+        cur.end = end
+        cur.has_body = cur.has_body or body
+        kind = "section" if section else _KIND.get(node.kind, node.kind) if node is not None else "paragraph"
+        if kind not in cur.kinds:
+            cur.kinds.append(kind)
+        cur.sections += 1 if section else 0
+        if cur.page_no is None and node is not None:
+            cur.page_no = node.page_no
+
+    def _titles(self, path: tuple[Node, ...]) -> tuple[str, ...]:
+        return tuple(n.title for n in path if n.title)
+
+    def _open(
+        self,
+        node: Node | None,
+        start: int,
+        end: int,
+        path: tuple[Node, ...],
+        displayed: int,
+        top: int,
+        *,
+        limit: int,
+        context: tuple[int, int] | None = None,
+        context_kind: str | None = None,
+        split: str | None = None,
+        allow_dropping: bool = True,
+        dry_run: bool = False,
+    ) -> bool:
+        """Open a chunk holding ``[start, end)`` if it fits ``limit``; ``False`` if it does not.
+
+        ``displayed`` is how many innermost sections of ``path`` have their heading inside the
+        chunk (1 when it starts with a heading line). Outer titles are dropped from the prefix,
+        outermost first, when ``allow_dropping`` and that makes it fit.
+        """
+        titles = self._titles(path[: len(path) - displayed]) if self.p.include_heading_path else ()
+        section = node is not None and node.kind == "section"
+        for dropped in range(len(titles) + 1 if allow_dropping else 1):
+            cur = _Open(
+                start=start, end=start, path=path, prefix=titles[dropped:], prefix_dropped=dropped,
+                top=top, has_body=False, kinds=[], sections=0, page_no=None, context=context,
+                context_kind=context_kind, split=split,
+            )
+            if self._total(cur, end) <= limit:
+                if dry_run:
+                    return True
+                self.cur = cur
+                self._apply_overlap(end, limit)
+                self.tiles_in_cur = []
+                self._extend(node, end, body=node is None or node.kind != "heading", section=section)
+                self.tiles_in_cur = [cur.start]
+                return True
+        return False
+
+    def _apply_overlap(self, end: int, limit: int) -> None:
+        """Start the new chunk earlier by whole tiles of the last one, up to ``overlap_tokens``.
+
+        Only within one section, only while the chunk still fits ``limit``.
+        """
+        cur, budget = self.cur, self.p.overlap_tokens
+        if not budget or not self.out or cur.context is not None or cur.split == "prose":
+            return
+        last = self.out[-1]
+        if last.spans[-1][1] != cur.start or last.split == "prose" or last.headings != self._titles(cur.path):
+            return
+        best = cur.start
+        for tile in reversed(self.last_tiles):
+            if tile >= cur.start or tile <= last.spans[-1][0]:
+                continue
+            if self.counter.span(tile, cur.start) > budget:
+                break
+            best = tile
+        original = cur.start
+        while best < original:
+            cur.start = best
+            if self._total(cur, end) <= limit:
+                return
+            later = [t for t in self.last_tiles if best < t < original]
+            best = later[0] if later else original
+        cur.start = original
+
+    def _flush(self) -> None:
+        cur = self.cur
+        if cur is None:
+            return
+        self.cur = None
+        if cur.end <= cur.start:
+            return
+        spans = ((cur.context,) if cur.context else ()) + ((cur.start, cur.end),)
+        count = cur.exact_count if cur.exact_count is not None else self._total(cur, cur.end)
+        self.out.append(
+            PackedChunk(
+                spans=spans,
+                headings=self._titles(cur.path),
+                prefix=cur.prefix,
+                prefix_dropped=cur.prefix_dropped,
+                page_no=cur.page_no,
+                kinds=tuple(cur.kinds),
+                sections=cur.sections,
+                split=cur.split,
+                context=cur.context_kind,
+                token_count=count,
+                top=cur.top,
+            )
+        )
+        self.last_tiles = self.tiles_in_cur
+        self.tiles_in_cur = []
+
+    # -- sections and blocks ---------------------------------------------------------------
+
+    def _section(self, section: Node, start: int, end: int, path: tuple[Node, ...], top: int) -> None:
+        inner = path + (section,)
+        cur = self.cur
+        if cur is not None:
+            if (
+                self.p.merge_small_sections
+                and self._can_join(top)
+                and cur.context is None
+                and cur.exact_count is None
+                and self._total(cur, end) <= self.p.target_tokens
+            ):
+                self._extend(section, end, body=True, section=True, path=inner)
+                return
+            if cur.has_body or not self._can_join(top):
+                self._flush()
+        if self.cur is None and self._open(
+            section, start, end, inner, 1, top, limit=self.p.max_tokens, allow_dropping=False
+        ):
+            return
+        for node, s, e in self.lines.tiles(section.children, start, end):
+            if node is not None and node.kind == "section":
+                self._section(node, s, e, inner, top)
+            else:
+                self._block(node, s, e, inner, top)
+
+    def _block(
+        self,
+        node: Node | None,
+        start: int,
+        end: int,
+        path: tuple[Node, ...],
+        top: int,
+        *,
+        context: tuple[int, int] | None = None,
+        context_kind: str | None = None,
+        split: str | None = None,
+    ) -> None:
+        """Add one tile: to the open chunk if it fits, else to a new chunk, else split it."""
+        heading = node is not None and node.kind == "heading"
+        cur = self.cur
+        if cur is not None and not self._can_join(top):
+            self._flush()
+            cur = None
+        if cur is not None and cur.exact_count is None:
+            total = self._total(cur, end)
+            if total <= self.p.target_tokens or (not cur.has_body and total <= self.p.max_tokens):
+                self._extend(node, end, body=not heading, path=path)
+                return
+        displayed = 1 if heading else 0
+        opening = dict(limit=self.p.max_tokens, context=context, context_kind=context_kind, split=split)
+        if cur is not None and (
+            cur.has_body
+            or cur.exact_count is not None
+            # Open headings alone would force a split of a block that fits on its own: a block
+            # that fits is never split, so the headings become a chunk of their own.
+            or self._open(node, start, end, path, displayed, top, dry_run=True, **opening)
+        ):
+            self._flush()
+            cur = None
+        if cur is None and self._open(node, start, end, path, displayed, top, **opening):
+            return
+        if not self.p.split_oversized:
+            self._flush()
+            self.cur = _Open(start=start, end=start, path=path, prefix=(), prefix_dropped=0, top=top,
+                             has_body=False, kinds=[], sections=0, page_no=None, split=None)
+            self._extend(node, end, body=True)
+            self._flush()
+            return
+        self._split(node, start, end, path, top, context=context, context_kind=context_kind)
+
+    def _split(
+        self,
+        node: Node | None,
+        start: int,
+        end: int,
+        path: tuple[Node, ...],
+        top: int,
+        *,
+        context: tuple[int, int] | None,
+        context_kind: str | None,
+    ) -> None:
+        """Split a tile that does not fit ``max_tokens`` even alone, by its kind."""
+        kind = node.kind if node is not None else "paragraph"
+        if kind in _CONTAINERS and node.children:
+            tiles = self.lines.tiles(node.children, start, end)
+            if len(tiles) == 1 and tiles[0][0] is not None and tiles[0][0] is not node:
+                self._split(tiles[0][0], start, end, path, top, context=context, context_kind=context_kind)
+                return
+            if len(tiles) > 1:
+                for child, s, e in tiles:
+                    self._block(child, s, e, path, top, context=context, context_kind=context_kind, split=kind)
+                return
+        if kind == "table" and node.children:
+            tiles = self.lines.tiles(node.children, start, end)
+            header_end = tiles[node.header_rows][1] if 0 < node.header_rows < len(tiles) else None
+            header = (start, header_end) if header_end is not None else None
+            if len(tiles) > 1 and (header is None or self._fits_context(path, header)):
+                for child, s, e in tiles:
+                    in_body = header is not None and s >= header_end
+                    self._block(child, s, e, path, top, context=header if in_body else None,
+                                context_kind="table_header" if in_body else None, split="table")
+                return
+        if kind == "code":
+            lines = [p for p in self.counter.line_starts if start < p < end and p in self.counter.stable]
+            if lines:
+                fence = (start, lines[0]) if node.fence else None
+                if fence is not None and not self._fits_context(path, fence):
+                    fence = None
+                cuts = [start, *lines]
+                for i, s in enumerate(cuts):
+                    e = cuts[i + 1] if i + 1 < len(cuts) else end
+                    ctx = fence if (fence is not None and i > 0) else None
+                    self._block(node, s, e, path, top, context=ctx,
+                                context_kind="code_fence" if ctx else None, split="code")
+                return
+        self._split_prose(node, start, end, path, top, context=context, context_kind=context_kind)
+
+    def _fits_context(self, path: tuple[Node, ...], context: tuple[int, int]) -> bool:
+        """Whether a repeated header or fence leaves at least half the budget for rows or lines."""
+        return self.counter.span(*context) + self.counter.prefix(self._titles(path)) <= self.p.max_tokens // 2
+
+    # -- prose -----------------------------------------------------------------------------
+
+    def _split_prose(
+        self,
+        node: Node | None,
+        start: int,
+        end: int,
+        path: tuple[Node, ...],
+        top: int,
+        *,
+        context: tuple[int, int] | None,
+        context_kind: str | None,
+    ) -> None:
+        """Cut ``[start, end)`` at sentence ends, then line starts, words, tokens; each part counted whole."""
+        text, counter = self.text, self.counter
+        cur = self.cur
+        if cur is not None and cur.has_body:
+            self._flush()
+            cur = None
+        titles = self._titles(path) if self.p.include_heading_path else ()
+        dropped = 0
+        while titles and counter.prefix(titles) > self.p.max_tokens // 2:
+            titles, dropped = titles[1:], dropped + 1
+        if context is not None and counter.span(*context) + counter.prefix(titles) > self.p.max_tokens // 2:
+            context, context_kind = None, None
+        levels = self._cut_candidates(start, end)
+        position = start
+        first = True
+        while position < end:
+            keep = self.cur if (first and self.cur is not None) else None
+            head = self._embedding(keep, keep.end) if keep is not None else (
+                heading_prefix(titles) + (text[context[0] : context[1]] if context else "")
+            )
+            cut, count = self._longest_part(head, position, end, levels)
+            if keep is not None and cut == position:
+                # Even one step does not fit after the open headings: close them first.
+                self._flush()
+                first = False
+                continue
+            if keep is not None:
+                keep.end = cut
+                keep.has_body = True
+                keep.exact_count = count
+                keep.split = "prose"
+                if "paragraph" not in keep.kinds:
+                    keep.kinds.append(node.kind if node is not None else "paragraph")
+            else:
+                self.cur = _Open(
+                    start=position, end=cut, path=path, prefix=titles, prefix_dropped=dropped, top=top,
+                    has_body=True, kinds=[node.kind if node is not None else "paragraph"], sections=0,
+                    page_no=node.page_no if node is not None else None, context=context,
+                    context_kind=context_kind, split="prose", exact_count=count,
+                )
+            self._flush()
+            position = cut
+            first = False
+
+    def _cut_candidates(self, start: int, end: int) -> list[list[int]]:
+        """Cut positions inside ``(start, end)``: sentence starts, line starts, word starts."""
+        segment = self.text[start:end]
+        sentences = [start + m.end() for m in _SENTENCE_END.finditer(segment)]
+        lines = [p for p in self.counter.line_starts if start < p < end]
+        words = [start + m.end() for m in _WORD_START.finditer(segment)]
+        return [[p for p in level if start < p < end] for level in (sentences, lines, words)]
+
+    def _longest_part(self, head: str, position: int, end: int, levels: list[list[int]]) -> tuple[int, int]:
+        """The farthest cut after ``position`` whose part fits, by level; with its exact count.
+
+        Tries the end of the tile, then each level's candidates by bisection on exact counts of
+        ``head + text[position:cut]``, aiming at ``target_tokens`` (a part never passes
+        ``max_tokens``), and finally the tokenizer's token boundaries. Returns ``(position, 0)``
+        only when ``head`` alone leaves no room for a single token.
+        """
+        text, counter = self.text, self.counter
+        target, limit = self.p.target_tokens, self.p.max_tokens
+        whole = counter.exact(head + text[position:end])
+        if whole <= limit:
+            return end, whole
+        for level in levels:
+            lo = bisect_right(level, position)
+            hi = bisect_left(level, end)
+            candidates = level[lo:hi]
+            best = self._bisect(head, position, candidates, target)
+            if best is not None:
+                return best
+        # Token boundaries of a window that holds at least the budget.
+        window_end = min(end, position + 8 * limit + 64)
+        boundaries = [position + b for b in self.p.tokenizer.boundaries(text[position:window_end])]
+        boundaries = [b for b in boundaries if position < b < end]
+        best = self._bisect(head, position, boundaries, limit)
+        if best is not None:
+            return best
+        return position, 0
+
+    def _bisect(self, head: str, position: int, candidates: list[int], goal: int) -> tuple[int, int] | None:
+        """Largest candidate whose part counts at most ``goal`` (at most ``max_tokens``), or ``None``.
+
+        Every answer is an exact count of the whole ``head + text[position:cut]``. With an
+        additive tokenizer the whole-document encoding first proposes a candidate (its counts
+        are off by a token or two mid-line), so usually one or two exact counts decide.
+        """
+        text, counter = self.text, self.counter
+        if not candidates:
+            return None
+
+        def exact(i: int) -> int:
+            return counter.exact(head + text[position : candidates[i]])
+
+        hi = len(candidates) - 1
+        if counter.additive:
+            head_tokens, base = counter.exact(head), counter.tokens_before(position)
+            lo, guess = 0, -1
+            while lo <= hi:
+                mid = (lo + hi) // 2
+                if head_tokens + counter.tokens_before(candidates[mid]) - base <= goal:
+                    guess, lo = mid, mid + 1
+                else:
+                    hi = mid - 1
+            for i in range(guess, max(guess - 3, -1), -1):
+                count = exact(i)
+                if count <= goal:
+                    return candidates[i], count
+            hi = max(guess - 3, -1)
+        best: tuple[int, int] | None = None
+        lo = 0
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            count = exact(mid)
+            if count <= goal:
+                best, lo = (candidates[mid], count), mid + 1
+            else:
+                hi = mid - 1
+        if best is None and goal < self.p.max_tokens:
+            # Nothing reaches the target at this level: accept the first candidate within max.
+            count = exact(0)
+            if count <= self.p.max_tokens:
+                best = (candidates[0], count)
+        return best

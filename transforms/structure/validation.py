@@ -1,0 +1,195 @@
+"""Independent validation of structure chunks against the text they were cut from.
+
+Beam-free. :func:`validate_structure_chunks` trusts nothing a chunk says about itself: it rebuilds
+each chunk's text from its ``structure.spans`` over the source, rebuilds its embedding text with
+:func:`~transforms.structure.packing.build_embedding_text`, recomputes which non-whitespace
+characters of the source the chunks cover, measures the overlap between neighbours in tokens,
+and counts merged, split, oversized and small chunks. The job's validation transform turns the
+problems into dead-letter rows and the counts into the report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from transforms.documents import Chunk
+from transforms.structure.packing import EMBEDDING_TEXT_VERSION, build_embedding_text
+from transforms.tokenizers import Tokenizer
+
+__all__ = ["ChunkValidation", "StructureProblem", "has_structure", "validate_structure_chunks"]
+
+
+@dataclass(frozen=True)
+class StructureProblem:
+    """One finding: a chunk (``chunk_index``) or the whole document (``None``), with a reason code."""
+
+    chunk_index: int | None
+    reason: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class ChunkValidation:
+    """What validation found for one document's structure chunks; counts are recomputed.
+
+    Attributes:
+        chunk_count: Chunks checked.
+        source_characters: Non-whitespace code points of the source.
+        retained_characters: Of those, how many lie inside some chunk's spans.
+        excluded_characters: ``source_characters - retained_characters`` (0 when nothing is lost).
+        embedding_tokens: Sum of the chunks' recounted embedding-text tokens.
+        classification: ``"complete"`` (everything covered, no problem) or ``"incomplete"``.
+        token_counts: Each chunk's recounted tokens, in order.
+        merged_chunks: Chunks holding more than one section.
+        split_chunks: Chunks that are a part of a block too large for one chunk.
+        oversized_chunks: Chunks over ``max_tokens`` (each is also a problem).
+        small_chunks: Chunks under ``min_preferred_tokens``.
+        max_overlap: Largest overlap between neighbours, in tokens.
+        problems: Findings, in chunk order; document-level ones last.
+    """
+
+    chunk_count: int
+    source_characters: int
+    retained_characters: int
+    excluded_characters: int
+    embedding_tokens: int
+    classification: str
+    token_counts: tuple[int, ...] = ()
+    merged_chunks: int = 0
+    split_chunks: int = 0
+    oversized_chunks: int = 0
+    small_chunks: int = 0
+    max_overlap: int = 0
+    problems: tuple[StructureProblem, ...] = ()
+
+
+def has_structure(chunk: Chunk) -> bool:
+    """Whether ``chunk`` carries the structure metadata this module validates."""
+    structure = chunk.metadata.get("structure")
+    return isinstance(structure, dict) and structure.get("embedding") == EMBEDDING_TEXT_VERSION
+
+
+def _spans(structure: dict[str, Any], limit: int) -> list[tuple[int, int]] | None:
+    spans = structure.get("spans")
+    if not isinstance(spans, list) or not spans:
+        return None
+    out = []
+    for span in spans:
+        if (
+            not isinstance(span, (list, tuple)) or len(span) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in span)
+            or not 0 <= span[0] < span[1] <= limit
+        ):
+            return None
+        out.append((span[0], span[1]))
+    return out
+
+
+def _non_space(text: str) -> int:
+    return len(text) - sum(1 for c in text if c.isspace()) if len(text) < 64 else len("".join(text.split()))
+
+
+def validate_structure_chunks(
+    source: str,
+    chunks: Sequence[Chunk],
+    *,
+    tokenizer: Tokenizer,
+    max_tokens: int,
+    max_overlap_tokens: int = 50,
+    min_preferred_tokens: int = 100,
+    token_counts: Sequence[int] | None = None,
+) -> ChunkValidation:
+    """Validate one document's structure chunks against ``source``, the text their spans index.
+
+    Checks: each chunk's spans are in range and their concatenation is its ``text``
+    (``offset_mismatch``); its ``embedding_text`` is ``build_embedding_text(text, metadata)``
+    (``embedding_text_mismatch``); it has at most ``max_tokens`` tokens
+    (``token_budget_exceeded``); it overlaps the previous chunk by at most
+    ``max_overlap_tokens`` (``overlap_exceeded``); and together the chunks cover every
+    non-whitespace character of ``source`` (``incomplete_coverage``, a document-level problem).
+
+    Args:
+        source: The normalized text (the document's content for markdown, text and rst).
+        chunks: The document's chunks, in order, all with structure metadata.
+        tokenizer: The budget tokenizer.
+        max_tokens: The hard budget, in tokens of ``tokenizer``.
+        max_overlap_tokens: Largest allowed overlap between neighbours, in tokens.
+        min_preferred_tokens: Chunks under this count as small.
+        token_counts: Each chunk's embedding-text tokens when already recounted by the caller;
+            recounted here otherwise.
+
+    Returns:
+        The :class:`ChunkValidation`, problems included; nothing is raised for bad chunks.
+    """
+    counts = list(token_counts) if token_counts is not None else [tokenizer.count(c.embedding_text) for c in chunks]
+    problems: list[StructureProblem] = []
+    covered: list[tuple[int, int]] = []
+    previous_main: tuple[int, int] | None = None
+    merged = split = small = oversized = 0
+    max_overlap = 0
+    for i, chunk in enumerate(chunks):
+        structure = chunk.metadata.get("structure") or {}
+        spans = _spans(structure, len(source))
+        if spans is None:
+            problems.append(StructureProblem(i, "offset_mismatch", "structure.spans is missing or out of range"))
+            previous_main = None
+            continue
+        if "".join(source[s:e] for s, e in spans) != chunk.text:
+            problems.append(
+                StructureProblem(i, "offset_mismatch", f"the text is not the concatenation of its spans {spans[:4]}")
+            )
+            previous_main = None
+            continue
+        covered.extend(spans)
+        if build_embedding_text(chunk.text, chunk.metadata) != chunk.embedding_text:
+            problems.append(
+                StructureProblem(i, "embedding_text_mismatch", "embedding_text is not the heading prefix plus the text")
+            )
+        if counts[i] > max_tokens:
+            oversized += 1
+            problems.append(StructureProblem(i, "token_budget_exceeded", f"{counts[i]} tokens > max {max_tokens}"))
+        main = spans[-1]
+        if previous_main is not None and main[0] < previous_main[1]:
+            overlap = tokenizer.count(source[main[0] : min(previous_main[1], main[1])])
+            max_overlap = max(max_overlap, overlap)
+            if overlap > max_overlap_tokens:
+                problems.append(
+                    StructureProblem(i, "overlap_exceeded", f"{overlap} tokens overlap > max {max_overlap_tokens}")
+                )
+        previous_main = main
+        merged += 1 if (structure.get("sections") or 0) > 1 else 0
+        split += 1 if structure.get("split") else 0
+        small += 1 if counts[i] < min_preferred_tokens else 0
+
+    covered.sort()
+    excluded = 0
+    position = 0
+    for start, end in covered:
+        if start > position:
+            excluded += _non_space(source[position:start])
+        position = max(position, end)
+    excluded += _non_space(source[position:])
+    total = _non_space(source)
+    if excluded:
+        problems.append(
+            StructureProblem(
+                None, "incomplete_coverage",
+                f"{excluded} of {total} non-whitespace characters are in no chunk",
+            )
+        )
+    return ChunkValidation(
+        chunk_count=len(chunks),
+        source_characters=total,
+        retained_characters=total - excluded,
+        excluded_characters=excluded,
+        embedding_tokens=sum(counts),
+        classification="complete" if not problems else "incomplete",
+        token_counts=tuple(counts),
+        merged_chunks=merged,
+        split_chunks=split,
+        oversized_chunks=oversized,
+        small_chunks=small,
+        max_overlap=max_overlap,
+        problems=tuple(problems),
+    )
