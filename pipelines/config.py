@@ -7,8 +7,9 @@ job turns that into exit status 2 before the pipeline starts.
 
 A token budget that a chunker's parameters leave out is taken from the job's ``max_tokens``:
 ``chunk_size`` of ``TokenTextSplitter`` and of the separator splitters with ``length: tokens``,
-and ``max_tokens`` of ``DoclingChunker`` with ``chunker: hybrid``. So ``--max-tokens`` alone
-resizes the default configuration.
+``max_tokens`` of ``StructureAwareChunker`` (whose ``target_tokens`` and
+``min_preferred_tokens`` then default to at most that), and ``max_tokens`` of ``DoclingChunker``
+with ``chunker: hybrid``. So ``--max-tokens`` alone resizes the default configuration.
 """
 
 from __future__ import annotations
@@ -33,13 +34,10 @@ DEFAULT_CONFIG: Mapping[str, Any] = {
     "max_tokens": DEFAULT_MAX_TOKENS,
     "chunkers": {
         "docling": {"type": "DoclingChunker", "params": {"chunker": "hybrid", "merge_peers": True}},
-        "prose": {
-            "type": "RecursiveCharacterTextSplitter",
-            "params": {"length": "tokens", "chunk_overlap": 0},
-        },
+        "structure": {"type": "StructureAwareChunker", "params": {}},
     },
     "routes": [{"when": {"content_format": ["docling"]}, "chunker": "docling"}],
-    "default": "prose",
+    "default": "structure",
 }
 
 _TOP_KEYS = {"tokenizer", "max_tokens", "chunkers", "routes", "default"}

@@ -101,8 +101,11 @@ def test_runs_and_reports(capsys, tmp_path, docs):
     assert report["documents_read"] == 1 and report["documents_chunked"] == 1
     assert report["chunks_written"] == len(read_output(out, "chunks")) == 2
     assert report["max_tokens"] == 4 and report["tokenizer"] == "tiktoken:cl100k_base:223921b7"
-    assert report["chunks_by_chunker"] == {"RecursiveCharacterTextSplitter": 2}
+    # The default StructureAwareChunker at 4 tokens: one chunk per paragraph ("Hello world.\n\n"
+    # is "Hello", " world", ".\n\n" in cl100k_base; "Second paragraph." is 3 as well).
+    assert report["chunks_by_chunker"] == {"StructureAwareChunker": 2}
     assert report["token_count"] == {"min": 3, "p50": 3, "p95": 3, "max": 3}
+    assert [r["text"] for r in read_output(out, "chunks")] == ["Hello world.\n\n", "Second paragraph."]
 
 
 def test_column_map_and_utf8_bytes_tokenizer(tmp_path):
@@ -115,11 +118,12 @@ def test_column_map_and_utf8_bytes_tokenizer(tmp_path):
                  "--tokenizer", "utf8-bytes", "--max-tokens", "8"])
     assert code == 0
     rows = read_output(out, "chunks")
-    assert [(r["document_id"], r["text"], r["token_count"], r["tokenizer"]) for r in rows] == [
-        ("x", "héllo", 6, "utf8-bytes:v1"),
-        ("x", "wörld", 6, "utf8-bytes:v1"),
+    # 12 bytes do not fit 8: the paragraph is split between words, the space left between chunks.
+    assert [(r["document_id"], r["text"], r["token_count"], r["tokenizer"], r["start_offset"]) for r in rows] == [
+        ("x", "héllo", 6, "utf8-bytes:v1", 0),
+        ("x", "wörld", 6, "utf8-bytes:v1", 6),
     ]
-    assert json.loads(rows[0]["metadata"]) == {"lang": "de"}
+    assert json.loads(rows[0]["metadata"])["lang"] == "de"
 
 
 def test_module_entry_point_exits_2_without_traceback(tmp_path):

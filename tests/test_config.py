@@ -46,6 +46,6 @@ def test_budgets_left_out_take_the_jobs_max_tokens():
 def test_command_line_wins_over_the_file():
     spec = resolve_config(dict(DEFAULT_CONFIG), tokenizer="utf8-bytes", max_tokens=128)
     assert spec["tokenizer"] == "utf8-bytes" and spec["max_tokens"] == 128
-    assert spec["chunkers"]["prose"]["params"]["chunk_size"] == 128
+    assert spec["chunkers"]["structure"]["params"]["max_tokens"] == 128
     assert spec["chunkers"]["docling"]["params"]["max_tokens"] == 128
     assert spec["routes"] == [{"when": {"content_format": ["docling"], "metadata": {}}, "chunker": "docling"}]

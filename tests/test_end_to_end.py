@@ -16,6 +16,7 @@ import pytest
 from pipelines.rechunk import main
 from tests.conftest import REPO, read_output, shared, write_documents
 from transforms.documents import chunk_id, document_hash
+from transforms.structure.packing import build_embedding_text
 
 MAX_TOKENS = 512
 
@@ -65,13 +66,25 @@ def test_verbatim_chunks_slice_their_source(runs, corpus):
         assert c["document_hash"] == document_hash(doc["content"])
         assert c["chunk_id"] == chunk_id(c["document_id"], c["chunk_index"], c["text"])
         assert c["text"].strip()
+        metadata = json.loads(c["metadata"])
         if doc["content_format"] == "docling":
             assert c["start_offset"] is None and c["end_offset"] is None
             assert c["content_format"] == "text" and c["chunker"] == "DoclingChunker"
-        else:
+            continue
+        assert c["chunker"] == "StructureAwareChunker"
+        assert c["embedding_text"] == build_embedding_text(c["text"], metadata)
+        assert c["embedding_text"].endswith(c["text"])
+        if doc["content_format"] == "html":
+            # Cut from the Markdown rendering of the page: no source offsets.
+            assert c["start_offset"] is None and c["content_format"] == "markdown"
+        elif c["start_offset"] is not None:
             assert doc["content"][c["start_offset"] : c["end_offset"]] == c["text"]
-            assert c["embedding_text"] == c["text"]
             verbatim += 1
+        else:
+            # A repeated table header or re-opened code fence: the text is its spans, in order.
+            spans = metadata["structure"]["spans"]
+            assert len(spans) == 2 and metadata["structure"]["context"] in ("table_header", "code_fence")
+            assert "".join(doc["content"][s:e] for s, e in spans) == c["text"]
         assert json.loads(c["metadata"])["collection"] == json.loads(doc["metadata"])["collection"]
     assert verbatim > 1000
 

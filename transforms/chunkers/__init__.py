@@ -6,6 +6,7 @@
 from transforms.chunkers.base import Chunker, ChunkingError, Piece
 from transforms.chunkers.docling import DoclingChunker
 from transforms.chunkers.router import ChunkerRouter, Route
+from transforms.chunkers.structure import HeadingChunker, StructureAwareChunker
 from transforms.chunkers.text import (
     CharacterTextSplitter,
     RecursiveCharacterTextSplitter,
@@ -20,6 +21,8 @@ CHUNKERS: dict[str, type[Chunker]] = {
         RecursiveCharacterTextSplitter,
         TokenTextSplitter,
         DoclingChunker,
+        HeadingChunker,
+        StructureAwareChunker,
     )
 }
 
@@ -30,8 +33,10 @@ __all__ = [
     "ChunkerRouter",
     "ChunkingError",
     "DoclingChunker",
+    "HeadingChunker",
     "Piece",
     "RecursiveCharacterTextSplitter",
     "Route",
+    "StructureAwareChunker",
     "TokenTextSplitter",
 ]

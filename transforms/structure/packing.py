@@ -57,6 +57,10 @@ __all__ = [
 EMBEDDING_TEXT_VERSION = "heading-path/1"
 _PATH_SEPARATOR = " > "
 _LINE_BREAK = re.compile(r"\r\n?|\n")
+# A line break followed, on the next line, by optional spaces and a non-space character: the
+# position after the break is a stable cut. Python's \s is str.isspace(), a superset of the
+# tokenizer pattern's \s, so a line that starts with e.g. U+001C is not taken as stable.
+_STABLE_LINE_START = re.compile(r"(?:\r\n?|\n)(?=[^\S\r\n]*\S)")
 _SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"'\u201d\u2019)\]]*\s+")
 _WORD_START = re.compile(r"\s+")
 _CONTAINERS = frozenset({"list", "list_item", "quote"})
@@ -134,19 +138,27 @@ class Lines:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.line_starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
-        if self.line_starts[-1] != len(text):
-            self.line_starts.append(len(text))
-        starts = self.line_starts
-        self.stable = {0, len(text)}
-        for i in range(1, len(starts) - 1):
-            line = text[starts[i] : starts[i + 1]]
-            if line and not line.isspace():
-                self.stable.add(starts[i])
+        # With a carriage return anywhere, line starts come from a list (rfind for "\r" could
+        # scan far back on every call); otherwise from rfind("\n").
+        self._cr_line_starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)] if "\r" in text else None
+        #: Stable positions, ascending; and the same as a set.
+        found = [m.end() for m in _STABLE_LINE_START.finditer(text)]
+        self.stable_list = sorted({0, len(text), *found})
+        self.stable = set(self.stable_list)
 
     def line_start(self, position: int) -> int:
-        """The start of the line that holds ``position``."""
-        return self.line_starts[bisect_right(self.line_starts, position) - 1]
+        """The start of the line that holds ``position`` (after the last ``\\n`` or ``\\r`` before it)."""
+        if self._cr_line_starts is not None:
+            return self._cr_line_starts[bisect_right(self._cr_line_starts, position) - 1]
+        return self.text.rfind("\n", 0, position) + 1
+
+    def line_starts_between(self, start: int, end: int) -> list[int]:
+        """Every line start strictly inside ``(start, end)``."""
+        return [m.end() for m in _LINE_BREAK.finditer(self.text, start, end) if m.end() < end]
+
+    def stable_between(self, start: int, end: int) -> list[int]:
+        """Stable positions strictly inside ``(start, end)``."""
+        return self.stable_list[bisect_right(self.stable_list, start) : bisect_left(self.stable_list, end)]
 
     def tiles(self, children: tuple[Node, ...], lo: int, hi: int) -> list[tuple[Node | None, int, int]]:
         """Cut ``[lo, hi)`` at the line starts of ``children``: ``(node, start, end)`` in order.
@@ -177,7 +189,7 @@ class _Counter:
     def __init__(self, text: str, tokenizer: Tokenizer, lines: Lines) -> None:
         self.text = text
         self.tokenizer = tokenizer
-        self.line_starts = lines.line_starts
+        self.lines = lines
         self.stable = lines.stable
         ends_of = getattr(tokenizer, "token_ends", None)
         self.additive = ends_of is not None
@@ -186,8 +198,8 @@ class _Counter:
             import numpy as np
 
             self._ends = ends_of(text)
-            before = np.searchsorted(self._ends, np.asarray(sorted(self.stable), dtype=np.int64), "right")
-            self._before = dict(zip(sorted(self.stable), before.tolist()))
+            before = np.searchsorted(self._ends, np.asarray(lines.stable_list, dtype=np.int64), "right")
+            self._before = dict(zip(lines.stable_list, before.tolist()))
 
     def tokens_before(self, position: int) -> int:
         """Tokens of the whole encoding that end at or before ``position`` (additive tokenizers)."""
@@ -298,6 +310,7 @@ class _Run:
         self.out: list[PackedChunk] = []
         self.last_tiles: list[int] = []  # tile starts of the last flushed chunk (for overlap)
         self.tiles_in_cur: list[int] = []
+        self.titles: dict[tuple[int, ...], tuple[str, ...]] = {}
 
     def pack(self) -> list[PackedChunk]:
         root = self.normalized.root
@@ -403,7 +416,11 @@ class _Run:
             cur.page_no = node.page_no
 
     def _titles(self, path: tuple[Node, ...]) -> tuple[str, ...]:
-        return tuple(n.title for n in path if n.title)
+        key = tuple(map(id, path))  # nodes hash their whole subtree; ids are enough within a run
+        titles = self.titles.get(key)
+        if titles is None:
+            titles = self.titles[key] = tuple(n.title for n in path if n.title)
+        return titles
 
     def _open(
         self,
@@ -598,14 +615,16 @@ class _Run:
             tiles = self.lines.tiles(node.children, start, end)
             header_end = tiles[node.header_rows][1] if 0 < node.header_rows < len(tiles) else None
             header = (start, header_end) if header_end is not None else None
-            if len(tiles) > 1 and (header is None or self._fits_context(path, header)):
+            if header is not None and not self._fits_context(path, header):
+                header = None  # a header this large is not repeated; rows are still kept whole
+            if len(tiles) > 1:
                 for child, s, e in tiles:
                     in_body = header is not None and s >= header_end
                     self._block(child, s, e, path, top, context=header if in_body else None,
                                 context_kind="table_header" if in_body else None, split="table")
                 return
         if kind == "code":
-            lines = [p for p in self.counter.line_starts if start < p < end and p in self.counter.stable]
+            lines = self.lines.stable_between(start, end)
             if lines:
                 fence = (start, lines[0]) if node.fence else None
                 if fence is not None and not self._fits_context(path, fence):
@@ -657,13 +676,26 @@ class _Run:
                 heading_prefix(titles) + (text[context[0] : context[1]] if context else "")
             )
             cut, count = self._longest_part(head, position, end, levels)
+            # A part cut inside the tile ends at its last non-space character; the whitespace
+            # it leaves out lies between two chunks (the next part starts at ``cut``).
+            part_end = cut
+            if cut < end:
+                part_end = len(text[position:cut].rstrip()) + position
+                if part_end == position:
+                    part_end = cut
+                elif part_end != cut:
+                    stripped = counter.exact(head + text[position:part_end])
+                    if stripped <= self.p.max_tokens:
+                        count = stripped
+                    else:
+                        part_end = cut
             if keep is not None and cut == position:
                 # Even one step does not fit after the open headings: close them first.
                 self._flush()
                 first = False
                 continue
             if keep is not None:
-                keep.end = cut
+                keep.end = part_end
                 keep.has_body = True
                 keep.exact_count = count
                 keep.split = "prose"
@@ -671,7 +703,7 @@ class _Run:
                     keep.kinds.append(node.kind if node is not None else "paragraph")
             else:
                 self.cur = _Open(
-                    start=position, end=cut, path=path, prefix=titles, prefix_dropped=dropped, top=top,
+                    start=position, end=part_end, path=path, prefix=titles, prefix_dropped=dropped, top=top,
                     has_body=True, kinds=[node.kind if node is not None else "paragraph"], sections=0,
                     page_no=node.page_no if node is not None else None, context=context,
                     context_kind=context_kind, split="prose", exact_count=count,
@@ -684,7 +716,7 @@ class _Run:
         """Cut positions inside ``(start, end)``: sentence starts, line starts, word starts."""
         segment = self.text[start:end]
         sentences = [start + m.end() for m in _SENTENCE_END.finditer(segment)]
-        lines = [p for p in self.counter.line_starts if start < p < end]
+        lines = self.lines.line_starts_between(start, end)
         words = [start + m.end() for m in _WORD_START.finditer(segment)]
         return [[p for p in level if start < p < end] for level in (sentences, lines, words)]
 

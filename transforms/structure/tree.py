@@ -39,10 +39,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Sequence
 
 __all__ = [
     "BLOCK_KINDS",
+    "LazyChildren",
     "Node",
     "NormalizationError",
     "NormalizedDocument",
@@ -54,6 +55,46 @@ __all__ = [
 BLOCK_KINDS = frozenset(
     {"heading", "paragraph", "code", "table", "table_row", "list", "list_item", "quote", "html", "rule"}
 )
+
+
+class LazyChildren(Sequence["Node"]):
+    """A node's children, built on first use (most blocks are never looked into).
+
+    Behaves as the tuple it builds: indexing, ``len``, iteration, truth, ``==`` and ``hash``.
+    """
+
+    __slots__ = ("_make", "_nodes")
+
+    def __init__(self, make: Callable[[], Iterable["Node"]]) -> None:
+        self._make: Callable[[], Iterable[Node]] | None = make
+        self._nodes: tuple[Node, ...] | None = None
+
+    def _get(self) -> tuple["Node", ...]:
+        if self._nodes is None:
+            self._nodes = tuple(self._make())
+            self._make = None
+        return self._nodes
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self._get()[index]
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __iter__(self) -> Iterator["Node"]:
+        return iter(self._get())
+
+    def __bool__(self) -> bool:
+        return bool(self._get())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, (tuple, LazyChildren)) and self._get() == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(self._get())
+
+    def __repr__(self) -> str:
+        return repr(self._get())
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +118,7 @@ class Node:
     kind: str
     start: int
     end: int
-    children: tuple["Node", ...] = ()
+    children: Sequence["Node"] = ()
     level: int = 0
     title: str = ""
     language: str = ""

@@ -20,7 +20,7 @@ import re
 from bisect import bisect_right
 from functools import lru_cache
 
-from transforms.structure.tree import Node, NormalizedDocument
+from transforms.structure.tree import LazyChildren, Node, NormalizedDocument
 
 __all__ = ["normalize_markdown"]
 
@@ -53,13 +53,17 @@ class _Positions:
             raw = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
             starts = (raw & 0xC0) != 0x80
             self._code_point = np.concatenate(([0], np.cumsum(starts, dtype=np.int64)))
-        self.line_starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
+        # With a carriage return anywhere, line starts come from a list (rfind for "\r" could
+        # scan far back on every call); otherwise from rfind("\n").
+        self._cr_line_starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)] if "\r" in text else None
 
     def code_point(self, byte_offset: int) -> int:
         return byte_offset if self._ascii else int(self._code_point[byte_offset])
 
     def line_start(self, position: int) -> int:
-        return self.line_starts[bisect_right(self.line_starts, position) - 1]
+        if self._cr_line_starts is not None:
+            return self._cr_line_starts[bisect_right(self._cr_line_starts, position) - 1]
+        return self.text.rfind("\n", 0, position) + 1
 
 
 def _inline_text(node) -> str:
@@ -79,15 +83,18 @@ def _convert(node, pos: _Positions, list_depth: int) -> Node | None:
         return None
     name = node.name
 
-    def children(depth: int = list_depth) -> tuple[Node, ...]:
-        out = []
-        for child in node.children:
-            converted = _convert(child, pos, depth)
-            if converted is not None and converted.end <= end:
-                if out and converted.start < out[-1].end:
-                    continue  # two blocks on one line (e.g. "> - a"): the first one holds the line
-                out.append(converted)
-        return tuple(out)
+    def children(depth: int = list_depth, after: int = -1) -> LazyChildren:
+        def make() -> list[Node]:
+            out: list[Node] = []
+            for child in node.children:
+                converted = _convert(child, pos, depth)
+                if converted is not None and after < converted.start and converted.end <= end:
+                    if out and converted.start < out[-1].end:
+                        continue  # two blocks on one line (e.g. "> - a"): the first holds the line
+                    out.append(converted)
+            return out
+
+        return LazyChildren(make)
 
     if name in ("heading", "lheading"):
         return Node("heading", start, end, level=int(node.meta.get("level", 1)), title=_inline_text(node))
@@ -103,22 +110,23 @@ def _convert(node, pos: _Positions, list_depth: int) -> Node | None:
     if name in ("bullet_list", "ordered_list"):
         return Node("list", start, end, children(list_depth + 1), level=list_depth + 1)
     if name == "list_item":
-        return Node("list_item", start, end, tuple(c for c in children() if c.start > start))
+        return Node("list_item", start, end, children(after=start))
     if name == "table":
-        rows: list[Node] = []
-        header_rows = 0
-        for part in node.children:
-            if part.srcmap is None:
-                continue
-            if part.name == "thead":
-                row = _convert_row(part, pos)
-                if row is not None:
-                    rows.append(row)
-                    header_rows = 1
-            else:
-                rows.extend(r for r in (_convert_row(t, pos) for t in part.children) if r is not None)
-        rows = [r for i, r in enumerate(rows) if r.end <= end and (i == 0 or r.start >= rows[i - 1].end)]
-        return Node("table", start, end, tuple(rows), header_rows=header_rows if rows else 0)
+        has_header = any(part.name == "thead" and part.srcmap is not None for part in node.children)
+
+        def rows() -> list[Node]:
+            out: list[Node] = []
+            for part in node.children:
+                if part.srcmap is None:
+                    continue
+                for row in (_convert_row(part, pos),) if part.name == "thead" else map(
+                    lambda r: _convert_row(r, pos), part.children
+                ):
+                    if row is not None and row.end <= end and (not out or row.start >= out[-1].end):
+                        out.append(row)
+            return out
+
+        return Node("table", start, end, LazyChildren(rows), header_rows=1 if has_header else 0)
     if name == "hr" or name == "front_matter":
         return Node("rule", start, end)
     if name == "html_block":
