@@ -1,0 +1,311 @@
+"""HeadingChunker and StructureAwareChunker: exact chunks of small hand-written documents.
+
+Budgets are in UTF-8 bytes (``Utf8ByteTokenizer``) where the expected chunks are worked out by
+hand, and in cl100k_base tokens where the tokenizer matters.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from transforms.chunkers import ChunkingError, HeadingChunker, StructureAwareChunker
+from transforms.documents import Document
+from transforms.structure.normalizers import NormalizerRegistry
+from transforms.structure.normalizers.markdown import normalize_markdown
+from transforms.structure.packing import build_embedding_text
+from transforms.structure.validation import validate_structure_chunks
+from transforms.tokenizers import Utf8ByteTokenizer
+
+BYTES = Utf8ByteTokenizer()
+
+
+def _doc(content: str, content_format: str = "markdown") -> Document:
+    return Document(id="d", content=content, content_format=content_format, metadata={"source": "test"})
+
+
+def _chunks(chunker, content: str, content_format: str = "markdown"):
+    identity = getattr(getattr(chunker, "tokenizer", None), "identity", "none")
+    return chunker.chunk(_doc(content, content_format), tokenizer_identity=identity)
+
+
+def _table(chunks):
+    """(text, prefix part of embedding_text, headings, start_offset, context, split) per chunk."""
+    return [
+        (
+            c.text,
+            c.embedding_text[: len(c.embedding_text) - len(c.text)],
+            c.headings,
+            c.start_offset,
+            c.metadata["structure"]["context"],
+            c.metadata["structure"]["split"],
+        )
+        for c in chunks
+    ]
+
+
+# -- HeadingChunker ------------------------------------------------------------------------------
+
+SECTIONS = (
+    "Pre text\n\n"
+    "# A\n\n## B\n\nbody b\n\n```\n# not\n```\n\n"
+    "## C\nbody c\n\n"
+    "Setext\n------\n\nbody s\n\n"
+    "# D\n### E\n\ne body\n"
+)
+
+
+def test_heading_chunker_whole_sections_with_their_ancestors():
+    chunks = _chunks(HeadingChunker(), SECTIONS)
+    assert [(c.text, c.headings, c.start_offset, c.end_offset) for c in chunks] == [
+        # Text before the first heading: an empty path.
+        ("Pre text\n\n", (), 0, 10),
+        # "# A" has no text of its own: it travels with its first subsection (a verbatim slice);
+        # "# not" inside the fence is code, not a heading.
+        ("# A\n\n## B\n\nbody b\n\n```\n# not\n```\n\n", ("A", "B"), 10, 44),
+        # Later subsections get the ancestor's heading line in front: no longer a verbatim slice.
+        ("# A\n\n## C\nbody c\n\n", ("A", "C"), None, None),
+        # Setext headings count.
+        ("# A\n\nSetext\n------\n\nbody s\n\n", ("A", "Setext"), None, None),
+        # Levels may skip (1 then 3).
+        ("# D\n### E\n\ne body\n", ("D", "E"), 80, 98),
+    ]
+    assert chunks[2].metadata["structure"]["spans"] == [[10, 15], [44, 57]]
+    assert chunks[2].metadata["structure"]["context"] == "headings"
+    assert all(c.embedding_text == c.text for c in chunks)
+    assert all(c.metadata["source"] == "test" for c in chunks)
+
+
+def test_heading_chunker_crlf_and_unclosed_fence():
+    chunks = _chunks(HeadingChunker(), "# T\r\n\r\nx\r\n\r\n```\r\n# inside\r\nrest\r\n")
+    assert [(c.text, c.headings) for c in chunks] == [("# T\r\n\r\nx\r\n\r\n```\r\n# inside\r\nrest\r\n", ("T",))]
+
+
+def test_heading_chunker_has_no_budget_and_validates():
+    chunks = _chunks(HeadingChunker(), SECTIONS)
+    result = validate_structure_chunks(SECTIONS, chunks, tokenizer=BYTES, max_tokens=10_000)
+    assert result.problems == () and result.excluded_characters == 0 and result.classification == "complete"
+
+
+# -- StructureAwareChunker: packing ------------------------------------------------------------
+
+
+def _bytes(**params) -> StructureAwareChunker:
+    params.setdefault("min_preferred_tokens", 0)
+    return StructureAwareChunker(tokenizer=BYTES, **params)
+
+
+def test_small_document_is_one_chunk_with_its_heading_path():
+    text = "# Guide\n\nIntro.\n\n## Install\n\nRun it.\n"
+    chunks = _chunks(_bytes(max_tokens=600), text)
+    assert _table(chunks) == [(text, "", ("Guide",), 0, None, None)]
+    assert chunks[0].metadata["structure"]["sections"] == 1
+
+
+def test_sections_merge_up_to_the_target_then_the_path_prefixes_the_embedding_text():
+    text = "# Guide\n\nIntro.\n\n## Code\n\n```python\nline_one = 1\nline_two = 2\nline_three = 3\n```\n"
+    chunks = _chunks(_bytes(max_tokens=80, target_tokens=60), text)
+    assert _table(chunks) == [
+        ("# Guide\n\nIntro.\n\n", "", ("Guide",), 0, None, None),
+        # The code block fits 80 bytes with its path "Guide": never split.
+        (text[17:], "Guide\n\n", ("Guide", "Code"), 17, None, None),
+    ]
+    assert chunks[1].embedding_text == "Guide\n\n" + text[17:]
+    assert chunks[1].embedding_text == build_embedding_text(chunks[1].text, chunks[1].metadata)
+
+
+def test_oversized_code_is_split_between_lines_and_the_fence_reopened():
+    text = "# Guide\n\nIntro.\n\n## Code\n\n```python\nline_one = 1\nline_two = 2\nline_three = 3\n```\n"
+    chunks = _chunks(_bytes(max_tokens=50, target_tokens=45), text)
+    assert _table(chunks) == [
+        ("# Guide\n\nIntro.\n\n", "", ("Guide",), 0, None, None),
+        ("## Code\n\n```python\nline_one = 1\n", "Guide\n\n", ("Guide", "Code"), 17, None, None),
+        ("```python\nline_two = 2\n", "Guide > Code\n\n", ("Guide", "Code"), None, "code_fence", "code"),
+        ("```python\nline_three = 3\n```\n", "Guide > Code\n\n", ("Guide", "Code"), None, "code_fence", "code"),
+    ]
+    # The re-opened fence is the source's own fence line: the text is its spans, concatenated.
+    assert chunks[2].metadata["structure"]["spans"] == [[26, 36], [49, 62]]
+    assert all(BYTES.count(c.embedding_text) <= 50 for c in chunks)
+
+
+TABLE = "## Data\n\n| key | value |\n|-----|-------|\n" + "".join(f"| k{i} | v{i} |\n" for i in range(6))
+
+
+def test_oversized_table_is_split_between_rows_with_the_header_repeated():
+    chunks = _chunks(_bytes(max_tokens=100, target_tokens=90), TABLE)
+    header = "| key | value |\n|-----|-------|\n"
+    assert _table(chunks) == [
+        ("## Data\n\n" + header + "| k0 | v0 |\n| k1 | v1 |\n| k2 | v2 |\n| k3 | v3 |\n", "", ("Data",), 0, None, None),
+        (header + "| k4 | v4 |\n| k5 | v5 |\n", "Data\n\n", ("Data",), None, "table_header", "table"),
+    ]
+    assert all(BYTES.count(c.embedding_text) <= 100 for c in chunks)
+
+
+def test_a_header_too_large_to_repeat_still_splits_between_rows():
+    chunks = _chunks(_bytes(max_tokens=60, target_tokens=60), TABLE)
+    assert [c.metadata["structure"]["context"] for c in chunks] == [None, None, None]
+    assert all(c.text.endswith("|\n") for c in chunks)  # every cut is between rows
+    assert "".join(c.text for c in chunks) == TABLE
+
+
+def test_lists_split_between_items_and_nested_lists():
+    text = "- item one is here\n- item two is here\n  - nested a\n  - nested b\n- item three\n"
+    chunks = _chunks(_bytes(max_tokens=40, target_tokens=30), text)
+    assert [c.text for c in chunks] == [
+        "- item one is here\n",
+        "- item two is here\n",
+        "  - nested a\n  - nested b\n",
+        "- item three\n",
+    ]
+    assert "".join(c.text for c in chunks) == text
+
+
+def test_prose_is_split_at_sentences_and_the_space_between_is_left_out():
+    chunks = _chunks(_bytes(max_tokens=25, target_tokens=20), "One sentence here. Two sentence here. Three sentence here.")
+    assert [(c.text, c.start_offset, c.metadata["structure"]["split"]) for c in chunks] == [
+        ("One sentence here.", 0, "prose"),
+        ("Two sentence here.", 19, "prose"),
+        ("Three sentence here.", 38, "prose"),
+    ]
+
+
+def test_a_long_heading_path_is_shortened_outermost_first_never_the_text():
+    text = "# A very long title that eats room\n\n## Another long subtitle\n\nText here is long enough.\n"
+    chunks = _chunks(_bytes(max_tokens=40, target_tokens=40), text)
+    assert [(c.text, c.embedding_text, c.metadata["structure"]["prefix_dropped"]) for c in chunks] == [
+        ("# A very long title that eats room\n\n", "# A very long title that eats room\n\n", 0),
+        ("## Another long subtitle\n\n", "## Another long subtitle\n\n", 1),
+        ("Text here is long enough.\n", "Text here is long enough.\n", 2),
+    ]
+
+
+def test_crlf_setext_and_atx_headings():
+    text = "Title\r\n=====\r\n\r\nBody one.\r\n\r\nSub\r\n---\r\n\r\nBody two.\r\n"
+    chunks = _chunks(_bytes(max_tokens=30, target_tokens=20), text)
+    assert _table(chunks) == [
+        ("Title\r\n=====\r\n\r\nBody one.\r\n\r\n", "", ("Title",), 0, None, None),
+        ("Sub\r\n---\r\n\r\nBody two.\r\n", "Title\n\n", ("Title", "Sub"), 29, None, None),
+    ]
+
+
+def test_no_merge_across_top_level_sections_unless_allowed():
+    text = "# One\n\na\n\n# Two\n\nb\n"
+    apart = _chunks(_bytes(max_tokens=600), text)
+    assert [c.text for c in apart] == ["# One\n\na\n\n", "# Two\n\nb\n"]
+    together = _chunks(_bytes(max_tokens=600, allow_cross_top_level_merge=True), text)
+    assert [c.text for c in together] == [text]
+    assert together[0].metadata["structure"]["sections"] == 2
+
+
+def test_small_chunks_merge_with_a_neighbour_of_the_same_top_level_section():
+    text = "Intro.\n\n# Title\n\n" + "x" * 30 + "\n"
+    # Without min_preferred_tokens the preamble stands alone; with it, it joins the section.
+    assert len(_chunks(_bytes(max_tokens=40, target_tokens=40), text)) == 2
+    merged = _chunks(_bytes(max_tokens=60, target_tokens=60, min_preferred_tokens=20), text)
+    assert [(c.text, c.headings) for c in merged] == [(text, ())]
+
+
+def test_overlap_repeats_whole_blocks_within_the_bound():
+    text = "# S\n\n" + "".join(f"Paragraph number {i}.\n\n" for i in range(8))
+    chunks = _chunks(_bytes(max_tokens=80, target_tokens=70, overlap_tokens=25, max_overlap_tokens=25), text)
+    assert len(chunks) > 2
+    for previous, current in zip(chunks, chunks[1:]):
+        overlap = previous.end_offset - current.start_offset
+        assert 0 < overlap <= 25 and text[current.start_offset : previous.end_offset].startswith("Paragraph")
+    result = validate_structure_chunks(text, chunks, tokenizer=BYTES, max_tokens=80, max_overlap_tokens=25)
+    assert result.problems == () and 0 < result.max_overlap <= 25
+
+
+def test_reject_policy_leaves_an_oversized_block_whole_for_validation_to_reject():
+    text = "# T\n\n" + "word " * 30 + "\n"
+    chunks = _chunks(_bytes(max_tokens=40, oversized_block_policy="reject"), text)
+    assert any(BYTES.count(c.embedding_text) > 40 for c in chunks)
+    result = validate_structure_chunks(text, chunks, tokenizer=BYTES, max_tokens=40)
+    assert [p.reason for p in result.problems] == ["token_budget_exceeded"] and result.oversized_chunks == 1
+
+
+def test_preserve_code_blocks_false_splits_code_as_prose():
+    text = "```\n" + "".join(f"x{i} = {i}\n" for i in range(10)) + "```\n"
+    chunks = _chunks(_bytes(max_tokens=30, preserve_code_blocks=False), text)
+    assert all(c.metadata["structure"]["context"] is None for c in chunks)
+    assert {c.metadata["structure"]["split"] for c in chunks} == {"prose"}
+
+
+def test_same_input_same_chunks_and_ids(tokenizer):
+    chunker = StructureAwareChunker(tokenizer=tokenizer, max_tokens=64)
+    first = _chunks(chunker, SECTIONS * 5)
+    again = _chunks(StructureAwareChunker(tokenizer=tokenizer, max_tokens=64), SECTIONS * 5)
+    assert [(c.chunk_id, c.text) for c in first] == [(c.chunk_id, c.text) for c in again]
+    assert chunker.config_hash == StructureAwareChunker(tokenizer=tokenizer, max_tokens=64).config_hash
+    assert chunker.config_hash != StructureAwareChunker(tokenizer=tokenizer, max_tokens=65).config_hash
+
+
+def test_token_budget_is_exact_in_cl100k(tokenizer, recount):
+    text = (SECTIONS + TABLE + "Sentence one is here. " * 80 + "\n\n```py\n" + "print(1)\n" * 120 + "```\n") * 3
+    for max_tokens in (24, 64, 200, 512):
+        chunks = _chunks(StructureAwareChunker(tokenizer=tokenizer, max_tokens=max_tokens), text)
+        assert all(recount(c.embedding_text) <= max_tokens for c in chunks), max_tokens
+        result = validate_structure_chunks(text, chunks, tokenizer=tokenizer, max_tokens=max_tokens)
+        assert result.problems == (), result.problems[:3]
+
+
+# -- formats, configuration, validation ---------------------------------------------------------
+
+
+def test_accepted_formats_follow_the_registry():
+    chunker = StructureAwareChunker(tokenizer=BYTES, normalizers=NormalizerRegistry({"markdown": normalize_markdown}))
+    assert chunker.accepted_content_formats == frozenset({"markdown"})
+    with pytest.raises(ChunkingError) as err:
+        _chunks(chunker, "plain", content_format="text")
+    assert err.value.reason == "unsupported_content_format"
+    assert StructureAwareChunker(tokenizer=BYTES).accepted_content_formats == frozenset(
+        {"markdown", "text", "rst", "html", "docling"}
+    )
+
+
+def test_invalid_docling_json_is_a_chunking_error():
+    with pytest.raises(ChunkingError) as err:
+        _chunks(_bytes(max_tokens=100), "{not json", content_format="docling")
+    assert err.value.reason == "invalid_docling_json"
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"max_tokens": 0}, "max_tokens must be >= 1, got 0"),
+        ({"max_tokens": 100, "target_tokens": 200}, "target_tokens must be <= max_tokens (100), got 200"),
+        ({"min_preferred_tokens": 500}, "min_preferred_tokens must be <= target_tokens (400), got 500"),
+        ({"overlap_tokens": 60}, "overlap_tokens must be <= max_overlap_tokens (50), got 60"),
+        ({"semantic_mode": "llm"}, "semantic_mode must be one of ('heuristic',), got 'llm'"),
+        ({"semantic_refiner": object()}, "semantic_refiner must be None"),
+        ({"oversized_block_policy": "truncate"}, "oversized_block_policy must be one of"),
+        ({"merge_small_sections": "yes"}, "merge_small_sections must be true or false, got 'yes'"),
+        ({"normalizers": {"markdown": None}}, "normalizers must be a NormalizerRegistry"),
+    ],
+)
+def test_bad_parameters_name_the_value(params, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        StructureAwareChunker(tokenizer=BYTES, **params)
+
+
+def test_target_and_min_preferred_shrink_to_a_small_max_tokens():
+    chunker = StructureAwareChunker(tokenizer=BYTES, max_tokens=64)
+    assert (chunker.target_tokens, chunker.min_preferred_tokens) == (64, 64)
+    assert StructureAwareChunker(tokenizer=BYTES, max_tokens=512).to_dict()["target_tokens"] == 400
+
+
+def test_validation_catches_tampered_and_missing_chunks():
+    text = "# A\n\none\n\n# B\n\ntwo\n"
+    chunks = _chunks(_bytes(max_tokens=600), text)
+    assert len(chunks) == 2
+    ok = validate_structure_chunks(text, chunks, tokenizer=BYTES, max_tokens=600)
+    assert ok.problems == () and ok.retained_characters == ok.source_characters == len("".join(text.split()))
+
+    from dataclasses import replace
+
+    tampered = [replace(chunks[0], text="# A\n\nONE\n\n"), replace(chunks[1], embedding_text="other")]
+    reasons = [(p.chunk_index, p.reason) for p in validate_structure_chunks(
+        text, tampered, tokenizer=BYTES, max_tokens=600).problems]
+    assert reasons == [(0, "offset_mismatch"), (1, "embedding_text_mismatch"), (None, "incomplete_coverage")]
+
+    missing = validate_structure_chunks(text, chunks[1:], tokenizer=BYTES, max_tokens=600)
+    assert [p.reason for p in missing.problems] == ["incomplete_coverage"] and missing.excluded_characters == 5  # "#", "A", "one"
