@@ -216,7 +216,11 @@ class TiktokenTokenizer:
 
         if self._starts_array is None:
             self._starts_array = np.asarray(self._starts_in_token, dtype=np.int64)
-        tokens = np.asarray(self._encoding.encode_ordinary(text), dtype=np.int64)
+        try:
+            # encode with no special token allowed is encode_ordinary, straight into an array.
+            tokens = self._encoding.encode_to_numpy(text, allowed_special=set(), disallowed_special=())
+        except UnicodeEncodeError:  # lone surrogates: encode_ordinary's own fallback
+            tokens = np.asarray(self._encoding.encode_ordinary(text), dtype=np.int64)
         return np.cumsum(self._starts_array[tokens]) if len(tokens) else np.zeros(0, dtype=np.int64)
 
     def boundaries(self, text: str) -> list[int]:

@@ -60,7 +60,7 @@ _LINE_BREAK = re.compile(r"\r\n?|\n")
 # A line break followed, on the next line, by optional spaces and a non-space character: the
 # position after the break is a stable cut. Python's \s is str.isspace(), a superset of the
 # tokenizer pattern's \s, so a line that starts with e.g. U+001C is not taken as stable.
-_STABLE_LINE_START = re.compile(r"(?:\r\n?|\n)(?=[^\S\r\n]*\S)")
+_CONTENT_AHEAD = re.compile(r"[^\S\r\n]*\S")
 _SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"'\u201d\u2019)\]]*\s+")
 _WORD_START = re.compile(r"\s+")
 _CONTAINERS = frozenset({"list", "list_item", "quote"})
@@ -133,18 +133,31 @@ class Lines:
 
     A *stable* position is 0, the end, or a line start whose line has a character that Python
     calls non-space (a superset of the tokenizer pattern's ``\\s``, so this errs on the safe
-    side). Chunks are cut only there, except inside prose that has to be split.
+    side). Chunks are cut only there, except inside prose that has to be split. Stability is
+    decided on demand and remembered: most line starts are never asked about.
     """
 
     def __init__(self, text: str) -> None:
         self.text = text
+        self._end = len(text)
         # With a carriage return anywhere, line starts come from a list (rfind for "\r" could
         # scan far back on every call); otherwise from rfind("\n").
         self._cr_line_starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)] if "\r" in text else None
-        #: Stable positions, ascending; and the same as a set.
-        found = [m.end() for m in _STABLE_LINE_START.finditer(text)]
-        self.stable_list = sorted({0, len(text), *found})
-        self.stable = set(self.stable_list)
+        self._stable: dict[int, bool] = {0: True, self._end: True}
+
+    def is_stable(self, position: int) -> bool:
+        """Whether ``position`` is a safe cut (see the class docstring)."""
+        known = self._stable.get(position)
+        if known is None:
+            text = self.text
+            known = (
+                0 < position < self._end
+                and text[position - 1] in "\r\n"
+                and not (text[position - 1] == "\r" and text[position] == "\n")
+                and _CONTENT_AHEAD.match(text, position) is not None
+            )
+            self._stable[position] = known
+        return known
 
     def line_start(self, position: int) -> int:
         """The start of the line that holds ``position`` (after the last ``\\n`` or ``\\r`` before it)."""
@@ -158,7 +171,7 @@ class Lines:
 
     def stable_between(self, start: int, end: int) -> list[int]:
         """Stable positions strictly inside ``(start, end)``."""
-        return self.stable_list[bisect_right(self.stable_list, start) : bisect_left(self.stable_list, end)]
+        return [p for p in self.line_starts_between(start, end) if self.is_stable(p)]
 
     def tiles(self, children: tuple[Node, ...], lo: int, hi: int) -> list[tuple[Node | None, int, int]]:
         """Cut ``[lo, hi)`` at the line starts of ``children``: ``(node, start, end)`` in order.
@@ -173,7 +186,7 @@ class Lines:
             if not cuts and (at <= lo or not self.text[lo:at].strip()):
                 cuts.append((child, lo))
                 continue
-            if at <= (cuts[-1][1] if cuts else lo) or at >= hi or at not in self.stable:
+            if at <= (cuts[-1][1] if cuts else lo) or at >= hi or not self.is_stable(at):
                 continue
             if not cuts:
                 cuts.append((None, lo))
@@ -190,25 +203,15 @@ class _Counter:
         self.text = text
         self.tokenizer = tokenizer
         self.lines = lines
-        self.stable = lines.stable
         ends_of = getattr(tokenizer, "token_ends", None)
         self.additive = ends_of is not None
         self._prefix_cache: dict[tuple[str, ...], int] = {}
         if self.additive:
-            import numpy as np
-
-            self._ends = ends_of(text)
-            before = np.searchsorted(self._ends, np.asarray(lines.stable_list, dtype=np.int64), "right")
-            self._before = dict(zip(lines.stable_list, before.tolist()))
+            self._ends = ends_of(text).tolist()
 
     def tokens_before(self, position: int) -> int:
         """Tokens of the whole encoding that end at or before ``position`` (additive tokenizers)."""
-        known = self._before.get(position)
-        if known is not None:
-            return known
-        import numpy as np
-
-        return int(np.searchsorted(self._ends, position, "right"))
+        return bisect_right(self._ends, position)
 
     def span(self, start: int, end: int) -> int:
         """Tokens of ``text[start:end]``: exact when both ends are stable (or always, if not additive)."""
@@ -373,7 +376,7 @@ class _Run:
 
     def _mergeable(self, chunk: PackedChunk) -> bool:
         return len(chunk.spans) == 1 and chunk.split != "prose" and (
-            chunk.spans[0][0] in self.lines.stable and chunk.spans[0][1] in self.lines.stable
+            self.lines.is_stable(chunk.spans[0][0]) and self.lines.is_stable(chunk.spans[0][1])
         )
 
     # -- counting --------------------------------------------------------------------------
@@ -538,11 +541,49 @@ class _Run:
             section, start, end, inner, 1, top, limit=self.p.max_tokens, allow_dropping=False
         ):
             return
-        for node, s, e in self.lines.tiles(section.children, start, end):
+        self._tiles(self.lines.tiles(section.children, start, end), inner, top)
+
+    def _tiles(self, tiles: list[tuple[Node | None, int, int]], path: tuple[Node, ...], top: int) -> None:
+        """Pack a section's tiles in order: subsections, headings and blocks.
+
+        The common case, blocks joining a chunk that already has text, takes one bisection over
+        the tiles' running token counts instead of a step per block; it decides exactly as
+        :meth:`_block` would (extend while the chunk stays within ``target_tokens``).
+        """
+        counter = self.counter
+        fast = counter.additive and not self.p.overlap_tokens
+        i, n = 0, len(tiles)
+        while i < n:
+            node, s, e = tiles[i]
             if node is not None and node.kind == "section":
-                self._section(node, s, e, inner, top)
-            else:
-                self._block(node, s, e, inner, top)
+                self._section(node, s, e, path, top)
+                i += 1
+                continue
+            cur = self.cur
+            if not (fast and cur is not None and cur.has_body and cur.exact_count is None
+                    and cur.end == s and self._can_join(top)):
+                self._block(node, s, e, path, top)
+                i += 1
+                continue
+            # Tokens the chunk may still take, as a bound on the running count at a tile end.
+            room = self.p.target_tokens - counter.prefix(cur.prefix) + counter.tokens_before(cur.start)
+            if cur.context is not None:
+                room -= counter.span(*cur.context)
+            j = i
+            while j < n:
+                tile = tiles[j][0]
+                if tile is not None and tile.kind in ("section", "heading"):
+                    break
+                if counter.tokens_before(tiles[j][2]) > room:
+                    break
+                j += 1
+            if j == i:
+                self._block(node, s, e, path, top)
+                i += 1
+                continue
+            for tile, _, tile_end in tiles[i:j]:
+                self._extend(tile, tile_end, body=True)
+            i = j
 
     def _block(
         self,
@@ -730,9 +771,12 @@ class _Run:
         """
         text, counter = self.text, self.counter
         target, limit = self.p.target_tokens, self.p.max_tokens
-        whole = counter.exact(head + text[position:end])
-        if whole <= limit:
-            return end, whole
+        if not counter.additive or (
+            counter.tokens_before(end) - counter.tokens_before(position) <= limit
+        ):  # the rest may fit: count it whole (with an additive tokenizer only when it is near)
+            whole = counter.exact(head + text[position:end])
+            if whole <= limit:
+                return end, whole
         for level in levels:
             lo = bisect_right(level, position)
             hi = bisect_left(level, end)
