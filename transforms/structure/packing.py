@@ -16,8 +16,9 @@ How a document is cut
     (``oversized_block_policy="split_with_context"``): a list between items, a quote between its
     blocks, a table between rows with its header rows repeated at the top of every part, a code
     block between lines with its opening fence (or directive) repeated at the top of every part,
-    and prose, in this order, at sentence ends, line starts, word starts and finally the
-    tokenizer's own token boundaries. Repeated headers and fences are copied from the source, so
+    any other block first between its own paragraphs (blank lines inside, as in an rST
+    directive), and prose, in this order, at sentence ends, line starts, word starts and finally
+    the tokenizer's own token boundaries. Repeated headers and fences are copied from the source, so
     a chunk's text is always the concatenation of its ``spans`` (source intervals); it is a
     verbatim slice exactly when it has one span.
 
@@ -60,9 +61,13 @@ _LINE_BREAK = re.compile(r"\r\n?|\n")
 # A line break followed, on the next line, by optional spaces and a non-space character: the
 # position after the break is a stable cut. Python's \s is str.isspace(), a superset of the
 # tokenizer pattern's \s, so a line that starts with e.g. U+001C is not taken as stable.
+_BLANK_LINES = re.compile(r"(?:\r\n?|\n)(?:[^\S\r\n]*(?:\r\n?|\n))+")
 _CONTENT_AHEAD = re.compile(r"[^\S\r\n]*\S")
 _SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"'\u201d\u2019)\]]*\s+")
 _WORD_START = re.compile(r"\s+")
+# Tokens by which a count from the whole-document encoding may differ from a whole recount of a
+# slice cut inside a line (measured: -3 to +2); estimates further off than this are trusted.
+_ESTIMATE_SLACK = 16
 _CONTAINERS = frozenset({"list", "list_item", "quote"})
 _KIND = {"table_row": "table", "list_item": "list"}
 
@@ -125,7 +130,10 @@ class PackedChunk:
 
     def text(self, source: str) -> str:
         """The chunk's text: its spans of ``source`` concatenated."""
-        return "".join(source[s:e] for s, e in self.spans)
+        if len(self.spans) == 1:
+            start, end = self.spans[0]
+            return source[start:end]
+        return "".join([source[s:e] for s, e in self.spans])
 
 
 class Lines:
@@ -313,21 +321,21 @@ class _Run:
         self.out: list[PackedChunk] = []
         self.last_tiles: list[int] = []  # tile starts of the last flushed chunk (for overlap)
         self.tiles_in_cur: list[int] = []
-        self.titles: dict[tuple[int, ...], tuple[str, ...]] = {}
+        self.titles: dict[int, tuple[tuple[Node, ...], tuple[str, ...]]] = {}
 
     def pack(self) -> list[PackedChunk]:
         root = self.normalized.root
         if not root.children:
             return []
         tiles = self.lines.tiles(root.children, 0, len(self.text))
-        # Text before the first heading belongs with the first top-level section.
-        top = 0
-        for node, start, end in tiles:
+        # Text before the first heading belongs with the first top-level section (top 1).
+        first_section = next((i for i, t in enumerate(tiles) if t[0] is not None and t[0].kind == "section"), len(tiles))
+        self._tiles(tiles[:first_section], (), 1)
+        for top, (node, start, end) in enumerate(tiles[first_section:], start=1):
             if node is not None and node.kind == "section":
-                top += 1
                 self._section(node, start, end, (), top)
-            else:
-                self._block(node, start, end, (), max(top, 1))
+            else:  # pragma: no cover - build_sections puts every later block inside a section
+                self._block(node, start, end, (), top)
         self._flush()
         if self.p.merge_small_sections and self.p.min_preferred_tokens and not self.p.overlap_tokens:
             self._merge_small()
@@ -419,11 +427,11 @@ class _Run:
             cur.page_no = node.page_no
 
     def _titles(self, path: tuple[Node, ...]) -> tuple[str, ...]:
-        key = tuple(map(id, path))  # nodes hash their whole subtree; ids are enough within a run
-        titles = self.titles.get(key)
-        if titles is None:
-            titles = self.titles[key] = tuple(n.title for n in path if n.title)
-        return titles
+        # Keyed by the path object itself (held in the value, so its id is never reused).
+        known = self.titles.get(id(path))
+        if known is None:
+            known = self.titles[id(path)] = (path, tuple(n.title for n in path if n.title))
+        return known[1]
 
     def _open(
         self,
@@ -543,8 +551,19 @@ class _Run:
             return
         self._tiles(self.lines.tiles(section.children, start, end), inner, top)
 
-    def _tiles(self, tiles: list[tuple[Node | None, int, int]], path: tuple[Node, ...], top: int) -> None:
-        """Pack a section's tiles in order: subsections, headings and blocks.
+    def _tiles(
+        self,
+        tiles: list[tuple[Node | None, int, int]],
+        path: tuple[Node, ...],
+        top: int,
+        *,
+        contexts: list[tuple[tuple[int, int] | None, str | None]] | None = None,
+        split: str | None = None,
+    ) -> None:
+        """Pack tiles in order: subsections, headings and blocks (or the parts of a split block).
+
+        ``contexts`` gives, per tile, the repeated header or fence a chunk opening at it starts
+        with; ``split`` names the block the tiles are parts of.
 
         The common case, blocks joining a chunk that already has text, takes one bisection over
         the tiles' running token counts instead of a step per block; it decides exactly as
@@ -560,9 +579,12 @@ class _Run:
                 i += 1
                 continue
             cur = self.cur
+            opening = {"split": split}
+            if contexts is not None:
+                opening["context"], opening["context_kind"] = contexts[i]
             if not (fast and cur is not None and cur.has_body and cur.exact_count is None
                     and cur.end == s and self._can_join(top)):
-                self._block(node, s, e, path, top)
+                self._block(node, s, e, path, top, **opening)
                 i += 1
                 continue
             # Tokens the chunk may still take, as a bound on the running count at a tile end.
@@ -578,7 +600,7 @@ class _Run:
                     break
                 j += 1
             if j == i:
-                self._block(node, s, e, path, top)
+                self._block(node, s, e, path, top, **opening)
                 i += 1
                 continue
             for tile, _, tile_end in tiles[i:j]:
@@ -649,8 +671,7 @@ class _Run:
                 self._split(tiles[0][0], start, end, path, top, context=context, context_kind=context_kind)
                 return
             if len(tiles) > 1:
-                for child, s, e in tiles:
-                    self._block(child, s, e, path, top, context=context, context_kind=context_kind, split=kind)
+                self._tiles(tiles, path, top, contexts=[(context, context_kind)] * len(tiles), split=kind)
                 return
         if kind == "table" and node.children:
             tiles = self.lines.tiles(node.children, start, end)
@@ -659,10 +680,9 @@ class _Run:
             if header is not None and not self._fits_context(path, header):
                 header = None  # a header this large is not repeated; rows are still kept whole
             if len(tiles) > 1:
-                for child, s, e in tiles:
-                    in_body = header is not None and s >= header_end
-                    self._block(child, s, e, path, top, context=header if in_body else None,
-                                context_kind="table_header" if in_body else None, split="table")
+                body = [(header, "table_header") if header is not None and s >= header_end else (None, None)
+                        for _, s, _ in tiles]
+                self._tiles(tiles, path, top, contexts=body, split="table")
                 return
         if kind == "code":
             lines = self.lines.stable_between(start, end)
@@ -671,12 +691,21 @@ class _Run:
                 if fence is not None and not self._fits_context(path, fence):
                     fence = None
                 cuts = [start, *lines]
-                for i, s in enumerate(cuts):
-                    e = cuts[i + 1] if i + 1 < len(cuts) else end
-                    ctx = fence if (fence is not None and i > 0) else None
-                    self._block(node, s, e, path, top, context=ctx,
-                                context_kind="code_fence" if ctx else None, split="code")
+                tiles = [(node, s, cuts[i + 1] if i + 1 < len(cuts) else end) for i, s in enumerate(cuts)]
+                fences = [(None, None)] + [(fence, "code_fence") if fence else (None, None)] * len(lines)
+                self._tiles(tiles, path, top, contexts=fences, split="code")
                 return
+        paragraphs = [
+            m.end() for m in _BLANK_LINES.finditer(self.text, start, end)
+            if m.end() < end and self.lines.is_stable(m.end())
+        ]
+        if paragraphs:
+            # A block with blank lines inside (an rST directive, an HTML block, a long quote):
+            # cut between its paragraphs first, each a tile counted from the one encoding.
+            cuts = [start, *paragraphs]
+            tiles = [(node, s, cuts[i + 1] if i + 1 < len(cuts) else end) for i, s in enumerate(cuts)]
+            self._tiles(tiles, path, top, contexts=[(context, context_kind)] * len(tiles), split=kind)
+            return
         self._split_prose(node, start, end, path, top, context=context, context_kind=context_kind)
 
     def _fits_context(self, path: tuple[Node, ...], context: tuple[int, int]) -> bool:
@@ -832,7 +861,13 @@ class _Run:
             else:
                 hi = mid - 1
         if best is None and goal < self.p.max_tokens:
-            # Nothing reaches the target at this level: accept the first candidate within max.
+            # Nothing reaches the target at this level: accept the first candidate within max,
+            # unless the encoding already shows it is far over (then it is not counted whole).
+            if counter.additive and (
+                counter.exact(head) + counter.tokens_before(candidates[0]) - counter.tokens_before(position)
+                > self.p.max_tokens + _ESTIMATE_SLACK
+            ):
+                return None
             count = exact(0)
             if count <= self.p.max_tokens:
                 best = (candidates[0], count)

@@ -37,6 +37,7 @@ is non-empty and inside ``[0, len(text)]``. Whitespace between blocks belongs to
 
 from __future__ import annotations
 
+from collections import abc
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable, Iterable, Iterator, Sequence
@@ -57,22 +58,23 @@ BLOCK_KINDS = frozenset(
 )
 
 
-class LazyChildren(Sequence["Node"]):
+class LazyChildren(abc.Sequence):
     """A node's children, built on first use (most blocks are never looked into).
 
-    Behaves as the tuple it builds: indexing, ``len``, iteration, truth, ``==`` and ``hash``.
+    Behaves as the tuple it builds: indexing, ``len``, iteration, truth and ``==``.
     """
 
-    __slots__ = ("_make", "_nodes")
+    __slots__ = ("_make", "_args", "_nodes")
 
-    def __init__(self, make: Callable[[], Iterable["Node"]]) -> None:
-        self._make: Callable[[], Iterable[Node]] | None = make
+    def __init__(self, make: Callable[..., Iterable["Node"]], *args) -> None:
+        self._make: Callable[..., Iterable[Node]] | None = make
+        self._args = args
         self._nodes: tuple[Node, ...] | None = None
 
     def _get(self) -> tuple["Node", ...]:
         if self._nodes is None:
-            self._nodes = tuple(self._make())
-            self._make = None
+            self._nodes = tuple(self._make(*self._args))
+            self._make = self._args = None
         return self._nodes
 
     def __getitem__(self, index):  # type: ignore[override]
@@ -90,16 +92,18 @@ class LazyChildren(Sequence["Node"]):
     def __eq__(self, other: object) -> bool:
         return isinstance(other, (tuple, LazyChildren)) and self._get() == tuple(other)
 
-    def __hash__(self) -> int:
-        return hash(self._get())
+    __hash__ = None  # type: ignore[assignment]  # like the nodes it holds
 
     def __repr__(self) -> str:
         return repr(self._get())
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Node:
     """One block of a normalized document; intervals are code points of ``NormalizedDocument.text``.
+
+    Treat it as immutable (it is not frozen only because a frozen dataclass is six times slower
+    to build, and normalizers build one per block).
 
     Attributes:
         kind: One of :data:`BLOCK_KINDS`, or ``section`` / ``document``.

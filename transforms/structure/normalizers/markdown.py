@@ -46,19 +46,16 @@ class _Positions:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self._ascii = text.isascii()
-        if not self._ascii:
+        self.ascii = text.isascii()
+        if not self.ascii:
             import numpy as np
 
             raw = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
             starts = (raw & 0xC0) != 0x80
-            self._code_point = np.concatenate(([0], np.cumsum(starts, dtype=np.int64)))
+            self.code_points = np.concatenate(([0], np.cumsum(starts, dtype=np.int64)))
         # With a carriage return anywhere, line starts come from a list (rfind for "\r" could
         # scan far back on every call); otherwise from rfind("\n").
         self._cr_line_starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)] if "\r" in text else None
-
-    def code_point(self, byte_offset: int) -> int:
-        return byte_offset if self._ascii else int(self._code_point[byte_offset])
 
     def line_start(self, position: int) -> int:
         if self._cr_line_starts is not None:
@@ -71,31 +68,41 @@ def _inline_text(node) -> str:
     return _SPACE.sub(" ", " ".join(parts)).strip()
 
 
+def _children(node, pos: _Positions, depth: int, end: int, after: int = -1) -> LazyChildren:
+    """The block children of ``node`` inside ``(after, end]``, converted on first use."""
+    return LazyChildren(_convert_children, node, pos, depth, end, after)
+
+
+def _convert_children(node, pos: _Positions, depth: int, end: int, after: int) -> list[Node]:
+    out: list[Node] = []
+    for child in node.children:
+        converted = _convert(child, pos, depth)
+        if converted is not None and after < converted.start and converted.end <= end:
+            if out and converted.start < out[-1].end:
+                continue  # two blocks on one line (e.g. "> - a"): the first holds the line
+            out.append(converted)
+    return out
+
+
 def _convert(node, pos: _Positions, list_depth: int) -> Node | None:
     """One markdown-it node as a :class:`Node`, or ``None`` for a node without a source interval."""
-    if node.srcmap is None:
+    srcmap = node.srcmap
+    if srcmap is None:
         return None
-    start = pos.line_start(pos.code_point(node.srcmap[0]))
-    end = pos.code_point(node.srcmap[1])
-    while end > start and pos.text[end - 1] in "\r\n":
+    text = pos.text
+    if pos.ascii:
+        start, end = srcmap
+    else:
+        start, end = int(pos.code_points[srcmap[0]]), int(pos.code_points[srcmap[1]])
+    if start and text[start - 1] != "\n":
+        start = pos.line_start(start)
+    while end > start and text[end - 1] in "\r\n":
         end -= 1
     if end <= start:
         return None
     name = node.name
-
-    def children(depth: int = list_depth, after: int = -1) -> LazyChildren:
-        def make() -> list[Node]:
-            out: list[Node] = []
-            for child in node.children:
-                converted = _convert(child, pos, depth)
-                if converted is not None and after < converted.start and converted.end <= end:
-                    if out and converted.start < out[-1].end:
-                        continue  # two blocks on one line (e.g. "> - a"): the first holds the line
-                    out.append(converted)
-            return out
-
-        return LazyChildren(make)
-
+    if name == "paragraph":
+        return Node("paragraph", start, end)
     if name in ("heading", "lheading"):
         return Node("heading", start, end, level=int(node.meta.get("level", 1)), title=_inline_text(node))
     if name == "fence":
@@ -106,11 +113,11 @@ def _convert(node, pos: _Positions, list_depth: int) -> Node | None:
     if name == "code_block":
         return Node("code", start, end)
     if name == "blockquote":
-        return Node("quote", start, end, children())
+        return Node("quote", start, end, _children(node, pos, list_depth, end))
     if name in ("bullet_list", "ordered_list"):
-        return Node("list", start, end, children(list_depth + 1), level=list_depth + 1)
+        return Node("list", start, end, _children(node, pos, list_depth + 1, end), level=list_depth + 1)
     if name == "list_item":
-        return Node("list_item", start, end, children(after=start))
+        return Node("list_item", start, end, _children(node, pos, list_depth, end, after=start))
     if name == "table":
         has_header = any(part.name == "thead" and part.srcmap is not None for part in node.children)
 
@@ -137,8 +144,9 @@ def _convert(node, pos: _Positions, list_depth: int) -> Node | None:
 def _convert_row(node, pos: _Positions) -> Node | None:
     if node.srcmap is None:
         return None
-    start = pos.line_start(pos.code_point(node.srcmap[0]))
-    end = pos.code_point(node.srcmap[1])
+    srcmap = node.srcmap
+    start, end = srcmap if pos.ascii else (int(pos.code_points[srcmap[0]]), int(pos.code_points[srcmap[1]]))
+    start = pos.line_start(start)
     while end > start and pos.text[end - 1] in "\r\n":
         end -= 1
     return Node("table_row", start, end) if end > start else None
