@@ -189,8 +189,11 @@ class Lines:
         is whitespace (then the first child's tile starts at ``lo``).
         """
         cuts: list[tuple[Node | None, int]] = []
+        text = self.text
         for child in children:
-            at = self.line_start(child.start)
+            at = child.start
+            if at and text[at - 1] != "\n":
+                at = self.line_start(at)
             if not cuts and (at <= lo or not self.text[lo:at].strip()):
                 cuts.append((child, lo))
                 continue
@@ -603,8 +606,15 @@ class _Run:
                 self._block(node, s, e, path, top, **opening)
                 i += 1
                 continue
-            for tile, _, tile_end in tiles[i:j]:
-                self._extend(tile, tile_end, body=True)
+            # What _extend does per tile, once for the run (no overlap here: tile starts unused).
+            kinds = cur.kinds
+            for tile, _, _ in tiles[i:j]:
+                kind = _KIND.get(tile.kind, tile.kind) if tile is not None else "paragraph"
+                if kind not in kinds:
+                    kinds.append(kind)
+                if cur.page_no is None and tile is not None:
+                    cur.page_no = tile.page_no
+            cur.end = tiles[j - 1][2]
             i = j
 
     def _block(
