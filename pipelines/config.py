@@ -145,6 +145,13 @@ def _resolve_chunker(where: str, entry: Any, budget: int) -> dict[str, Any]:
     budget_parameter = cls.budget_parameter(params)
     if budget_parameter:
         params.setdefault(budget_parameter, budget)
+        value = params[budget_parameter]
+        if isinstance(value, int) and not isinstance(value, bool) and value > budget:
+            # Every chunk between the two budgets would be made, then dead-lettered.
+            raise ConfigError(
+                f"{where}.params: {budget_parameter} {value} is over the job's max_tokens {budget} "
+                f"(leave it out to use the job's)"
+            )
     return {"type": cls_name, "params": params}
 
 

@@ -190,12 +190,10 @@ def _max_tokens(value: str | None) -> int | None:
 def _load_spec(job_opts: RechunkOptions) -> tuple[dict[str, Any], Any]:
     """The resolved configuration and the loaded tokenizer; every chunker is built once to check it."""
     where = f"--config {job_opts.config}" if job_opts.config else "default config"
+    max_tokens = _max_tokens(job_opts.max_tokens)
     try:
         spec = resolve_config(
-            load_config(job_opts.config),
-            tokenizer=job_opts.tokenizer,
-            max_tokens=_max_tokens(job_opts.max_tokens),
-            source=where,
+            load_config(job_opts.config), tokenizer=job_opts.tokenizer, max_tokens=max_tokens, source=where
         )
     except ConfigError as err:
         raise OptionError(str(err)) from None

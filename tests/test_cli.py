@@ -69,7 +69,14 @@ def test_missing_input_and_output(capsys, tmp_path, docs):
         ("chunkers: {p: {type: Nope}}\ndefault: p", "chunkers.p: unknown chunker type 'Nope'"),
         ("chunkers: {p: {type: RecursiveCharacterTextSplitter, params: {chunk_sise: 5}}}",
          "chunkers.p.params: unknown parameter 'chunk_sise' for RecursiveCharacterTextSplitter"),
-        ("chunkers: {p: {type: RecursiveCharacterTextSplitter, params: {chunk_size: 0}}}", "chunk_size must be > 0, got 0"),
+        ("chunkers: {p: {type: RecursiveCharacterTextSplitter, params: {chunk_size: 0}}}",
+         "chunkers.p.params: chunk_size must be > 0, got 0"),
+        ("chunkers: {s: {type: StructureAwareChunker, params: {target_tokens: -5}}}",
+         "chunkers.s.params: target_tokens must be >= 1, got -5"),
+        ("chunkers: {s: {type: StructureAwareChunker, params: {max_tokens: 2000}}}",
+         "chunkers.s.params: max_tokens 2000 is over the job's max_tokens 512"),
+        ("chunkers: {h: {type: DoclingChunker, params: {chunker: hybrid, max_tokens: 600}}}",
+         "chunkers.h.params: max_tokens 600 is over the job's max_tokens 512"),
         ("chunkers: {p: {type: TokenTextSplitter}}\nroutes: [{when: {content_format: [text]}, chunker: q}]",
          "routes[0]: names chunker 'q', not one of ['p']"),
         ("chunkers: {p: {type: TokenTextSplitter}}\ndefault: q", "default names chunker 'q', not one of ['p']"),
@@ -84,6 +91,13 @@ def test_config_mistakes(capsys, tmp_path, docs, config, message):
     line = _error(capsys, ["--input", str(docs), "--output", str(tmp_path / "out"), "--config", path])
     assert message in line
     assert path in line
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc"])
+def test_bad_max_tokens_names_the_option(capsys, tmp_path, docs, value):
+    line = _error(capsys, ["--input", str(docs), "--output", str(tmp_path / "o"), "--max-tokens", value])
+    assert line.startswith("rechunk: error: --max-tokens must be a positive integer, got")
+    assert "config" not in line
 
 
 def test_refuses_an_output_that_holds_a_previous_run(capsys, tmp_path, docs):

@@ -355,3 +355,15 @@ def test_corpus_html_documents():
             assert doc.text.strip()
         kinds.update(node.kind for block in doc.blocks for node in block.walk())
     assert kinds >= {"heading", "paragraph", "code", "list", "list_item", "table", "table_row", "quote", "rule"}
+
+
+def test_site_navigation_is_left_out_but_text_after_it_stays():
+    from transforms.structure.normalizers.html import normalize_html
+
+    normalized = normalize_html(
+        '<html><body><div class="related">Prev Up</div><nav>menu</nav>tail<h1>T</h1><p>x</p>'
+        '<div role="navigation">skip</div><div class="sphinxsidebar"><h3>This Page</h3></div>'
+        '<table class="navfooter"><tr><td>Next</td></tr></table></body></html>'
+    )
+    assert normalized.text == "tail\n\n# T\n\nx\n"
+    assert normalized.diagnostics == ("5 navigation elements left out",)

@@ -133,12 +133,13 @@ def test_other_directives_comments_and_targets_are_rules():
         ".. function:: f(x)\n\n   Body.\n\n      Deeper.\n\nBack at the margin.\n"
     )
     assert blocks(text) == [
-        ("rule", ".. note::\n\n   A note.\n\n   - with a list"),
+        # A directive's line is its fence (repeated when the packer splits the directive).
+        ("rule", ".. note::\n\n   A note.\n\n   - with a list", {"fence": ".. note::\n"}),
         ("rule", ".. _label:"),
         ("rule", "..\n   a comment\n   on two lines"),
         ("rule", ".. [1] A footnote."),
         ("rule", ".. |sub| replace:: text"),
-        ("rule", ".. function:: f(x)\n\n   Body.\n\n      Deeper."),
+        ("rule", ".. function:: f(x)\n\n   Body.\n\n      Deeper.", {"fence": ".. function:: f(x)\n"}),
         ("paragraph", "Back at the margin."),
     ]
 

@@ -98,7 +98,7 @@ def test_small_document_is_one_chunk_with_its_heading_path():
     text = "# Guide\n\nIntro.\n\n## Install\n\nRun it.\n"
     chunks = _chunks(_bytes(max_tokens=600), text)
     assert _table(chunks) == [(text, "", ("Guide",), 0, None, None)]
-    assert chunks[0].metadata["structure"]["sections"] == 1
+    assert chunks[0].metadata["structure"]["sections"] == 2  # "# Guide" and "## Install"
 
 
 def test_sections_merge_up_to_the_target_then_the_path_prefixes_the_embedding_text():
@@ -309,3 +309,15 @@ def test_validation_catches_tampered_and_missing_chunks():
 
     missing = validate_structure_chunks(text, chunks[1:], tokenizer=BYTES, max_tokens=600)
     assert [p.reason for p in missing.problems] == ["incomplete_coverage"] and missing.excluded_characters == 5  # "#", "A", "one"
+
+
+def test_a_split_rst_directive_repeats_its_directive_line():
+    text = ".. function:: parse(text)\n\n" + "".join(f"   Paragraph {i} of the body.\n\n" for i in range(6))
+    chunks = _chunks(_bytes(max_tokens=90, target_tokens=80), text, content_format="rst")
+    assert len(chunks) > 1
+    assert chunks[0].metadata["structure"]["context"] is None and chunks[0].start_offset == 0
+    for chunk in chunks[1:]:
+        assert chunk.text.startswith(".. function:: parse(text)\n\n   Paragraph")
+        assert chunk.metadata["structure"]["context"] == "directive"
+        assert chunk.metadata["structure"]["spans"][0] == [0, 27]
+    assert all(BYTES.count(c.embedding_text) <= 90 for c in chunks)

@@ -29,10 +29,12 @@ def build_router(spec: Mapping[str, Any], *, tokenizer: Tokenizer) -> ChunkerRou
     """
     from transforms.chunkers import CHUNKERS
 
-    chunkers = {
-        name: CHUNKERS[entry["type"]].from_dict(entry.get("params") or {}, tokenizer=tokenizer)
-        for name, entry in sorted(spec["chunkers"].items())
-    }
+    chunkers = {}
+    for name, entry in sorted(spec["chunkers"].items()):
+        try:
+            chunkers[name] = CHUNKERS[entry["type"]].from_dict(entry.get("params") or {}, tokenizer=tokenizer)
+        except (TypeError, ValueError) as err:
+            raise type(err)(f"chunkers.{name}.params: {err}") from err
     routes = [
         Route(
             chunker=rule["chunker"],

@@ -14,7 +14,7 @@ Every chunk's metadata has a ``structure`` object::
      "spans": [[start, end], ...],    # code points of the normalized text; text = their concatenation
      "context": null,                 # "table_header" / "code_fence" / "headings": first span repeated
      "kinds": ["heading", "paragraph"],
-     "sections": 1,                   # sections starting in the chunk (> 1: merged)
+     "sections": 1,                   # headings in the chunk's text (> 1: merged sections)
      "split": null}                   # kind of the oversized block this chunk is a part of
 
 For ``markdown``, ``text`` and ``rst`` the normalized text is the content: a one-span chunk has

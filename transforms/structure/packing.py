@@ -17,7 +17,7 @@ How a document is cut
     blocks, a table between rows with its header rows repeated at the top of every part, a code
     block between lines with its opening fence (or directive) repeated at the top of every part,
     any other block first between its own paragraphs (blank lines inside, as in an rST
-    directive), and prose, in this order, at sentence ends, line starts, word starts and finally
+    directive, whose directive line is repeated like a fence), and prose, in this order, at sentence ends, line starts, word starts and finally
     the tokenizer's own token boundaries. Repeated headers and fences are copied from the source, so
     a chunk's text is always the concatenation of its ``spans`` (source intervals); it is a
     verbatim slice exactly when it has one span.
@@ -72,6 +72,11 @@ _CONTAINERS = frozenset({"list", "list_item", "quote"})
 _KIND = {"table_row": "table", "list_item": "list"}
 
 
+def _headings_in(section: Node) -> int:
+    """Headings in a section: its own and its subsections' (only sections are visited)."""
+    return 1 + sum(_headings_in(child) for child in section.children if child.kind == "section")
+
+
 def heading_prefix(titles: tuple[str, ...] | list[str]) -> str:
     """The heading path as it is put before a chunk's text: ``"A > B\\n\\n"``, or ``""``."""
     titles = [t for t in titles if t]
@@ -108,10 +113,11 @@ class PackedChunk:
         prefix_dropped: How many outer titles of the path were left out of ``prefix`` for room.
         page_no: The first page of its blocks, where the source has pages.
         kinds: Block kinds in the chunk, in order of first appearance.
-        sections: Sections that start inside the chunk (more than one: merged sections).
+        sections: Headings whose line is in the chunk's text (more than one: merged sections).
         split: The kind of oversized block this chunk is a part of, or ``None``.
-        context: ``"table_header"`` or ``"code_fence"`` when the first span is a repeated header
-            or fence, ``"headings"`` for ancestor headings, else ``None``.
+        context: ``"table_header"``, ``"code_fence"`` or ``"directive"`` when the first span is a
+            repeated table header, code fence or rST directive line, ``"headings"`` for ancestor
+            headings (``HeadingChunker``), else ``None``.
         token_count: Tokens of the embedding text, as the packer counted them.
         top: Index of the top-level section the chunk starts in (internal to packing).
     """
@@ -425,7 +431,10 @@ class _Run:
         kind = "section" if section else _KIND.get(node.kind, node.kind) if node is not None else "paragraph"
         if kind not in cur.kinds:
             cur.kinds.append(kind)
-        cur.sections += 1 if section else 0
+        if section:
+            cur.sections += _headings_in(node)
+        elif node is not None and node.kind == "heading":
+            cur.sections += 1
         if cur.page_no is None and node is not None:
             cur.page_no = node.page_no
 
@@ -711,10 +720,16 @@ class _Run:
         ]
         if paragraphs:
             # A block with blank lines inside (an rST directive, an HTML block, a long quote):
-            # cut between its paragraphs first, each a tile counted from the one encoding.
+            # cut between its paragraphs first, each a tile counted from the one encoding. A
+            # directive's line (its "fence") is repeated at the top of every later part.
             cuts = [start, *paragraphs]
             tiles = [(node, s, cuts[i + 1] if i + 1 < len(cuts) else end) for i, s in enumerate(cuts)]
-            self._tiles(tiles, path, top, contexts=[(context, context_kind)] * len(tiles), split=kind)
+            contexts = [(context, context_kind)] * len(tiles)
+            if node is not None and node.fence and context is None:
+                fence = (start, paragraphs[0])
+                if self._fits_context(path, fence):
+                    contexts = [(None, None)] + [(fence, "directive")] * (len(tiles) - 1)
+            self._tiles(tiles, path, top, contexts=contexts, split=kind)
             return
         self._split_prose(node, start, end, path, top, context=context, context_kind=context_kind)
 

@@ -24,7 +24,8 @@ Node kinds and what their fields mean:
 ``list_item``     children are the item's blocks after its first line (paragraphs, nested lists)
 ``quote``         a block quote; children are its blocks
 ``html``          a raw HTML block inside Markdown; no children
-``rule``          a thematic break, a directive or anything else kept verbatim as one block
+``rule``          a thematic break, front matter, an rST directive or comment: kept as one block;
+                  a directive's ``fence`` is its first line
 ``section``       built by :func:`build_sections`: a heading and everything up to the next heading
                   of the same or a higher level; ``level`` and ``title`` are the heading's
 ``document``      the root: blocks before the first heading, then the top-level sections
@@ -114,7 +115,9 @@ class Node:
         level: Heading or section level (1-6), or list nesting depth (1 = outermost list).
         title: A heading's or section's plain text, whitespace collapsed.
         language: A code block's language (the info string's first word), or ``""``.
-        fence: A fenced code block's opening fence line as written (e.g. ``"```python"``), or ``""``.
+        fence: A fenced code block's opening fence line as written (e.g. ``"```python"``), or an
+            rST directive's line; ``""`` when none. When such a block is split, the packer repeats
+            the source's own first line(s) of the block (not this string) at the top of each part.
         header_rows: A table's number of leading header rows among ``children``.
         page_no: The page the block starts on, where the source has pages (DoclingDocument).
     """

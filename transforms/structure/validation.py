@@ -41,7 +41,7 @@ class ChunkValidation:
         embedding_tokens: Sum of the chunks' recounted embedding-text tokens.
         classification: ``"complete"`` (everything covered, no problem) or ``"incomplete"``.
         token_counts: Each chunk's recounted tokens, in order.
-        merged_chunks: Chunks holding more than one section.
+        merged_chunks: Chunks whose text holds more than one heading (merged sections).
         split_chunks: Chunks that are a part of a block too large for one chunk.
         oversized_chunks: Chunks over ``max_tokens`` (each is also a problem).
         small_chunks: Chunks under ``min_preferred_tokens``.

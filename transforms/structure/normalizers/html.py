@@ -43,7 +43,8 @@ Rendered:
 
 Skipped with their content: ``head`` (but see ``<title>``), ``script``, ``style``,
 ``noscript``, ``template``, ``svg``, comments, processing instructions and CDATA sections (the
-parser drops the last three). Not rendered: inline formatting (emphasis, links' targets, inline
+parser drops the last three), and site navigation: ``nav``, ``role="navigation"``, and Sphinx's
+``sphinxsidebar`` / ``related`` and DocBook's ``navheader`` / ``navfooter`` blocks. Not rendered: inline formatting (emphasis, links' targets, inline
 code backticks), images (no alt text), form controls' values, ``rowspan``. Elements nested
 deeper than 200 levels are flattened to plain text.
 
@@ -576,7 +577,35 @@ def _parse(content: str, diagnostics: list[str]):
         )
     if root is None:
         diagnostics.append("HTML parser found no elements")
+        return None
+    dropped = 0
+    for element in _NAVIGATION(root):
+        parent = element.getparent()
+        if parent is None:
+            continue
+        tail = element.tail  # the text after the element is not part of it: keep it
+        if tail:
+            previous = element.getprevious()
+            if previous is not None:
+                previous.tail = (previous.tail or "") + tail
+            else:
+                parent.text = (parent.text or "") + tail
+        parent.remove(element)
+        dropped += 1
+    if dropped:
+        diagnostics.append(f"{dropped} navigation elements left out")
     return root
+
+
+#: Site navigation, not the page's content: ``nav``, ARIA ``role="navigation"``, and the
+#: navigation blocks of the two documentation generators that make most HTML docs (Sphinx's
+#: sidebar and "related" bars, DocBook's navheader/navfooter).
+_NAVIGATION = etree.XPath(
+    "//nav | //*[@role='navigation'] | //*[contains(concat(' ', normalize-space(@class), ' '), ' sphinxsidebar ')"
+    " or contains(concat(' ', normalize-space(@class), ' '), ' related ')"
+    " or contains(concat(' ', normalize-space(@class), ' '), ' navheader ')"
+    " or contains(concat(' ', normalize-space(@class), ' '), ' navfooter ')]"
+)
 
 
 def _title(root) -> str:

@@ -77,6 +77,7 @@ _ENUMERATOR = re.compile(
     r"(?:(?:\d+|#|[a-zA-Z]|[ivxlcdm]+|[IVXLCDM]+)([.)])|\((?:\d+|#|[a-zA-Z]|[ivxlcdm]+|[IVXLCDM]+)(\)))"
     r"(?:[ \t]+|\Z)"
 )
+_DIRECTIVE = re.compile(r"\.\.[ \t]+[\w:.+-]+::")
 _CODE_DIRECTIVE = re.compile(r"\.\.[ \t]+(?:code-block|sourcecode|code)::(?:[ \t]+(\S+))?")
 _GRID_TOP = re.compile(r"\+(?:-+\+)+\s*\Z")
 _GRID_BORDER = re.compile(r"\+(?:[-=]+\+)+\s*\Z")
@@ -296,7 +297,10 @@ class _Scanner:
             if match is not None:
                 language = match.group(1) or ""
                 return Node("code", *self.span(i, stop), language=language, fence=line + "\n"), stop, False
-            return Node("rule", *self.span(i, stop)), stop, False
+            # A directive's own line (not a comment's or a target's) is its fence: a part of a
+            # split directive starts with it again.
+            fence = line + "\n" if _DIRECTIVE.match(text) else ""
+            return Node("rule", *self.span(i, stop), fence=fence), stop, False
         if first == "+" and _GRID_TOP.match(text):
             table = self.grid_table(i, hi)
             if table is not None:
