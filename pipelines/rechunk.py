@@ -327,13 +327,16 @@ def run(job: Job) -> dict[str, Any]:
 def _summary(report: dict[str, Any], output: str) -> str:
     reasons = ", ".join(f"{k} {v}" for k, v in report["dead_letter_by_reason"].items()) or "none"
     tokens = report["token_count"]
+    sizes = (
+        f"tokens min {tokens['min']}, p50 {tokens['p50']}, p95 {tokens['p95']}, max {tokens['max']} "
+        if tokens["max"] is not None else "no chunk, "
+    )
     return "\n".join(
         [
             f"rechunk: {report['documents_read']} documents read, {report['documents_chunked']} chunked, "
             f"{report['documents_dead_lettered']} dead-lettered ({report['documents_partially_rejected']} partly)",
             f"rechunk: {report['chunks_written']} chunks written to {output}/chunks/ "
-            f"(tokens min {tokens['min']}, p50 {tokens['p50']}, p95 {tokens['p95']}, max {tokens['max']} "
-            f"of max {report['max_tokens']}, {report['tokenizer']})",
+            f"({sizes}of max {report['max_tokens']}, {report['tokenizer']})",
             f"rechunk: {report['dead_letter_rows']} dead-letter rows in {output}/dead_letter/ ({reasons})",
             f"rechunk: report in {output}/report.json ({report['wall_seconds']} s)",
         ]
