@@ -321,3 +321,54 @@ def test_a_split_rst_directive_repeats_its_directive_line():
         assert chunk.metadata["structure"]["context"] == "directive"
         assert chunk.metadata["structure"]["spans"][0] == [0, 27]
     assert all(BYTES.count(c.embedding_text) <= 90 for c in chunks)
+
+
+# -- the other formats through the same engine ----------------------------------------------------
+
+
+def test_plain_text_paragraphs():
+    text = "First paragraph here.\n\nSecond one.\n"
+    chunks = _chunks(_bytes(max_tokens=30, target_tokens=25), text, content_format="text")
+    assert [(c.text, c.start_offset, c.headings, c.content_format) for c in chunks] == [
+        ("First paragraph here.\n\n", 0, (), "text"),
+        ("Second one.\n", 23, (), "text"),
+    ]
+
+
+def test_html_is_chunked_from_its_markdown_rendering():
+    html = (
+        "<html><head><title>T</title><script>x()</script></head><body><h1>Guide</h1><p>Intro text.</p>"
+        "<h2>Use</h2><table><tr><th>k</th><th>v</th></tr><tr><td>a</td><td>1</td></tr>"
+        "<tr><td>b</td><td>2</td></tr></table></body></html>"
+    )
+    chunks = _chunks(_bytes(max_tokens=60), html, content_format="html")
+    assert [(c.text, c.embedding_text, c.headings, c.start_offset, c.content_format) for c in chunks] == [
+        ("# Guide\n\nIntro text.\n\n", "# Guide\n\nIntro text.\n\n", ("Guide",), None, "markdown"),
+        ("## Use\n\n| k | v |\n| --- | --- |\n| a | 1 |\n| b | 2 |\n",
+         "Guide\n\n## Use\n\n| k | v |\n| --- | --- |\n| a | 1 |\n| b | 2 |\n", ("Guide", "Use"), None, "markdown"),
+    ]
+
+
+def test_docling_documents_keep_their_pages():
+    from docling_core.types.doc import DoclingDocument
+    from docling_core.types.doc.base import BoundingBox, Size
+    from docling_core.types.doc.document import ProvenanceItem
+
+    doc = DoclingDocument(name="paged")
+    for page in (1, 2):
+        doc.add_page(page_no=page, size=Size(width=100, height=100))
+
+    def prov(page):
+        return ProvenanceItem(page_no=page, bbox=BoundingBox(l=10, t=20, r=50, b=10), charspan=(0, 1))
+
+    doc.add_title(text="Report", prov=prov(1))
+    doc.add_heading(text="Findings", level=1, prov=prov(1))
+    doc.add_text(label="text", text="First finding is long enough.", prov=prov(1))
+    doc.add_heading(text="Appendix", level=1, prov=prov(2))
+    doc.add_text(label="text", text="Second page text.", prov=prov(2))
+    chunks = _chunks(_bytes(max_tokens=70, target_tokens=60), doc.model_dump_json(), content_format="docling")
+    assert [(c.text, c.headings, c.page_no, c.start_offset, c.content_format) for c in chunks] == [
+        ("# Report\n\n## Findings\n\nFirst finding is long enough.\n\n", ("Report", "Findings"), 1, None, "markdown"),
+        ("## Appendix\n\nSecond page text.\n", ("Report", "Appendix"), 2, None, "markdown"),
+    ]
+    assert chunks[1].embedding_text == "Report\n\n## Appendix\n\nSecond page text.\n"

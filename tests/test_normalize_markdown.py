@@ -1,0 +1,91 @@
+"""The Markdown normalizer: exact blocks for the traps of real Markdown, and the whole corpus."""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+
+from tests.conftest import shared
+from tests.test_normalize_text import assert_no_text_lost, assert_well_formed, outline
+from transforms.structure.normalizers.markdown import normalize_markdown
+
+
+def test_atx_and_setext_headings_levels_may_skip():
+    doc = normalize_markdown("Title\n=====\n\n### Deep  *one* ###\n\nSub\n---\n\n#\n")
+    assert outline(doc) == [
+        ("heading", "Title\n=====", {"level": 1, "title": "Title"}),
+        ("heading", "### Deep  *one* ###", {"level": 3, "title": "Deep *one*"}),
+        ("heading", "Sub\n---", {"level": 2, "title": "Sub"}),
+        ("heading", "#", {"level": 1}),
+    ]
+    root = doc.root.children
+    assert [(n.kind, n.title) for n in root] == [("section", "Title"), ("section", "")]
+    assert [(n.kind, n.title) for n in root[0].children] == [("heading", "Title"), ("section", "Deep *one*"), ("section", "Sub")]
+
+
+def test_headings_inside_code_are_code_and_an_unclosed_fence_runs_to_the_end():
+    doc = normalize_markdown("# Real\n\n```python\n# not a heading\n\n    # nor this\n")
+    assert outline(doc) == [
+        ("heading", "# Real", {"level": 1, "title": "Real"}),
+        ("code", "```python\n# not a heading\n\n    # nor this", {"language": "python", "fence": "```python"}),
+    ]
+    indented = normalize_markdown("Text\n\n    # indented code\n    more\n")
+    assert outline(indented) == [("paragraph", "Text"), ("code", "    # indented code\n    more")]
+
+
+def test_crlf_and_lone_cr_are_line_breaks_and_offsets_are_code_points():
+    doc = normalize_markdown("# Tête\r\n\r\nCafé ☕ text\rmore\r\n\r\n- ä\r\n- b\r\n")
+    assert outline(doc) == [
+        ("heading", "# Tête", {"level": 1, "title": "Tête"}),
+        ("paragraph", "Café ☕ text\rmore"),
+        ("list", "- ä\r\n- b", {"level": 1}, [("list_item", "- ä"), ("list_item", "- b")]),
+    ]
+
+
+def test_tables_lists_quotes_and_the_rest():
+    text = (
+        "---\ntitle: front matter\n---\n\n"
+        "| a | b |\n|---|:-:|\n| 1 | 2 |\n| 3 | 4 |\n\n"
+        "1. one\n\n   para in one\n2. two\n   - nested\n\n"
+        "> quoted\n> - item\n\n"
+        "<div>\nraw\n</div>\n\n***\n\n[ref]: https://example.org\n"
+    )
+    doc = normalize_markdown(text)
+    assert outline(doc) == [
+        ("rule", "---\ntitle: front matter\n---"),
+        ("table", "| a | b |\n|---|:-:|\n| 1 | 2 |\n| 3 | 4 |", {"header_rows": 1},
+         [("table_row", "| a | b |\n|---|:-:|"), ("table_row", "| 1 | 2 |"), ("table_row", "| 3 | 4 |")]),
+        ("list", "1. one\n\n   para in one\n2. two\n   - nested", {"level": 1}, [
+            ("list_item", "1. one\n\n   para in one", [("paragraph", "   para in one")]),
+            ("list_item", "2. two\n   - nested", [
+                ("list", "   - nested", {"level": 2}, [("list_item", "   - nested")]),
+            ]),
+        ]),
+        ("quote", "> quoted\n> - item", [("paragraph", "> quoted"), ("list", "> - item", {"level": 1}, [("list_item", "> - item")])]),
+        ("html", "<div>\nraw\n</div>"),
+        ("rule", "***"),
+        # A link reference definition stays text: nothing is consumed without a block.
+        ("paragraph", "[ref]: https://example.org"),
+    ]
+
+
+def test_lone_surrogates_keep_code_point_positions():
+    doc = normalize_markdown("# A\ud800b\n\ntext\n")
+    assert outline(doc) == [("heading", "# A\ud800b", {"level": 1, "title": "A?b"}), ("paragraph", "text")]
+
+
+def test_empty_and_whitespace_only():
+    assert normalize_markdown("").blocks == ()
+    assert normalize_markdown(" \n\t\n\r\n").blocks == ()
+
+
+def test_every_corpus_markdown_document_is_well_formed_and_loses_nothing():
+    table = pq.read_table(shared("corpus/docs.parquet"), columns=["content", "content_format"])
+    count = 0
+    for content, content_format in zip(table.column("content").to_pylist(), table.column("content_format").to_pylist()):
+        if content_format != "markdown":
+            continue
+        doc = normalize_markdown(content)
+        assert_well_formed(doc)
+        assert_no_text_lost(doc)
+        count += 1
+    assert count > 1000
