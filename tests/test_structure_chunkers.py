@@ -372,3 +372,13 @@ def test_docling_documents_keep_their_pages():
         ("## Appendix\n\nSecond page text.\n", ("Report", "Appendix"), 2, None, "markdown"),
     ]
     assert chunks[1].embedding_text == "Report\n\n## Appendix\n\nSecond page text.\n"
+
+
+@pytest.mark.parametrize("content, max_tokens", [("漢", 1), ("👍", 2), ("# T\n\n👍👍", 2), ("# Title here\n\n" + "漢" * 5, 1)])
+def test_a_character_over_the_budget_is_its_own_chunk_not_a_hang(tokenizer, content, max_tokens):
+    # Found by the hostile pass: a code point needing more tokens than max_tokens looped forever.
+    chunks = _chunks(StructureAwareChunker(tokenizer=tokenizer, max_tokens=max_tokens), content)
+    result = validate_structure_chunks(content, chunks, tokenizer=tokenizer, max_tokens=max_tokens)
+    assert result.excluded_characters == 0
+    over = [c.text for c in chunks if tokenizer.count(c.embedding_text) > max_tokens]
+    assert over and all(len(text) == 1 for text in over)  # only the characters that cannot fit

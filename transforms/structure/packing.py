@@ -771,6 +771,17 @@ class _Run:
                 heading_prefix(titles) + (text[context[0] : context[1]] if context else "")
             )
             cut, count = self._longest_part(head, position, end, levels)
+            if cut == position and keep is None:
+                if titles or context is not None:
+                    # Not one step fits after the path and context: give them up for the rest.
+                    titles, dropped, context, context_kind = (), dropped + len(titles), None, None
+                    continue
+                # Not even one code point fits max_tokens (a character of more tokens than the
+                # budget): it becomes a part of its own, over the budget, which validation
+                # dead-letters with its text. The loop always moves on.
+                steps = [b for b in self.p.tokenizer.boundaries(text[position : position + 16]) if b > 0]
+                cut = position + (steps[0] if steps else 1)
+                count = counter.exact(text[position:cut])
             # A part cut inside the tile ends at its last non-space character; the whitespace
             # it leaves out lies between two chunks (the next part starts at ``cut``).
             part_end = cut
