@@ -89,3 +89,13 @@ def test_every_corpus_markdown_document_is_well_formed_and_loses_nothing():
         assert_no_text_lost(doc)
         count += 1
     assert count > 1000
+
+
+def test_nesting_too_deep_for_the_parser_is_read_as_paragraphs():
+    # Found by the hostile pass: 30,000 nested list markers crashed the Rust parser (SIGSEGV).
+    for text in ("- " * 30000 + "x\n", ">" * 100000 + " x\n", "".join("  " * i + "- x\n" for i in range(300))):
+        doc = normalize_markdown(text)
+        assert doc.diagnostics and "read as plain paragraphs" in doc.diagnostics[0]
+        assert_well_formed(doc)
+        assert_no_text_lost(doc)
+    assert normalize_markdown("- " * 100 + "x\n").diagnostics == ()

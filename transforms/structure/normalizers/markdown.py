@@ -7,6 +7,10 @@ front matter. Inline markup is not interpreted (a heading's ``title`` is its raw
 whitespace collapsed). Link reference definitions stay ordinary paragraphs, so no text is ever
 consumed without a block.
 
+A document that nests block quotes or lists more than ``MAX_NESTING`` (100) deep on one line, or
+indents a line 400 columns, is read as plain paragraphs instead (the parser would overflow its
+stack), with a diagnostic.
+
 So the usual traps of real Markdown are the parser's: a ``#`` line inside a fence is code, an
 unclosed fence runs to the end of the document, heading levels may skip, and ``\\r\\n`` and a lone
 ``\\r`` are line breaks. Intervals are converted from UTF-8 bytes to code points, and every block's
@@ -29,6 +33,30 @@ _BLOCK_RULES = (
     "paragraph", "front_matter",
 )
 _LINE_BREAK = re.compile(r"\r\n?|\n")
+#: Deepest nesting of block quotes and lists (or indentation) handed to the parser.
+MAX_NESTING = 100
+# A line that opens more than MAX_NESTING containers ("> > - 1. ..."), or is indented that deep.
+_DEEP_LINE = re.compile(
+    r"(?:[ \t]*(?:>|[-+*]|\d{1,9}[.)])(?=[ \t>]|$)){%d,}|[ \t]{%d,}\S" % (MAX_NESTING + 1, 4 * MAX_NESTING)
+)
+
+
+# Lines that could: eight container markers in a row, or deep indentation. A pattern that starts
+# with a literal line break is scanned fast, and almost no line gets past its first characters.
+_DEEP_CANDIDATE = re.compile(r"\n(?:[ \t]*(?:>|[-+*]|\d{1,9}[.)])(?=[ \t>])){8}|\n[ \t]{%d}" % (4 * MAX_NESTING))
+
+
+def _too_deep(text: str) -> int | None:
+    """The 1-based number of the first line nesting deeper than ``MAX_NESTING``, or ``None``."""
+    starts = [0] + [m.start() + 1 for m in _DEEP_CANDIDATE.finditer(text)]
+    for start in starts:
+        end = text.find("\n", start)
+        line = text[start : end if end != -1 else len(text)]
+        if len(line) > MAX_NESTING and any(_DEEP_LINE.match(part) for part in line.split("\r")):
+            return text.count("\n", 0, start) + 1
+    return None
+
+
 _SPACE = re.compile(r"\s+")
 
 
@@ -169,6 +197,18 @@ def normalize_markdown(content: str) -> NormalizedDocument:
             # Lone surrogates cannot cross into the parser; each becomes one "?" so code-point
             # positions are unchanged.
             source = content.encode("utf-8", "replace").decode("utf-8")
+    deep = _too_deep(source)
+    if deep is not None:
+        # The Rust parser recurses once per nesting level and overflows its stack (a crash, not
+        # an exception) a few thousand levels down; such a document is read as plain paragraphs.
+        from transforms.structure.normalizers.text import normalize_text
+
+        line = deep
+        plain = normalize_text(content)
+        return NormalizedDocument(
+            text=content, blocks=plain.blocks, content_format="markdown",
+            diagnostics=(f"line {line} nests more than {MAX_NESTING} block quotes or lists: read as plain paragraphs",),
+        )
     pos = _Positions(source)
     blocks: list[Node] = []
     for node in _parser().tree(source).children:
