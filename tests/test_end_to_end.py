@@ -81,9 +81,9 @@ def test_verbatim_chunks_slice_their_source(runs, corpus):
             assert doc["content"][c["start_offset"] : c["end_offset"]] == c["text"]
             verbatim += 1
         else:
-            # A repeated table header or re-opened code fence: the text is its spans, in order.
+            # A repeated table header, code fence or rST directive line: the text is its spans, in order.
             spans = metadata["structure"]["spans"]
-            assert len(spans) == 2 and metadata["structure"]["context"] in ("table_header", "code_fence")
+            assert len(spans) == 2 and metadata["structure"]["context"] in ("table_header", "code_fence", "directive")
             assert "".join(doc["content"][s:e] for s, e in spans) == c["text"]
         assert json.loads(c["metadata"])["collection"] == json.loads(doc["metadata"])["collection"]
     assert verbatim > 1000
