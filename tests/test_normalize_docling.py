@@ -601,3 +601,22 @@ def test_corpus_kinds_and_furniture(corpus):
     nested = [n for b in docx.blocks for n in b.walk() if n.kind == "list" and n.level == 3]
     assert docx.text[nested[0].start : nested[0].end] == "    - List item 1.1.1"
     assert docx.text[nested[-1].start : nested[-1].end].startswith("      - Buy fresh bread")  # under "1. "
+
+
+def test_text_too_deep_to_render_refuses_the_document_instead_of_dropping_it():
+    # Found by the hostile pass: under ~500 nested groups the deep text was silently skipped.
+    from docling_core.types.doc import DocItemLabel, GroupLabel
+
+    def deep(depth: int) -> str:
+        doc, parent = DoclingDocument(name="x"), None
+        for i in range(depth):
+            parent = doc.add_group(label=GroupLabel.UNSPECIFIED, name=f"g{i}", parent=parent)
+        doc.add_text(label=DocItemLabel.TEXT, text="deep text", parent=parent)
+        doc.add_text(label=DocItemLabel.TEXT, text="shallow text")
+        return doc.model_dump_json()
+
+    assert normalize_docling(deep(300)).text == "deep text\n\nshallow text\n"
+    for depth in (500, 800):
+        with pytest.raises(NormalizationError) as err:
+            normalize_docling(deep(depth))
+        assert err.value.reason == "invalid_docling_json"

@@ -296,11 +296,13 @@ def test_content_after_the_closing_html_tag_is_kept():
     assert render("<html><body><p>x</p></body></html><p>after</p>")[1] == [("paragraph", "x"), ("paragraph", "after")]
 
 
-def test_nesting_beyond_the_parser_limit_is_reported_not_raised():
-    doc = normalize_html("<p>before</p>" + "<div>" * 3000 + "deep" + "</div>" * 3000 + "<p>after</p>")
-    assert_well_formed(doc)
-    assert outline(doc)[0] == ("paragraph", "before")
-    assert any("stopped early" in note for note in doc.diagnostics)
+def test_nesting_beyond_the_parser_limit_refuses_the_page_instead_of_losing_its_end():
+    # Found by the hostile pass: libxml2 stops at 2048 levels and "after" was silently lost.
+    from transforms.structure.tree import NormalizationError
+
+    with pytest.raises(NormalizationError) as err:
+        normalize_html("<p>before</p>" + "<div>" * 3000 + "deep" + "</div>" * 3000 + "<p>after</p>")
+    assert err.value.reason == "unreadable_html" and "Excessive depth" in err.value.detail
     doc = normalize_html("<div>" * 1000 + "<p>deep text</p>" + "</div>" * 1000)
     assert outline(doc) == [("paragraph", "deep text")]
     assert any("flattened" in note for note in doc.diagnostics)
@@ -367,3 +369,21 @@ def test_site_navigation_is_left_out_but_text_after_it_stays():
     )
     assert normalized.text == "tail\n\n# T\n\nx\n"
     assert normalized.diagnostics == ("5 navigation elements left out",)
+
+
+def test_what_a_browser_moves_out_of_a_table_is_rendered_after_it():
+    # Found by the hostile pass: after a missing </table> the rest of the page was lost.
+    text = normalize_html(
+        "<h1>Doc</h1><p>intro</p><table><tr><td>cell</td></tr>\n<p>Paragraph after.</p>"
+        "<h2>Next section</h2><p>more text</p>"
+    ).text
+    assert text == "# Doc\n\nintro\n\n| cell |\n| --- |\n\nParagraph after.\n\n## Next section\n\nmore text\n"
+    wrapped = normalize_html("<table><div>Wrapped</div><tr><td>a</td></tr>between<tr><td>b</td></tr></table><p>end</p>")
+    assert wrapped.text == "| a |\n| --- |\n| b |\n\nbetween\n\nWrapped\n\nend\n"
+    assert normalize_html("<table><form><tr><td>x</td></tr></form></table>").text == "| x |\n| --- |\n"
+
+
+def test_blocks_inside_pre_keep_their_lines_apart():
+    assert normalize_html("<pre>five\nsix<h2>seven</h2>eight <p>e</p>f</pre>").text == (
+        "```\nfive\nsix\nseven\neight \ne\nf\n```\n"
+    )

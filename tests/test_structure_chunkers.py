@@ -382,3 +382,14 @@ def test_a_character_over_the_budget_is_its_own_chunk_not_a_hang(tokenizer, cont
     assert result.excluded_characters == 0
     over = [c.text for c in chunks if tokenizer.count(c.embedding_text) > max_tokens]
     assert over and all(len(text) == 1 for text in over)  # only the characters that cannot fit
+
+
+@pytest.mark.parametrize(
+    "content, max_tokens", [("*\n\tcafé", 3), ("# Menü\n\n- a\n-\n\tcafé " + "word " * 200 + "end", 64)]
+)
+def test_a_tab_indented_item_at_the_end_of_a_non_ascii_document(tokenizer, content, max_tokens):
+    # Found by the hostile pass: the parser reports a position past the end after expanding the
+    # tab, and the byte-to-code-point lookup raised IndexError (the document was dead-lettered).
+    chunks = _chunks(StructureAwareChunker(tokenizer=tokenizer, max_tokens=max_tokens), content)
+    result = validate_structure_chunks(content, chunks, tokenizer=tokenizer, max_tokens=max_tokens)
+    assert result.problems == ()

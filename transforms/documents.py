@@ -49,6 +49,7 @@ REASONS: Mapping[str, str] = {
     "unsupported_content_format": "the content format is unknown, or the routed chunker does not accept it",
     "no_route": "no route matched and the configuration has no default chunker",
     "invalid_docling_json": "content_format is docling but the content is not a valid DoclingDocument",
+    "unreadable_html": "the HTML parser stopped before the end of the page (e.g. nested deeper than 2047 elements)",
     "chunker_error": "the chunker raised an unexpected error on this document",
     "token_budget_exceeded": "the chunk's embedding_text has more tokens than max_tokens",
     "empty_chunk": "the chunk's text is empty or whitespace only",

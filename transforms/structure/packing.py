@@ -842,53 +842,57 @@ class _Run:
             whole = counter.exact(head + text[position:end])
             if whole <= limit:
                 return end, whole
+        # No part can hold more code points than this (a token is rarely longer than a few dozen):
+        # the candidates looked at stay near the part, so a long paragraph costs linear time.
+        reach = min(end, position + 64 * limit + 1024)
         for level in levels:
             lo = bisect_right(level, position)
-            hi = bisect_left(level, end)
-            candidates = level[lo:hi]
-            best = self._bisect(head, position, candidates, target)
+            best = self._bisect(head, position, level, lo, bisect_left(level, reach), target)
             if best is not None:
                 return best
         # Token boundaries of a window that holds at least the budget.
         window_end = min(end, position + 8 * limit + 64)
         boundaries = [position + b for b in self.p.tokenizer.boundaries(text[position:window_end])]
         boundaries = [b for b in boundaries if position < b < end]
-        best = self._bisect(head, position, boundaries, limit)
+        best = self._bisect(head, position, boundaries, 0, len(boundaries), limit)
         if best is not None:
             return best
         return position, 0
 
-    def _bisect(self, head: str, position: int, candidates: list[int], goal: int) -> tuple[int, int] | None:
-        """Largest candidate whose part counts at most ``goal`` (at most ``max_tokens``), or ``None``.
+    def _bisect(
+        self, head: str, position: int, candidates: list[int], first: int, stop: int, goal: int
+    ) -> tuple[int, int] | None:
+        """Largest of ``candidates[first:stop]`` whose part counts at most ``goal``, or ``None``.
+
+        (A part never counts more than ``max_tokens``.)
 
         Every answer is an exact count of the whole ``head + text[position:cut]``. With an
         additive tokenizer the whole-document encoding first proposes a candidate (its counts
         are off by a token or two mid-line), so usually one or two exact counts decide.
         """
         text, counter = self.text, self.counter
-        if not candidates:
+        if first >= stop:
             return None
 
         def exact(i: int) -> int:
             return counter.exact(head + text[position : candidates[i]])
 
-        hi = len(candidates) - 1
+        lo, hi = first, stop - 1
         if counter.additive:
             head_tokens, base = counter.exact(head), counter.tokens_before(position)
-            lo, guess = 0, -1
+            guess = first - 1
             while lo <= hi:
                 mid = (lo + hi) // 2
                 if head_tokens + counter.tokens_before(candidates[mid]) - base <= goal:
                     guess, lo = mid, mid + 1
                 else:
                     hi = mid - 1
-            for i in range(guess, max(guess - 3, -1), -1):
+            for i in range(guess, max(guess - 3, first - 1), -1):
                 count = exact(i)
                 if count <= goal:
                     return candidates[i], count
-            hi = max(guess - 3, -1)
+            lo, hi = first, max(guess - 3, first - 1)
         best: tuple[int, int] | None = None
-        lo = 0
         while lo <= hi:
             mid = (lo + hi) // 2
             count = exact(mid)
@@ -900,11 +904,11 @@ class _Run:
             # Nothing reaches the target at this level: accept the first candidate within max,
             # unless the encoding already shows it is far over (then it is not counted whole).
             if counter.additive and (
-                counter.exact(head) + counter.tokens_before(candidates[0]) - counter.tokens_before(position)
+                counter.exact(head) + counter.tokens_before(candidates[first]) - counter.tokens_before(position)
                 > self.p.max_tokens + _ESTIMATE_SLACK
             ):
                 return None
-            count = exact(0)
+            count = exact(first)
             if count <= self.p.max_tokens:
-                best = (candidates[0], count)
+                best = (candidates[first], count)
         return best

@@ -347,6 +347,8 @@ class _Renderer:
         """The node ``ref`` points to, or ``None`` when it is not a tree node."""
         try:
             item = ref.resolve(self.doc)
+        except RecursionError:
+            raise  # too deep to render: the whole document is refused, never partly dropped
         except (IndexError, KeyError, ValueError, AttributeError, RuntimeError):
             return None
         return item if isinstance(item, self.dl.NodeItem) else None

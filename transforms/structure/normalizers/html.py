@@ -25,7 +25,8 @@ Rendered:
   grandparent (Sphinx puts ``highlight-python3`` on a wrapper ``div``); ``fence`` is the opening
   fence line without the ``> `` or indentation of an enclosing quote or item (as the Markdown
   normalizer records it).
-- ``table``: a pipe table; header lines from ``thead``, else from leading rows of ``th`` cells
+- ``table``: a pipe table (what is inside a table but not in a row, e.g. the rest of the page
+  after a missing ``</table>``, is rendered after it, as a browser would move it out); header lines from ``thead``, else from leading rows of ``th`` cells
   only, else the first row (a pipe table needs a header; ``diagnostics`` counts such tables);
   then the ``| --- |`` delimiter. The first ``table_row`` spans the header line(s) and the
   delimiter (``header_rows`` 1), then one ``table_row`` per body row. Cells are flattened
@@ -48,9 +49,9 @@ parser drops the last three), and site navigation: ``nav``, ``role="navigation"`
 code backticks), images (no alt text), form controls' values, ``rowspan``. Elements nested
 deeper than 200 levels are flattened to plain text.
 
-Nothing is raised. Empty or whitespace-only input gives no blocks; input the parser refuses gives
+Empty or whitespace-only input gives no blocks; input the parser refuses gives
 no blocks and a diagnostic; when libxml2 stops early (it gives up past 2047 levels of nesting),
-what it read is rendered and a diagnostic says so. Before parsing, ``\\r\\n`` and lone
+``NormalizationError("unreadable_html")`` is raised, since the rest of the page would be lost. Before parsing, ``\\r\\n`` and lone
 ``\\r`` become ``\\n`` (as the HTML standard does), NUL becomes U+FFFD, lone surrogates become
 ``?``, and ``</body>``/``</html>`` end tags are removed (libxml2 would drop content after them).
 """
@@ -63,7 +64,7 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
-from transforms.structure.tree import Node, NormalizedDocument
+from transforms.structure.tree import NormalizationError, Node, NormalizedDocument
 
 __all__ = ["normalize_html"]
 
@@ -277,12 +278,13 @@ class _Reader:
                 elif depth >= _MAX_DEPTH:
                     self.flattened += 1
                     parts.append(_deep_text(child))
-                elif kind == _INLINE or kind == _LINK or verbatim:
+                elif kind == _INLINE or kind == _LINK:
                     self._flat(child, parts, depth + 1, verbatim)
-                else:
-                    parts.append(" ")
+                else:  # a block inside inline or verbatim text still separates words (or lines)
+                    gap = "\n" if verbatim else " "
+                    parts.append(gap)
                     self._flat(child, parts, depth + 1, verbatim)
-                    parts.append(" ")
+                    parts.append(gap)
             tail = child.tail
             if tail:
                 parts.append(tail)
@@ -342,25 +344,54 @@ class _Reader:
         header: list[list[str]] = []
         body: list[list[str]] = []
         header_cells: list[bool] = []  # per body row: whether all its cells are th
-        for part in table:
-            tag = part.tag
-            if tag == "caption":
-                caption = _collapse(self.flat_text(part, depth + 1))
-                if caption:
-                    out.blocks.append(_Paragraph([caption]))
-            elif tag == "tr":
-                row, all_th = self.row(part, depth + 1)
-                body.append(row)
-                header_cells.append(all_th)
-            elif tag in ("thead", "tbody", "tfoot"):
-                for tr in part:
-                    if tr.tag == "tr":
-                        row, all_th = self.row(tr, depth + 2)
-                        if tag == "thead":
-                            header.append(row)
-                        else:
-                            body.append(row)
-                            header_cells.append(all_th)
+        # What a browser would move out of a table ("foster parenting"): text between rows and
+        # elements that are not rows, e.g. everything after a missing </table>. Rendered after it.
+        stray: list = []
+        stray_text: list[str] = [table.text or ""]
+
+        def parts(container, section: str, level: int) -> None:
+            for part in container:
+                tag = part.tag
+                if not isinstance(tag, str):
+                    stray_text.append(part.tail or "")
+                    continue
+                if tag == "caption":
+                    caption = _collapse(self.flat_text(part, level))
+                    if caption:
+                        out.blocks.append(_Paragraph([caption]))
+                elif tag == "tr":
+                    row, all_th = self.row(part, level)
+                    if section == "thead":
+                        header.append(row)
+                    else:
+                        body.append(row)
+                        header_cells.append(all_th)
+                elif tag in ("thead", "tbody", "tfoot"):
+                    stray_text.append(part.text or "")
+                    parts(part, tag, level + 1)
+                elif tag in ("colgroup", "col"):
+                    pass
+                elif part.find(".//tr") is not None and level < _MAX_DEPTH:
+                    stray_text.append(part.text or "")
+                    parts(part, section, level + 1)  # a wrapper around rows (a form, a div)
+                else:
+                    stray.append(part)
+                    continue
+                stray_text.append(part.tail or "")
+
+        parts(table, "tbody", depth + 1)
+        self._table_rows(header, body, header_cells, out)
+        text = _collapse(" ".join(stray_text))
+        if text:
+            out.blocks.append(_Paragraph([text]))
+        for element in stray:
+            tail, element.tail = element.tail, None
+            self.child(element, out, depth + 1)
+            out.flush()
+            if tail and tail.strip():
+                out.blocks.append(_Paragraph([_collapse(tail)]))
+
+    def _table_rows(self, header, body, header_cells, out: _Collector) -> None:
         if not any(cell for row in header + body for cell in row):
             return
         rows = [(row, all_th) for row, all_th in zip(body, header_cells) if any(row)]
@@ -572,8 +603,11 @@ def _parse(content: str, diagnostics: list[str]):
         return None
     fatal = [entry for entry in parser.error_log if entry.level_name == "FATAL"]
     if fatal:
-        diagnostics.append(
-            f"HTML parser stopped early (content after line {fatal[0].line} lost): {fatal[0].message[:200]}"
+        # The rest of the page would be lost without a trace: refuse the document instead (the
+        # dead letter keeps its whole content).
+        raise NormalizationError(
+            "unreadable_html",
+            f"the HTML parser stopped at line {fatal[0].line}: {' '.join(fatal[0].message.split())[:200]}",
         )
     if root is None:
         diagnostics.append("HTML parser found no elements")

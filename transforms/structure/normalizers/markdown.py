@@ -85,6 +85,12 @@ class _Positions:
         # scan far back on every call); otherwise from rfind("\n").
         self._cr_line_starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)] if "\r" in text else None
 
+    def code_point(self, byte_offset: int) -> int:
+        """The code point at a UTF-8 byte offset; offsets past the end (the parser reports some
+        after expanding a tab) are the end."""
+        points = self.code_points
+        return int(points[min(byte_offset, len(points) - 1)])
+
     def line_start(self, position: int) -> int:
         if self._cr_line_starts is not None:
             return self._cr_line_starts[bisect_right(self._cr_line_starts, position) - 1]
@@ -119,9 +125,9 @@ def _convert(node, pos: _Positions, list_depth: int) -> Node | None:
         return None
     text = pos.text
     if pos.ascii:
-        start, end = srcmap
+        start, end = min(srcmap[0], len(text)), min(srcmap[1], len(text))
     else:
-        start, end = int(pos.code_points[srcmap[0]]), int(pos.code_points[srcmap[1]])
+        start, end = pos.code_point(srcmap[0]), pos.code_point(srcmap[1])
     if start and text[start - 1] != "\n":
         start = pos.line_start(start)
     while end > start and text[end - 1] in "\r\n":
@@ -173,7 +179,10 @@ def _convert_row(node, pos: _Positions) -> Node | None:
     if node.srcmap is None:
         return None
     srcmap = node.srcmap
-    start, end = srcmap if pos.ascii else (int(pos.code_points[srcmap[0]]), int(pos.code_points[srcmap[1]]))
+    limit = len(pos.text)
+    start, end = (min(srcmap[0], limit), min(srcmap[1], limit)) if pos.ascii else (
+        pos.code_point(srcmap[0]), pos.code_point(srcmap[1])
+    )
     start = pos.line_start(start)
     while end > start and pos.text[end - 1] in "\r\n":
         end -= 1
