@@ -123,6 +123,14 @@ def _parse_ranks(data: bytes, path: str) -> dict[bytes, int]:
     return ranks
 
 
+def _without_surrogates(text: str) -> str:
+    """``text`` with every lone surrogate code point replaced by U+FFFD (same length)."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+_SURROGATE = __import__("re").compile("[\ud800-\udfff]")
+
+
 class TiktokenTokenizer:
     """Exact ordinary-text BPE counts for a named tiktoken encoding, loaded offline.
 
@@ -182,8 +190,18 @@ class TiktokenTokenizer:
         return self._encoding.encode_ordinary(text)
 
     def count(self, text: str) -> int:
-        """Return the number of tokens of ``text`` encoded as ordinary text."""
-        return len(self._encoding.encode_ordinary(text))
+        """Return the number of tokens of ``text`` encoded as ordinary text.
+
+        A lone surrogate (possible in a Python string, never in Parquet) counts as U+FFFD, one
+        code point each, as in :meth:`token_ends`.
+        """
+        try:
+            # encode with no special token allowed is encode_ordinary; as an array, no list is made.
+            return len(self._encoding.encode_to_numpy(text, allowed_special=set(), disallowed_special=()))
+        except UnicodeEncodeError:
+            return len(self._encoding.encode_to_numpy(
+                _without_surrogates(text), allowed_special=set(), disallowed_special=()
+            ))
 
     def token_offsets(self, tokens: Sequence[int]) -> list[int | None]:
         """Return, for each token of an encoding, the code-point offset where it starts.
@@ -219,8 +237,12 @@ class TiktokenTokenizer:
         try:
             # encode with no special token allowed is encode_ordinary, straight into an array.
             tokens = self._encoding.encode_to_numpy(text, allowed_special=set(), disallowed_special=())
-        except UnicodeEncodeError:  # lone surrogates: encode_ordinary's own fallback
-            tokens = np.asarray(self._encoding.encode_ordinary(text), dtype=np.int64)
+        except UnicodeEncodeError:
+            # Lone surrogates: each becomes U+FFFD, so code points stay where they are (tiktoken's
+            # own fallback would join a high and a low surrogate into one character).
+            tokens = self._encoding.encode_to_numpy(
+                _without_surrogates(text), allowed_special=set(), disallowed_special=()
+            )
         return np.cumsum(self._starts_array[tokens]) if len(tokens) else np.zeros(0, dtype=np.int64)
 
     def boundaries(self, text: str) -> list[int]:

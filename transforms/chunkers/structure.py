@@ -364,7 +364,8 @@ def _heading_chunks(normalized: NormalizedDocument) -> Iterator[PackedChunk]:
             inner_tiles = lines.tiles(node.children, start, end)
             heading_end = inner_tiles[1][1] if len(inner_tiles) > 1 else end
             own_end = next((s for n, s, _ in inner_tiles if n is not None and n.kind == "section"), end)
-            inner = path + ((node, (start, heading_end)),)
+            # The heading's own line, without blank lines its tile may start with.
+            inner = path + ((node, (max(start, lines.line_start(node.start)), heading_end)),)
             bare = own_end < end and not text[heading_end:own_end].strip()
             parts.append((inner, start, own_end, bare))
             if own_end < end:

@@ -203,7 +203,11 @@ class Lines:
             if not cuts and (at <= lo or not self.text[lo:at].strip()):
                 cuts.append((child, lo))
                 continue
-            if at <= (cuts[-1][1] if cuts else lo) or at >= hi or not self.is_stable(at):
+            if not self.is_stable(at):
+                # Its first line holds only spaces Python sees as such (e.g. U+00A0) that the
+                # parser read as text: cut at its first line with other text instead.
+                at = next((p for p in self.line_starts_between(at, child.end) if self.is_stable(p)), hi)
+            if at <= (cuts[-1][1] if cuts else lo) or at >= hi:
                 continue
             if not cuts:
                 cuts.append((None, lo))
@@ -684,6 +688,8 @@ class _Run:
     ) -> None:
         """Split a tile that does not fit ``max_tokens`` even alone, by its kind."""
         kind = node.kind if node is not None else "paragraph"
+        # Where the block itself starts: its tile may begin earlier, with blank lines before it.
+        own = max(start, self.lines.line_start(node.start)) if node is not None else start
         if kind in _CONTAINERS and node.children:
             tiles = self.lines.tiles(node.children, start, end)
             if len(tiles) == 1 and tiles[0][0] is not None and tiles[0][0] is not node:
@@ -695,7 +701,7 @@ class _Run:
         if kind == "table" and node.children:
             tiles = self.lines.tiles(node.children, start, end)
             header_end = tiles[node.header_rows][1] if 0 < node.header_rows < len(tiles) else None
-            header = (start, header_end) if header_end is not None else None
+            header = (own, header_end) if header_end is not None and own < header_end else None
             if header is not None and not self._fits_context(path, header):
                 header = None  # a header this large is not repeated; rows are still kept whole
             if len(tiles) > 1:
@@ -704,9 +710,9 @@ class _Run:
                 self._tiles(tiles, path, top, contexts=body, split="table")
                 return
         if kind == "code":
-            lines = self.lines.stable_between(start, end)
+            lines = self.lines.stable_between(own, end)
             if lines:
-                fence = (start, lines[0]) if node.fence else None
+                fence = (own, lines[0]) if node.fence else None
                 if fence is not None and not self._fits_context(path, fence):
                     fence = None
                 cuts = [start, *lines]
@@ -715,8 +721,8 @@ class _Run:
                 self._tiles(tiles, path, top, contexts=fences, split="code")
                 return
         paragraphs = [
-            m.end() for m in _BLANK_LINES.finditer(self.text, start, end)
-            if m.end() < end and self.lines.is_stable(m.end())
+            m.end() for m in _BLANK_LINES.finditer(self.text, own, end)
+            if own < m.end() < end and self.lines.is_stable(m.end())
         ]
         if paragraphs:
             # A block with blank lines inside (an rST directive, an HTML block, a long quote):
@@ -726,7 +732,7 @@ class _Run:
             tiles = [(node, s, cuts[i + 1] if i + 1 < len(cuts) else end) for i, s in enumerate(cuts)]
             contexts = [(context, context_kind)] * len(tiles)
             if node is not None and node.fence and context is None:
-                fence = (start, paragraphs[0])
+                fence = (own, paragraphs[0])
                 if self._fits_context(path, fence):
                     contexts = [(None, None)] + [(fence, "directive")] * (len(tiles) - 1)
             self._tiles(tiles, path, top, contexts=contexts, split=kind)
@@ -756,14 +762,27 @@ class _Run:
         if cur is not None and cur.has_body:
             self._flush()
             cur = None
-        titles = self._titles(path) if self.p.include_heading_path else ()
-        dropped = 0
-        while titles and counter.prefix(titles) > self.p.max_tokens // 2:
-            titles, dropped = titles[1:], dropped + 1
+        def path_titles(shown: tuple[Node, ...]) -> tuple[tuple[str, ...], int]:
+            """The prefix for ``shown``, outer titles dropped until it takes at most half the budget."""
+            titles = self._titles(shown) if self.p.include_heading_path else ()
+            dropped = 0
+            while titles and counter.prefix(titles) > self.p.max_tokens // 2:
+                titles, dropped = titles[1:], dropped + 1
+            return titles, dropped
+
+        # A heading's own title is in the text of its first part only (that part starts with
+        # the heading line); its later parts carry the title in the prefix like any block's.
+        heading = node is not None and node.kind == "heading"
+        titles, dropped = path_titles(path[:-1] if heading else path)
         if context is not None and counter.span(*context) + counter.prefix(titles) > self.p.max_tokens // 2:
             context, context_kind = None, None
-        levels = self._cut_candidates(start, end)
         position = start
+        if self.cur is None:
+            # Leading blank lines are not a part of their own: start at the text (the chunks
+            # need not touch; only whitespace lies between them).
+            segment = text[start:end]
+            position = end - len(segment.lstrip())
+        levels = self._cut_candidates(position, end)
         first = True
         while position < end:
             keep = self.cur if (first and self.cur is not None) else None
@@ -816,6 +835,8 @@ class _Run:
                 )
             self._flush()
             position = cut
+            if first and heading:
+                titles, dropped = path_titles(path)
             first = False
 
     def _cut_candidates(self, start: int, end: int) -> list[list[int]]:
