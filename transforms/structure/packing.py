@@ -72,6 +72,14 @@ _CONTAINERS = frozenset({"list", "list_item", "quote"})
 _KIND = {"table_row": "table", "list_item": "list"}
 
 
+def _own_heading(node: Node | None, path: tuple[Node, ...]) -> bool:
+    """Whether ``node`` is the heading line of the innermost section of ``path``.
+
+    A heading inside a block quote or a list item is that block's text, not a section's title.
+    """
+    return node is not None and node.kind == "heading" and bool(path) and path[-1].children[0] is node
+
+
 def _headings_in(section: Node) -> int:
     """Headings in a section: its own and its subsections' (only sections are visited)."""
     return 1 + sum(_headings_in(child) for child in section.children if child.kind == "section")
@@ -485,7 +493,8 @@ class _Run:
                 self.cur = cur
                 self._apply_overlap(end, limit)
                 self.tiles_in_cur = []
-                self._extend(node, end, body=node is None or node.kind != "heading", section=section)
+                own_heading = displayed == 1 and node is not None and node.kind == "heading"
+                self._extend(node, end, body=not own_heading, section=section)
                 self.tiles_in_cur = [cur.start]
                 return True
         return False
@@ -643,7 +652,7 @@ class _Run:
         split: str | None = None,
     ) -> None:
         """Add one tile: to the open chunk if it fits, else to a new chunk, else split it."""
-        heading = node is not None and node.kind == "heading"
+        heading = _own_heading(node, path)
         cur = self.cur
         if cur is not None and not self._can_join(top):
             self._flush()
@@ -772,7 +781,7 @@ class _Run:
 
         # A heading's own title is in the text of its first part only (that part starts with
         # the heading line); its later parts carry the title in the prefix like any block's.
-        heading = node is not None and node.kind == "heading"
+        heading = _own_heading(node, path)
         titles, dropped = path_titles(path[:-1] if heading else path)
         if context is not None and counter.span(*context) + counter.prefix(titles) > self.p.max_tokens // 2:
             context, context_kind = None, None
