@@ -847,14 +847,16 @@ def test_plain_text_format(recount, md, budget, bytes_budget, use_bytes):
 def test_lone_surrogates_do_not_break_chunking(recount, md, budget, data):
     """Content may hold lone surrogates (from lossy upstream decoding): offsets and budgets still hold.
 
-    ``"\\ud83d\\ude00"`` is a surrogate *pair* as two code points, which a UTF-16 round trip turns
-    into one character.
+    Only *lone* ones: a high surrogate right before a low one is a pair, which tiktoken counts
+    as one character and the engine as two U+FFFD (a known difference, see
+    ``test_bug_surrogate_pair_code_points_are_counted_unlike_tiktoken``); pairs are broken up here.
     """
     m, t, p, o = budget
     for _ in range(data.draw(st.integers(1, 8))):
-        surrogate = data.draw(st.sampled_from(["\ud800", "\udfff", "a\udc80b", "\ud83d\ude00"]))
+        surrogate = data.draw(st.sampled_from(["\ud800", "\udfff", "a\udc80b", "\udbff\ud800"]))
         at = data.draw(st.integers(0, len(md)))
         md = md[:at] + surrogate + md[at:]
+    md = re.sub("([\ud800-\udbff])(?=[\udc00-\udfff])", "\\1x", md)
     # the count positions line up with the text's code points
     assert int(TOK.token_ends(md)[-1]) == len(md)
     chunks, _ = _chunk(_chunker(m, t, p, o), md)

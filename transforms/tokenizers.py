@@ -228,7 +228,7 @@ class TiktokenTokenizer:
         every line start followed by a non-whitespace character on its line is (a pre-token
         never runs from a line break into the next line's text, and trailing whitespace matches
         the same span alone as in context). ``transforms.structure.packing`` relies on this, and
-        ``tests/test_structure_counts.py`` checks it against whole recounts.
+        ``tests/test_structure_properties.py`` checks it against whole recounts.
         """
         import numpy as np
 
