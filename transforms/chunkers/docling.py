@@ -24,6 +24,8 @@ from typing import Any, Iterator, Mapping
 
 from transforms.chunkers.base import Chunker, ChunkingError, Piece
 from transforms.documents import Document
+from transforms.structure.normalizers.docling import parse_docling
+from transforms.structure.tree import NormalizationError
 from transforms.tokenizers import Tokenizer
 
 __all__ = ["DoclingChunker"]
@@ -39,7 +41,7 @@ try:
     from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
     from docling_core.transforms.chunker.tokenizer.base import BaseTokenizer
     from docling_core.types.doc import DoclingDocument, RefItem
-    from pydantic import ConfigDict, ValidationError
+    from pydantic import ConfigDict
 except ImportError as err:
     _DOCLING_IMPORT_ERROR = err
 
@@ -79,18 +81,6 @@ def _one_line(text: str) -> str:
     """Collapse whitespace and cut ``text`` to about :data:`_DETAIL_CHARS` characters."""
     text = " ".join(text.split())
     return text if len(text) <= _DETAIL_CHARS else text[: _DETAIL_CHARS - 3] + "..."
-
-
-def _first_error(err: Exception) -> str:
-    """One line naming the first problem of a failed ``model_validate_json``."""
-    if isinstance(err, ValidationError):
-        errors = err.errors(include_url=False)
-        if errors:
-            first = errors[0]
-            loc = ".".join(str(part) for part in first.get("loc", ())) or "<root>"
-            more = f" (and {len(errors) - 1} more errors)" if len(errors) > 1 else ""
-            return f"{loc}: {first.get('msg', '')}{more}"
-    return f"{type(err).__name__}: {err}"
 
 
 class DoclingChunker(Chunker):
@@ -230,12 +220,9 @@ class DoclingChunker(Chunker):
             ChunkingError: ``invalid_docling_json``.
         """
         try:
-            return DoclingDocument.model_validate_json(document.content)
-        except Exception as err:  # pydantic's ValidationError, or a validator's own error
-            raise ChunkingError(
-                "invalid_docling_json",
-                _one_line(f"content is not a valid DoclingDocument: {_first_error(err)}"),
-            ) from err
+            return parse_docling(document.content)
+        except NormalizationError as err:
+            raise ChunkingError(err.reason, err.detail) from err
 
     def split(self, document: Document) -> Iterator[Piece]:
         """Yield one piece per docling-core chunk of ``document``, in reading order.

@@ -189,6 +189,21 @@ def _dl() -> SimpleNamespace:
     )
 
 
+def parse_docling(content: str):
+    """``content`` as a docling-core ``DoclingDocument`` (``model_validate_json``).
+
+    Raises:
+        NormalizationError: ``invalid_docling_json``, naming the first problem found.
+    """
+    try:
+        return _dl().DoclingDocument.model_validate_json(content)
+    except Exception as err:  # pydantic's ValidationError, a validator's own error, a bad ref
+        raise NormalizationError(
+            "invalid_docling_json",
+            _one_line(f"content is not a valid DoclingDocument: {_first_error(err)}"),
+        ) from err
+
+
 def normalize_docling(content: str) -> NormalizedDocument:
     """Render a serialized DoclingDocument as Markdown and return it with its blocks.
 
@@ -204,13 +219,7 @@ def normalize_docling(content: str) -> NormalizedDocument:
             content as a DoclingDocument, or its tree is nested too deeply to walk.
     """
     dl = _dl()
-    try:
-        doc = dl.DoclingDocument.model_validate_json(content)
-    except Exception as err:  # pydantic's ValidationError, a validator's own error, a bad ref
-        raise NormalizationError(
-            "invalid_docling_json",
-            _one_line(f"content is not a valid DoclingDocument: {_first_error(err)}"),
-        ) from err
+    doc = parse_docling(content)
     renderer = _Renderer(doc, dl)
     try:
         blocks = renderer.render_document()
