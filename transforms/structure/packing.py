@@ -47,7 +47,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from transforms.structure.tree import Node, NormalizedDocument
+from transforms.structure.tree import LINE_BREAK, LineStarts, Node, NormalizedDocument
 from transforms.tokenizers import Tokenizer
 
 __all__ = [
@@ -57,11 +57,11 @@ __all__ = [
 #: Marks metadata whose ``structure.prefix`` :func:`build_embedding_text` puts before the text.
 EMBEDDING_TEXT_VERSION = "heading-path/1"
 _PATH_SEPARATOR = " > "
-_LINE_BREAK = re.compile(r"\r\n?|\n")
-# A line break followed, on the next line, by optional spaces and a non-space character: the
-# position after the break is a stable cut. Python's \s is str.isspace(), a superset of the
-# tokenizer pattern's \s, so a line that starts with e.g. U+001C is not taken as stable.
+# One or more blank lines after a line break: where a block's own paragraphs meet.
 _BLANK_LINES = re.compile(r"(?:\r\n?|\n)(?:[^\S\r\n]*(?:\r\n?|\n))+")
+# Optional spaces, then a non-space character, on the same line: what makes a line start stable.
+# Python's \s is str.isspace(), a superset of the tokenizer pattern's \s, so a line that starts
+# with e.g. U+001C is not taken as stable (the safe side).
 _CONTENT_AHEAD = re.compile(r"[^\S\r\n]*\S")
 _SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"'\u201d\u2019)\]]*\s+")
 _WORD_START = re.compile(r"\s+")
@@ -150,7 +150,7 @@ class PackedChunk:
         return "".join([source[s:e] for s, e in self.spans])
 
 
-class Lines:
+class Lines(LineStarts):
     """Line starts of a text, which of them are safe cuts, and tiles of blocks between them.
 
     A *stable* position is 0, the end, or a line start whose line has a character that Python
@@ -160,11 +160,8 @@ class Lines:
     """
 
     def __init__(self, text: str) -> None:
-        self.text = text
+        super().__init__(text)
         self._end = len(text)
-        # With a carriage return anywhere, line starts come from a list (rfind for "\r" could
-        # scan far back on every call); otherwise from rfind("\n").
-        self._cr_line_starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)] if "\r" in text else None
         self._stable: dict[int, bool] = {0: True, self._end: True}
 
     def is_stable(self, position: int) -> bool:
@@ -181,15 +178,9 @@ class Lines:
             self._stable[position] = known
         return known
 
-    def line_start(self, position: int) -> int:
-        """The start of the line that holds ``position`` (after the last ``\\n`` or ``\\r`` before it)."""
-        if self._cr_line_starts is not None:
-            return self._cr_line_starts[bisect_right(self._cr_line_starts, position) - 1]
-        return self.text.rfind("\n", 0, position) + 1
-
     def line_starts_between(self, start: int, end: int) -> list[int]:
         """Every line start strictly inside ``(start, end)``."""
-        return [m.end() for m in _LINE_BREAK.finditer(self.text, start, end) if m.end() < end]
+        return [m.end() for m in LINE_BREAK.finditer(self.text, start, end) if m.end() < end]
 
     def stable_between(self, start: int, end: int) -> list[int]:
         """Stable positions strictly inside ``(start, end)``."""

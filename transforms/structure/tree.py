@@ -38,6 +38,8 @@ is non-empty and inside ``[0, len(text)]``. Whitespace between blocks belongs to
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_right
 from collections import abc
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -45,7 +47,9 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 __all__ = [
     "BLOCK_KINDS",
+    "LINE_BREAK",
     "LazyChildren",
+    "LineStarts",
     "Node",
     "NormalizationError",
     "NormalizedDocument",
@@ -57,6 +61,27 @@ __all__ = [
 BLOCK_KINDS = frozenset(
     {"heading", "paragraph", "code", "table", "table_row", "list", "list_item", "quote", "html", "rule"}
 )
+
+
+#: A line break: ``\r\n``, a lone ``\r`` or ``\n`` (as CommonMark and the tokenizer's pattern
+#: see them; not the other characters ``str.splitlines`` breaks on).
+LINE_BREAK = re.compile(r"\r\n?|\n")
+
+
+class LineStarts:
+    """Where the line holding a code-point position starts, for one text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        # With a carriage return anywhere, line starts come from a list (rfind for "\r" could
+        # scan far back on every call); otherwise from rfind("\n").
+        self._cr_line_starts = [0] + [m.end() for m in LINE_BREAK.finditer(text)] if "\r" in text else None
+
+    def line_start(self, position: int) -> int:
+        """The start of the line that holds ``position`` (after the last line break before it)."""
+        if self._cr_line_starts is not None:
+            return self._cr_line_starts[bisect_right(self._cr_line_starts, position) - 1]
+        return self.text.rfind("\n", 0, position) + 1
 
 
 class LazyChildren(abc.Sequence):

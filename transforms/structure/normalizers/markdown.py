@@ -21,10 +21,9 @@ its ``>`` or marker), which is where a chunk may begin.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from functools import lru_cache
 
-from transforms.structure.tree import LazyChildren, Node, NormalizedDocument
+from transforms.structure.tree import LazyChildren, LineStarts, Node, NormalizedDocument
 
 __all__ = ["normalize_markdown"]
 
@@ -32,7 +31,6 @@ _BLOCK_RULES = (
     "heading", "lheading", "fence", "code", "blockquote", "list", "table", "hr", "html_block",
     "paragraph", "front_matter",
 )
-_LINE_BREAK = re.compile(r"\r\n?|\n")
 #: Deepest nesting of block quotes and lists (or indentation) handed to the parser.
 MAX_NESTING = 100
 # A line that opens more than MAX_NESTING containers ("> > - 1. ..."), or is indented that deep.
@@ -81,9 +79,7 @@ class _Positions:
             raw = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
             starts = (raw & 0xC0) != 0x80
             self.code_points = np.concatenate(([0], np.cumsum(starts, dtype=np.int64)))
-        # With a carriage return anywhere, line starts come from a list (rfind for "\r" could
-        # scan far back on every call); otherwise from rfind("\n").
-        self._cr_line_starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)] if "\r" in text else None
+        self.line_start = LineStarts(text).line_start
 
     def code_point(self, byte_offset: int) -> int:
         """The code point at a UTF-8 byte offset; offsets past the end (the parser reports some
@@ -91,10 +87,6 @@ class _Positions:
         points = self.code_points
         return int(points[min(byte_offset, len(points) - 1)])
 
-    def line_start(self, position: int) -> int:
-        if self._cr_line_starts is not None:
-            return self._cr_line_starts[bisect_right(self._cr_line_starts, position) - 1]
-        return self.text.rfind("\n", 0, position) + 1
 
 
 def _inline_text(node) -> str:

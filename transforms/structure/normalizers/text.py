@@ -13,15 +13,11 @@ ends a paragraph's last line.
 
 from __future__ import annotations
 
-import re
 from itertools import accumulate
 
-from transforms.structure.tree import Node, NormalizedDocument
+from transforms.structure.tree import LINE_BREAK, Node, NormalizedDocument
 
 __all__ = ["normalize_text", "split_lines"]
-
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-
 
 def split_lines(text: str) -> tuple[list[str], list[int]]:
     """Split ``text`` into lines at ``"\\n"``, ``"\\r\\n"`` and lone ``"\\r"`` only.
@@ -34,9 +30,9 @@ def split_lines(text: str) -> tuple[list[str], list[int]]:
     if "\r" not in text:
         lines = text.split("\n")
     else:
-        lines = _LINE_BREAK.split(text)
+        lines = LINE_BREAK.split(text)
         if len(lines) > 1:
-            breaks = _LINE_BREAK.findall(text)
+            breaks = LINE_BREAK.findall(text)
             starts = [0]
             position = 0
             for line, line_break in zip(lines, breaks):
