@@ -1,14 +1,16 @@
 """The rechunk job: Parquet documents in; chunks, a dead letter and report.json out.
 
     rechunk --input 'PATTERN' --output DIR [--config chunking.yaml] [--tokenizer SPEC]
-            [--max-tokens N] [--column-map content=text,...] [any Beam pipeline option]
+            [--max-tokens N] [--column-map content=text,...] [--previous DIR] [any Beam pipeline option]
     python -m pipelines.rechunk ...
 
 The graph (see ``transforms.beam``)::
 
-    Read documents -> Admit -> Route and chunk -> Validate -> Write chunks
-                        \\____________\\_______________\\______-> Write dead letter
-    tokenizer identity (singleton side input) -> Admit, Route and chunk, Validate
+    Read documents -> Admit -> [Compare with previous] -> Route and chunk -> Validate -> Write chunks, manifest
+                        \\               \\_ kept chunks, manifest rows ____________________/
+                         \\_________________________\\_______________\\______-> Write dead letter
+    [previous chunk ids, new chunk ids -> List deleted -> Write deleted]
+    tokenizer identity (singleton side input) -> Admit, Compare, Route and chunk, Validate
 
 Every mistake in the options is found before the pipeline starts and reported as one line on
 stderr with exit status 2. Without ``--runner`` (or with ``--runner=DirectRunner``) the job runs on
@@ -38,12 +40,21 @@ from pipelines.config import ConfigError, load_config, resolve_config
 from pipelines.report import build_report, write_report
 from transforms.beam import (
     DEAD_LETTER,
+    KEPT_CHUNKS,
+    KEPT_MANIFEST,
+    MANIFEST,
+    PREVIOUS_IDS,
     AdmitDocuments,
     ChunkDocuments,
+    CompareWithPrevious,
+    ListDeleted,
     ReadDocuments,
     ValidateChunks,
     WriteChunks,
     WriteDeadLetter,
+    WriteDeleted,
+    WriteKeptChunks,
+    WriteManifest,
 )
 from transforms.chunkers.registry import build_router
 from transforms.documents import DOCUMENT_COLUMNS
@@ -82,7 +93,7 @@ class RechunkOptions(PipelineOptions):
         )
         parser.add_argument(
             "--previous",
-            help="An earlier run's output, for incremental re-chunking (not available yet).",
+            help="An earlier run's output directory: unchanged documents keep its chunks without being chunked again.",
         )
 
 
@@ -96,6 +107,7 @@ class Job:
     tokenizer_identity: str
     column_map: dict[str, str]
     options: PipelineOptions
+    previous: str | None = None
 
 
 def _unknown_options(argv: Sequence[str]) -> list[str]:
@@ -226,7 +238,7 @@ def _check_input(pattern: str, column_map: dict[str, str]) -> None:
 def _check_output(output: str) -> None:
     if "://" not in output and os.path.exists(output) and not os.path.isdir(output):
         raise OptionError(f"--output {output}: is a file, not a directory")
-    for sub in ("chunks", "dead_letter"):
+    for sub in ("chunks", "dead_letter", "documents", "deleted"):
         try:
             existing = FileSystems.match([f"{output}/{sub}/*"])[0].metadata_list
         except Exception:  # nothing there yet
@@ -235,6 +247,45 @@ def _check_output(output: str) -> None:
             raise OptionError(
                 f"--output {output}: {sub}/ already holds files from another run; choose an empty directory"
             )
+
+
+def _check_previous(previous: str, output: str) -> str:
+    """The ``--previous`` directory, checked: another directory than ``--output``, holding a run's
+    ``chunks/`` and ``documents/`` Parquet files with the columns the join reads.
+
+    Raises:
+        OptionError: Any of that is not so.
+    """
+    import pyarrow.parquet as pq
+
+    previous = previous.rstrip("/") or "/"
+    same = previous == output or (
+        "://" not in previous and "://" not in output and os.path.abspath(previous) == os.path.abspath(output)
+    )
+    if same:
+        raise OptionError(f"--previous {previous}: must be another directory than --output")
+    needs = {
+        "chunks": ("document_id", "chunk_id", "chunk_index"),
+        "documents": ("document_id", "document_hash", "input_fingerprint", "chunk_count"),
+    }
+    for sub, columns in needs.items():
+        try:
+            matched = FileSystems.match([f"{previous}/{sub}/*.parquet"])[0].metadata_list
+        except Exception:  # no such directory, by scheme
+            matched = []
+        if not matched:
+            hint = " (an output of rechunk 0.1.0 or later)" if sub == "documents" else ""
+            raise OptionError(f"--previous {previous}: no {sub}/*.parquet there; expected a rechunk run's output{hint}")
+        path = min(m.path for m in matched)
+        try:
+            with FileSystems.open(path) as f, pq.ParquetFile(f) as parquet:
+                names = set(parquet.schema_arrow.names)
+        except Exception as err:
+            raise OptionError(f"--previous {previous}: {path} is not a readable Parquet file ({_one_line(err, 160)})") from None
+        missing = [c for c in columns if c not in names]
+        if missing:
+            raise OptionError(f"--previous {previous}: {path} lacks column {missing[0]!r}; expected a rechunk run's {sub}/")
+    return previous
 
 
 def _check_runner(options: PipelineOptions) -> None:
@@ -273,13 +324,12 @@ def parse_job(argv: Sequence[str]) -> Job:
         raise OptionError("--input is required: a file pattern of document Parquet files")
     if not job_opts.output:
         raise OptionError("--output is required: the directory to write chunks/, dead_letter/ and report.json")
-    if job_opts.previous:
-        raise OptionError("--previous: incremental re-chunking is not available in this version")
     column_map = _parse_column_map(job_opts.column_map)
     spec, tokenizer = _load_spec(job_opts)
     _check_input(job_opts.input, column_map)
     output = job_opts.output.rstrip("/") or "/"
     _check_output(output)
+    previous = _check_previous(job_opts.previous, output) if job_opts.previous else None
     _check_runner(options)
     return Job(
         input=job_opts.input,
@@ -288,6 +338,7 @@ def parse_job(argv: Sequence[str]) -> Job:
         tokenizer_identity=tokenizer.identity,
         column_map=column_map,
         options=options,
+        previous=previous,
     )
 
 
@@ -296,9 +347,28 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
     identity = pipeline | "Tokenizer identity" >> beam.Create([job.tokenizer_identity])
     rows = pipeline | "Read documents" >> ReadDocuments(job.input, column_map=job.column_map)
     admitted = rows | "Admit documents" >> AdmitDocuments(identity)
-    chunked = admitted.documents | "Route and chunk" >> ChunkDocuments(job.spec, identity)
+    documents = admitted.documents
+    manifest = []
+    if job.previous:
+        compared = documents | "Compare with previous" >> CompareWithPrevious(job.previous, job.spec, identity)
+        documents = compared["documents"]
+        manifest.append(compared[KEPT_MANIFEST])
+        _ = compared[KEPT_CHUNKS] | "Write kept chunks" >> WriteKeptChunks(f"{job.output}/chunks/kept")
+    chunked = documents | "Route and chunk" >> ChunkDocuments(job.spec, identity)
     validated = chunked.chunked | "Validate chunks" >> ValidateChunks(job.spec, identity)
+    manifest.append(validated[MANIFEST])
     _ = validated.chunks | "Write chunks" >> WriteChunks(f"{job.output}/chunks/chunks")
+    _ = (
+        manifest
+        | "Collect manifest" >> beam.Flatten()
+        | "Write manifest" >> WriteManifest(f"{job.output}/documents/documents")
+    )
+    if job.previous:
+        _ = (
+            {"previous": compared[PREVIOUS_IDS], "chunks": validated.chunks}
+            | "List deleted" >> ListDeleted()
+            | "Write deleted" >> WriteDeleted(f"{job.output}/deleted/deleted")
+        )
     _ = (
         (admitted[DEAD_LETTER], chunked[DEAD_LETTER], validated[DEAD_LETTER])
         | "Collect dead letter" >> beam.Flatten()
@@ -319,6 +389,7 @@ def run(job: Job) -> dict[str, Any]:
         spec=job.spec,
         tokenizer_identity=job.tokenizer_identity,
         wall_seconds=time.monotonic() - started,
+        previous=job.previous,
     )
     write_report(report, f"{job.output}/report.json")
     return report
@@ -338,13 +409,17 @@ def _summary(report: dict[str, Any], output: str) -> str:
             f"rechunk: {report['chunks_written']} chunks written to {output}/chunks/ "
             f"({sizes}of max {report['max_tokens']}, {report['tokenizer']})",
             f"rechunk: {report['dead_letter_rows']} dead-letter rows in {output}/dead_letter/ ({reasons})",
+            *([f"rechunk: {report['documents_skipped_unchanged']} unchanged documents kept from "
+               f"{inc['previous']} without chunking; {inc['chunks_deleted']} previous chunk ids listed in "
+               f"{output}/deleted/"] if (inc := report.get("incremental")) else []),
             f"rechunk: report in {output}/report.json ({report['wall_seconds']} s)",
         ]
     )
 
 
 _HELP = """usage: rechunk --input PATTERN --output DIR [--config FILE] [--tokenizer SPEC]
-               [--max-tokens N] [--column-map NAME=COLUMN,...] [Beam pipeline options]
+               [--max-tokens N] [--column-map NAME=COLUMN,...] [--previous DIR]
+               [Beam pipeline options]
 
 Chunk parsed documents (Parquet) for RAG ingestion with Apache Beam.
 
@@ -354,7 +429,8 @@ Chunk parsed documents (Parquet) for RAG ingestion with Apache Beam.
   --tokenizer SPEC     tiktoken:cl100k_base (default) | utf8-bytes | hf:PATH (local tokenizer.json)
   --max-tokens N       hard budget for each chunk's embedding_text (default 512)
   --column-map MAP     input column names, e.g. content=text,id=doc_id
-  --previous DIR       incremental re-chunking against an earlier run (not available yet)
+  --previous DIR       an earlier run's output: unchanged documents keep its chunks (not chunked
+                       again); DIR/deleted/ lists its chunk ids this run no longer has
 
 Any Apache Beam option passes through: --runner, --direct_running_mode, --direct_num_workers,
 --setup_file, ... A mistake in the options exits with status 2 before the pipeline starts.

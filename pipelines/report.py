@@ -59,7 +59,13 @@ def _token_stats(chunks_glob: str) -> dict[str, int | None]:
 
 
 def build_report(
-    result, *, output: str, spec: Mapping[str, Any], tokenizer_identity: str, wall_seconds: float
+    result,
+    *,
+    output: str,
+    spec: Mapping[str, Any],
+    tokenizer_identity: str,
+    wall_seconds: float,
+    previous: str | None = None,
 ) -> dict[str, Any]:
     """Assemble the contract's report from a finished pipeline result.
 
@@ -67,7 +73,10 @@ def build_report(
     ``structure`` (merged, split, oversized and small chunks and excluded characters, summed
     over documents chunked by a structure chunker),
     ``token_count`` (``min``, ``p50``, ``p95``, ``max`` of accepted chunks), ``tokenizer``,
-    ``max_tokens``, ``wall_seconds``, ``version``, ``output``. Maps are sorted by key.
+    ``max_tokens``, ``wall_seconds``, ``version``, ``output``, and ``incremental`` (``None``
+    without ``--previous``; else the previous directory, the documents chunked because they
+    were new or changed, the documents left without chunks and the chunk ids listed in
+    ``deleted/``). Maps are sorted by key.
     """
     counters = _counters(result)
     report: dict[str, Any] = {name: counters.get(name, 0) for name in _DOCUMENT_COUNTERS}
@@ -85,6 +94,11 @@ def build_report(
     report["structure"] = {
         name.split(".", 1)[1]: value for name, value in sorted(counters.items()) if name.startswith("structure.")
     }
+    report["incremental"] = None if previous is None else {
+        "previous": previous,
+        **{name: counters.get(f"incremental.{name}", 0)
+           for name in ("documents_new", "documents_changed", "documents_deleted", "chunks_deleted")},
+    }
     report["token_count"] = _token_stats(f"{output}/chunks/*.parquet")
     report["tokenizer"] = tokenizer_identity
     report["max_tokens"] = spec["max_tokens"]
@@ -93,6 +107,8 @@ def build_report(
     report["output"] = {
         "chunks": f"{output}/chunks/",
         "dead_letter": f"{output}/dead_letter/",
+        "documents": f"{output}/documents/",
+        **({"deleted": f"{output}/deleted/"} if previous is not None else {}),
     }
     return report
 

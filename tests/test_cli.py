@@ -46,7 +46,7 @@ def _write(path: Path, text: str) -> str:
         (["--tokenizer", "hf:/no/such/dir"], "--tokenizer: no tokenizer.json at '/no/such/dir'"),
         (["--column-map", "body"], "--column-map: expected NAME=COLUMN with NAME one of id, content, content_format, metadata, got 'body'"),
         (["--max_tokn", "5"], "unrecognized option --max_tokn"),
-        (["--previous", "/tmp/x"], "--previous: incremental re-chunking is not available in this version"),
+        (["--previous", "/no/such/dir"], "--previous /no/such/dir: no chunks/*.parquet there"),
         (["--config", "/no/such.yaml"], "--config /no/such.yaml: cannot read the file"),
     ],
 )

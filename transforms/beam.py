@@ -18,9 +18,10 @@ from typing import Any, Iterator, Mapping
 
 import apache_beam as beam
 import pyarrow as pa
-from apache_beam.io.parquetio import ReadFromParquetBatched, WriteToParquet
+import pyarrow.compute as pc
+from apache_beam.io.parquetio import ReadFromParquetBatched, WriteToParquet, WriteToParquetBatched
 from apache_beam.metrics import Metrics
-from apache_beam.pvalue import AsDict, AsSingleton, TaggedOutput
+from apache_beam.pvalue import AsDict, AsList, AsSingleton, TaggedOutput
 
 from transforms.chunkers.base import ChunkingError
 from transforms.chunkers.registry import build_router
@@ -34,11 +35,21 @@ from transforms.documents import (
     Document,
     dumps_metadata,
 )
+from transforms.incremental import DELETED_SCHEMA, MANIFEST_SCHEMA, manifest_row, stale_chunk_ids, unchanged_key
 from transforms.tokenizers import Tokenizer, load_tokenizer
 from transforms.validation import validate_chunks
 
 __all__ = [
     "DEAD_LETTER",
+    "KEPT_CHUNKS",
+    "KEPT_MANIFEST",
+    "MANIFEST",
+    "PREVIOUS_IDS",
+    "CompareWithPrevious",
+    "ListDeleted",
+    "WriteDeleted",
+    "WriteKeptChunks",
+    "WriteManifest",
     "METRICS_NAMESPACE",
     "AdmitDocuments",
     "ChunkDocuments",
@@ -50,6 +61,8 @@ __all__ = [
 
 #: The tag of every transform's dead-letter output.
 DEAD_LETTER = "dead_letter"
+#: The tag of the manifest rows (``documents/``) of documents whose chunks were all accepted.
+MANIFEST = "documents"
 #: Namespace of the job's Beam metrics (read back into report.json).
 METRICS_NAMESPACE = "rechunk"
 
@@ -502,6 +515,15 @@ class _ValidateDoFn(beam.DoFn):
             _counter(f"chunks_by_chunker.{chunks[0].chunker}").inc(len(accepted))
             if rejected:
                 self._partial.inc()
+            else:
+                yield TaggedOutput(MANIFEST, manifest_row(
+                    document,
+                    chunker=chunks[0].chunker,
+                    chunker_config_hash=chunks[0].chunker_config_hash,
+                    tokenizer=tokenizer_identity,
+                    max_tokens=self._max_tokens,
+                    chunk_count=len(accepted),
+                ))
         for i, row in enumerate(rejected):
             # A document none of whose chunks passed counts once as dead-lettered.
             yield self._dead.document(row) if (not accepted and i == 0) else self._dead.row(row)
@@ -526,7 +548,8 @@ class ValidateChunks(beam.PTransform):
     """Recount and check every chunk; route failures to the dead letter.
 
     Input: ``(Document, list[Chunk], source)``. Output: main (a chunk row dict, ``CHUNK_SCHEMA``, with
-    ``token_count`` recounted) and ``dead_letter`` (``token_budget_exceeded``, ``empty_chunk``, ``offset_mismatch``,
+    ``token_count`` recounted), ``documents`` (a manifest row, ``MANIFEST_SCHEMA``, for each
+    document whose chunks were all accepted) and ``dead_letter`` (``token_budget_exceeded``, ``empty_chunk``, ``offset_mismatch``,
     ``tokenizer_mismatch``, and for structure chunks ``embedding_text_mismatch``,
     ``overlap_exceeded``; payload the chunk's text; ``incomplete_coverage`` for the document,
     payload its content). See ``transforms.validation``.
@@ -546,7 +569,175 @@ class ValidateChunks(beam.PTransform):
     def expand(self, chunked):
         return chunked | "Validate" >> beam.ParDo(
             _ValidateDoFn(self._spec), AsSingleton(self._identity)
-        ).with_outputs(DEAD_LETTER, main="chunks")
+        ).with_outputs(DEAD_LETTER, MANIFEST, main="chunks")
+
+
+# ----------------------------------------------------------------------------------------------
+# Incremental re-chunking (--previous)
+# ----------------------------------------------------------------------------------------------
+
+#: Tags of :class:`CompareWithPrevious`'s outputs besides the documents to chunk.
+KEPT_CHUNKS = "kept_chunks"
+KEPT_MANIFEST = "kept_documents"
+PREVIOUS_IDS = "previous_chunk_ids"
+_KEPT_IDS = "kept_ids"
+
+
+class _SelectChangedDoFn(beam.DoFn):
+    """Pass on the documents to chunk; for an unchanged one, emit its id and manifest row instead."""
+
+    def __init__(self, spec: Mapping[str, Any]) -> None:
+        self._spec = dict(spec)
+        self._max_tokens = spec["max_tokens"]
+        self._skipped = _counter("documents_skipped_unchanged")
+        self._chunked = _counter("documents_chunked")
+        self._written = _counter("chunks_written")
+        self._new = _counter("incremental.documents_new")
+        self._changed = _counter("incremental.documents_changed")
+
+    def setup(self) -> None:
+        self._tokenizer = _shared_tokenizer(self._spec["tokenizer"])
+        self._router = build_router(self._spec, tokenizer=self._tokenizer)
+
+    def process(self, document: Document, tokenizer_identity: str, manifest: Mapping[str, tuple[bytes, int]]):
+        previous = manifest.get(document.id)
+        if previous is None:
+            self._new.inc()
+            yield document
+            return
+        key, chunk_count = previous
+        try:
+            _, chunker = self._router.select(document)
+        except ChunkingError:  # chunking will dead-letter it, with the reason
+            chunker = None
+        row = None if chunker is None else manifest_row(
+            document,
+            chunker=chunker.name,
+            chunker_config_hash=chunker.config_hash,
+            tokenizer=tokenizer_identity,
+            max_tokens=self._max_tokens,
+            chunk_count=chunk_count,
+        )
+        if row is None or unchanged_key(row) != key:
+            self._changed.inc()
+            yield document
+            return
+        self._skipped.inc()
+        self._chunked.inc()
+        self._written.inc(chunk_count)
+        _counter(f"chunks_by_chunker.{chunker.name}").inc(chunk_count)
+        yield TaggedOutput(KEPT_MANIFEST, row)
+        yield TaggedOutput(_KEPT_IDS, document.id)
+
+
+class _KeptChunksDoFn(beam.DoFn):
+    """Split a previous chunk table: rows of kept documents (a table), and ids of the others."""
+
+    def setup(self) -> None:
+        self._kept_ids = None  # the side input last seen, held so that its identity stays valid
+        self._value_set = None
+
+    def process(self, table: pa.Table, kept_ids: list[str]):
+        if kept_ids is not self._kept_ids:
+            self._kept_ids, self._value_set = kept_ids, pa.array(kept_ids, pa.string())
+        mask = pc.is_in(table.column("document_id"), value_set=self._value_set)
+        kept = table.filter(mask)
+        if kept.num_rows:
+            yield kept.select(CHUNK_SCHEMA.names).cast(CHUNK_SCHEMA)
+        if kept.num_rows < table.num_rows:
+            others = table.filter(pc.invert(mask)).select(["document_id", "chunk_index", "chunk_id"])
+            for document_id, index, chunk_id in zip(*(c.to_pylist() for c in others.columns)):
+                yield TaggedOutput(PREVIOUS_IDS, (document_id, (index, chunk_id)))
+
+
+def _manifest_keys(table: pa.Table) -> Iterator[tuple[str, tuple[bytes, int]]]:
+    """``(document_id, (unchanged_key, chunk_count))`` for each row of a manifest table."""
+    rows = table.select(["document_id", "document_hash", "input_fingerprint", "chunk_count"]).to_pylist()
+    for row in rows:
+        yield row["document_id"], (unchanged_key(row), row["chunk_count"])
+
+
+class CompareWithPrevious(beam.PTransform):
+    """Keep an earlier run's chunks of every unchanged document; pass the rest on to chunking.
+
+    A keyed side input of the earlier run's manifest (``documents/``), reduced to a 16-byte key
+    and a chunk count per document (``AsDict``; about 150 bytes per document on each worker),
+    lets documents stream through without a shuffle. A document whose key still matches
+    (``transforms.incremental``: same content hash and input fingerprint) is not chunked
+    again; its previous chunks are copied from the earlier ``chunks/`` as Arrow tables, filtered
+    by the kept ids (a second side input), never turned into Python rows.
+
+    Input: :class:`Document`. Output (a dict): ``documents`` (the documents to chunk),
+    ``kept_chunks`` (pyarrow tables, ``CHUNK_SCHEMA``), ``kept_documents`` (manifest row dicts)
+    and ``previous_chunk_ids`` (``(document_id, (chunk_index, chunk_id))`` of every previous
+    chunk not kept, to list what the new output no longer holds).
+
+    Args:
+        previous: The earlier run's output directory (``chunks/`` and ``documents/``), any Beam filesystem.
+        spec: The resolved configuration (to route documents as the chunking step will).
+        tokenizer_identity: Singleton PCollection of the job's tokenizer identity.
+    """
+
+    def __init__(self, previous: str, spec: Mapping[str, Any], tokenizer_identity) -> None:
+        super().__init__()
+        self._previous = previous
+        self._spec = spec
+        self._identity = tokenizer_identity
+
+    def expand(self, documents):
+        pipeline = documents.pipeline
+        manifest = (
+            pipeline
+            | "Read previous manifest" >> ReadFromParquetBatched(
+                f"{self._previous}/documents/*.parquet",
+                columns=["document_id", "document_hash", "input_fingerprint", "chunk_count"],
+            )
+            | "Manifest keys" >> beam.FlatMap(_manifest_keys)
+        )
+        selected = documents | "Select changed" >> beam.ParDo(
+            _SelectChangedDoFn(self._spec), AsSingleton(self._identity), AsDict(manifest)
+        ).with_outputs(KEPT_MANIFEST, _KEPT_IDS, main="documents")
+        kept = (
+            pipeline
+            | "Read previous chunks" >> ReadFromParquetBatched(f"{self._previous}/chunks/*.parquet")
+            | "Keep unchanged" >> beam.ParDo(_KeptChunksDoFn(), AsList(selected[_KEPT_IDS]))
+            .with_outputs(PREVIOUS_IDS, main="chunks")
+        )
+        return {
+            "documents": selected.documents,
+            KEPT_CHUNKS: kept.chunks,
+            KEPT_MANIFEST: selected[KEPT_MANIFEST],
+            PREVIOUS_IDS: kept[PREVIOUS_IDS],
+        }
+
+
+def _deleted_rows(element):
+    document_id, groups = element
+    current = list(groups["current"])
+    stale = stale_chunk_ids(groups["previous"], current)
+    if stale:
+        _counter("incremental.chunks_deleted").inc(len(stale))
+        if not current:
+            _counter("incremental.documents_deleted").inc()
+        yield {"document_id": document_id, "chunk_ids": stale, "document_removed": not current}
+
+
+class ListDeleted(beam.PTransform):
+    """The previous chunk ids missing from this run's output, per document (``DELETED_SCHEMA`` rows).
+
+    Input: a dict with ``previous`` (``CompareWithPrevious``'s ``previous_chunk_ids``) and
+    ``chunks`` (this run's freshly validated chunk rows), joined by document id
+    (``CoGroupByKey``; ids only). ``document_removed`` is true when the document has no chunk
+    in this run's output (gone from the input, or rejected now).
+    """
+
+    def expand(self, pcolls):
+        current = pcolls["chunks"] | "Chunk ids" >> beam.Map(lambda row: (row["document_id"], row["chunk_id"]))
+        return (
+            {"previous": pcolls["previous"], "current": current}
+            | "Join by document id" >> beam.CoGroupByKey()
+            | "Stale chunk ids" >> beam.FlatMap(_deleted_rows)
+        )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -593,4 +784,47 @@ class WriteDeadLetter(beam.PTransform):
                 file_name_suffix=".parquet",
                 record_batch_size=16,
             )
+        )
+
+
+class WriteManifest(beam.PTransform):
+    """Write manifest rows (``MANIFEST_SCHEMA``, ``documents/``) as zstd-compressed Parquet files."""
+
+    def __init__(self, file_path_prefix: str) -> None:
+        super().__init__()
+        self._prefix = file_path_prefix
+
+    def expand(self, rows):
+        return rows | "Write Parquet" >> WriteToParquet(
+            self._prefix, MANIFEST_SCHEMA, codec="zstd", file_name_suffix=".parquet"
+        )
+
+
+class WriteDeleted(beam.PTransform):
+    """Write deleted-chunk rows (``DELETED_SCHEMA``, ``deleted/``) as zstd-compressed Parquet files."""
+
+    def __init__(self, file_path_prefix: str) -> None:
+        super().__init__()
+        self._prefix = file_path_prefix
+
+    def expand(self, rows):
+        return rows | "Write Parquet" >> WriteToParquet(
+            self._prefix, DELETED_SCHEMA, codec="zstd", file_name_suffix=".parquet"
+        )
+
+
+class WriteKeptChunks(beam.PTransform):
+    """Write pyarrow tables of kept chunks (``CHUNK_SCHEMA``) as zstd Parquet files, as they were read.
+
+    The tables are filtered row groups of an earlier run's files, which that run wrote within
+    Arrow's 2 GiB limit, so no batch here can exceed it.
+    """
+
+    def __init__(self, file_path_prefix: str) -> None:
+        super().__init__()
+        self._prefix = file_path_prefix
+
+    def expand(self, tables):
+        return tables | "Write Parquet" >> WriteToParquetBatched(
+            self._prefix, CHUNK_SCHEMA, codec="zstd", file_name_suffix=".parquet"
         )

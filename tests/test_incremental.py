@@ -1,0 +1,191 @@
+"""Incremental re-chunking (``--previous``): the output equals a fresh run's, unchanged documents
+are not chunked again, and ``deleted/`` lists exactly the previous chunk ids that are gone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipelines.rechunk import main
+from tests.conftest import read_output, write_documents
+from transforms.documents import Document
+from transforms.incremental import input_fingerprint, manifest_row, stale_chunk_ids, unchanged_key
+
+MAX_TOKENS = ["--max-tokens", "48"]
+
+
+def _paragraphs(topic: str, n: int) -> str:
+    return "\n\n".join(
+        f"Paragraph {i} about {topic}: the quick brown fox jumps over the lazy dog near the river bank."
+        for i in range(n)
+    )
+
+
+V1 = [
+    {"id": "same", "content": f"# Same\n\n{_paragraphs('stability', 6)}", "content_format": "markdown",
+     "metadata": {"source": "a"}},
+    {"id": "edited", "content": f"# Edited\n\n{_paragraphs('editing', 6)}", "content_format": "markdown",
+     "metadata": None},
+    {"id": "retagged", "content": _paragraphs("metadata", 3), "content_format": "text", "metadata": {"v": 1}},
+    {"id": "reformatted", "content": "# Title\n\nSome text under a title.", "content_format": "text",
+     "metadata": None},
+    {"id": "removed", "content": _paragraphs("removal", 4), "content_format": "text", "metadata": None},
+    {"id": "emptied", "content": _paragraphs("emptiness", 2), "content_format": "text", "metadata": None},
+    {"id": "was-null", "content": None, "content_format": "text", "metadata": None},
+]
+
+
+def _v2() -> list[dict]:
+    rows = {row["id"]: dict(row) for row in V1}
+    # The last paragraph changes: the first chunks keep their ids, the last ones do not.
+    rows["edited"]["content"] = rows["edited"]["content"].replace("Paragraph 5", "Final paragraph 5")
+    rows["retagged"]["metadata"] = {"v": 2}
+    rows["reformatted"]["content_format"] = "markdown"
+    del rows["removed"]
+    rows["emptied"]["content"] = "   \n"
+    rows["was-null"]["content"] = "Now it has text."
+    rows["new"] = {"id": "new", "content": _paragraphs("novelty", 2), "content_format": "text", "metadata": None}
+    return list(rows.values())
+
+
+def _rows(directory: Path, sub: str) -> list[str]:
+    return sorted(json.dumps(row, sort_keys=True) for row in read_output(directory, sub))
+
+
+def _report(directory: Path) -> dict:
+    return json.loads((directory / "report.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The previous run on V1, then on V2 a fresh run and an incremental one."""
+    tmp = tmp_path_factory.mktemp("incremental")
+    v1 = write_documents(tmp / "v1" / "docs.parquet", V1)
+    v2 = write_documents(tmp / "v2" / "docs.parquet", _v2())
+    assert main(["--input", str(v1), "--output", str(tmp / "previous"), *MAX_TOKENS]) == 0
+    assert main(["--input", str(v2), "--output", str(tmp / "fresh"), *MAX_TOKENS]) == 0
+    assert main(["--input", str(v2), "--output", str(tmp / "incremental"), *MAX_TOKENS,
+                 "--previous", str(tmp / "previous")]) == 0
+    return tmp
+
+
+def test_output_equals_a_fresh_run_row_for_row(runs):
+    for sub in ("chunks", "dead_letter", "documents"):
+        assert _rows(runs / "incremental", sub) == _rows(runs / "fresh", sub), sub
+    fresh, incremental = _report(runs / "fresh"), _report(runs / "incremental")
+    for key in ("documents_read", "documents_chunked", "documents_dead_lettered", "chunks_written",
+                "dead_letter_by_reason", "chunks_by_chunker", "token_count"):
+        assert incremental[key] == fresh[key], key
+
+
+def test_only_unchanged_documents_are_skipped(runs):
+    report = _report(runs / "incremental")
+    assert report["documents_skipped_unchanged"] == 1  # "same"; every other one changed somehow
+    assert report["incremental"] == {
+        "previous": str(runs / "previous"),
+        "documents_new": 2,  # "new", and "was-null" (dead-lettered before, so not in the manifest)
+        "documents_changed": 3,  # edited content, metadata, content format
+        "documents_deleted": 2,  # "removed" is gone, "emptied" is now dead-lettered
+        "chunks_deleted": report["incremental"]["chunks_deleted"],
+    }
+    assert _report(runs / "fresh")["documents_skipped_unchanged"] == 0
+    assert _report(runs / "fresh")["incremental"] is None
+
+
+def test_deleted_lists_exactly_the_previous_chunk_ids_that_are_gone(runs):
+    previous = read_output(runs / "previous", "chunks")
+    current = {row["chunk_id"] for row in read_output(runs / "incremental", "chunks")}
+    expected = {}
+    for row in sorted(previous, key=lambda r: (r["document_id"], r["chunk_index"])):
+        if row["chunk_id"] not in current:
+            expected.setdefault(row["document_id"], []).append(row["chunk_id"])
+    deleted = {row["document_id"]: row for row in read_output(runs / "incremental", "deleted")}
+    assert {k: v["chunk_ids"] for k, v in deleted.items()} == expected
+    assert {k for k, v in deleted.items() if v["document_removed"]} == {"removed", "emptied"}
+    # The edit touched only the end of "edited": its first chunk keeps its id, so is not deleted.
+    edited_previous = [r["chunk_id"] for r in previous if r["document_id"] == "edited"]
+    assert 0 < len(deleted["edited"]["chunk_ids"]) < len(edited_previous)
+    assert _report(runs / "incremental")["incremental"]["chunks_deleted"] == sum(map(len, expected.values()))
+
+
+def test_unchanged_documents_are_copied_not_chunked_again(tmp_path):
+    """Tamper with the previous run's chunk text: a copied chunk keeps the tampered text."""
+    v1 = write_documents(tmp_path / "docs.parquet", V1[:2])
+    assert main(["--input", str(v1), "--output", str(tmp_path / "previous"), *MAX_TOKENS]) == 0
+    files = sorted((tmp_path / "previous" / "chunks").glob("*.parquet"))
+    table = pa.concat_tables([pq.read_table(f) for f in files])
+    for f in files:
+        f.unlink()
+    text = [("TAMPERED " + t) if d == "same" else t
+            for t, d in zip(table.column("text").to_pylist(), table.column("document_id").to_pylist())]
+    table = table.set_column(table.schema.get_field_index("text"), "text", pa.array(text, pa.string()))
+    pq.write_table(table, files[0])
+    assert main(["--input", str(v1), "--output", str(tmp_path / "next"), *MAX_TOKENS,
+                 "--previous", str(tmp_path / "previous")]) == 0
+    rows = read_output(tmp_path / "next", "chunks")
+    assert {r["document_id"] for r in rows} == {"same", "edited"}
+    assert all(r["text"].startswith("TAMPERED ") == (r["document_id"] == "same") for r in rows)
+
+
+def test_another_budget_rechunks_everything(runs, tmp_path):
+    v2 = write_documents(tmp_path / "docs.parquet", _v2())
+    assert main(["--input", str(v2), "--output", str(tmp_path / "out"), "--max-tokens", "64",
+                 "--previous", str(runs / "previous")]) == 0
+    assert _report(tmp_path / "out")["documents_skipped_unchanged"] == 0
+
+
+def test_fingerprint_covers_every_input_of_the_chunks():
+    document = Document(id="d", content="text", content_format="text", metadata={"a": 1})
+    base = dict(chunker_config_hash="c1", tokenizer="t1", max_tokens=512)
+    reference = input_fingerprint(document, **base)
+    assert input_fingerprint(Document(id="other", content="changed", metadata={"a": 1}), **base) == reference
+    variants = [
+        input_fingerprint(Document(id="d", content="text", content_format="markdown", metadata={"a": 1}), **base),
+        input_fingerprint(Document(id="d", content="text", metadata={"a": 2}), **base),
+        input_fingerprint(document, **{**base, "chunker_config_hash": "c2"}),
+        input_fingerprint(document, **{**base, "tokenizer": "t2"}),
+        input_fingerprint(document, **{**base, "max_tokens": 256}),
+    ]
+    assert len({reference, *variants}) == 6
+    row = manifest_row(document, chunker="X", chunk_count=3, **base)
+    changed = manifest_row(Document(id="d", content="text!", metadata={"a": 1}), chunker="X", chunk_count=3, **base)
+    assert unchanged_key(row) == unchanged_key(dict(row)) and unchanged_key(row) != unchanged_key(changed)
+
+
+def test_stale_chunk_ids_keep_the_previous_order():
+    assert stale_chunk_ids([(2, "c"), (0, "a"), (1, "b")], ["b"]) == ["a", "c"]
+    assert stale_chunk_ids([(0, "a")], ["a"]) == []
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda tmp: tmp / "nowhere", "no chunks/*.parquet there"),
+        (lambda tmp: tmp / "out", "must be another directory than --output"),
+        (lambda tmp: _only_chunks(tmp), "no documents/*.parquet there"),
+        (lambda tmp: _not_parquet(tmp), "is not a readable Parquet file"),
+    ],
+)
+def test_previous_mistakes_are_option_errors(capsys, tmp_path, make, message):
+    docs = write_documents(tmp_path / "in" / "docs.parquet", V1[:1])
+    assert main(["--input", str(docs), "--output", str(tmp_path / "out"), "--previous", str(make(tmp_path))]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("rechunk: error: --previous ") and message in err[0], err
+
+
+def _only_chunks(tmp: Path) -> Path:
+    (tmp / "prev" / "chunks").mkdir(parents=True)
+    pq.write_table(pa.table({"document_id": ["a"], "chunk_id": ["x"], "chunk_index": [0]}),
+                   tmp / "prev" / "chunks" / "c.parquet")
+    return tmp / "prev"
+
+
+def _not_parquet(tmp: Path) -> Path:
+    _only_chunks(tmp)
+    (tmp / "prev" / "documents").mkdir()
+    (tmp / "prev" / "documents" / "d.parquet").write_text("not parquet")
+    return tmp / "prev"

@@ -1,0 +1,120 @@
+"""Incremental re-chunking: what decides that a document's previous chunks can be kept.
+
+Beam-free. A run writes, beside its chunks, a manifest ``documents/*.parquet`` with one row per
+document whose every chunk was accepted (:data:`MANIFEST_SCHEMA`). A later run given that output as
+``--previous`` keeps a document's previous chunks, without chunking it again, when the row it
+would write for the document has the same :func:`unchanged_key` as the previous row: the same
+``document_hash`` (sha256 of the content) and the same :func:`input_fingerprint`, which covers everything else a fresh run's chunks depend on
+(content format, metadata, the routed chunker's ``config_hash``, the tokenizer identity, the job's
+``max_tokens`` and rechunk's version). Every other document is chunked afresh, so the output equals
+a fresh run's row for row.
+
+``deleted/*.parquet`` (:data:`DELETED_SCHEMA`) then lists, per document, the previous chunk ids that
+are not in the new output (:func:`stale_chunk_ids`): those of documents gone from the input (or
+now rejected), and those a changed document no longer produces. A vector store applies a run by
+deleting those ids and upserting ``chunks/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Iterable, Mapping
+
+import pyarrow as pa
+
+import transforms
+from transforms.documents import Document, dumps_metadata
+
+__all__ = [
+    "DELETED_SCHEMA",
+    "MANIFEST_SCHEMA",
+    "input_fingerprint",
+    "manifest_row",
+    "stale_chunk_ids",
+    "unchanged_key",
+]
+
+#: ``documents/*.parquet``: one row per document whose chunks are all in ``chunks/``.
+MANIFEST_SCHEMA = pa.schema(
+    [
+        ("document_id", pa.string()),
+        ("document_hash", pa.string()),
+        ("input_fingerprint", pa.string()),
+        ("chunker", pa.string()),
+        ("chunker_config_hash", pa.string()),
+        ("tokenizer", pa.string()),
+        ("chunk_count", pa.int32()),
+    ]
+)
+
+#: ``deleted/*.parquet``: per document, the previous run's chunk ids that are not in this run's output.
+DELETED_SCHEMA = pa.schema(
+    [
+        ("document_id", pa.string()),
+        ("chunk_ids", pa.list_(pa.string())),
+        ("document_removed", pa.bool_()),
+    ]
+)
+
+
+def input_fingerprint(
+    document: Document, *, chunker_config_hash: str, tokenizer: str, max_tokens: int
+) -> str:
+    """sha256 hex of everything but the content that a document's chunks depend on.
+
+    That is the content format, the metadata (as the chunks carry it: compact JSON, sorted keys),
+    the routed chunker's ``config_hash``, the tokenizer identity, the job's ``max_tokens`` (the
+    validation budget) and ``transforms.__version__`` (a new rechunk version chunks everything
+    once more, since its chunkers may cut differently).
+    """
+    parts = [
+        "rechunk-input/1",
+        transforms.__version__,
+        document.content_format,
+        dumps_metadata(document.metadata),
+        chunker_config_hash,
+        tokenizer,
+        str(max_tokens),
+    ]
+    return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def manifest_row(
+    document: Document,
+    *,
+    chunker: str,
+    chunker_config_hash: str,
+    tokenizer: str,
+    max_tokens: int,
+    chunk_count: int,
+) -> dict[str, Any]:
+    """The manifest row (:data:`MANIFEST_SCHEMA`) of a document whose ``chunk_count`` chunks were all accepted."""
+    return {
+        "document_id": document.id,
+        "document_hash": document.document_hash,
+        "input_fingerprint": input_fingerprint(
+            document, chunker_config_hash=chunker_config_hash, tokenizer=tokenizer, max_tokens=max_tokens
+        ),
+        "chunker": chunker,
+        "chunker_config_hash": chunker_config_hash,
+        "tokenizer": tokenizer,
+        "chunk_count": chunk_count,
+    }
+
+
+def unchanged_key(row: Mapping[str, Any]) -> bytes:
+    """16 bytes that differ, but for a hash collision, whenever a manifest row's content hash or
+    input fingerprint does: the previous chunks of a document are kept when its key is the same.
+
+    Args:
+        row: A manifest row (``document_hash`` and ``input_fingerprint`` are read).
+    """
+    text = f"{row['document_hash']}\x00{row['input_fingerprint']}"
+    return hashlib.sha256(text.encode("ascii")).digest()[:16]
+
+
+def stale_chunk_ids(previous: Iterable[tuple[int, str]], current: Iterable[str]) -> list[str]:
+    """The previous chunk ids (``(chunk_index, chunk_id)`` pairs) not among ``current``, in index order."""
+    keep = set(current)
+    return [chunk_id for _, chunk_id in sorted(previous) if chunk_id not in keep]
