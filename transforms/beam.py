@@ -35,7 +35,7 @@ from transforms.documents import (
     Document,
     dumps_metadata,
 )
-from transforms.incremental import DELETED_SCHEMA, MANIFEST_SCHEMA, manifest_row, stale_chunk_ids, unchanged_key
+from transforms.incremental import DELETED_SCHEMA, MANIFEST_SCHEMA, id_key, manifest_row, stale_chunk_ids, unchanged_key
 from transforms.tokenizers import Tokenizer, load_tokenizer
 from transforms.validation import validate_chunks
 
@@ -599,13 +599,13 @@ class _SelectChangedDoFn(beam.DoFn):
         self._tokenizer = _shared_tokenizer(self._spec["tokenizer"])
         self._router = build_router(self._spec, tokenizer=self._tokenizer)
 
-    def process(self, document: Document, tokenizer_identity: str, manifest: Mapping[str, tuple[bytes, int]]):
-        previous = manifest.get(document.id)
+    def process(self, document: Document, tokenizer_identity: str, manifest: Mapping[int, int]):
+        previous = manifest.get(id_key(document.id))
         if previous is None:
             self._new.inc()
             yield document
             return
-        key, chunk_count = previous
+        key, chunk_count = previous >> 32, previous & 0xFFFFFFFF
         try:
             _, chunker = self._router.select(document)
         except ChunkingError:  # chunking will dead-letter it, with the reason
@@ -627,7 +627,7 @@ class _SelectChangedDoFn(beam.DoFn):
         self._written.inc(chunk_count)
         _counter(f"chunks_by_chunker.{chunker.name}").inc(chunk_count)
         yield TaggedOutput(KEPT_MANIFEST, row)
-        yield TaggedOutput(_KEPT_IDS, document.id)
+        yield TaggedOutput(_KEPT_IDS, id_key(document.id))
 
 
 class _KeptChunksDoFn(beam.DoFn):
@@ -635,12 +635,14 @@ class _KeptChunksDoFn(beam.DoFn):
 
     def setup(self) -> None:
         self._kept_ids = None  # the side input last seen, held so that its identity stays valid
-        self._value_set = None
+        self._kept = frozenset()
 
-    def process(self, table: pa.Table, kept_ids: list[str]):
+    def process(self, table: pa.Table, kept_ids: list[int]):
         if kept_ids is not self._kept_ids:
-            self._kept_ids, self._value_set = kept_ids, pa.array(kept_ids, pa.string())
-        mask = pc.is_in(table.column("document_id"), value_set=self._value_set)
+            self._kept_ids, self._kept = kept_ids, frozenset(kept_ids)
+        ids = table.column("document_id").to_pylist()
+        keep = {i: id_key(i) in self._kept for i in set(ids)}
+        mask = pa.array([keep[i] for i in ids], pa.bool_())
         kept = table.filter(mask)
         if kept.num_rows:
             yield kept.select(CHUNK_SCHEMA.names).cast(CHUNK_SCHEMA)
@@ -650,22 +652,24 @@ class _KeptChunksDoFn(beam.DoFn):
                 yield TaggedOutput(PREVIOUS_IDS, (document_id, (index, chunk_id)))
 
 
-def _manifest_keys(table: pa.Table) -> Iterator[tuple[str, tuple[bytes, int]]]:
-    """``(document_id, (unchanged_key, chunk_count))`` for each row of a manifest table."""
+def _manifest_keys(table: pa.Table) -> Iterator[tuple[int, int]]:
+    """``(id_key, unchanged_key << 32 | chunk_count)`` for each row of a manifest table: two
+    integers, about 130 bytes per document once a worker holds them in a dict."""
     rows = table.select(["document_id", "document_hash", "input_fingerprint", "chunk_count"]).to_pylist()
     for row in rows:
-        yield row["document_id"], (unchanged_key(row), row["chunk_count"])
+        yield id_key(row["document_id"]), unchanged_key(row) << 32 | row["chunk_count"]
 
 
 class CompareWithPrevious(beam.PTransform):
     """Keep an earlier run's chunks of every unchanged document; pass the rest on to chunking.
 
-    A keyed side input of the earlier run's manifest (``documents/``), reduced to a 16-byte key
-    and a chunk count per document (``AsDict``; about 150 bytes per document on each worker),
-    lets documents stream through without a shuffle. A document whose key still matches
+    A keyed side input of the earlier run's manifest (``documents/``), reduced to two integers
+    per document (``AsDict``: the id's and the content's 128-bit keys and the chunk count, about
+    130 bytes per document in each worker's memory), lets documents stream through without a
+    shuffle. A document whose key still matches
     (``transforms.incremental``: same content hash and input fingerprint) is not chunked
     again; its previous chunks are copied from the earlier ``chunks/`` as Arrow tables, filtered
-    by the kept ids (a second side input), never turned into Python rows.
+    by the kept ids (a second side input, their 128-bit keys), never turned into Python rows.
 
     Input: :class:`Document`. Output (a dict): ``documents`` (the documents to chunk),
     ``kept_chunks`` (pyarrow tables, ``CHUNK_SCHEMA``), ``kept_documents`` (manifest row dicts)
