@@ -203,6 +203,9 @@ def _load_spec(job_opts: RechunkOptions) -> tuple[dict[str, Any], Any]:
         tokenizer = load_tokenizer(spec["tokenizer"])
     except TokenizerError as err:
         raise OptionError(f"--tokenizer: {err}") from None
+    kind, _, path = spec["tokenizer"].partition(":")
+    if kind == "hf" and "://" not in path:  # workers load it again, from their own working directory
+        spec["tokenizer"] = f"hf:{os.path.abspath(path)}"
     try:
         build_router(spec, tokenizer=tokenizer)
     except (TypeError, ValueError, ImportError) as err:
@@ -294,16 +297,22 @@ def parse_job(argv: Sequence[str]) -> Job:
 def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
     """Add the job's transforms to ``pipeline``."""
     identity = pipeline | "Tokenizer identity" >> beam.Create([job.tokenizer_identity])
-    rows = pipeline | "Read documents" >> ReadDocuments(job.input, column_map=job.column_map)
+    rows = pipeline | "Read documents" >> ReadDocuments(_worker_path(job.input), column_map=job.column_map)
     admitted = rows | "Admit documents" >> AdmitDocuments(identity)
     chunked = admitted.documents | "Route and chunk" >> ChunkDocuments(job.spec, identity)
     validated = chunked.chunked | "Validate chunks" >> ValidateChunks(job.spec, identity)
-    _ = validated.chunks | "Write chunks" >> WriteChunks(f"{job.output}/chunks/chunks")
+    _ = validated.chunks | "Write chunks" >> WriteChunks(f"{_worker_path(job.output)}/chunks/chunks")
     _ = (
         (admitted[DEAD_LETTER], chunked[DEAD_LETTER], validated[DEAD_LETTER])
         | "Collect dead letter" >> beam.Flatten()
-        | "Write dead letter" >> WriteDeadLetter(f"{job.output}/dead_letter/dead_letter")
+        | "Write dead letter" >> WriteDeadLetter(f"{_worker_path(job.output)}/dead_letter/dead_letter")
     )
+
+
+def _worker_path(path: str) -> str:
+    """A local path made absolute: SDK workers (a portable runner's worker pool) have their own
+    working directory, where a relative pattern would silently match nothing."""
+    return path if "://" in path else os.path.abspath(path)
 
 
 def run(job: Job) -> dict[str, Any]:

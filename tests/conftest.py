@@ -77,3 +77,94 @@ def shared(path: str) -> Path:
     if not full.exists():
         pytest.skip(f"shared data not available: {full}")
     return full
+
+
+# ----------------------------------------------------------------------------------------------
+# Cluster-shaped runs: local services in their own process groups, and a GCS emulator
+# ----------------------------------------------------------------------------------------------
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct TCP ports free on localhost right now (all bound at once, then released)."""
+    import socket
+
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def venv_env(**extra: str) -> dict[str, str]:
+    """This process's environment with this interpreter's folder first on PATH, plus ``extra``.
+
+    Beam's worker pool starts SDK workers as the first ``python`` on PATH: it must be this venv's.
+    """
+    import os
+    import sys
+
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    return {**os.environ, "PATH": path, **extra}
+
+
+class Service:
+    """A subprocess in its own session (process group), logging to a file; stopped with its children."""
+
+    def __init__(self, argv: list[str], log: Path, *, cwd: Path, env: dict[str, str]) -> None:
+        import subprocess
+
+        self.log = log
+        with open(log, "wb") as out:
+            self.proc = subprocess.Popen(
+                argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+
+    def wait_for_port(self, port: int, timeout: float = 60.0) -> None:
+        """Return once ``port`` accepts connections; fail with the log if the process exits or time runs out."""
+        import socket
+        import time
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"{self.proc.args} exited {self.proc.returncode}: {self.log.read_text()[-2000:]}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        pytest.fail(f"{self.proc.args} did not listen on port {port}: {self.log.read_text()[-2000:]}")
+
+    def stop(self) -> None:
+        """SIGTERM the whole process group, SIGKILL what is left after 10 s."""
+        import os
+        import signal
+        import subprocess
+
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                self.proc.wait(timeout=10)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+
+def sample_with_dead_letters(path: Path) -> Path:
+    """The shipped sample plus rows every runner must dead-letter the same way, as one Parquet file."""
+    rows = pq.read_table(REPO / "sample" / "docs.parquet").to_pylist()
+    rows += [
+        {"id": "dup", "content": "first", "content_format": "text", "metadata": None},
+        {"id": "dup", "content": "second", "content_format": "text", "metadata": None},
+        {"id": "null-content", "content": None, "content_format": "text", "metadata": None},
+        {"id": "blank", "content": " \n\t ", "content_format": "markdown", "metadata": None},
+        {"id": "pdf", "content": "%PDF-1.7", "content_format": "pdf", "metadata": None},
+        {"id": "bad-docling", "content": "{not json", "content_format": "docling", "metadata": None},
+    ]
+    return write_documents(path, rows)
