@@ -29,10 +29,14 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import (
     DirectOptions,
+    GoogleCloudOptions,
     PipelineOptions,
+    PortableOptions,
     SetupOptions,
     StandardOptions,
+    TestOptions,
 )
+from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
 
 from pipelines.config import ConfigError, load_config, resolve_config
 from pipelines.report import build_report, write_report
@@ -240,7 +244,7 @@ def _check_output(output: str) -> None:
             )
 
 
-def _check_runner(options: PipelineOptions) -> None:
+def _check_runner(options: PipelineOptions, *, tokenizer: str | None = None) -> None:
     """Pick FnApiRunner for the DirectRunner (no Prism download); check the runner and the files it ships."""
     standard = options.view_as(StandardOptions)
     if standard.runner in (None, "DirectRunner", "direct", "Direct"):
@@ -248,7 +252,7 @@ def _check_runner(options: PipelineOptions) -> None:
     try:
         from apache_beam.runners.runner import create_runner
 
-        create_runner(standard.runner)
+        runner = create_runner(standard.runner)
     except (ValueError, ImportError) as err:
         raise OptionError(f"--runner {standard.runner}: {_one_line(err)}") from None
     setup = options.view_as(SetupOptions)
@@ -258,6 +262,49 @@ def _check_runner(options: PipelineOptions) -> None:
     workers = options.view_as(DirectOptions).direct_num_workers
     if workers is not None and workers < 0:
         raise OptionError(f"--direct_num_workers must be >= 0 (0: one per core), got {workers}")
+    _check_cluster_runner(options, runner, tokenizer)
+    # Beam's own checks of every option view, which beam.Pipeline() would raise as a traceback.
+    errors = PipelineOptionsValidator(options, runner).validate()
+    if errors:
+        raise OptionError(f"--runner {standard.runner}: {_one_line(errors[0])}")
+
+
+def _check_cluster_runner(options: PipelineOptions, runner, tokenizer: str | None) -> None:
+    """The options a cluster runner needs, checked before Beam would fail on them mid-submission."""
+    from apache_beam.runners.dataflow.dataflow_runner import DataflowRunner
+    from apache_beam.runners.portability.portable_runner import PortableRunner
+
+    name = type(runner).__name__
+    dry_run = options.view_as(TestOptions).dry_run
+    if dry_run not in (False, True, "True", "true"):  # Beam takes any string as true
+        raise OptionError(f"--dry_run={dry_run}: give --dry_run=True, or leave the option out")
+    if dry_run and not isinstance(runner, DataflowRunner):
+        raise OptionError(f"--dry_run: only DataflowRunner has a dry run; {name} would run the job")
+    if type(runner) is PortableRunner and not options.view_as(PortableOptions).job_endpoint:
+        raise OptionError(f"--job_endpoint is required with {name}: HOST:PORT of the job service (or 'embed')")
+    if not isinstance(runner, DataflowRunner):
+        return
+    cloud = options.view_as(GoogleCloudOptions)
+    if not cloud.project:
+        raise OptionError(f"--project is required with {name}: the Google Cloud project to run in")
+    if not cloud.region and not os.environ.get("CLOUDSDK_COMPUTE_REGION"):
+        raise OptionError(f"--region is required with {name}: the Dataflow region, e.g. europe-west1")
+    # Beam falls back from one location to the other; with neither valid it would try to create a bucket.
+    validator = PipelineOptionsValidator(options, runner)
+    if all(validator.validate_gcs_path(cloud, flag) for flag in ("temp_location", "staging_location")):
+        if cloud.temp_location is None and cloud.staging_location is None:
+            raise OptionError(f"--temp_location is required with {name}: a gs://BUCKET/PATH for temporary files")
+        flag = "temp_location" if cloud.temp_location is not None else "staging_location"
+        raise OptionError(f"--{flag} {getattr(cloud, flag)}: {name} needs a gs://BUCKET/PATH here")
+    job_opts = options.view_as(RechunkOptions)
+    hf_path = tokenizer[3:] if tokenizer and tokenizer.startswith("hf:") else None
+    for where, path in (
+        (f"--input {job_opts.input}", job_opts.input),
+        (f"--output {job_opts.output}", job_opts.output),
+        (f"--tokenizer {tokenizer}", hf_path),
+    ):
+        if path is not None and "://" not in path:
+            raise OptionError(f"{where}: {name} workers cannot read local paths; use gs://")
 
 
 def parse_job(argv: Sequence[str]) -> Job:
@@ -283,7 +330,7 @@ def parse_job(argv: Sequence[str]) -> Job:
     _check_input(job_opts.input, column_map)
     output = job_opts.output.rstrip("/") or "/"
     _check_output(output)
-    _check_runner(options)
+    _check_runner(options, tokenizer=spec["tokenizer"])
     return Job(
         input=job_opts.input,
         output=output,
@@ -315,12 +362,18 @@ def _worker_path(path: str) -> str:
     return path if "://" in path else os.path.abspath(path)
 
 
-def run(job: Job) -> dict[str, Any]:
-    """Run the job to completion and write ``report.json``; return the report."""
+def run(job: Job) -> dict[str, Any] | None:
+    """Run the job to completion and write ``report.json``; return the report.
+
+    With ``--dry_run`` (DataflowRunner) the runner only translates and checks the graph: nothing
+    runs, nothing is written, and there is no report (``None``).
+    """
     started = time.monotonic()
     pipeline = beam.Pipeline(options=job.options)
     build_pipeline(pipeline, job)
     result = pipeline.run()
+    if job.options.view_as(TestOptions).dry_run:
+        return None
     result.wait_until_finish()
     report = build_report(
         result,
@@ -383,6 +436,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"rechunk: error: {err}", file=sys.stderr)
         return 2
     report = run(job)
+    if report is None:
+        runner = job.options.view_as(StandardOptions).runner
+        print(f"rechunk: dry run: {runner} built the job graph; nothing ran and nothing was written to {job.output}")
+        return 0
     print(_summary(report, job.output))
     return 0
 

@@ -1,5 +1,5 @@
 """The job on cluster-shaped runners, offline: Beam's portable job API with separate SDK worker
-processes (the path Flink, Spark and Dataflow take).
+processes (the path Flink, Spark and Dataflow take), and a Dataflow dry run that builds the job graph.
 """
 
 from __future__ import annotations
@@ -90,3 +90,21 @@ def test_local_paths_reach_workers_absolute(tmp_path, monkeypatch):
     assert job.output == "out"  # as given, for the summary and report.json
     assert _worker_path(job.input) == f"{tmp_path}/in/*.parquet"
     assert _worker_path("gs://bucket/in/*.parquet") == "gs://bucket/in/*.parquet"
+
+
+def test_dataflow_dry_run_builds_the_graph_and_runs_nothing(gcs, tmp_path, capsys):
+    from apache_beam.io.filesystems import FileSystems
+
+    docs = gcs.upload(sample_with_dead_letters(tmp_path / "docs.parquet"), "dry/in/docs.parquet")
+    output = gcs.url("dry/out")
+    code = main([
+        "--input", docs, "--output", output,
+        "--runner=DataflowRunner", "--dry_run=True", "--project=rechunk-test", "--region=europe-west1",
+        f"--temp_location={gcs.url('dry/tmp')}", f"--setup_file={REPO / 'setup.py'}",
+    ])
+    assert code == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == (
+        f"rechunk: dry run: DataflowRunner built the job graph; nothing ran and nothing was written to {output}"
+    )
+    # Nothing staged, written or reported: only the input is in the bucket's dry/ folder.
+    assert [m.path for m in FileSystems.match([gcs.url("dry/**")])[0].metadata_list] == [docs]
