@@ -74,7 +74,7 @@ class RechunkOptions(PipelineOptions):
         parser.add_argument("--config", help="YAML or JSON chunking configuration. Default: configs/default.yaml.")
         parser.add_argument(
             "--tokenizer",
-            help="Budget tokenizer: tiktoken:cl100k_base (default), utf8-bytes, or hf:PATH to a local tokenizer.json.",
+            help="Budget tokenizer: tiktoken:cl100k_base (default), utf8-bytes, or hf:PATH to a tokenizer.json (local or gs://).",
         )
         parser.add_argument(
             "--max-tokens", "--max_tokens", dest="max_tokens",
@@ -413,7 +413,7 @@ Chunk parsed documents (Parquet) for RAG ingestion with Apache Beam.
   --input PATTERN      document Parquet files (local path, gs://, any Beam filesystem)
   --output DIR         writes DIR/chunks/*.parquet, DIR/dead_letter/*.parquet, DIR/report.json
   --config FILE        YAML/JSON chunkers and routes (default: configs/default.yaml, in the README)
-  --tokenizer SPEC     tiktoken:cl100k_base (default) | utf8-bytes | hf:PATH (local tokenizer.json)
+  --tokenizer SPEC     tiktoken:cl100k_base (default) | utf8-bytes | hf:PATH (tokenizer.json, local or gs://)
   --max-tokens N       hard budget for each chunk's embedding_text (default 512)
   --column-map MAP     input column names, e.g. content=text,id=doc_id
   --previous DIR       incremental re-chunking against an earlier run (not available yet)
