@@ -31,10 +31,14 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import (
     DirectOptions,
+    GoogleCloudOptions,
     PipelineOptions,
+    PortableOptions,
     SetupOptions,
     StandardOptions,
+    TestOptions,
 )
+from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
 
 from pipelines.config import ConfigError, load_config, resolve_config
 from pipelines.report import build_report, write_report
@@ -81,7 +85,7 @@ class RechunkOptions(PipelineOptions):
         parser.add_argument("--config", help="YAML or JSON chunking configuration. Default: configs/default.yaml.")
         parser.add_argument(
             "--tokenizer",
-            help="Budget tokenizer: tiktoken:cl100k_base (default), utf8-bytes, or hf:PATH to a local tokenizer.json.",
+            help="Budget tokenizer: tiktoken:cl100k_base (default), utf8-bytes, or hf:PATH to a tokenizer.json (local or gs://).",
         )
         parser.add_argument(
             "--max-tokens", "--max_tokens", dest="max_tokens",
@@ -215,6 +219,9 @@ def _load_spec(job_opts: RechunkOptions) -> tuple[dict[str, Any], Any]:
         tokenizer = load_tokenizer(spec["tokenizer"])
     except TokenizerError as err:
         raise OptionError(f"--tokenizer: {err}") from None
+    kind, _, path = spec["tokenizer"].partition(":")
+    if kind == "hf" and "://" not in path:  # workers load it again, from their own working directory
+        spec["tokenizer"] = f"hf:{os.path.abspath(path)}"
     try:
         build_router(spec, tokenizer=tokenizer)
     except (TypeError, ValueError, ImportError) as err:
@@ -288,7 +295,7 @@ def _check_previous(previous: str, output: str) -> str:
     return previous
 
 
-def _check_runner(options: PipelineOptions) -> None:
+def _check_runner(options: PipelineOptions, *, tokenizer: str | None = None) -> None:
     """Pick FnApiRunner for the DirectRunner (no Prism download); check the runner and the files it ships."""
     standard = options.view_as(StandardOptions)
     if standard.runner in (None, "DirectRunner", "direct", "Direct"):
@@ -296,7 +303,7 @@ def _check_runner(options: PipelineOptions) -> None:
     try:
         from apache_beam.runners.runner import create_runner
 
-        create_runner(standard.runner)
+        runner = create_runner(standard.runner)
     except (ValueError, ImportError) as err:
         raise OptionError(f"--runner {standard.runner}: {_one_line(err)}") from None
     setup = options.view_as(SetupOptions)
@@ -306,6 +313,50 @@ def _check_runner(options: PipelineOptions) -> None:
     workers = options.view_as(DirectOptions).direct_num_workers
     if workers is not None and workers < 0:
         raise OptionError(f"--direct_num_workers must be >= 0 (0: one per core), got {workers}")
+    _check_cluster_runner(options, runner, tokenizer)
+    # Beam's own checks of every option view, which beam.Pipeline() would raise as a traceback.
+    errors = PipelineOptionsValidator(options, runner).validate()
+    if errors:
+        raise OptionError(f"--runner {standard.runner}: {_one_line(errors[0])}")
+
+
+def _check_cluster_runner(options: PipelineOptions, runner, tokenizer: str | None) -> None:
+    """The options a cluster runner needs, checked before Beam would fail on them mid-submission."""
+    from apache_beam.runners.dataflow.dataflow_runner import DataflowRunner
+    from apache_beam.runners.portability.portable_runner import PortableRunner
+
+    name = type(runner).__name__
+    dry_run = options.view_as(TestOptions).dry_run
+    if dry_run not in (False, True, "True", "true"):  # Beam takes any string as true
+        raise OptionError(f"--dry_run={dry_run}: give --dry_run=True, or leave the option out")
+    if dry_run and not isinstance(runner, DataflowRunner):
+        raise OptionError(f"--dry_run: only DataflowRunner has a dry run; {name} would run the job")
+    if type(runner) is PortableRunner and not options.view_as(PortableOptions).job_endpoint:
+        raise OptionError(f"--job_endpoint is required with {name}: HOST:PORT of the job service (or 'embed')")
+    if not isinstance(runner, DataflowRunner):
+        return
+    cloud = options.view_as(GoogleCloudOptions)
+    if not cloud.project:
+        raise OptionError(f"--project is required with {name}: the Google Cloud project to run in")
+    if not cloud.region and not os.environ.get("CLOUDSDK_COMPUTE_REGION"):
+        raise OptionError(f"--region is required with {name}: the Dataflow region, e.g. europe-west1")
+    # Beam falls back from one location to the other; with neither valid it would try to create a bucket.
+    validator = PipelineOptionsValidator(options, runner)
+    if all(validator.validate_gcs_path(cloud, flag) for flag in ("temp_location", "staging_location")):
+        if cloud.temp_location is None and cloud.staging_location is None:
+            raise OptionError(f"--temp_location is required with {name}: a gs://BUCKET/PATH for temporary files")
+        flag = "temp_location" if cloud.temp_location is not None else "staging_location"
+        raise OptionError(f"--{flag} {getattr(cloud, flag)}: {name} needs a gs://BUCKET/PATH here")
+    job_opts = options.view_as(RechunkOptions)
+    hf_path = tokenizer[3:] if tokenizer and tokenizer.startswith("hf:") else None
+    for where, path in (
+        (f"--input {job_opts.input}", job_opts.input),
+        (f"--output {job_opts.output}", job_opts.output),
+        (f"--previous {job_opts.previous}", job_opts.previous),
+        (f"--tokenizer {tokenizer}", hf_path),
+    ):
+        if path is not None and "://" not in path:
+            raise OptionError(f"{where}: {name} workers cannot read local paths; use gs://")
 
 
 def parse_job(argv: Sequence[str]) -> Job:
@@ -330,7 +381,7 @@ def parse_job(argv: Sequence[str]) -> Job:
     output = job_opts.output.rstrip("/") or "/"
     _check_output(output)
     previous = _check_previous(job_opts.previous, output) if job_opts.previous else None
-    _check_runner(options)
+    _check_runner(options, tokenizer=spec["tokenizer"])
     return Job(
         input=job_opts.input,
         output=output,
@@ -345,43 +396,58 @@ def parse_job(argv: Sequence[str]) -> Job:
 def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
     """Add the job's transforms to ``pipeline``."""
     identity = pipeline | "Tokenizer identity" >> beam.Create([job.tokenizer_identity])
-    rows = pipeline | "Read documents" >> ReadDocuments(job.input, column_map=job.column_map)
+    output = _worker_path(job.output)
+    rows = pipeline | "Read documents" >> ReadDocuments(_worker_path(job.input), column_map=job.column_map)
     admitted = rows | "Admit documents" >> AdmitDocuments(identity)
     documents = admitted.documents
     manifest = []
     if job.previous:
-        compared = documents | "Compare with previous" >> CompareWithPrevious(job.previous, job.spec, identity)
+        compared = documents | "Compare with previous" >> CompareWithPrevious(
+            _worker_path(job.previous), job.spec, identity
+        )
         documents = compared["documents"]
         manifest.append(compared[KEPT_MANIFEST])
-        _ = compared[KEPT_CHUNKS] | "Write kept chunks" >> WriteKeptChunks(f"{job.output}/chunks/kept")
+        _ = compared[KEPT_CHUNKS] | "Write kept chunks" >> WriteKeptChunks(f"{output}/chunks/kept")
     chunked = documents | "Route and chunk" >> ChunkDocuments(job.spec, identity)
     validated = chunked.chunked | "Validate chunks" >> ValidateChunks(job.spec, identity)
     manifest.append(validated[MANIFEST])
-    _ = validated.chunks | "Write chunks" >> WriteChunks(f"{job.output}/chunks/chunks")
+    _ = validated.chunks | "Write chunks" >> WriteChunks(f"{output}/chunks/chunks")
     _ = (
         manifest
         | "Collect manifest" >> beam.Flatten()
-        | "Write manifest" >> WriteManifest(f"{job.output}/documents/documents")
+        | "Write manifest" >> WriteManifest(f"{output}/documents/documents")
     )
     if job.previous:
         _ = (
             {"previous": compared[PREVIOUS_IDS], "chunks": validated.chunks}
             | "List deleted" >> ListDeleted()
-            | "Write deleted" >> WriteDeleted(f"{job.output}/deleted/deleted")
+            | "Write deleted" >> WriteDeleted(f"{output}/deleted/deleted")
         )
     _ = (
         (admitted[DEAD_LETTER], chunked[DEAD_LETTER], validated[DEAD_LETTER])
         | "Collect dead letter" >> beam.Flatten()
-        | "Write dead letter" >> WriteDeadLetter(f"{job.output}/dead_letter/dead_letter")
+        | "Write dead letter" >> WriteDeadLetter(f"{output}/dead_letter/dead_letter")
     )
 
 
-def run(job: Job) -> dict[str, Any]:
-    """Run the job to completion and write ``report.json``; return the report."""
+def _worker_path(path: str) -> str:
+    """A local path made absolute: SDK workers (a portable runner's worker pool) have their own
+    working directory, where a relative pattern would silently match nothing."""
+    return path if "://" in path else os.path.abspath(path)
+
+
+def run(job: Job) -> dict[str, Any] | None:
+    """Run the job to completion and write ``report.json``; return the report.
+
+    With ``--dry_run`` (DataflowRunner) the runner only translates and checks the graph: nothing
+    runs, nothing is written, and there is no report (``None``).
+    """
     started = time.monotonic()
     pipeline = beam.Pipeline(options=job.options)
     build_pipeline(pipeline, job)
     result = pipeline.run()
+    if job.options.view_as(TestOptions).dry_run:
+        return None
     result.wait_until_finish()
     report = build_report(
         result,
@@ -426,7 +492,7 @@ Chunk parsed documents (Parquet) for RAG ingestion with Apache Beam.
   --input PATTERN      document Parquet files (local path, gs://, any Beam filesystem)
   --output DIR         writes DIR/chunks/*.parquet, DIR/dead_letter/*.parquet, DIR/report.json
   --config FILE        YAML/JSON chunkers and routes (default: configs/default.yaml, in the README)
-  --tokenizer SPEC     tiktoken:cl100k_base (default) | utf8-bytes | hf:PATH (local tokenizer.json)
+  --tokenizer SPEC     tiktoken:cl100k_base (default) | utf8-bytes | hf:PATH (tokenizer.json, local or gs://)
   --max-tokens N       hard budget for each chunk's embedding_text (default 512)
   --column-map MAP     input column names, e.g. content=text,id=doc_id
   --previous DIR       an earlier run's output: unchanged documents keep its chunks (not chunked
@@ -450,6 +516,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"rechunk: error: {err}", file=sys.stderr)
         return 2
     report = run(job)
+    if report is None:
+        runner = job.options.view_as(StandardOptions).runner
+        print(f"rechunk: dry run: {runner} built the job graph; nothing ran and nothing was written to {job.output}")
+        return 0
     print(_summary(report, job.output))
     return 0
 

@@ -223,3 +223,27 @@ def test_config_values_of_the_wrong_type(capsys, tmp_path, docs, config, message
 def test_column_map_mistakes(capsys, tmp_path, docs, mapping, message):
     line = _error(capsys, ["--input", str(docs), "--output", str(tmp_path / "o"), "--column-map", mapping])
     assert message in line
+
+
+DATAFLOW = ["--runner=DataflowRunner", "--project=rechunk-test", "--region=europe-west1", "--temp_location=gs://bkt/tmp"]
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ([a for a in DATAFLOW if not a.startswith("--project")], "--project is required with DataflowRunner"),
+        ([a for a in DATAFLOW if not a.startswith("--region")], "--region is required with DataflowRunner"),
+        ([a for a in DATAFLOW if not a.startswith("--temp")], "--temp_location is required with DataflowRunner"),
+        ([*DATAFLOW[:3], "--temp_location=/tmp/beam"], "--temp_location /tmp/beam: DataflowRunner needs a gs://BUCKET/PATH here"),
+        ([*DATAFLOW[:3], "--staging_location=gs://bkt"], "--staging_location gs://bkt: DataflowRunner needs a gs://BUCKET/PATH here"),
+        (DATAFLOW, "--input {docs}: DataflowRunner workers cannot read local paths; use gs://"),
+        (["--runner=PortableRunner"], "--job_endpoint is required with PortableRunner"),
+        (["--dry_run=True"], "--dry_run: only DataflowRunner has a dry run; FnApiRunner would run the job"),
+        ([*DATAFLOW, "--dry_run=False"], "--dry_run=False: give --dry_run=True, or leave the option out"),
+        (["--type_check_additional=nope"], "--runner FnApiRunner: Unrecognized --type_check_additional feature: nope"),
+    ],
+)
+def test_cluster_runner_option_mistakes(capsys, monkeypatch, tmp_path, docs, extra, message):
+    monkeypatch.delenv("CLOUDSDK_COMPUTE_REGION", raising=False)
+    line = _error(capsys, ["--input", str(docs), "--output", str(tmp_path / "o"), *extra])
+    assert message.format(docs=docs) in line

@@ -11,8 +11,8 @@ Three implementations:
   downloaded. Text is counted as ordinary text: a literal ``<|endoftext|>`` in a document is
   just characters.
 * :class:`Utf8ByteTokenizer` -- one token per UTF-8 byte; an explicit byte budget.
-* :class:`HuggingFaceTokenizer` -- a ``tokenizer.json`` loaded from a local path with the
-  ``tokenizers`` library.
+* :class:`HuggingFaceTokenizer` -- a ``tokenizer.json`` loaded with the ``tokenizers`` library
+  from a local path or a URL fsspec opens (``gs://``, so that cluster workers read the same file).
 
 :func:`load_tokenizer` turns the command line's ``--tokenizer`` spec into one of these.
 """
@@ -24,7 +24,7 @@ import hashlib
 import importlib.util
 import os
 from itertools import accumulate
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 __all__ = [
     "DEFAULT_TOKENIZER",
@@ -287,27 +287,34 @@ class Utf8ByteTokenizer:
 
 
 class HuggingFaceTokenizer:
-    """A Hugging Face fast tokenizer loaded from a local ``tokenizer.json``; never downloads.
+    """A Hugging Face fast tokenizer loaded from a ``tokenizer.json`` file; never downloads a model.
 
     Counts exclude special tokens (``add_special_tokens=False``): the budget is the text's own.
 
     Args:
-        path: A ``tokenizer.json`` file, or a folder that holds one.
+        path: A ``tokenizer.json`` file, or a folder that holds one: a local path, or a URL that
+            fsspec opens (``gs://bucket/tokenizers/model/``), which cluster workers can read too.
 
     Raises:
         TokenizerError: No such file, or the file is not a tokenizer the ``tokenizers`` library loads.
     """
 
     def __init__(self, path: str) -> None:
+        import fsspec
         from tokenizers import Tokenizer as _HFTokenizer
 
-        file = os.path.join(path, "tokenizer.json") if os.path.isdir(path) else path
-        if not os.path.isfile(file):
-            raise TokenizerError(f"no tokenizer.json at {path!r}")
+        if "://" in path:
+            fs, target, file, name = _remote_tokenizer_json(path)
+        else:
+            file = os.path.join(path, "tokenizer.json") if os.path.isdir(path) else path
+            if not os.path.isfile(file):
+                raise TokenizerError(f"no tokenizer.json at {path!r}")
+            fs, target = fsspec.filesystem("file"), os.path.abspath(file)
+            name = os.path.basename(os.path.dirname(target)) or "tokenizer"
         try:
-            with open(file, "rb") as f:
+            with fs.open(target, "rb") as f:
                 data = f.read()
-        except OSError as err:
+        except Exception as err:  # OSError locally; a filesystem's own errors (gcsfs HttpError) remotely
             raise TokenizerError(f"cannot read {file!r}: {err}") from err
         try:
             tokenizer = _HFTokenizer.from_str(data.decode("utf-8"))
@@ -318,7 +325,6 @@ class HuggingFaceTokenizer:
         tokenizer.no_truncation()
         tokenizer.no_padding()
         self._tokenizer = tokenizer
-        name = os.path.basename(os.path.dirname(os.path.abspath(file))) or "tokenizer"
         self.path = file
         self.identity = f"hf:{name}:{hashlib.sha256(data).hexdigest()[:8]}"
 
@@ -343,6 +349,30 @@ class HuggingFaceTokenizer:
                 cuts.add(start)
             reach = max(reach, end)
         return sorted(cuts)
+
+
+def _remote_tokenizer_json(url: str) -> tuple[Any, str, str, str]:
+    """Find the ``tokenizer.json`` at ``url``: the file, or the one in that folder.
+
+    Returns:
+        The fsspec filesystem, the file's path on it, its URL, and the name of its folder.
+
+    Raises:
+        TokenizerError: fsspec has no filesystem for the URL, it cannot be listed, or no such file.
+    """
+    import posixpath
+
+    import fsspec
+
+    try:
+        fs, root = fsspec.core.url_to_fs(url)
+        target = posixpath.join(root, "tokenizer.json") if fs.isdir(root) else root
+        found = fs.isfile(target)
+    except Exception as err:  # unknown protocol (ValueError), its package missing (ImportError), IO errors
+        raise TokenizerError(f"cannot open {url!r}: {' '.join(str(err).split())[:200]}") from err
+    if not found:
+        raise TokenizerError(f"no tokenizer.json at {url!r}")
+    return fs, target, fs.unstrip_protocol(target), posixpath.basename(posixpath.dirname(target)) or "tokenizer"
 
 
 def load_tokenizer(spec: str) -> Tokenizer:
