@@ -20,6 +20,7 @@ never tries to download its binary.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -61,7 +62,7 @@ from transforms.beam import (
     WriteManifest,
 )
 from transforms.chunkers.registry import build_router
-from transforms.documents import DOCUMENT_COLUMNS
+from transforms.documents import CHUNK_SCHEMA, DOCUMENT_COLUMNS
 from transforms.tokenizers import TokenizerError, load_tokenizer
 
 __all__ = ["RechunkOptions", "build_pipeline", "main", "run"]
@@ -257,8 +258,12 @@ def _check_output(output: str) -> None:
 
 
 def _check_previous(previous: str, output: str) -> str:
-    """The ``--previous`` directory, checked: another directory than ``--output``, holding a run's
-    ``chunks/`` and ``documents/`` Parquet files with the columns the join reads.
+    """The ``--previous`` directory, checked: another directory than ``--output``, holding a
+    finished rechunk run (its ``report.json``) whose ``chunks/`` and ``documents/`` are whole.
+
+    Every Parquet footer there is read: each file must be Parquet with the columns the job reads,
+    and ``chunks/`` must hold as many rows as the report says were written (a missing shard would
+    otherwise lose the kept documents' chunks, in this run and every later one).
 
     Raises:
         OptionError: Any of that is not so.
@@ -266,32 +271,53 @@ def _check_previous(previous: str, output: str) -> str:
     import pyarrow.parquet as pq
 
     previous = previous.rstrip("/") or "/"
+    if any(c in previous for c in "*?[]{}"):
+        raise OptionError(f"--previous {previous}: a directory, not a pattern; its name must not hold * ? [ ] {{ }}")
     same = previous == output or (
         "://" not in previous and "://" not in output and os.path.abspath(previous) == os.path.abspath(output)
     )
     if same:
         raise OptionError(f"--previous {previous}: must be another directory than --output")
+    try:
+        with FileSystems.open(f"{previous}/report.json") as f:
+            written = json.loads(f.read())["chunks_written"]
+    except Exception:  # missing (an unfinished run, or not a rechunk output), or not a report
+        raise OptionError(
+            f"--previous {previous}: no readable report.json there; expected the output of a finished rechunk run"
+        ) from None
     needs = {
-        "chunks": ("document_id", "chunk_id", "chunk_index"),
+        "chunks": ("document_id", "chunk_id", "chunk_index", *CHUNK_SCHEMA.names),
         "documents": ("document_id", "document_hash", "input_fingerprint", "chunk_count"),
     }
+    rows = {}
     for sub, columns in needs.items():
         try:
-            matched = FileSystems.match([f"{previous}/{sub}/*.parquet"])[0].metadata_list
+            matched = FileSystems.match([f"{previous}/{sub}/*"])[0].metadata_list
         except Exception:  # no such directory, by scheme
             matched = []
         if not matched:
             hint = " (an output of rechunk 0.1.0 or later)" if sub == "documents" else ""
             raise OptionError(f"--previous {previous}: no {sub}/*.parquet there; expected a rechunk run's output{hint}")
-        path = min(m.path for m in matched)
-        try:
-            with FileSystems.open(path) as f, pq.ParquetFile(f) as parquet:
-                names = set(parquet.schema_arrow.names)
-        except Exception as err:
-            raise OptionError(f"--previous {previous}: {path} is not a readable Parquet file ({_one_line(err, 160)})") from None
-        missing = [c for c in columns if c not in names]
-        if missing:
-            raise OptionError(f"--previous {previous}: {path} lacks column {missing[0]!r}; expected a rechunk run's {sub}/")
+        rows[sub] = 0
+        for path in sorted(m.path for m in matched):
+            try:
+                with FileSystems.open(path) as f, pq.ParquetFile(f) as parquet:
+                    names = set(parquet.schema_arrow.names)
+                    rows[sub] += parquet.metadata.num_rows
+            except Exception as err:
+                raise OptionError(
+                    f"--previous {previous}: {path} is not a readable Parquet file ({_one_line(err, 160)})"
+                ) from None
+            missing = [c for c in columns if c not in names]
+            if missing:
+                raise OptionError(
+                    f"--previous {previous}: {path} lacks column {missing[0]!r}; expected a rechunk run's {sub}/"
+                )
+    if rows["chunks"] != written:
+        raise OptionError(
+            f"--previous {previous}: chunks/ holds {rows['chunks']} rows but report.json says {written} "
+            "were written; the output is incomplete or was changed"
+        )
     return previous
 
 
@@ -320,6 +346,24 @@ def _check_runner(options: PipelineOptions, *, tokenizer: str | None = None) -> 
         raise OptionError(f"--runner {standard.runner}: {_one_line(errors[0])}")
 
 
+def _check_job_endpoint(endpoint: str | None, runner: str) -> None:
+    """A portable runner's job service must be given and answer a TCP connection (5 s at most):
+    Beam itself would wait 300 s and end in a gRPC traceback."""
+    import socket
+
+    if not endpoint:
+        raise OptionError(f"--job_endpoint is required with {runner}: HOST:PORT of the job service (or 'embed')")
+    if endpoint == "embed":
+        return
+    host, sep, port = endpoint.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise OptionError(f"--job_endpoint {endpoint}: expected HOST:PORT of the job service (or 'embed')")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError as err:
+        raise OptionError(f"--job_endpoint {endpoint}: no job service answers there ({_one_line(err, 120)})") from None
+
+
 def _check_cluster_runner(options: PipelineOptions, runner, tokenizer: str | None) -> None:
     """The options a cluster runner needs, checked before Beam would fail on them mid-submission."""
     from apache_beam.runners.dataflow.dataflow_runner import DataflowRunner
@@ -331,8 +375,8 @@ def _check_cluster_runner(options: PipelineOptions, runner, tokenizer: str | Non
         raise OptionError(f"--dry_run={dry_run}: give --dry_run=True, or leave the option out")
     if dry_run and not isinstance(runner, DataflowRunner):
         raise OptionError(f"--dry_run: only DataflowRunner has a dry run; {name} would run the job")
-    if type(runner) is PortableRunner and not options.view_as(PortableOptions).job_endpoint:
-        raise OptionError(f"--job_endpoint is required with {name}: HOST:PORT of the job service (or 'embed')")
+    if type(runner) is PortableRunner:
+        _check_job_endpoint(options.view_as(PortableOptions).job_endpoint, name)
     if not isinstance(runner, DataflowRunner):
         return
     cloud = options.view_as(GoogleCloudOptions)

@@ -12,7 +12,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics.metric import MetricsFilter
 
 import transforms
-from transforms.beam import METRICS_NAMESPACE
+from transforms.beam import METRICS_NAMESPACE, STRUCTURE_COUNTERS
 
 __all__ = ["build_report", "write_report"]
 
@@ -71,7 +71,8 @@ def build_report(
 
     Keys: the document and chunk counters, ``dead_letter_by_reason``, ``chunks_by_chunker``,
     ``structure`` (merged, split, oversized and small chunks and excluded characters, summed
-    over documents chunked by a structure chunker),
+    over the documents a structure chunker chunked in this run: not over documents kept
+    unchanged from ``--previous``),
     ``token_count`` (``min``, ``p50``, ``p95``, ``max`` of accepted chunks), ``tokenizer``,
     ``max_tokens``, ``wall_seconds``, ``version``, ``output``, and ``incremental`` (``None``
     without ``--previous``; else the previous directory, the documents chunked because they
@@ -91,9 +92,7 @@ def build_report(
         for name, value in sorted(counters.items())
         if name.startswith("chunks_by_chunker.")
     }
-    report["structure"] = {
-        name.split(".", 1)[1]: value for name, value in sorted(counters.items()) if name.startswith("structure.")
-    }
+    report["structure"] = {name: counters.get(f"structure.{name}", 0) for name in sorted(STRUCTURE_COUNTERS)}
     report["incremental"] = None if previous is None else {
         "previous": previous,
         **{name: counters.get(f"incremental.{name}", 0)

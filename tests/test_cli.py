@@ -46,7 +46,7 @@ def _write(path: Path, text: str) -> str:
         (["--tokenizer", "hf:/no/such/dir"], "--tokenizer: no tokenizer.json at '/no/such/dir'"),
         (["--column-map", "body"], "--column-map: expected NAME=COLUMN with NAME one of id, content, content_format, metadata, got 'body'"),
         (["--max_tokn", "5"], "unrecognized option --max_tokn"),
-        (["--previous", "/no/such/dir"], "--previous /no/such/dir: no chunks/*.parquet there"),
+        (["--previous", "/no/such/dir"], "--previous /no/such/dir: no readable report.json there"),
         (["--config", "/no/such.yaml"], "--config /no/such.yaml: cannot read the file"),
     ],
 )
@@ -238,6 +238,8 @@ DATAFLOW = ["--runner=DataflowRunner", "--project=rechunk-test", "--region=europ
         ([*DATAFLOW[:3], "--staging_location=gs://bkt"], "--staging_location gs://bkt: DataflowRunner needs a gs://BUCKET/PATH here"),
         (DATAFLOW, "--input {docs}: DataflowRunner workers cannot read local paths; use gs://"),
         (["--runner=PortableRunner"], "--job_endpoint is required with PortableRunner"),
+        (["--runner=PortableRunner", "--job_endpoint=localhost:1"], "--job_endpoint localhost:1: no job service answers there"),
+        (["--runner=PortableRunner", "--job_endpoint=nowhere"], "--job_endpoint nowhere: expected HOST:PORT"),
         (["--dry_run=True"], "--dry_run: only DataflowRunner has a dry run; FnApiRunner would run the job"),
         ([*DATAFLOW, "--dry_run=False"], "--dry_run=False: give --dry_run=True, or leave the option out"),
         (["--type_check_additional=nope"], "--runner FnApiRunner: Unrecognized --type_check_additional feature: nope"),

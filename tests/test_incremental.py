@@ -164,10 +164,13 @@ def test_stale_chunk_ids_keep_the_previous_order():
 @pytest.mark.parametrize(
     "make, message",
     [
-        (lambda tmp: tmp / "nowhere", "no chunks/*.parquet there"),
+        (lambda tmp: tmp / "nowhere", "no readable report.json there"),
         (lambda tmp: tmp / "out", "must be another directory than --output"),
+        (lambda tmp: tmp / "run*", "a directory, not a pattern"),
         (lambda tmp: _only_chunks(tmp), "no documents/*.parquet there"),
         (lambda tmp: _not_parquet(tmp), "is not a readable Parquet file"),
+        (lambda tmp: _stray_file(tmp), "zz-notes.parquet is not a readable Parquet file"),
+        (lambda tmp: _lost_shard(tmp), "chunks/ holds 0 rows but report.json says 2 were written"),
     ],
 )
 def test_previous_mistakes_are_option_errors(capsys, tmp_path, make, message):
@@ -178,14 +181,35 @@ def test_previous_mistakes_are_option_errors(capsys, tmp_path, make, message):
 
 
 def _only_chunks(tmp: Path) -> Path:
-    (tmp / "prev" / "chunks").mkdir(parents=True)
-    pq.write_table(pa.table({"document_id": ["a"], "chunk_id": ["x"], "chunk_index": [0]}),
-                   tmp / "prev" / "chunks" / "c.parquet")
-    return tmp / "prev"
+    previous = _previous_run(tmp)
+    for f in (previous / "documents").glob("*"):
+        f.unlink()
+    return previous
 
 
 def _not_parquet(tmp: Path) -> Path:
-    _only_chunks(tmp)
-    (tmp / "prev" / "documents").mkdir()
-    (tmp / "prev" / "documents" / "d.parquet").write_text("not parquet")
+    previous = _previous_run(tmp)
+    for f in (previous / "documents").glob("*.parquet"):
+        f.write_text("not parquet")
+    return previous
+
+
+def _previous_run(tmp: Path) -> Path:
+    docs = write_documents(tmp / "v1" / "docs.parquet", V1[:1])
+    assert main(["--input", str(docs), "--output", str(tmp / "prev")]) == 0
     return tmp / "prev"
+
+
+def _stray_file(tmp: Path) -> Path:
+    previous = _previous_run(tmp)
+    (previous / "chunks" / "zz-notes.parquet").write_text("junk")
+    return previous
+
+
+def _lost_shard(tmp: Path) -> Path:
+    previous = _previous_run(tmp)
+    report = json.loads((previous / "report.json").read_text())
+    (previous / "report.json").write_text(json.dumps({**report, "chunks_written": 2}))
+    for f in (previous / "chunks").glob("*.parquet"):
+        pq.write_table(pq.read_table(f).slice(0, 0), f)
+    return previous
