@@ -243,7 +243,17 @@ def _check_input(pattern: str, column_map: dict[str, str]) -> None:
         _check_input_schema(pattern, path, column_map)
 
 
+def _check_filesystem(flag: str, path: str) -> None:
+    """``path`` must be on a filesystem Beam has here (a typo such as ``gcs://`` would otherwise
+    pass the checks and fail mid-pipeline)."""
+    try:
+        FileSystems.get_filesystem(path)
+    except Exception as err:  # ValueError for an unknown scheme
+        raise OptionError(f"{flag} {path}: no Beam filesystem for this path ({_one_line(err, 120)})") from None
+
+
 def _check_output(output: str) -> None:
+    _check_filesystem("--output", output)
     if "://" not in output and os.path.exists(output) and not os.path.isdir(output):
         raise OptionError(f"--output {output}: is a file, not a directory")
     for sub in ("chunks", "dead_letter", "documents", "deleted"):
@@ -271,6 +281,9 @@ def _check_previous(previous: str, output: str) -> str:
     import pyarrow.parquet as pq
 
     previous = previous.rstrip("/") or "/"
+    if not previous.strip():
+        raise OptionError("--previous: empty path; give an earlier run's output directory, or leave the option out")
+    _check_filesystem("--previous", previous)
     if any(c in previous for c in "*?[]{}"):
         raise OptionError(f"--previous {previous}: a directory, not a pattern; its name must not hold * ? [ ] {{ }}")
     same = previous == output or (
@@ -399,7 +412,7 @@ def _check_cluster_runner(options: PipelineOptions, runner, tokenizer: str | Non
         (f"--previous {job_opts.previous}", job_opts.previous),
         (f"--tokenizer {tokenizer}", hf_path),
     ):
-        if path is not None and "://" not in path:
+        if path is not None and ("://" not in path or path.startswith("file://")):
             raise OptionError(f"{where}: {name} workers cannot read local paths; use gs://")
 
 
@@ -424,7 +437,7 @@ def parse_job(argv: Sequence[str]) -> Job:
     _check_input(job_opts.input, column_map)
     output = job_opts.output.rstrip("/") or "/"
     _check_output(output)
-    previous = _check_previous(job_opts.previous, output) if job_opts.previous else None
+    previous = _check_previous(job_opts.previous, output) if job_opts.previous is not None else None
     _check_runner(options, tokenizer=spec["tokenizer"])
     return Job(
         input=job_opts.input,

@@ -181,6 +181,11 @@ def test_output_that_is_a_file(capsys, tmp_path, docs):
     assert f"--output {docs}: is a file, not a directory" in line
 
 
+def test_output_on_a_filesystem_beam_does_not_have(capsys, docs):
+    line = _error(capsys, ["--input", str(docs), "--output", "gcs://bucket/out"])
+    assert "--output gcs://bucket/out: no Beam filesystem for this path" in line
+
+
 @pytest.mark.parametrize(
     "extra, message",
     [

@@ -167,6 +167,8 @@ def test_stale_chunk_ids_keep_the_previous_order():
         (lambda tmp: tmp / "nowhere", "no readable report.json there"),
         (lambda tmp: tmp / "out", "must be another directory than --output"),
         (lambda tmp: tmp / "run*", "a directory, not a pattern"),
+        (lambda tmp: "", "--previous: empty path"),
+        (lambda tmp: "gcs://bucket/run", "--previous gcs://bucket/run: no Beam filesystem for this path"),
         (lambda tmp: _only_chunks(tmp), "no documents/*.parquet there"),
         (lambda tmp: _not_parquet(tmp), "is not a readable Parquet file"),
         (lambda tmp: _stray_file(tmp), "zz-notes.parquet is not a readable Parquet file"),
@@ -177,7 +179,7 @@ def test_previous_mistakes_are_option_errors(capsys, tmp_path, make, message):
     docs = write_documents(tmp_path / "in" / "docs.parquet", V1[:1])
     assert main(["--input", str(docs), "--output", str(tmp_path / "out"), "--previous", str(make(tmp_path))]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("rechunk: error: --previous ") and message in err[0], err
+    assert len(err) == 1 and err[0].startswith("rechunk: error: --previous") and message in err[0], err
 
 
 def _only_chunks(tmp: Path) -> Path:
