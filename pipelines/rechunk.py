@@ -280,9 +280,9 @@ def _check_previous(previous: str, output: str) -> str:
     """
     import pyarrow.parquet as pq
 
-    previous = previous.rstrip("/") or "/"
     if not previous.strip():
         raise OptionError("--previous: empty path; give an earlier run's output directory, or leave the option out")
+    previous = previous.rstrip("/") or "/"
     _check_filesystem("--previous", previous)
     if any(c in previous for c in "*?[]{}"):
         raise OptionError(f"--previous {previous}: a directory, not a pattern; its name must not hold * ? [ ] {{ }}")
