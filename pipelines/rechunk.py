@@ -53,6 +53,7 @@ from transforms.beam import (
     ChunkDocuments,
     CompareWithPrevious,
     ListDeleted,
+    ReadDocumentIds,
     ReadDocuments,
     ValidateChunks,
     WriteChunks,
@@ -70,6 +71,12 @@ __all__ = ["RechunkOptions", "build_pipeline", "main", "run"]
 _LOG = logging.getLogger("rechunk")
 #: How many input files have their Parquet footer checked before the pipeline starts.
 MAX_FILES_CHECKED = 1000
+#: Default of --max-document-chars (code points): a 50 MB document is chunked.
+DEFAULT_MAX_DOCUMENT_CHARS = 100_000_000
+#: Above this, one document's UTF-8 could pass 2 GiB, which one Arrow string value cannot hold.
+MAX_DOCUMENT_CHARS_LIMIT = 500_000_000
+#: Default of --progress-seconds.
+DEFAULT_PROGRESS_SECONDS = 30
 
 
 class OptionError(ValueError):
@@ -97,6 +104,16 @@ class RechunkOptions(PipelineOptions):
             help="Input column names, e.g. content=text,id=doc_id. Default: the contract's names.",
         )
         parser.add_argument(
+            "--max-document-chars", "--max_document_chars", dest="max_document_chars",
+            help=f"Longer documents (in code points) are dead-lettered as document_too_large. "
+            f"Default {DEFAULT_MAX_DOCUMENT_CHARS:,}.",
+        )
+        parser.add_argument(
+            "--progress-seconds", "--progress_seconds", dest="progress_seconds",
+            help=f"Log documents and chunks per second every N seconds (per worker); 0: never. "
+            f"Default {DEFAULT_PROGRESS_SECONDS}.",
+        )
+        parser.add_argument(
             "--previous",
             help="An earlier run's output directory: unchanged documents keep its chunks without being chunked again.",
         )
@@ -113,6 +130,8 @@ class Job:
     column_map: dict[str, str]
     options: PipelineOptions
     previous: str | None = None
+    max_document_chars: int = DEFAULT_MAX_DOCUMENT_CHARS
+    progress_seconds: float = DEFAULT_PROGRESS_SECONDS
 
 
 def _unknown_options(argv: Sequence[str]) -> list[str]:
@@ -190,6 +209,33 @@ def _check_input_schema(pattern: str, path: str, column_map: dict[str, str]) -> 
 
 def _one_line(err: BaseException, limit: int = 200) -> str:
     return " ".join(str(err).split())[:limit]
+
+
+def _max_document_chars(value: str | None) -> int:
+    if value is None:
+        return DEFAULT_MAX_DOCUMENT_CHARS
+    try:
+        chars = int(value)
+    except ValueError:
+        chars = 0
+    if not 0 < chars <= MAX_DOCUMENT_CHARS_LIMIT:
+        raise OptionError(
+            f"--max-document-chars must be an integer from 1 to {MAX_DOCUMENT_CHARS_LIMIT:,} "
+            f"(one document's text must stay under Arrow's 2 GiB), got {value!r}"
+        )
+    return chars
+
+
+def _progress_seconds(value: str | None) -> float:
+    if value is None:
+        return DEFAULT_PROGRESS_SECONDS
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):
+        raise OptionError(f"--progress-seconds must be a number of seconds >= 0 (0: never), got {value!r}")
+    return seconds
 
 
 def _max_tokens(value: str | None) -> int | None:
@@ -433,6 +479,8 @@ def parse_job(argv: Sequence[str]) -> Job:
     if not job_opts.output:
         raise OptionError("--output is required: the directory to write chunks/, dead_letter/ and report.json")
     column_map = _parse_column_map(job_opts.column_map)
+    max_document_chars = _max_document_chars(job_opts.max_document_chars)
+    progress_seconds = _progress_seconds(job_opts.progress_seconds)
     spec, tokenizer = _load_spec(job_opts)
     _check_input(job_opts.input, column_map)
     output = job_opts.output.rstrip("/") or "/"
@@ -447,6 +495,8 @@ def parse_job(argv: Sequence[str]) -> Job:
         column_map=column_map,
         options=options,
         previous=previous,
+        max_document_chars=max_document_chars,
+        progress_seconds=progress_seconds,
     )
 
 
@@ -455,18 +505,23 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
     identity = pipeline | "Tokenizer identity" >> beam.Create([job.tokenizer_identity])
     output = _worker_path(job.output)
     rows = pipeline | "Read documents" >> ReadDocuments(_worker_path(job.input), column_map=job.column_map)
-    admitted = rows | "Admit documents" >> AdmitDocuments(identity)
+    ids = pipeline | "Read document ids" >> ReadDocumentIds(_worker_path(job.input), column_map=job.column_map)
+    admitted = rows | "Admit documents" >> AdmitDocuments(
+        identity, ids=ids, max_document_chars=job.max_document_chars
+    )
     documents = admitted.documents
     manifest = []
     if job.previous:
         compared = documents | "Compare with previous" >> CompareWithPrevious(
-            _worker_path(job.previous), job.spec, identity
+            _worker_path(job.previous), job.spec, identity, progress_seconds=job.progress_seconds
         )
         documents = compared["documents"]
         manifest.append(compared[KEPT_MANIFEST])
         _ = compared[KEPT_CHUNKS] | "Write kept chunks" >> WriteKeptChunks(f"{output}/chunks/kept")
     chunked = documents | "Route and chunk" >> ChunkDocuments(job.spec, identity)
-    validated = chunked.chunked | "Validate chunks" >> ValidateChunks(job.spec, identity)
+    validated = chunked.chunked | "Validate chunks" >> ValidateChunks(
+        job.spec, identity, progress_seconds=job.progress_seconds
+    )
     manifest.append(validated[MANIFEST])
     _ = validated.chunks | "Write chunks" >> WriteChunks(f"{output}/chunks/chunks")
     _ = (
@@ -542,6 +597,7 @@ def _summary(report: dict[str, Any], output: str) -> str:
 
 _HELP = """usage: rechunk --input PATTERN --output DIR [--config FILE] [--tokenizer SPEC]
                [--max-tokens N] [--column-map NAME=COLUMN,...] [--previous DIR]
+               [--max-document-chars N] [--progress-seconds N]
                [Beam pipeline options]
 
 Chunk parsed documents (Parquet) for RAG ingestion with Apache Beam.
@@ -552,6 +608,8 @@ Chunk parsed documents (Parquet) for RAG ingestion with Apache Beam.
   --tokenizer SPEC     tiktoken:cl100k_base (default) | utf8-bytes | hf:PATH (tokenizer.json, local or gs://)
   --max-tokens N       hard budget for each chunk's embedding_text (default 512)
   --column-map MAP     input column names, e.g. content=text,id=doc_id
+  --max-document-chars N  longer documents are dead-lettered as document_too_large (100,000,000)
+  --progress-seconds N    log documents and chunks per second every N seconds (30; 0: never)
   --previous DIR       an earlier run's output: unchanged documents keep its chunks (not chunked
                        again); DIR/deleted/ lists its chunk ids this run no longer has
 
@@ -567,6 +625,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(_HELP, end="")
         return 0
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    _LOG.setLevel(logging.INFO)  # progress lines (transforms.progress) show; Beam's INFO does not
     try:
         job = parse_job(argv)
     except OptionError as err:

@@ -19,9 +19,12 @@ from typing import Any, Iterator, Mapping
 import apache_beam as beam
 import pyarrow as pa
 import pyarrow.compute as pc
-from apache_beam.io.parquetio import ReadFromParquetBatched, WriteToParquet, WriteToParquetBatched
+from apache_beam.io.parquetio import ReadFromParquetBatched, WriteToParquetBatched
 from apache_beam.metrics import Metrics
 from apache_beam.pvalue import AsDict, AsList, AsSingleton, TaggedOutput
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
 
 from transforms.chunkers.base import ChunkingError
 from transforms.chunkers.registry import build_router
@@ -36,6 +39,7 @@ from transforms.documents import (
     dumps_metadata,
 )
 from transforms.incremental import DELETED_SCHEMA, MANIFEST_SCHEMA, id_key, manifest_row, stale_chunk_ids, unchanged_key
+from transforms.progress import shared_progress
 from transforms.tokenizers import Tokenizer, load_tokenizer
 from transforms.validation import validate_chunks
 
@@ -53,6 +57,7 @@ __all__ = [
     "METRICS_NAMESPACE",
     "AdmitDocuments",
     "ChunkDocuments",
+    "ReadDocumentIds",
     "ReadDocuments",
     "ValidateChunks",
     "WriteChunks",
@@ -127,6 +132,30 @@ class ReadDocuments(beam.PTransform):
             pbegin
             | "Read Parquet" >> ReadFromParquetBatched(self._file_pattern)
             | "Rows" >> beam.FlatMap(_table_rows, self._rename)
+        )
+
+
+class ReadDocumentIds(beam.PTransform):
+    """Read only the id column of document Parquet files: ``{"id": value}`` per row.
+
+    A second, cheap read of the input for the duplicate-id count, so that the whole rows stream
+    through admission instead of waiting, all of them, for the count.
+
+    Args:
+        file_pattern: A file pattern on any Beam filesystem.
+        column_map: Contract column name -> the input's column name (only ``id`` is used).
+    """
+
+    def __init__(self, file_pattern: str, *, column_map: Mapping[str, str] | None = None) -> None:
+        super().__init__()
+        self._file_pattern = file_pattern
+        self._source = (column_map or {}).get("id", "id")
+
+    def expand(self, pbegin):
+        return (
+            pbegin
+            | "Read Parquet" >> ReadFromParquetBatched(self._file_pattern, columns=[self._source])
+            | "Rows" >> beam.FlatMap(_table_rows, {self._source: "id"})
         )
 
 
@@ -268,8 +297,13 @@ def _json_safe(value: Any, depth: int = 0) -> Any:
     return str(value)  # timestamps, decimals, ...: their text
 
 
-def _row_to_document(row: Mapping[str, Any], duplicates: Mapping[str, int], tokenizer: str):
-    """Return a Document, or a DeadLetter (stage ``read``) saying why the row is not one."""
+def _row_to_document(
+    row: Mapping[str, Any], duplicates: Mapping[str, int], tokenizer: str, max_document_chars: int | None = None
+):
+    """Return a Document, or a DeadLetter (stage ``read``) saying why the row is not one.
+
+    ``max_document_chars`` (code points) rejects longer content as ``document_too_large``.
+    """
     raw_id = row.get("id")
     doc_id, id_problem = _document_id(raw_id)
     content, content_problem = _as_text(row.get("content"))
@@ -294,6 +328,11 @@ def _row_to_document(row: Mapping[str, Any], duplicates: Mapping[str, int], toke
         return reject("invalid_content", f"content is {content_problem}")
     if content is None:
         return reject("null_content", "content is null")
+    if max_document_chars is not None and len(content) > max_document_chars:
+        return reject(
+            "document_too_large",
+            f"content is {len(content)} characters > max {max_document_chars} (--max-document-chars)",
+        )
     fmt, fmt_problem = _as_text(row.get("content_format"))
     fmt = (fmt or "text").strip().lower() or "text"
     if fmt_problem or fmt not in CONTENT_FORMATS:
@@ -334,13 +373,14 @@ def _row_to_document(row: Mapping[str, Any], duplicates: Mapping[str, int], toke
 
 
 class _AdmitDoFn(beam.DoFn):
-    def __init__(self) -> None:
+    def __init__(self, max_document_chars: int | None) -> None:
+        self._max_document_chars = max_document_chars
         self._read = _counter("documents_read")
         self._dead = _DeadLetterCounter()
 
     def process(self, row, duplicates, tokenizer_identity):
         self._read.inc()
-        result = _row_to_document(row, duplicates, tokenizer_identity)
+        result = _row_to_document(row, duplicates, tokenizer_identity, self._max_document_chars)
         if isinstance(result, DeadLetter):
             yield self._dead.document(result)
         else:
@@ -354,7 +394,8 @@ class AdmitDocuments(beam.PTransform):
     ``duplicate_document_id`` (every row of an id that occurs more than once, found by a keyed
     count over ids only), ``invalid_content``, ``null_content``, ``invalid_metadata`` (not a JSON
     object, deeper than :data:`MAX_METADATA_DEPTH`, or over :data:`MAX_METADATA_BYTES` of JSON),
-    ``empty_document``; (stage ``route``) ``unsupported_content_format``. Integer ids are written
+    ``empty_document``, ``document_too_large`` (content longer than ``max_document_chars``
+    code points); (stage ``route``) ``unsupported_content_format``. Integer ids are written
     in decimal. Columns other than the contract's four go into metadata as plain JSON (timestamps
     and decimals as text, NaN and infinities as null), and the ``metadata`` object's keys override
     them.
@@ -363,21 +404,27 @@ class AdmitDocuments(beam.PTransform):
 
     Args:
         tokenizer_identity: Singleton PCollection of the job's tokenizer identity (for dead-letter rows).
+        ids: The same rows' ids alone (``{"id": value}`` dicts, e.g. from :class:`ReadDocumentIds`),
+            counted for duplicates. Counting them from ``rows`` instead would make a runner hold
+            every whole row until the count is done (memory that grows with the corpus).
+        max_document_chars: Longer content (in code points) is rejected; ``None`` for no limit.
     """
 
-    def __init__(self, tokenizer_identity) -> None:
+    def __init__(self, tokenizer_identity, *, ids=None, max_document_chars: int | None = None) -> None:
         super().__init__()
         self._identity = tokenizer_identity
+        self._ids = ids
+        self._max_document_chars = max_document_chars
 
     def expand(self, rows):
         duplicates = (
-            rows
+            (rows if self._ids is None else self._ids)
             | "Document ids" >> beam.FlatMap(lambda row: [i] if (i := _document_id(row.get("id"))[0]) else [])
             | "Count ids" >> beam.combiners.Count.PerElement()
             | "Duplicate ids" >> beam.Filter(lambda kv: kv[1] > 1)
         )
         return rows | "Admit" >> beam.ParDo(
-            _AdmitDoFn(), AsDict(duplicates), AsSingleton(self._identity)
+            _AdmitDoFn(self._max_document_chars), AsDict(duplicates), AsSingleton(self._identity)
         ).with_outputs(DEAD_LETTER, main="documents")
 
 
@@ -461,7 +508,8 @@ STRUCTURE_COUNTERS = (
 
 
 class _ValidateDoFn(beam.DoFn):
-    def __init__(self, spec: Mapping[str, Any]) -> None:
+    def __init__(self, spec: Mapping[str, Any], progress_seconds: float = 0) -> None:
+        self._progress_seconds = progress_seconds
         self._spec = dict(spec)
         self._tokenizer_spec = spec["tokenizer"]
         self._max_tokens = spec["max_tokens"]
@@ -472,6 +520,7 @@ class _ValidateDoFn(beam.DoFn):
         self._rejected = _counter("chunks_rejected")
 
     def setup(self) -> None:
+        self._progress = shared_progress(self._progress_seconds)
         self._tokenizer = _shared_tokenizer(self._tokenizer_spec)
         router = build_router(self._spec, tokenizer=self._tokenizer)
         # Structure chunkers' own limits, by configuration hash (what each chunk names).
@@ -510,6 +559,7 @@ class _ValidateDoFn(beam.DoFn):
                 _counter(f"structure.{name}").inc(getattr(result.structure, name))
         self._written.inc(len(accepted))
         self._rejected.inc(len(rejected))
+        self._progress.add(documents=1, chunks=len(accepted))
         if accepted:
             self._chunked.inc()
             _counter(f"chunks_by_chunker.{chunks[0].chunker}").inc(len(accepted))
@@ -559,16 +609,19 @@ class ValidateChunks(beam.PTransform):
             ``setup()``), ``max_tokens`` (the hard budget for ``embedding_text``) and chunkers
             (for the structure chunkers' own limits).
         tokenizer_identity: Singleton PCollection of the job's tokenizer identity.
+        progress_seconds: Log documents and chunks per second at this interval
+            (``transforms.progress``); 0 never.
     """
 
-    def __init__(self, spec: Mapping[str, Any], tokenizer_identity) -> None:
+    def __init__(self, spec: Mapping[str, Any], tokenizer_identity, *, progress_seconds: float = 0) -> None:
         super().__init__()
         self._spec = spec
         self._identity = tokenizer_identity
+        self._progress_seconds = progress_seconds
 
     def expand(self, chunked):
         return chunked | "Validate" >> beam.ParDo(
-            _ValidateDoFn(self._spec), AsSingleton(self._identity)
+            _ValidateDoFn(self._spec, self._progress_seconds), AsSingleton(self._identity)
         ).with_outputs(DEAD_LETTER, MANIFEST, main="chunks")
 
 
@@ -586,7 +639,8 @@ _KEPT_IDS = "kept_ids"
 class _SelectChangedDoFn(beam.DoFn):
     """Pass on the documents to chunk; for an unchanged one, emit its id and manifest row instead."""
 
-    def __init__(self, spec: Mapping[str, Any]) -> None:
+    def __init__(self, spec: Mapping[str, Any], progress_seconds: float = 0) -> None:
+        self._progress_seconds = progress_seconds
         self._spec = dict(spec)
         self._max_tokens = spec["max_tokens"]
         self._skipped = _counter("documents_skipped_unchanged")
@@ -596,6 +650,7 @@ class _SelectChangedDoFn(beam.DoFn):
         self._changed = _counter("incremental.documents_changed")
 
     def setup(self) -> None:
+        self._progress = shared_progress(self._progress_seconds)
         self._tokenizer = _shared_tokenizer(self._spec["tokenizer"])
         self._router = build_router(self._spec, tokenizer=self._tokenizer)
 
@@ -625,6 +680,7 @@ class _SelectChangedDoFn(beam.DoFn):
         self._skipped.inc()
         self._chunked.inc()
         self._written.inc(chunk_count)
+        self._progress.add(documents=1, chunks=chunk_count)
         _counter(f"chunks_by_chunker.{chunker.name}").inc(chunk_count)
         yield TaggedOutput(KEPT_MANIFEST, row)
         yield TaggedOutput(_KEPT_IDS, id_key(document.id))
@@ -680,10 +736,14 @@ class CompareWithPrevious(beam.PTransform):
         previous: The earlier run's output directory (``chunks/`` and ``documents/``), any Beam filesystem.
         spec: The resolved configuration (to route documents as the chunking step will).
         tokenizer_identity: Singleton PCollection of the job's tokenizer identity.
+        progress_seconds: Kept documents count in the progress lines (``transforms.progress``).
     """
 
-    def __init__(self, previous: str, spec: Mapping[str, Any], tokenizer_identity) -> None:
+    def __init__(
+        self, previous: str, spec: Mapping[str, Any], tokenizer_identity, *, progress_seconds: float = 0
+    ) -> None:
         super().__init__()
+        self._progress_seconds = progress_seconds
         self._previous = previous
         self._spec = spec
         self._identity = tokenizer_identity
@@ -699,7 +759,7 @@ class CompareWithPrevious(beam.PTransform):
             | "Manifest keys" >> beam.FlatMap(_manifest_keys)
         )
         selected = documents | "Select changed" >> beam.ParDo(
-            _SelectChangedDoFn(self._spec), AsSingleton(self._identity), AsDict(manifest)
+            _SelectChangedDoFn(self._spec, self._progress_seconds), AsSingleton(self._identity), AsDict(manifest)
         ).with_outputs(KEPT_MANIFEST, _KEPT_IDS, main="documents")
         kept = (
             pipeline
@@ -749,72 +809,90 @@ class ListDeleted(beam.PTransform):
 # ----------------------------------------------------------------------------------------------
 
 
-class WriteChunks(beam.PTransform):
-    """Write chunk rows (``Chunk.to_row()`` dicts) as zstd Parquet files ``PREFIX-SSSSS-of-NNNNN.parquet``.
+#: A record batch is flushed before its text passes this many characters (at most 4 bytes each in
+#: UTF-8), so with ``--max-document-chars`` at most 500 M no batch nears Arrow's 2 GiB per array.
+MAX_BATCH_CHARS = 64 * 1024 * 1024
+#: ... or this many rows.
+MAX_BATCH_ROWS = 4096
 
-    Record batches of 256 rows: with metadata capped at 64 KiB a batch stays far below Arrow's
-    2 GiB string limit.
-    """
 
-    def __init__(self, file_path_prefix: str) -> None:
+class _ArrowBatches(beam.DoFn):
+    """Row dicts into pyarrow Tables of ``schema``, each under :data:`MAX_BATCH_CHARS` characters of
+    text and :data:`MAX_BATCH_ROWS` rows (one longer row makes a table of its own)."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self._schema = schema
+
+    def start_bundle(self) -> None:
+        self._rows: list[dict[str, Any]] = []
+        self._chars = 0
+
+    def process(self, row: Mapping[str, Any]):
+        chars = sum(len(v) for v in row.values() if isinstance(v, str))
+        if self._rows and (self._chars + chars > MAX_BATCH_CHARS or len(self._rows) >= MAX_BATCH_ROWS):
+            yield self._flush()
+        self._rows.append(row)
+        self._chars += chars
+
+    def finish_bundle(self):
+        if self._rows:
+            yield WindowedValue(self._flush(), MIN_TIMESTAMP, [GlobalWindow()])
+
+    def _flush(self) -> pa.Table:
+        table = pa.Table.from_pylist(self._rows, schema=self._schema)
+        self._rows, self._chars = [], 0
+        return table
+
+
+class _WriteRows(beam.PTransform):
+    """Write row dicts as zstd-compressed Parquet files ``PREFIX-SSSSS-of-NNNNN.parquet`` of ``schema``,
+    through Beam's batched Parquet sink (``WriteToParquetBatched``) in byte-bounded record batches."""
+
+    def __init__(self, file_path_prefix: str, schema: pa.Schema) -> None:
         super().__init__()
         self._prefix = file_path_prefix
-
-    def expand(self, chunks):
-        return chunks | "Write Parquet" >> WriteToParquet(
-            self._prefix, CHUNK_SCHEMA, codec="zstd", file_name_suffix=".parquet", record_batch_size=256
-        )
-
-
-class WriteDeadLetter(beam.PTransform):
-    """Write :class:`DeadLetter` records as zstd-compressed Parquet files.
-
-    Payloads are whole documents, so record batches hold 16 rows and row groups are flushed at
-    64 MiB: a batch of long documents stays far below Arrow's 2 GiB string limit.
-    """
-
-    def __init__(self, file_path_prefix: str) -> None:
-        super().__init__()
-        self._prefix = file_path_prefix
+        self._schema = schema
 
     def expand(self, rows):
         return (
             rows
-            | "Dead-letter rows" >> beam.Map(DeadLetter.to_row)
-            | "Write Parquet" >> WriteToParquet(
-                self._prefix,
-                DEAD_LETTER_SCHEMA,
-                codec="zstd",
-                file_name_suffix=".parquet",
-                record_batch_size=16,
+            | "Record batches" >> beam.ParDo(_ArrowBatches(self._schema))
+            | "Write Parquet" >> WriteToParquetBatched(
+                self._prefix, self._schema, codec="zstd", file_name_suffix=".parquet"
             )
         )
 
 
-class WriteManifest(beam.PTransform):
-    """Write manifest rows (``MANIFEST_SCHEMA``, ``documents/``) as zstd-compressed Parquet files."""
+class WriteChunks(_WriteRows):
+    """Write chunk rows (``Chunk.to_row()`` dicts, ``CHUNK_SCHEMA``) as zstd Parquet files."""
 
     def __init__(self, file_path_prefix: str) -> None:
-        super().__init__()
-        self._prefix = file_path_prefix
-
-    def expand(self, rows):
-        return rows | "Write Parquet" >> WriteToParquet(
-            self._prefix, MANIFEST_SCHEMA, codec="zstd", file_name_suffix=".parquet"
-        )
+        super().__init__(file_path_prefix, CHUNK_SCHEMA)
 
 
-class WriteDeleted(beam.PTransform):
-    """Write deleted-chunk rows (``DELETED_SCHEMA``, ``deleted/``) as zstd-compressed Parquet files."""
+class WriteDeadLetter(_WriteRows):
+    """Write :class:`DeadLetter` records (``DEAD_LETTER_SCHEMA``) as zstd Parquet files; payloads
+    are whole documents, so a batch may hold a single row."""
 
     def __init__(self, file_path_prefix: str) -> None:
-        super().__init__()
-        self._prefix = file_path_prefix
+        super().__init__(file_path_prefix, DEAD_LETTER_SCHEMA)
 
     def expand(self, rows):
-        return rows | "Write Parquet" >> WriteToParquet(
-            self._prefix, DELETED_SCHEMA, codec="zstd", file_name_suffix=".parquet"
-        )
+        return super().expand(rows | "Dead-letter rows" >> beam.Map(DeadLetter.to_row))
+
+
+class WriteManifest(_WriteRows):
+    """Write manifest rows (``MANIFEST_SCHEMA``, ``documents/``) as zstd Parquet files."""
+
+    def __init__(self, file_path_prefix: str) -> None:
+        super().__init__(file_path_prefix, MANIFEST_SCHEMA)
+
+
+class WriteDeleted(_WriteRows):
+    """Write deleted-chunk rows (``DELETED_SCHEMA``, ``deleted/``) as zstd Parquet files."""
+
+    def __init__(self, file_path_prefix: str) -> None:
+        super().__init__(file_path_prefix, DELETED_SCHEMA)
 
 
 class WriteKeptChunks(beam.PTransform):
