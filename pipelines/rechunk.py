@@ -64,6 +64,7 @@ from transforms.beam import (
 )
 from transforms.chunkers.registry import build_router
 from transforms.documents import CHUNK_SCHEMA, DOCUMENT_COLUMNS
+from transforms.incremental import MANIFEST_SCHEMA
 from transforms.tokenizers import TokenizerError, load_tokenizer
 
 __all__ = ["RechunkOptions", "build_pipeline", "main", "run"]
@@ -324,6 +325,7 @@ def _check_previous(previous: str, output: str) -> str:
     Raises:
         OptionError: Any of that is not so.
     """
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     if not previous.strip():
@@ -337,6 +339,12 @@ def _check_previous(previous: str, output: str) -> str:
     )
     if same:
         raise OptionError(f"--previous {previous}: must be another directory than --output")
+    inside = output.startswith(previous + "/") or (
+        "://" not in previous and "://" not in output
+        and os.path.abspath(output).startswith(os.path.abspath(previous) + os.sep)
+    )
+    if inside:
+        raise OptionError(f"--output {output}: must not be inside --previous {previous}")
     try:
         with FileSystems.open(f"{previous}/report.json") as f:
             written = json.loads(f.read())["chunks_written"]
@@ -350,6 +358,7 @@ def _check_previous(previous: str, output: str) -> str:
     }
     rows = {}
     for sub, columns in needs.items():
+        expected = CHUNK_SCHEMA if sub == "chunks" else MANIFEST_SCHEMA
         try:
             matched = FileSystems.match([f"{previous}/{sub}/*"])[0].metadata_list
         except Exception:  # no such directory, by scheme
@@ -362,12 +371,22 @@ def _check_previous(previous: str, output: str) -> str:
             try:
                 with FileSystems.open(path) as f, pq.ParquetFile(f) as parquet:
                     names = set(parquet.schema_arrow.names)
+                    types = {f.name: f.type for f in parquet.schema_arrow}
                     rows[sub] += parquet.metadata.num_rows
             except Exception as err:
                 raise OptionError(
                     f"--previous {previous}: {path} is not a readable Parquet file ({_one_line(err, 160)})"
                 ) from None
             missing = [c for c in columns if c not in names]
+            wrong = [  # list columns may name their items otherwise ("element") and still be right
+                c for c in columns
+                if c in names and not pa.types.is_list(types[c]) and types[c] != expected.field(c).type
+            ]
+            if wrong:
+                raise OptionError(
+                    f"--previous {previous}: {path} column {wrong[0]!r} is {types[wrong[0]]}, "
+                    f"not {expected.field(wrong[0]).type}; expected a rechunk run's {sub}/"
+                )
             if missing:
                 raise OptionError(
                     f"--previous {previous}: {path} lacks column {missing[0]!r}; expected a rechunk run's {sub}/"
@@ -432,7 +451,7 @@ def _check_cluster_runner(options: PipelineOptions, runner, tokenizer: str | Non
     dry_run = options.view_as(TestOptions).dry_run
     if dry_run not in (False, True, "True", "true"):  # Beam takes any string as true
         raise OptionError(f"--dry_run={dry_run}: give --dry_run=True, or leave the option out")
-    if dry_run and not isinstance(runner, DataflowRunner):
+    if dry_run and type(runner) is not DataflowRunner:
         raise OptionError(f"--dry_run: only DataflowRunner has a dry run; {name} would run the job")
     if type(runner) is PortableRunner:
         _check_job_endpoint(options.view_as(PortableOptions).job_endpoint, name)

@@ -173,6 +173,7 @@ def test_stale_chunk_ids_keep_the_previous_order():
         (lambda tmp: _not_parquet(tmp), "is not a readable Parquet file"),
         (lambda tmp: _stray_file(tmp), "zz-notes.parquet is not a readable Parquet file"),
         (lambda tmp: _lost_shard(tmp), "chunks/ holds 0 rows but report.json says 2 were written"),
+        (lambda tmp: _wrong_type(tmp), "column 'chunk_count' is string, not int32"),
     ],
 )
 def test_previous_mistakes_are_option_errors(capsys, tmp_path, make, message):
@@ -215,3 +216,19 @@ def _lost_shard(tmp: Path) -> Path:
     for f in (previous / "chunks").glob("*.parquet"):
         pq.write_table(pq.read_table(f).slice(0, 0), f)
     return previous
+
+
+def _wrong_type(tmp: Path) -> Path:
+    previous = _previous_run(tmp)
+    for f in (previous / "documents").glob("*.parquet"):
+        table = pq.read_table(f)
+        i = table.schema.get_field_index("chunk_count")
+        pq.write_table(table.set_column(i, "chunk_count", table.column(i).cast(pa.string())), f)
+    return previous
+
+
+def test_output_inside_previous_is_an_option_error(capsys, tmp_path):
+    previous = _previous_run(tmp_path)
+    docs = write_documents(tmp_path / "in" / "docs.parquet", V1[:1])
+    assert main(["--input", str(docs), "--output", str(previous / "chunks" / "next"), "--previous", str(previous)]) == 2
+    assert "must not be inside --previous" in capsys.readouterr().err

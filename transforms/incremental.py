@@ -17,6 +17,7 @@ deleting those ids and upserting ``chunks/``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from typing import Any, Iterable, Mapping
@@ -59,6 +60,24 @@ DELETED_SCHEMA = pa.schema(
 )
 
 
+#: Installed distributions whose version can change chunks: in the fingerprint.
+CHUNKING_LIBRARIES = ("tiktoken", "tokenizers", "docling-core", "markdown-it-pyrs", "lxml", "semchunk")
+
+
+@functools.lru_cache(maxsize=1)
+def _library_versions() -> tuple[str, ...]:
+    """``name==version`` of each of :data:`CHUNKING_LIBRARIES` (``name==absent`` if not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for name in CHUNKING_LIBRARIES:
+        try:
+            found.append(f"{name}=={version(name)}")
+        except PackageNotFoundError:
+            found.append(f"{name}==absent")
+    return tuple(found)
+
+
 def input_fingerprint(
     document: Document, *, chunker_config_hash: str, tokenizer: str, max_tokens: int
 ) -> str:
@@ -66,12 +85,14 @@ def input_fingerprint(
 
     That is the content format, the metadata (as the chunks carry it: compact JSON, sorted keys),
     the routed chunker's ``config_hash``, the tokenizer identity, the job's ``max_tokens`` (the
-    validation budget) and ``transforms.__version__`` (a new rechunk version chunks everything
-    once more, since its chunkers may cut differently).
+    validation budget), ``transforms.__version__`` and the versions of the libraries the chunkers
+    parse and count with (:data:`CHUNKING_LIBRARIES`): a new release of any of them chunks
+    everything once more, since it may cut differently.
     """
     parts = [
         "rechunk-input/1",
         transforms.__version__,
+        *_library_versions(),
         document.content_format,
         dumps_metadata(document.metadata),
         chunker_config_hash,
