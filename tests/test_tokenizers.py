@@ -380,3 +380,116 @@ def test_load_tokenizer_specs():
 def test_load_tokenizer_bad_specs(spec):
     with pytest.raises(TokenizerError, match=re.escape(f"got {spec!r}")):
         load_tokenizer(spec)
+
+
+# --------------------------------------------------------------------------------------------
+# tiktoken: long texts in segments, long runs in windows
+# --------------------------------------------------------------------------------------------
+
+
+def _tricky_long_texts() -> dict[str, str]:
+    """Texts that cross every kind of segment cut and long-run window join."""
+    import random
+
+    rng = random.Random(4)
+    prose = "\n".join(SAMPLES) + "\n# Title\n\nSome *Markdown* text, it's 12345 words.\r\nCR\rline\n\n"
+    return {
+        "prose": prose * 40,
+        "one line of words": " ".join("".join(rng.choice("abcdefghij") for _ in range(rng.randint(1, 9))) for _ in range(3000)),
+        "periodic letters": "abcdefghijklmnopqrstuvwxyz" * 250,
+        "one letter": "a" * 6000,
+        "random letters": "".join(rng.choice("abcdefghijklmnopqrstuvwxyzXYZ") for _ in range(6000)),
+        "spaces then a word": " " * 5000 + "word",
+        "spaces and tabs": " \t" * 3000 + "x",
+        "line feeds": "a" + "\n" * 5000 + "b\n\n  \n" + "\r\n" * 2000 + "c",
+        "punctuation": "".join(rng.choice("-=_*#.!'\"") for _ in range(6000)) + "'s end",
+        "runs and contractions": "x" * 3000 + "'s" + "y" * 3000 + "'ll" + "-" * 2000 + " z",
+        "letters into non-ASCII": "q" * 3000 + "é" + "q" * 3000 + "日本語" * 300 + "\u00a0" * 2000 + "w",
+        "lone surrogates": "ab\ud800cd " * 500 + "e" * 3000 + "\udfff",
+        "CJK lines": ("漢字かな交じり文。" * 40 + "\n") * 30,
+        "emoji and marks": ("🎉👩\u200d👩\u200d👧 e\u0301 데이터 " * 300),
+        "special spelling": "<|endoftext|> x\n<|endoftext|>" * 300,
+    }
+
+
+@pytest.mark.parametrize("name", list(_tricky_long_texts()))
+def test_long_texts_encode_in_segments_exactly_as_whole(cl100k, reference_cl100k, monkeypatch, name):
+    """count, encode and token_ends of a long text equal one whole encode_ordinary (tokenizers.SEGMENT_CHARS)."""
+    import numpy as np
+
+    text = _tricky_long_texts()[name]
+    whole = reference_cl100k.encode_ordinary(tk._without_surrogates(text))
+    calls: list[int] = []
+    original = TiktokenTokenizer._ids
+    monkeypatch.setattr(TiktokenTokenizer, "_ids", lambda self, t: calls.append(len(t)) or original(self, t))
+    monkeypatch.setattr(tk, "SEGMENT_CHARS", 700)  # many cuts in a short text
+    assert cl100k.encode(text) == whole
+    assert cl100k.count(text) == len(whole)
+    ends = cl100k.token_ends(text)
+    assert ends.dtype == np.int32 and ends[-1] == len(text)
+    # Each token ends after the code points that start in its bytes and before it (the docstring's rule).
+    starting = [sum(1 for b in reference_cl100k.decode_single_token_bytes(t) if b & 0xC0 != 0x80) for t in whole]
+    assert np.array_equal(ends, np.cumsum(starting))
+    assert len(calls) > 3 and max(calls) < len(text)  # it was encoded in parts
+
+
+def test_long_runs_are_joined_at_the_configured_window_sizes(cl100k, reference_cl100k, monkeypatch):
+    """With the shipped window and overlap, runs of each class encode exactly; no call sees a whole run."""
+    calls: list[int] = []
+    original = TiktokenTokenizer._ids
+    monkeypatch.setattr(TiktokenTokenizer, "_ids", lambda self, t: calls.append(len(t)) or original(self, t))
+    for run in ("abcdefghijklmnopqrstuvwxyz" * 300, "a" * 8000, "=" * 8000, " " * 8000 + "x", "\n" * 8000 + "x"):
+        calls.clear()
+        assert cl100k.encode(run) == reference_cl100k.encode_ordinary(run)
+        assert max(calls) <= 2 * tk.RUN_WINDOW_CHARS
+
+
+def test_a_huge_run_is_never_given_to_tiktoken_whole(cl100k, monkeypatch):
+    """50 MB of letters took hours as one pre-token; each tiktoken call now sees at most a window."""
+    calls: list[int] = []
+    original = TiktokenTokenizer._ids
+    monkeypatch.setattr(TiktokenTokenizer, "_ids", lambda self, t: calls.append(len(t)) or original(self, t))
+    text = "abcdefghijklmnopqrstuvwxyz" * 20_000  # 520 K letters: about 6 minutes as one call
+    ends = cl100k.token_ends(text)
+    assert ends[-1] == len(text) and (ends[1:] > ends[:-1]).all()
+    assert max(calls) <= 2 * tk.RUN_WINDOW_CHARS
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.one_of(
+            st.builds(lambda c, n: c * n, st.sampled_from(["a", "xy", "-", "=.", " ", "\t", "\n", " \t", "é", "1"]),
+                      st.integers(0, 1500)),
+            unicode_text,
+            st.sampled_from(["\n", "\r\n", " ", "'s", "'ll", "\n\n", " a", "!"]),
+        ),
+        max_size=10,
+    ).map("".join)
+)
+def test_segmented_encoding_property(cl100k, reference_cl100k, text):
+    """Random mixes of runs and odd text: segments and windows never change a token."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tk, "SEGMENT_CHARS", 257)
+        mp.setattr(tk, "LONG_RUN_CHARS", 600)
+        mp.setattr(tk, "_LONG_RUN", tk._long_run_pattern(600))
+        mp.setattr(tk, "RUN_WINDOW_CHARS", 200)
+        mp.setattr(tk, "RUN_OVERLAP_CHARS", 48)
+        assert cl100k.encode(text) == reference_cl100k.encode_ordinary(text)
+        assert cl100k.count(text) == len(reference_cl100k.encode_ordinary(text))
+
+
+def test_python_whitespace_covers_the_pattern_whitespace():
+    """Safe cuts need a non-space after a line feed: Python's \\S must never be cl100k's \\s.
+
+    The pattern's \\s is Unicode White_Space (the ``regex`` module, a tiktoken dependency, knows
+    it); every such character must be ``str.isspace()``.
+    """
+    import sys
+
+    import regex
+
+    pattern_space = regex.compile(r"\s")
+    missing = [hex(c) for c in range(sys.maxunicode + 1)
+               if pattern_space.match(chr(c)) and not chr(c).isspace()]
+    assert missing == []

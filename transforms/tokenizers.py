@@ -23,8 +23,10 @@ import base64
 import hashlib
 import importlib.util
 import os
+import re
+from bisect import bisect_right
 from itertools import accumulate
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
 
 __all__ = [
     "DEFAULT_TOKENIZER",
@@ -128,7 +130,75 @@ def _without_surrogates(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-_SURROGATE = __import__("re").compile("[\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+#: Longest text (in code points) given to tiktoken in one call. A longer text is encoded in
+#: segments cut at :data:`_SAFE_CUT` points, where cl100k_base's tokenization cannot change, so
+#: the result is the whole text's encoding token for token, and each call's memory is bounded.
+SEGMENT_CHARS = 1 << 16
+# Where cl100k_base's pre-tokenizer ends a piece in any text, and starts the next piece exactly as
+# it would in a text that begins there (its pattern's pieces from a position depend only on what
+# follows; only where the last piece ends can the text's end matter):
+# - after a line feed followed by a non-space character: the whitespace before it ends with the
+#   line break (or punctuation took the line breaks), and that piece is the same when the text
+#   ends there (``\s++$`` then takes what ``\s*[\r\n]`` would);
+# - before a space that follows a non-space character: a letter, digit or punctuation piece
+#   never takes a space at its end (its possessive runs stop there), with or without what follows.
+# Python's \s is a superset of the pattern's \s (Unicode White_Space; tested), so \S here is
+# never pattern whitespace.
+# A match is the line feed before the cut, or the space after it (see _cut_at).
+_SAFE_CUT = re.compile(r"[\n ](?:(?<=\n)(?=\S)|(?<=\S ))")
+#: A run of one ASCII character class at least this long (letters, punctuation, spaces and tabs,
+#: line feeds) is one pre-token, on which tiktoken's merge loop takes quadratic time (64 K
+#: letters: 1.4 s; 1 M: minutes). Such a run is encoded in overlapping windows instead.
+LONG_RUN_CHARS = 1024
+#: Window and overlap, in code points, for long runs; joined where both windows have the same
+#: token at the same place (see ``TiktokenTokenizer._long_stretch``).
+RUN_WINDOW_CHARS = 512
+RUN_OVERLAP_CHARS = 128
+# Code points at each end of a long run never used for a join (a piece may start one or two
+# characters before or after a run: a leading space, a contraction, a trailing space).
+_RUN_MARGIN = 8
+
+
+def _long_run_pattern(length: int) -> re.Pattern:
+    """Runs of at least ``length`` ASCII letters, punctuation, spaces and tabs, or line feeds."""
+    return re.compile(r"[A-Za-z]{%d,}|[!-/:-@\[-`{-~]{%d,}|[ \t]{%d,}|\n{%d,}" % ((length,) * 4))
+
+
+_LONG_RUN = _long_run_pattern(LONG_RUN_CHARS)
+
+
+def _may_hold_long_run(text: str) -> bool:
+    """Cheaply, whether ``text`` may hold a :data:`LONG_RUN_CHARS` run (no false negatives)."""
+    if len(text) < LONG_RUN_CHARS:
+        return False
+    words = text.split()
+    return (
+        max(map(len, words), default=0) >= LONG_RUN_CHARS  # letters or punctuation
+        or len(text) - sum(map(len, words)) >= LONG_RUN_CHARS  # enough whitespace for a run
+    )
+
+
+def _cut_at(match: re.Match) -> int:
+    """The cut position of a :data:`_SAFE_CUT` match: after its line feed, or before its space."""
+    return match.start() if match.group() == " " else match.end()
+
+
+def _last_safe_cut(text: str, lo: int, hi: int) -> int | None:
+    """The largest safe cut position in ``(lo, hi]``, or ``None``."""
+    for width in (512, 4096, hi - lo):
+        last = None
+        # endpos hi + 2: the lookahead of a cut at hi sees the characters it needs.
+        for match in _SAFE_CUT.finditer(text, max(lo, hi - width), hi + 2):
+            cut = _cut_at(match)
+            if cut > hi:
+                break
+            if cut > lo:
+                last = cut
+        if last is not None:
+            return last
+    return None
 
 
 class TiktokenTokenizer:
@@ -175,10 +245,13 @@ class TiktokenTokenizer:
         size = max(ranks.values()) + 1
         self._starts_in_token = [0] * size
         self._begins_code_point = [True] * size
+        self._token_bytes = [0] * size
         for token_bytes, rank in ranks.items():
             self._starts_in_token[rank] = sum(1 for b in token_bytes if b & 0xC0 != 0x80)
             self._begins_code_point[rank] = token_bytes[0] & 0xC0 != 0x80
+            self._token_bytes[rank] = len(token_bytes)
         self._starts_array = None  # numpy copy of _starts_in_token, made on first token_ends()
+        self._bytes_array = None  # numpy copy of _token_bytes, made on first long run
 
     @property
     def encoding(self):
@@ -187,21 +260,113 @@ class TiktokenTokenizer:
 
     def encode(self, text: str) -> list[int]:
         """Return the token ids of ``text`` as ordinary text (special-token spellings included)."""
-        return self._encoding.encode_ordinary(text)
+        if len(text) < LONG_RUN_CHARS:
+            return self._encoding.encode_ordinary(text)
+        return [token for ids in self._encode_segments(text) for token in ids.tolist()]
 
     def count(self, text: str) -> int:
         """Return the number of tokens of ``text`` encoded as ordinary text.
 
         A lone surrogate (possible in a Python string, never in Parquet) counts as U+FFFD, one
-        code point each, as in :meth:`token_ends`.
+        code point each, as in :meth:`token_ends`. A text longer than :data:`SEGMENT_CHARS` is
+        encoded in segments, with the same count.
         """
+        if len(text) < LONG_RUN_CHARS:
+            return len(self._ids(text))
+        return sum(len(ids) for ids in self._encode_segments(text))
+
+    def _ids(self, text: str):
+        """Token ids of ``text`` (one tiktoken call) as a numpy ``uint32`` array."""
         try:
             # encode with no special token allowed is encode_ordinary; as an array, no list is made.
-            return len(self._encoding.encode_to_numpy(text, allowed_special=set(), disallowed_special=()))
+            return self._encoding.encode_to_numpy(text, allowed_special=set(), disallowed_special=())
         except UnicodeEncodeError:
-            return len(self._encoding.encode_to_numpy(
+            # Lone surrogates: each becomes U+FFFD, so code points stay where they are (tiktoken's
+            # own fallback would join a high and a low surrogate into one character).
+            return self._encoding.encode_to_numpy(
                 _without_surrogates(text), allowed_special=set(), disallowed_special=()
-            ))
+            )
+
+    def _encode_segments(self, text: str) -> Iterator:
+        """Token ids of ``text`` in consecutive arrays whose concatenation is the whole encoding.
+
+        Segments of at most :data:`SEGMENT_CHARS` code points end at :data:`_SAFE_CUT` points.
+        Where there is none that close, the segment runs to the next one. A segment that may hold
+        a long run of one character class (:data:`LONG_RUN_CHARS`) goes to :meth:`_long_stretch`,
+        which encodes such runs in windows. ``tests/test_tokenizers.py`` checks the result
+        against whole encodings.
+        """
+        n, start = len(text), 0
+        while start < n:
+            end = n if n - start <= SEGMENT_CHARS else _last_safe_cut(text, start, start + SEGMENT_CHARS)
+            if end is None:  # nothing safe within reach: up to the next safe cut
+                match = _SAFE_CUT.search(text, start + SEGMENT_CHARS)
+                end = _cut_at(match) if match else n
+            segment = text if end - start == n else text[start:end] if end - start <= SEGMENT_CHARS else None
+            if segment is None or _may_hold_long_run(segment):
+                yield from self._long_stretch(text, start, end)
+            else:
+                yield self._ids(segment)
+            start = end
+
+    def _long_stretch(self, text: str, start: int, end: int) -> Iterator:
+        """Token ids of ``text[start:end]`` (which starts and ends at safe cuts, or the text's ends).
+
+        Outside long runs the text is encoded as it is. A long run is one pre-token, so its
+        windows are joined as byte-pair encodings are: if the encodings of two overlapping
+        windows have the same token at the same place, the encoding of the whole is the first's
+        tokens up to it, then the second's from it on (a token sequence is BPE's output if both
+        of its overlapping parts are; rust-gems ``bpe``, "Corollary III"). The next window
+        starts at a token start of the current one, where the two almost always agree; when
+        they do not, a wider overlap is tried, and as a last resort the rest is encoded whole
+        (exact, slow).
+        """
+        import numpy as np
+
+        zones = [(m.start() + _RUN_MARGIN, m.end() - _RUN_MARGIN) for m in _LONG_RUN.finditer(text, start, end)]
+        if not zones:
+            yield self._ids(text[start:end])
+            return
+        if self._bytes_array is None:
+            self._bytes_array = np.asarray(self._token_bytes, dtype=np.int32)
+        zone_starts = [z[0] for z in zones]
+
+        def window_end(at: int) -> int:
+            k = bisect_right(zone_starts, at) - 1
+            if k >= 0 and at + RUN_WINDOW_CHARS <= zones[k][1]:
+                return at + RUN_WINDOW_CHARS  # still inside the run
+            k += 1  # the next run's first window, or the end
+            return zones[k][0] + RUN_WINDOW_CHARS if k < len(zones) else end
+
+        cur_start, cur_end = start, window_end(start)
+        cur = self._ids(text[cur_start:cur_end])
+        while cur_end < end:
+            zone_start = zones[bisect_right(zone_starts, cur_end) - 1][0]
+            lengths = self._bytes_array[cur]
+            # Code points from each token's start to cur_end (ASCII inside the run: one byte each).
+            to_end = int(lengths.sum()) - (np.cumsum(lengths) - lengths)
+            joined = None
+            for overlap in (RUN_OVERLAP_CHARS, 2 * RUN_OVERLAP_CHARS):
+                reach = min(cur_end - zone_start, cur_end - cur_start)
+                aligned = to_end[(to_end >= overlap) & (to_end <= reach)]
+                next_start = cur_end - (int(aligned.min()) if len(aligned) else min(overlap, reach))
+                next_end = window_end(next_start)
+                following = self._ids(text[next_start:next_end])
+                next_lengths = self._bytes_array[following]
+                starts = next_start + np.cumsum(next_lengths) - next_lengths
+                mine = cur_end - to_end
+                shared, i, j = np.intersect1d(mine, starts[starts < cur_end], assume_unique=True, return_indices=True)
+                same = np.flatnonzero(cur[i] == following[j])
+                if len(same):
+                    joined = int(i[same[0]]), int(j[same[0]]), int(shared[same[0]]), next_end, following
+                    break
+            if joined is None:  # never seen; exact but slow
+                yield self._ids(text[cur_start:end])
+                return
+            i, j, at, next_end, following = joined
+            yield cur[:i]
+            cur, cur_start, cur_end = following[j:], at, next_end
+        yield cur
 
     def token_offsets(self, tokens: Sequence[int]) -> list[int | None]:
         """Return, for each token of an encoding, the code-point offset where it starts.
@@ -219,7 +384,7 @@ class TiktokenTokenizer:
         return offsets
 
     def token_ends(self, text: str):
-        """Return, as a numpy ``int64`` array, the code-point offset where each token of ``text`` ends.
+        """Return, as a numpy integer array, the code-point offset where each token of ``text`` ends.
 
         A token that ends inside a multi-byte code point counts that code point as ended, so the
         array is non-decreasing and its last entry is ``len(text)``. The number of tokens of
@@ -229,21 +394,27 @@ class TiktokenTokenizer:
         never runs from a line break into the next line's text, and trailing whitespace matches
         the same span alone as in context). ``transforms.structure.packing`` relies on this, and
         ``tests/test_structure_properties.py`` checks it against whole recounts.
+
+        The array is ``int32`` (4 bytes a token) for texts under 2**31 code points, else ``int64``;
+        a long text is encoded in segments (:data:`SEGMENT_CHARS`), never whole at once.
         """
         import numpy as np
 
         if self._starts_array is None:
-            self._starts_array = np.asarray(self._starts_in_token, dtype=np.int64)
-        try:
-            # encode with no special token allowed is encode_ordinary, straight into an array.
-            tokens = self._encoding.encode_to_numpy(text, allowed_special=set(), disallowed_special=())
-        except UnicodeEncodeError:
-            # Lone surrogates: each becomes U+FFFD, so code points stay where they are (tiktoken's
-            # own fallback would join a high and a low surrogate into one character).
-            tokens = self._encoding.encode_to_numpy(
-                _without_surrogates(text), allowed_special=set(), disallowed_special=()
-            )
-        return np.cumsum(self._starts_array[tokens]) if len(tokens) else np.zeros(0, dtype=np.int64)
+            self._starts_array = np.asarray(self._starts_in_token, dtype=np.int32)
+        dtype = np.int32 if len(text) < 2**31 else np.int64
+        if len(text) < LONG_RUN_CHARS:
+            return np.cumsum(self._starts_array[self._ids(text)], dtype=dtype)
+        parts, offset = [], 0
+        for ids in self._encode_segments(text):
+            ends = np.cumsum(self._starts_array[ids], dtype=dtype)
+            if len(ends):
+                ends += offset
+                offset = int(ends[-1])
+                parts.append(ends)
+        if len(parts) == 1:
+            return parts[0]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
     def boundaries(self, text: str) -> list[int]:
         """Return the code-point offsets where a token of ``text``'s encoding starts, plus the end."""
