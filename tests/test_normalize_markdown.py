@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pyarrow.parquet as pq
+import pytest
 
 from tests.conftest import shared
 from tests.test_normalize_text import assert_no_text_lost, assert_well_formed, outline
@@ -99,3 +100,55 @@ def test_nesting_too_deep_for_the_parser_is_read_as_paragraphs():
         assert_well_formed(doc)
         assert_no_text_lost(doc)
     assert normalize_markdown("- " * 100 + "x\n").diagnostics == ()
+
+
+_WINDOW_TRAPS = (
+    "---\ntitle: front matter\n---\n\n# Tête\r\n\r\nSetext\n======\n\n"
+    "```bash\n# a comment, not a heading\n\n---\n\nstill code\n```\n\n"
+    "---\nnot: front matter here\n---\n\n"
+    "- item one\n\n  para of one\n- item two\n  - nested ☕\n\n"
+    "| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+    "<div>\nraw html\n\n</div>\n\n"
+    "    indented code\n    more\n\n"
+    "> quote\nlazy line\n> - in quote\n\n"
+    "Para\nSub\n---\n\n"
+    "1. one\n2. two\n\n3) three\n\n***\n\nlast *para*\n"
+)
+
+
+@pytest.mark.parametrize("window", [12, 40, 97, 300])
+def test_long_markdown_parsed_in_windows_gives_the_same_blocks(monkeypatch, window):
+    """A document over WINDOW_CHARS is parsed a window at a time: blocks identical to one parse."""
+    from transforms.structure.normalizers import markdown
+
+    text = _WINDOW_TRAPS * 3
+    whole = outline(normalize_markdown(text))
+    monkeypatch.setattr(markdown, "WINDOW_CHARS", window)
+    parsed: list[int] = []
+    real_parser = markdown._parser
+    monkeypatch.setattr(markdown, "_parser", lambda front_matter=True: _Spy(real_parser(front_matter), parsed))
+    windowed = normalize_markdown(text)
+    assert outline(windowed) == whole
+    assert len(parsed) > 3 and max(parsed) < len(text)  # it was parsed in parts
+    assert_well_formed(windowed)
+
+
+class _Spy:
+    def __init__(self, parser, lengths):
+        self._parser, self._lengths = parser, lengths
+
+    def tree(self, source):
+        self._lengths.append(len(source))
+        return self._parser.tree(source)
+
+
+def test_corpus_markdown_parsed_in_small_windows_gives_the_same_blocks(monkeypatch):
+    from transforms.structure.normalizers import markdown
+
+    table = pq.read_table(shared("corpus/docs_small.parquet"), columns=["content", "content_format"])
+    documents = [c for c, f in zip(table.column("content").to_pylist(), table.column("content_format").to_pylist())
+                 if f == "markdown"]
+    wholes = [outline(normalize_markdown(d)) for d in documents]
+    monkeypatch.setattr(markdown, "WINDOW_CHARS", 500)
+    assert [outline(normalize_markdown(d)) for d in documents] == wholes
+    assert sum(len(d) > 500 for d in documents) > 20

@@ -393,3 +393,43 @@ def test_a_tab_indented_item_at_the_end_of_a_non_ascii_document(tokenizer, conte
     chunks = _chunks(StructureAwareChunker(tokenizer=tokenizer, max_tokens=max_tokens), content)
     result = validate_structure_chunks(content, chunks, tokenizer=tokenizer, max_tokens=max_tokens)
     assert result.problems == ()
+
+
+def test_long_documents_chunk_the_same_with_bounded_memory_paths(monkeypatch):
+    """Token ends kept in their array (not a list) and long texts encoded in segments change no chunk.
+
+    Also a long paragraph, split in many prose parts whose cut candidates are found lazily.
+    """
+    import random
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from transforms import tokenizers
+    from transforms.structure import packing
+    from transforms.tokenizers import TiktokenTokenizer
+
+    rng = random.Random(2)
+    words = " ".join("".join(rng.choice("etaoinshrdlu") for _ in range(rng.randint(1, 8))) + rng.choice(["", "", ".", ","])
+                     for _ in range(30_000))
+    sample = pq.read_table(Path(__file__).resolve().parent.parent / "sample" / "docs.parquet")
+    documents = [Document(id="words", content=words, content_format="text")] + [
+        Document(id=i, content=c, content_format=f)
+        for i, c, f in zip(*(sample.column(n).to_pylist() for n in ("id", "content", "content_format")))
+        if f in ("markdown", "text", "rst")
+    ]
+    chunker = StructureAwareChunker(tokenizer=TiktokenTokenizer(), max_tokens=128, target_tokens=100)
+
+    def run():
+        return [[(c.text, c.embedding_text, c.start_offset, c.metadata["structure"]["split"]) for c in
+                 chunker.chunk(d, tokenizer_identity="t")] for d in documents]
+
+    through = packing._Candidates.through
+    with monkeypatch.context() as eager:  # every candidate of a paragraph at once, as before
+        eager.setattr(packing._Candidates, "through", lambda self, position, reach: through(self, -1, float("inf")))
+        expected = run()
+    assert run() == expected
+    monkeypatch.setattr(packing, "_LIST_TOKENS", 0)
+    monkeypatch.setattr(tokenizers, "SEGMENT_CHARS", 1000)
+    assert run() == expected
+    assert sum(1 for c in expected[0] if c[3] == "prose") > 100

@@ -63,8 +63,18 @@ REASONS: Mapping[str, str] = {
 
 
 def document_hash(content: str) -> str:
-    """Return the sha256 hex digest of ``content`` encoded as UTF-8 (64 lowercase hex digits)."""
-    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+    """Return the sha256 hex digest of ``content`` encoded as UTF-8 (64 lowercase hex digits).
+
+    A long content is encoded a megabyte of code points at a time (the same bytes, never a
+    second copy of the whole document).
+    """
+    step = 1 << 20
+    if len(content) <= step:
+        return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+    digest = hashlib.sha256()
+    for start in range(0, len(content), step):
+        digest.update(content[start : start + step].encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
 
 
 def chunk_id(document_id: str, chunk_index: int, text: str) -> str:

@@ -68,6 +68,9 @@ _WORD_START = re.compile(r"\s+")
 # Tokens by which a count from the whole-document encoding may differ from a whole recount of a
 # slice cut inside a line (measured: -3 to +2); estimates further off than this are trusted.
 _ESTIMATE_SLACK = 16
+#: Texts of up to this many tokens keep their token ends as a list (see ``_Counter``).
+_LIST_TOKENS = 1 << 18
+_NON_SPACE = re.compile(r"\S")
 _CONTAINERS = frozenset({"list", "list_item", "quote"})
 _KIND = {"table_row": "table", "list_item": "list"}
 
@@ -227,7 +230,10 @@ class _Counter:
         self.additive = ends_of is not None
         self._prefix_cache: dict[tuple[str, ...], int] = {}
         if self.additive:
-            self._ends = ends_of(text).tolist()
+            ends = ends_of(text)
+            # A list bisects fastest, but holds a Python int per token (about 36 bytes); a long
+            # text's ends stay in their array (4 bytes a token), bisected through a memoryview.
+            self._ends = ends.tolist() if len(ends) <= _LIST_TOKENS else memoryview(ends)
 
     def tokens_before(self, position: int) -> int:
         """Tokens of the whole encoding that end at or before ``position`` (additive tokenizers)."""
@@ -247,6 +253,35 @@ class _Counter:
         if count is None:
             count = self._prefix_cache[titles] = self.tokenizer.count(heading_prefix(titles)) if titles else 0
         return count
+
+
+class _Candidates:
+    """Ascending cut positions inside ``(start, end)``, taken from an iterator only as needed."""
+
+    __slots__ = ("_positions", "_start", "_end", "_items", "_done")
+
+    def __init__(self, positions, start: int, end: int) -> None:
+        self._positions = positions
+        self._start, self._end = start, end
+        self._items: list[int] = []
+        self._done = False
+
+    def through(self, position: int, reach: int) -> list[int]:
+        """A sorted list holding every candidate in ``(position, reach)`` (and maybe others).
+
+        Calls must not go back: candidates at or before ``position`` may be forgotten.
+        """
+        items = self._items
+        stale = bisect_right(items, position)
+        if stale > 1024 and stale > len(items) // 2:
+            del items[:stale]
+        while not self._done and (not items or items[-1] < reach):
+            p = next(self._positions, None)
+            if p is None:
+                self._done = True
+            elif self._start < p < self._end:
+                items.append(p)
+        return items
 
 
 @dataclass
@@ -780,8 +815,8 @@ class _Run:
         if self.cur is None:
             # Leading blank lines are not a part of their own: start at the text (the chunks
             # need not touch; only whitespace lies between them).
-            segment = text[start:end]
-            position = end - len(segment.lstrip())
+            first_text = _NON_SPACE.search(text, start, end)
+            position = first_text.start() if first_text else end
         levels = self._cut_candidates(position, end)
         first = True
         while position < end:
@@ -839,15 +874,19 @@ class _Run:
                 titles, dropped = path_titles(path)
             first = False
 
-    def _cut_candidates(self, start: int, end: int) -> list[list[int]]:
-        """Cut positions inside ``(start, end)``: sentence starts, line starts, word starts."""
-        segment = self.text[start:end]
-        sentences = [start + m.end() for m in _SENTENCE_END.finditer(segment)]
-        lines = self.lines.line_starts_between(start, end)
-        words = [start + m.end() for m in _WORD_START.finditer(segment)]
-        return [[p for p in level if start < p < end] for level in (sentences, lines, words)]
+    def _cut_candidates(self, start: int, end: int) -> list["_Candidates"]:
+        """Cut positions inside ``(start, end)``: sentence starts, line starts, word starts.
 
-    def _longest_part(self, head: str, position: int, end: int, levels: list[list[int]]) -> tuple[int, int]:
+        Each level is found lazily, as far as the parts need it, so a long paragraph never has
+        all its word starts in memory at once.
+        """
+        text = self.text
+        return [
+            _Candidates((m.end() for m in pattern.finditer(text, start, end)), start, end)
+            for pattern in (_SENTENCE_END, LINE_BREAK, _WORD_START)
+        ]
+
+    def _longest_part(self, head: str, position: int, end: int, levels: list["_Candidates"]) -> tuple[int, int]:
         """The farthest cut after ``position`` whose part fits, by level; with its exact count.
 
         Tries the end of the tile, then each level's candidates by bisection on exact counts of
@@ -866,7 +905,8 @@ class _Run:
         # No part can hold more code points than this (a token is rarely longer than a few dozen):
         # the candidates looked at stay near the part, so a long paragraph costs linear time.
         reach = min(end, position + 64 * limit + 1024)
-        for level in levels:
+        for candidates in levels:
+            level = candidates.through(position, reach)
             lo = bisect_right(level, position)
             best = self._bisect(head, position, level, lo, bisect_left(level, reach), target)
             if best is not None:

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Iterator
 
-from transforms.structure.tree import LazyChildren, LineStarts, Node, NormalizedDocument
+from transforms.structure.tree import LINE_BREAK, LazyChildren, LineStarts, Node, NormalizedDocument
 
 __all__ = ["normalize_markdown"]
 
@@ -58,34 +59,53 @@ def _too_deep(text: str) -> int | None:
 _SPACE = re.compile(r"\s+")
 
 
-@lru_cache(maxsize=1)
-def _parser():
+#: Markdown longer than this many code points is parsed a window of top-level blocks at a time
+#: (see ``_windowed_blocks``): the parser's tree takes about 15 bytes per byte of source.
+WINDOW_CHARS = 1 << 20
+
+
+@lru_cache(maxsize=2)
+def _parser(front_matter: bool = True):
     import markdown_it_pyrs
 
     parser = markdown_it_pyrs.MarkdownIt("zero")
-    parser.enable_many(list(_BLOCK_RULES))
+    parser.enable_many([rule for rule in _BLOCK_RULES if front_matter or rule != "front_matter"])
     return parser
 
 
 class _Positions:
-    """Byte offsets of the UTF-8 source to code points, and line starts."""
+    """Byte offsets of the parsed UTF-8 source (``text[offset:limit]``) to code points of ``text``,
+    and line starts."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, offset: int = 0, limit: int | None = None,
+                 line_starts: LineStarts | None = None) -> None:
         self.text = text
-        self.ascii = text.isascii()
+        self.offset = offset
+        self.limit = len(text) if limit is None else limit
+        window = text if offset == 0 and self.limit == len(text) else text[offset : self.limit]
+        self.ascii = window.isascii()
         if not self.ascii:
             import numpy as np
 
-            raw = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-            starts = (raw & 0xC0) != 0x80
-            self.code_points = np.concatenate(([0], np.cumsum(starts, dtype=np.int64)))
-        self.line_start = LineStarts(text).line_start
+            raw = np.frombuffer(window.encode("utf-8"), dtype=np.uint8)
+            points = np.empty(len(raw) + 1, dtype=np.int64 if self.limit >= 2**31 else np.int32)
+            points[0] = 0
+            np.cumsum((raw & 0xC0) != 0x80, out=points[1:])
+            points += offset
+            self.code_points = points
+        self.line_start = (line_starts or LineStarts(text)).line_start
 
     def code_point(self, byte_offset: int) -> int:
         """The code point at a UTF-8 byte offset; offsets past the end (the parser reports some
         after expanding a tab) are the end."""
         points = self.code_points
         return int(points[min(byte_offset, len(points) - 1)])
+
+    def interval(self, srcmap) -> tuple[int, int]:
+        """Code points ``[start, end)`` of a byte interval reported by the parser."""
+        if self.ascii:
+            return min(self.offset + srcmap[0], self.limit), min(self.offset + srcmap[1], self.limit)
+        return self.code_point(srcmap[0]), self.code_point(srcmap[1])
 
 
 
@@ -116,10 +136,7 @@ def _convert(node, pos: _Positions, list_depth: int) -> Node | None:
     if srcmap is None:
         return None
     text = pos.text
-    if pos.ascii:
-        start, end = min(srcmap[0], len(text)), min(srcmap[1], len(text))
-    else:
-        start, end = pos.code_point(srcmap[0]), pos.code_point(srcmap[1])
+    start, end = pos.interval(srcmap)
     if start and text[start - 1] != "\n":
         start = pos.line_start(start)
     while end > start and text[end - 1] in "\r\n":
@@ -170,11 +187,7 @@ def _convert(node, pos: _Positions, list_depth: int) -> Node | None:
 def _convert_row(node, pos: _Positions) -> Node | None:
     if node.srcmap is None:
         return None
-    srcmap = node.srcmap
-    limit = len(pos.text)
-    start, end = (min(srcmap[0], limit), min(srcmap[1], limit)) if pos.ascii else (
-        pos.code_point(srcmap[0]), pos.code_point(srcmap[1])
-    )
+    start, end = pos.interval(node.srcmap)
     start = pos.line_start(start)
     while end > start and pos.text[end - 1] in "\r\n":
         end -= 1
@@ -210,13 +223,62 @@ def normalize_markdown(content: str) -> NormalizedDocument:
             text=content, blocks=plain.blocks, content_format="markdown",
             diagnostics=(f"line {line} nests more than {MAX_NESTING} block quotes or lists: read as plain paragraphs",),
         )
-    pos = _Positions(source)
     blocks: list[Node] = []
-    for node in _parser().tree(source).children:
-        converted = _convert(node, pos, 0)
+    if len(source) <= WINDOW_CHARS:
+        pos = _Positions(source)
+        converted_blocks = (_convert(node, pos, 0) for node in _parser().tree(source).children)
+    else:
+        converted_blocks = _windowed_blocks(source)
+    for converted in converted_blocks:
         if converted is None:
             continue
         if blocks and converted.start < blocks[-1].end:
             continue
         blocks.append(converted)
     return NormalizedDocument(text=content, blocks=tuple(blocks), content_format="markdown")
+
+
+def _windowed_blocks(source: str) -> Iterator[Node | None]:
+    """The top-level blocks of a long document, parsed a window of about :data:`WINDOW_CHARS` at a time.
+
+    A window ends at a line start; its last two top-level blocks are dropped (the text after the
+    window could still extend them) and the next window starts at the line of the first one
+    dropped. A top-level block starts in the parser's initial state (only the document open), so
+    from there the parse is the same as the whole document's; front matter is recognized in the
+    first window only. Each window's blocks are converted in full and its parse tree freed, so
+    memory follows the window, not the document. A window that holds fewer than three blocks
+    (one huge list or fence) is doubled until it does, or reaches the end.
+    """
+    line_starts = LineStarts(source)
+    start, size, n = 0, WINDOW_CHARS, len(source)
+    while start < n:
+        end = n
+        if start + size < n:
+            line_break = LINE_BREAK.search(source, start + size)
+            end = line_break.end() if line_break else n
+        last = end == n
+        nodes = list(_parser(front_matter=start == 0).tree(source[start:end]).children)
+        if not last and len(nodes) < 3:
+            size *= 2
+            continue
+        pos = _Positions(source, start, end, line_starts)
+        if not last:
+            dropped = next((node.srcmap for node in nodes[-2:] if node.srcmap is not None), None)
+            next_start = line_starts.line_start(pos.interval(dropped)[0]) if dropped else start
+            if next_start <= start:
+                size *= 2
+                continue
+        for node in nodes if last else nodes[:-2]:
+            converted = _convert(node, pos, 0)
+            if converted is not None:
+                _materialize(converted)
+            yield converted
+        if last:
+            return
+        start, size = next_start, WINDOW_CHARS
+
+
+def _materialize(node: Node) -> None:
+    """Convert every lazily converted descendant of ``node`` now (releasing the parser's nodes)."""
+    for child in node.children:
+        _materialize(child)

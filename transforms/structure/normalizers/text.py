@@ -13,6 +13,7 @@ ends a paragraph's last line.
 
 from __future__ import annotations
 
+import re
 from itertools import accumulate
 
 from transforms.structure.tree import LINE_BREAK, Node, NormalizedDocument
@@ -53,18 +54,30 @@ def normalize_text(content: str) -> NormalizedDocument:
         A verbatim :class:`NormalizedDocument` (``text`` is ``content``) whose blocks are the
         paragraphs in order; intervals in code points.
     """
-    lines, starts = split_lines(content)
     blocks: list[Node] = []
-    run_start = -1  # index of the first line of the open paragraph, or -1
-    for index, line in enumerate(lines):
-        if line and not line.isspace():
+    run_start = -1  # start of the open paragraph, or -1
+    run_end = 0  # end of its last line so far
+    line_start = 0
+    # Lines are visited one at a time (never all held as strings: a long text stays one copy).
+    for line_break in _line_breaks(content):
+        line_end = line_break.start() if line_break is not None else len(content)
+        if _NON_SPACE.search(content, line_start, line_end):
             if run_start < 0:
-                run_start = index
+                run_start = line_start
+            run_end = line_end
         elif run_start >= 0:
-            last = index - 1
-            blocks.append(Node("paragraph", starts[run_start], starts[last] + len(lines[last])))
+            blocks.append(Node("paragraph", run_start, run_end))
             run_start = -1
+        line_start = line_break.end() if line_break is not None else len(content)
     if run_start >= 0:
-        last = len(lines) - 1
-        blocks.append(Node("paragraph", starts[run_start], starts[last] + len(lines[last])))
+        blocks.append(Node("paragraph", run_start, run_end))
     return NormalizedDocument(text=content, blocks=tuple(blocks), content_format="text", verbatim=True)
+
+
+_NON_SPACE = re.compile(r"\S")
+
+
+def _line_breaks(text: str):
+    """Every line break of ``text`` as a match, then ``None`` for the last line."""
+    yield from LINE_BREAK.finditer(text)
+    yield None
