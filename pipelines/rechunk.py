@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -501,11 +502,13 @@ def parse_job(argv: Sequence[str]) -> Job:
     max_document_chars = _max_document_chars(job_opts.max_document_chars)
     progress_seconds = _progress_seconds(job_opts.progress_seconds)
     spec, tokenizer = _load_spec(job_opts)
+    # The runner's own options first: they need no filesystem, and listing gs:// without them
+    # (no project, no credentials) can take minutes.
+    _check_runner(options, tokenizer=spec["tokenizer"])
     _check_input(job_opts.input, column_map)
     output = job_opts.output.rstrip("/") or "/"
     _check_output(output)
     previous = _check_previous(job_opts.previous, output) if job_opts.previous is not None else None
-    _check_runner(options, tokenizer=spec["tokenizer"])
     return Job(
         input=job_opts.input,
         output=output,
@@ -622,7 +625,7 @@ _HELP = """usage: rechunk --input PATTERN --output DIR [--config FILE] [--tokeni
 Chunk parsed documents (Parquet) for RAG ingestion with Apache Beam.
 
   --input PATTERN      document Parquet files (local path, gs://, any Beam filesystem)
-  --output DIR         writes DIR/chunks/*.parquet, DIR/dead_letter/*.parquet, DIR/report.json
+  --output DIR         writes DIR/chunks/, DIR/dead_letter/, DIR/documents/ (Parquet), DIR/report.json
   --config FILE        YAML/JSON chunkers and routes (default: configs/default.yaml, in the README)
   --tokenizer SPEC     tiktoken:cl100k_base (default) | utf8-bytes | hf:PATH (tokenizer.json, local or gs://)
   --max-tokens N       hard budget for each chunk's embedding_text (default 512)
@@ -637,6 +640,23 @@ Any Apache Beam option passes through: --runner, --direct_running_mode, --direct
 """
 
 
+class _WorkerProgress(logging.Filter):
+    """Worker processes' log entries reach the launcher through Beam's logging service as one text
+    per entry (``multi_processing``): of those below WARNING, pass rechunk's progress lines only,
+    shown as the ``rechunk`` logger's own."""
+
+    _MESSAGE = re.compile(r'message: "(progress: [^"]*)"')
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING:
+            return True
+        found = self._MESSAGE.search(record.getMessage())
+        if found is None:
+            return False
+        record.name, record.msg, record.args = "rechunk", found.group(1), ()
+        return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the job from command-line arguments; return the exit status (0 ok, 2 option error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -645,6 +665,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     _LOG.setLevel(logging.INFO)  # progress lines (transforms.progress) show; Beam's INFO does not
+    forwarded = logging.getLogger("apache_beam.runners.portability.local_job_service")
+    forwarded.setLevel(logging.INFO)
+    forwarded.addFilter(_WorkerProgress())
     try:
         job = parse_job(argv)
     except OptionError as err:

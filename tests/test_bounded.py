@@ -116,3 +116,21 @@ def test_the_job_logs_progress(tmp_path, caplog):
         assert main(["--input", str(docs), "--output", str(tmp_path / "out"), "--progress-seconds", "1e-9"]) == 0
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("progress: ")]
     assert lines and lines[-1].startswith("progress: 5 documents, 5 chunks in this worker; last ")
+
+
+def test_worker_progress_lines_forwarded_by_beam_are_shown_as_rechunk_lines():
+    """multi_processing workers' entries reach the launcher as Beam's 'Worker: ...' text."""
+    import logging as log_module
+
+    from pipelines.rechunk import _WorkerProgress
+
+    def record(level, text):
+        return log_module.LogRecord("apache_beam.runners.portability.local_job_service", level, __file__, 1,
+                                    "Worker: %s", (text,), None)
+
+    keep = _WorkerProgress()
+    progress = record(log_module.INFO, 'severity: INFO message: "progress: 3 documents, 9 chunks in this worker" x: 1')
+    assert keep.filter(progress) and progress.name == "rechunk"
+    assert progress.getMessage() == "progress: 3 documents, 9 chunks in this worker"
+    assert not keep.filter(record(log_module.INFO, 'severity: INFO message: "Creating state cache"'))
+    assert keep.filter(record(log_module.WARNING, 'severity: WARN message: "something"'))

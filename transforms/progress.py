@@ -67,5 +67,12 @@ class ProgressLog:
 
 @functools.lru_cache(maxsize=None)
 def shared_progress(interval_seconds: float) -> ProgressLog:
-    """The worker process's one :class:`ProgressLog` for this interval (its DoFns share it)."""
+    """The worker process's one :class:`ProgressLog` for this interval (its DoFns share it).
+
+    Also lets the ``rechunk`` logger's INFO lines through in this process: a worker process
+    (``multi_processing``, a portable runner's SDK worker, Dataflow) starts with its own logging
+    configuration, where they would otherwise be dropped.
+    """
+    if interval_seconds and _LOG.getEffectiveLevel() > logging.INFO:
+        _LOG.setLevel(logging.INFO)
     return ProgressLog(interval_seconds)
