@@ -471,6 +471,7 @@ def test_segmented_encoding_property(cl100k, reference_cl100k, text):
     """Random mixes of runs and odd text: segments and windows never change a token."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(tk, "SEGMENT_CHARS", 257)
+        mp.setattr(tk, "_DIRECT_CHARS", 100)
         mp.setattr(tk, "LONG_RUN_CHARS", 600)
         mp.setattr(tk, "_LONG_RUN", tk._long_run_pattern(600))
         mp.setattr(tk, "RUN_WINDOW_CHARS", 200)
