@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-import pyarrow as pa
-import pyarrow.compute as pc
+import numpy as np
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics.metric import MetricsFilter
@@ -38,24 +37,36 @@ def _counters(result) -> dict[str, int]:
 
 
 def _token_stats(chunks_glob: str) -> dict[str, int | None]:
-    """min, p50, p95 and max of ``token_count`` over the written chunk files (nearest rank, lower)."""
-    arrays = []
+    """min, p50, p95 and max of ``token_count`` over the written chunk files (nearest rank, lower).
+
+    Counted as a histogram of token counts, a row group at a time: memory follows the largest
+    count (at most the budget), not the number of chunks.
+    """
+    histogram = np.zeros(0, dtype=np.int64)
     for match in sorted(FileSystems.match([chunks_glob])[0].metadata_list, key=lambda m: m.path):
         # ParquetFile without threads, closed here: a dataset read over a Python file object can
         # leave an Arrow thread holding it past interpreter shutdown (an abort at exit).
         with FileSystems.open(match.path) as f, pq.ParquetFile(f) as parquet:
-            table = parquet.read(columns=["token_count"], use_threads=False)
-            arrays.extend(table.column("token_count").chunks)
-    counts = pa.chunked_array(arrays, type=pa.int32())
-    if len(counts) == 0:
+            for group in range(parquet.metadata.num_row_groups):
+                column = parquet.read_row_group(group, columns=["token_count"], use_threads=False).column(0)
+                counts = column.drop_null().to_numpy()
+                if len(counts):
+                    found = np.bincount(counts)
+                    if len(found) > len(histogram):
+                        found[: len(histogram)] += histogram
+                        histogram = found
+                    else:
+                        histogram[: len(found)] += found
+    total = int(histogram.sum())
+    if total == 0:
         return {"min": None, "p50": None, "p95": None, "max": None}
-    p50, p95 = pc.quantile(counts, q=[0.5, 0.95], interpolation="lower").to_pylist()
-    return {
-        "min": pc.min(counts).as_py(),
-        "p50": int(p50),
-        "p95": int(p95),
-        "max": pc.max(counts).as_py(),
-    }
+    cumulative = np.cumsum(histogram)
+
+    def quantile(q: float) -> int:  # the value at sorted index floor(q * (n - 1)), as "lower" interpolation
+        return int(np.searchsorted(cumulative, int(q * (total - 1)), side="right"))
+
+    present = np.flatnonzero(histogram)
+    return {"min": int(present[0]), "p50": quantile(0.5), "p95": quantile(0.95), "max": int(present[-1])}
 
 
 def build_report(
