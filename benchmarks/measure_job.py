@@ -4,7 +4,10 @@
         --output /tmp/run1 --direct_running_mode=in_memory
 
 Peak memory is the largest sum of resident set sizes over the job's process and all of its
-descendants (worker processes included), sampled from /proc every 0.2 s; Linux only.
+descendants (worker processes included), sampled from /proc every 0.2 s; Linux only. Also the
+job process's own peak, its VmHWM (the kernel's high-water mark of its resident memory, so no
+peak between samples is missed; ``ru_maxrss`` would not do: it keeps the RSS of the parent it
+was forked from): with the default in_memory runner the whole job runs in that one process.
 Prints one JSON line: label, exit status, wall seconds, peak RSS in MiB, and the report's counts.
 """
 
@@ -41,22 +44,30 @@ def _tree_rss_bytes(root: int) -> int:
     return total
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--label", required=True)
-    parser.add_argument("job_args", nargs=argparse.REMAINDER)
-    args = parser.parse_args()
-    job_args = [a for a in args.job_args if a != "--"]
+def _high_water_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def measure(label: str, job_args: list[str], **popen) -> dict:
+    """Run the job with ``job_args``; return the figures (and the report's counts, if written)."""
     output = job_args[job_args.index("--output") + 1]
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "pipelines.rechunk", *job_args])
-    peak = 0
+    proc = subprocess.Popen([sys.executable, "-m", "pipelines.rechunk", *job_args], **popen)
+    peak = high_water = 0
     while proc.poll() is None:
         peak = max(peak, _tree_rss_bytes(proc.pid))
+        high_water = max(high_water, _high_water_bytes(proc.pid))
         time.sleep(0.2)
     wall = time.monotonic() - started
-    result = {"label": args.label, "exit": proc.returncode, "wall_seconds": round(wall, 1),
-              "peak_rss_mib": round(peak / 2**20)}
+    result = {"label": label, "exit": proc.returncode, "wall_seconds": round(wall, 1),
+              "peak_rss_mib": round(peak / 2**20), "high_water_mib": round(high_water / 2**20)}
     try:
         with open(os.path.join(output, "report.json")) as f:
             report = json.load(f)
@@ -65,7 +76,15 @@ def main() -> None:
             result[key] = report[key]
     except OSError:
         pass
-    print(json.dumps(result))
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--label", required=True)
+    parser.add_argument("job_args", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    print(json.dumps(measure(args.label, [a for a in args.job_args if a != "--"])))
 
 
 if __name__ == "__main__":

@@ -811,7 +811,7 @@ class ListDeleted(beam.PTransform):
 
 #: A record batch is flushed before its text passes this many characters (at most 4 bytes each in
 #: UTF-8), so with ``--max-document-chars`` at most 500 M no batch nears Arrow's 2 GiB per array.
-MAX_BATCH_CHARS = 64 * 1024 * 1024
+MAX_BATCH_CHARS = 16 * 1024 * 1024
 #: ... or this many rows.
 MAX_BATCH_ROWS = 4096
 
