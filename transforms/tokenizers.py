@@ -487,17 +487,9 @@ class HuggingFaceTokenizer:
     """
 
     def __init__(self, path: str) -> None:
-        import fsspec
         from tokenizers import Tokenizer as _HFTokenizer
 
-        if "://" in path:
-            fs, target, file, name = _remote_tokenizer_json(path)
-        else:
-            file = os.path.join(path, "tokenizer.json") if os.path.isdir(path) else path
-            if not os.path.isfile(file):
-                raise TokenizerError(f"no tokenizer.json at {path!r}")
-            fs, target = fsspec.filesystem("file"), os.path.abspath(file)
-            name = os.path.basename(os.path.dirname(target)) or "tokenizer"
+        fs, target, file, name = _find_tokenizer_json(path)
         try:
             with fs.open(target, "rb") as f:
                 data = f.read()
@@ -538,11 +530,13 @@ class HuggingFaceTokenizer:
         return sorted(cuts)
 
 
-def _remote_tokenizer_json(url: str) -> tuple[Any, str, str, str]:
-    """Find the ``tokenizer.json`` at ``url``: the file, or the one in that folder.
+def _find_tokenizer_json(path: str) -> tuple[Any, str, str, str]:
+    """Find the ``tokenizer.json`` at ``path`` (a local path or a URL fsspec opens): the file, or
+    the one in that folder.
 
     Returns:
-        The fsspec filesystem, the file's path on it, its URL, and the name of its folder.
+        The fsspec filesystem, the file's path on it, the file as shown in messages (the local
+        path, or the URL), and the name of its folder.
 
     Raises:
         TokenizerError: fsspec has no filesystem for the URL, it cannot be listed, or no such file.
@@ -552,14 +546,15 @@ def _remote_tokenizer_json(url: str) -> tuple[Any, str, str, str]:
     import fsspec
 
     try:
-        fs, root = fsspec.core.url_to_fs(url)
+        fs, root = fsspec.core.url_to_fs(path)
         target = posixpath.join(root, "tokenizer.json") if fs.isdir(root) else root
         found = fs.isfile(target)
     except Exception as err:  # unknown protocol (ValueError), its package missing (ImportError), IO errors
-        raise TokenizerError(f"cannot open {url!r}: {' '.join(str(err).split())[:200]}") from err
+        raise TokenizerError(f"cannot open {path!r}: {' '.join(str(err).split())[:200]}") from err
     if not found:
-        raise TokenizerError(f"no tokenizer.json at {url!r}")
-    return fs, target, fs.unstrip_protocol(target), posixpath.basename(posixpath.dirname(target)) or "tokenizer"
+        raise TokenizerError(f"no tokenizer.json at {path!r}")
+    shown = fs.unstrip_protocol(target) if "://" in path else target
+    return fs, target, shown, posixpath.basename(posixpath.dirname(target)) or "tokenizer"
 
 
 def load_tokenizer(spec: str) -> Tokenizer:
