@@ -1,4 +1,4 @@
-"""The rechunk job: Parquet documents in; chunks, a dead letter and report.json out.
+"""The rechunk job: Parquet documents in; chunks, a dead letter, a manifest and report.json out.
 
     rechunk --input 'PATTERN' --output DIR [--config chunking.yaml] [--tokenizer SPEC]
             [--max-tokens N] [--column-map content=text,...] [--previous DIR] [any Beam pipeline option]
@@ -335,16 +335,9 @@ def _check_previous(previous: str, output: str) -> str:
     _check_filesystem("--previous", previous)
     if any(c in previous for c in "*?[]{}"):
         raise OptionError(f"--previous {previous}: a directory, not a pattern; its name must not hold * ? [ ] {{ }}")
-    same = previous == output or (
-        "://" not in previous and "://" not in output and os.path.abspath(previous) == os.path.abspath(output)
-    )
-    if same:
+    if _worker_path(previous) == _worker_path(output):
         raise OptionError(f"--previous {previous}: must be another directory than --output")
-    inside = output.startswith(previous + "/") or (
-        "://" not in previous and "://" not in output
-        and os.path.abspath(output).startswith(os.path.abspath(previous) + os.sep)
-    )
-    if inside:
+    if _worker_path(output).startswith(_worker_path(previous).rstrip("/") + "/"):
         raise OptionError(f"--output {output}: must not be inside --previous {previous}")
     try:
         with FileSystems.open(f"{previous}/report.json") as f:
@@ -353,13 +346,8 @@ def _check_previous(previous: str, output: str) -> str:
         raise OptionError(
             f"--previous {previous}: no readable report.json there; expected the output of a finished rechunk run"
         ) from None
-    needs = {
-        "chunks": ("document_id", "chunk_id", "chunk_index", *CHUNK_SCHEMA.names),
-        "documents": ("document_id", "document_hash", "input_fingerprint", "chunk_count"),
-    }
     rows = {}
-    for sub, columns in needs.items():
-        expected = CHUNK_SCHEMA if sub == "chunks" else MANIFEST_SCHEMA
+    for sub, expected in (("chunks", CHUNK_SCHEMA), ("documents", MANIFEST_SCHEMA)):
         try:
             matched = FileSystems.match([f"{previous}/{sub}/*"])[0].metadata_list
         except Exception:  # no such directory, by scheme
@@ -371,27 +359,24 @@ def _check_previous(previous: str, output: str) -> str:
         for path in sorted(m.path for m in matched):
             try:
                 with FileSystems.open(path) as f, pq.ParquetFile(f) as parquet:
-                    names = set(parquet.schema_arrow.names)
-                    types = {f.name: f.type for f in parquet.schema_arrow}
+                    types = {field.name: field.type for field in parquet.schema_arrow}
                     rows[sub] += parquet.metadata.num_rows
             except Exception as err:
                 raise OptionError(
                     f"--previous {previous}: {path} is not a readable Parquet file ({_one_line(err, 160)})"
                 ) from None
-            missing = [c for c in columns if c not in names]
-            wrong = [  # list columns may name their items otherwise ("element") and still be right
-                c for c in columns
-                if c in names and not pa.types.is_list(types[c]) and types[c] != expected.field(c).type
-            ]
-            if wrong:
-                raise OptionError(
-                    f"--previous {previous}: {path} column {wrong[0]!r} is {types[wrong[0]]}, "
-                    f"not {expected.field(wrong[0]).type}; expected a rechunk run's {sub}/"
-                )
-            if missing:
-                raise OptionError(
-                    f"--previous {previous}: {path} lacks column {missing[0]!r}; expected a rechunk run's {sub}/"
-                )
+            for field in expected:
+                if field.name not in types:
+                    raise OptionError(
+                        f"--previous {previous}: {path} lacks column {field.name!r}; expected a rechunk run's {sub}/"
+                    )
+                found = types[field.name]
+                # A list column may name its items otherwise ("element") and still be right.
+                if not pa.types.is_list(found) and found != field.type:
+                    raise OptionError(
+                        f"--previous {previous}: {path} column {field.name!r} is {found}, "
+                        f"not {field.type}; expected a rechunk run's {sub}/"
+                    )
     if rows["chunks"] != written:
         raise OptionError(
             f"--previous {previous}: chunks/ holds {rows['chunks']} rows but report.json says {written} "

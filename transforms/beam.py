@@ -857,10 +857,13 @@ class _WriteRows(beam.PTransform):
         return (
             rows
             | "Record batches" >> beam.ParDo(_ArrowBatches(self._schema))
-            | "Write Parquet" >> WriteToParquetBatched(
-                self._prefix, self._schema, codec="zstd", file_name_suffix=".parquet"
-            )
+            | "Write Parquet" >> _parquet_sink(self._prefix, self._schema)
         )
+
+
+def _parquet_sink(prefix: str, schema: pa.Schema) -> WriteToParquetBatched:
+    """Beam's batched Parquet sink as every output uses it: zstd, ``PREFIX-SSSSS-of-NNNNN.parquet``."""
+    return WriteToParquetBatched(prefix, schema, codec="zstd", file_name_suffix=".parquet")
 
 
 class WriteChunks(_WriteRows):
@@ -907,6 +910,4 @@ class WriteKeptChunks(beam.PTransform):
         self._prefix = file_path_prefix
 
     def expand(self, tables):
-        return tables | "Write Parquet" >> WriteToParquetBatched(
-            self._prefix, CHUNK_SCHEMA, codec="zstd", file_name_suffix=".parquet"
-        )
+        return tables | "Write Parquet" >> _parquet_sink(self._prefix, CHUNK_SCHEMA)

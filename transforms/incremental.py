@@ -4,10 +4,11 @@ Beam-free. A run writes, beside its chunks, a manifest ``documents/*.parquet`` w
 document whose every chunk was accepted (:data:`MANIFEST_SCHEMA`). A later run given that output as
 ``--previous`` keeps a document's previous chunks, without chunking it again, when the row it
 would write for the document has the same :func:`unchanged_key` as the previous row: the same
-``document_hash`` (sha256 of the content) and the same :func:`input_fingerprint`, which covers everything else a fresh run's chunks depend on
-(content format, metadata, the routed chunker's ``config_hash``, the tokenizer identity, the job's
-``max_tokens`` and rechunk's version). Every other document is chunked afresh, so the output equals
-a fresh run's row for row.
+``document_hash`` (sha256 of the content) and the same :func:`input_fingerprint`, which covers
+everything else a fresh run's chunks depend on (content format, metadata, the routed chunker's
+``config_hash``, the tokenizer identity, the job's ``max_tokens``, rechunk's version and the
+chunking libraries' versions). Every other document is chunked afresh, so the output equals a
+fresh run's row for row.
 
 ``deleted/*.parquet`` (:data:`DELETED_SCHEMA`) then lists, per document, the previous chunk ids that
 are not in the new output (:func:`stale_chunk_ids`): those of documents gone from the input (or
