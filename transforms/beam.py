@@ -573,6 +573,7 @@ class _ValidateDoFn(beam.DoFn):
                     tokenizer=tokenizer_identity,
                     max_tokens=self._max_tokens,
                     chunk_count=len(accepted),
+                    document_hash=chunks[0].document_hash,
                 ))
         for i, row in enumerate(rejected):
             # A document none of whose chunks passed counts once as dead-lettered.

@@ -111,11 +111,15 @@ def manifest_row(
     tokenizer: str,
     max_tokens: int,
     chunk_count: int,
+    document_hash: str | None = None,
 ) -> dict[str, Any]:
-    """The manifest row (:data:`MANIFEST_SCHEMA`) of a document whose ``chunk_count`` chunks were all accepted."""
+    """The manifest row (:data:`MANIFEST_SCHEMA`) of a document whose ``chunk_count`` chunks were all accepted.
+
+    ``document_hash`` saves hashing the content again where it is known (its chunks carry it).
+    """
     return {
         "document_id": document.id,
-        "document_hash": document.document_hash,
+        "document_hash": document_hash or document.document_hash,
         "input_fingerprint": input_fingerprint(
             document, chunker_config_hash=chunker_config_hash, tokenizer=tokenizer, max_tokens=max_tokens
         ),
