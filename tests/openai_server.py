@@ -7,6 +7,8 @@ test fills: each item is consumed by one request and is either a string (the rep
 tuple ``("status", code)``, ``("sleep", seconds, reply)``, ``("drop",)`` (close the connection
 without answering) or ``("raw", body)`` (a non-JSON body). An empty list answers ``{"boundaries":
 []}``. ``server.embedding_faults`` works the same way for embeddings (statuses, sleeps, drops).
+``server.chat_rules`` maps a marker string to such an item: a chat request whose body holds the
+marker gets it (not consumed), so a job's documents can be given different answers.
 Every request is recorded in ``server.requests`` as ``(path, headers, body)``.
 """
 
@@ -55,6 +57,9 @@ class _Handler(BaseHTTPRequestHandler):
             server.requests.append((self.path, dict(self.headers), body))
             queue = server.chat_answers if self.path.endswith("/chat/completions") else server.embedding_faults
             item = queue.pop(0) if queue else None
+            if self.path.endswith("/chat/completions"):
+                text = raw.decode("utf-8", "replace")
+                item = next((v for marker, v in server.chat_rules.items() if marker in text), item)
         if isinstance(item, tuple):
             if item[0] == "status":
                 self._send(item[1], b'{"error": {"message": "injected"}}')
@@ -90,6 +95,7 @@ class FakeOpenAIServer(ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.requests: list = []
         self.chat_answers: list = []
+        self.chat_rules: dict = {}
         self.embedding_faults: list = []
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 
@@ -112,4 +118,5 @@ class FakeOpenAIServer(ThreadingHTTPServer):
         with self.lock:
             self.requests.clear()
             self.chat_answers.clear()
+            self.chat_rules.clear()
             self.embedding_faults.clear()
