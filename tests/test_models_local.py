@@ -100,3 +100,15 @@ def test_local_model_chunks_inside_the_job(tmp_path, recount):
     assert all(recount(c["embedding_text"]) == c["token_count"] for c in chunks)
     report = json.loads((out / "report.json").read_text())
     assert report["model"]["calls"] >= 1
+
+
+def test_the_semantic_configuration_checks_and_builds():
+    from pipelines.config import load_config, resolve_config
+    from tests.conftest import REPO
+    from transforms.chunkers.registry import build_router
+    from transforms.tokenizers import TiktokenTokenizer
+
+    spec = resolve_config(load_config(str(REPO / "configs" / "semantic.yaml")), tokenizer=None, max_tokens=None)
+    router = build_router(spec, tokenizer=TiktokenTokenizer())
+    assert router.chunkers["semantic"].max_tokens == 512
+    assert router.chunkers["semantic"].embeddings is router.models["minilm"]
