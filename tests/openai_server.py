@@ -39,6 +39,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, status: int, body: bytes) -> None:
+        self._done()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -46,6 +47,26 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_POST(self) -> None:
+        server = self.server
+        with server.lock:
+            self._generation = server.generation
+            server.in_flight[self._generation] = server.in_flight.get(self._generation, 0) + 1
+            if self._generation == server.generation:
+                server.max_in_flight = max(server.max_in_flight, server.in_flight[self._generation])
+        self._counted = True
+        try:
+            self._answer()
+        finally:
+            self._done()
+
+    def _done(self) -> None:
+        # Before the answer is written: a client may send its next request as soon as it reads it.
+        if self._counted:
+            self._counted = False
+            with self.server.lock:
+                self.server.in_flight[self._generation] -= 1
+
+    def _answer(self) -> None:
         server = self.server
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
@@ -97,6 +118,11 @@ class FakeOpenAIServer(ThreadingHTTPServer):
         self.chat_answers: list = []
         self.chat_rules: dict = {}
         self.embedding_faults: list = []
+        # Requests being answered now, by generation (reset() starts a new one, so a slow request
+        # left from an earlier test is not counted), and the most at once in this generation.
+        self.generation = 0
+        self.in_flight: dict[int, int] = {}
+        self.max_in_flight = 0
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 
     @property
@@ -120,3 +146,5 @@ class FakeOpenAIServer(ThreadingHTTPServer):
             self.chat_answers.clear()
             self.chat_rules.clear()
             self.embedding_faults.clear()
+            self.max_in_flight = 0
+            self.generation += 1
