@@ -28,7 +28,8 @@ reproduced here, not imported (that package pulls in chromadb, OpenAI and fuzzyw
 
 Differences from Chroma, all forced by what our chunks are:
 
-- Chunk ranges come from the chunks themselves, not from searching their text in the corpus:
+- Chunk ranges come from the chunks themselves, not from searching their text in the corpus
+  (Chroma's ``rigorous_document_search``, which also leaves a final period out of the range):
   ``[start_offset, end_offset)`` when the chunk is a verbatim slice, else its
   ``metadata["structure"]["spans"]`` (``HeadingChunker``'s ancestor headings, a repeated table
   header or code fence): such a chunk is the union of several ranges, each intersected as Chroma
@@ -64,8 +65,8 @@ in Chroma's main comparisons: ``RecursiveCharacterTextSplitter`` and ``Character
 The budget goes where the job puts it (``pipelines.config.resolve_config``). ``--max-tokens`` takes
 several values; each chunker runs at each.
 
-The embedder is the local all-MiniLM-L6-v2 (``transforms.models.SentenceTransformerEmbedder``,
-the ``semantic`` extra). Note that it reads at most 256 word pieces of a text and ignores the rest,
+The embedder is the local all-MiniLM-L6-v2 (``transforms.models.local.SentenceTransformerEmbedder``
+with its defaults, the ``semantic`` extra; vectors are normalised here, cosine = dot product). Note that it reads at most 256 word pieces of a text and ignores the rest,
 so the tail of a chunk of 400 tokens does not count for its embedding (true of Chroma's runs with
 that model too). Tests pass another embedder to :func:`main`.
 
@@ -86,7 +87,7 @@ import platform
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -98,6 +99,7 @@ from pipelines.config import ConfigError, load_config, resolve_config  # noqa: E
 from transforms.chunkers import CHUNKERS, ChunkingError  # noqa: E402
 from transforms.chunkers.registry import build_router  # noqa: E402
 from transforms.documents import Document  # noqa: E402
+from transforms.models import Embedder  # noqa: E402
 from transforms.tokenizers import Tokenizer, TokenizerError, load_tokenizer  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "retrieval_data"
@@ -115,14 +117,6 @@ FORMATS_BY_EXTENSION: Mapping[str, str] = {".md": "markdown", ".markdown": "mark
 REFUSED_EXTENSIONS = frozenset({".html", ".htm", ".json"})
 
 Range = tuple[int, int]
-
-
-class Embedder(Protocol):
-    """What this script needs of ``transforms.models.Embedder``."""
-
-    identity: str
-
-    def embed(self, texts: list[str]) -> list[list[float]]: ...
 
 
 class InputError(ValueError):
@@ -509,13 +503,18 @@ def _specs(args: argparse.Namespace, budgets: Sequence[int]) -> list[tuple[str, 
 
 
 def local_embedder() -> Embedder:
-    """The local all-MiniLM-L6-v2 of the ``semantic`` extra (no download: HF_HUB_OFFLINE=1)."""
+    """The local all-MiniLM-L6-v2 of the ``semantic`` extra (never downloads: HF_HUB_OFFLINE=1).
+
+    Raises:
+        InputError: The extra is not installed.
+    """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
-        from transforms.models import SentenceTransformerEmbedder
-    except ImportError as err:
-        raise InputError(f"the local embedder needs the semantic extra: pip install -e '.[semantic]' ({err})") from err
-    return SentenceTransformerEmbedder()
+        from transforms.models.local import SentenceTransformerEmbedder
+
+        return SentenceTransformerEmbedder()
+    except (ImportError, ValueError) as err:
+        raise InputError(f"the local embedder: {err}") from err
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
