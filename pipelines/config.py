@@ -40,7 +40,7 @@ DEFAULT_CONFIG: Mapping[str, Any] = {
     "default": "structure",
 }
 
-_TOP_KEYS = {"tokenizer", "max_tokens", "chunkers", "routes", "default"}
+_TOP_KEYS = {"tokenizer", "max_tokens", "models", "chunkers", "routes", "default"}
 _WHEN_KEYS = {"content_format", "metadata"}
 
 
@@ -101,6 +101,8 @@ def resolve_config(
     if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
         raise ConfigError(f"{where}: max_tokens must be a positive integer, got {budget!r}")
 
+    models = _resolve_models(f"{where}: models", data.get("models"))
+
     chunkers_in = data.get("chunkers")
     if not isinstance(chunkers_in, dict) or not chunkers_in:
         raise ConfigError(f"{where}: chunkers must be a non-empty mapping of name -> {{type, params}}")
@@ -116,13 +118,50 @@ def resolve_config(
     default = data.get("default")
     if default is not None and (not isinstance(default, str) or default not in chunkers):
         raise ConfigError(f"{where}: default names chunker {default!r}, not one of {sorted(chunkers)}")
-    return {
+    spec = {
         "tokenizer": spec_tokenizer,
         "max_tokens": budget,
         "chunkers": chunkers,
         "routes": routes,
         "default": default,
     }
+    if models:  # only then: configurations without models keep their exact spec
+        spec["models"] = models
+    return spec
+
+
+def _resolve_models(where: str, models_in: Any) -> dict[str, Any]:
+    """Check the ``models:`` section: ``NAME: {type: MODEL_CLASS, params: {...}}``.
+
+    Values are checked when the models are built (``_load_spec`` builds every chunker once on
+    the driver): a missing local model path, an unset ``api_key_env`` variable or an external
+    endpoint without ``allow_external_transmission`` stops the job there with one line.
+    """
+    from transforms.models.registry import MODELS, model_class
+
+    if models_in is None:
+        return {}
+    if not isinstance(models_in, dict):
+        raise ConfigError(f"{where}: must be a mapping of name -> {{type, params}}")
+    models: dict[str, Any] = {}
+    for name, entry in models_in.items():
+        at = f"{where}.{name}"
+        if not isinstance(entry, dict) or "type" not in entry:
+            raise ConfigError(f"{at}: must be a mapping with 'type' and optional 'params'")
+        extra = sorted(set(entry) - {"type", "params"})
+        if extra:
+            raise ConfigError(f"{at}: unknown key {extra[0]!r} (known: params, type)")
+        if not isinstance(entry["type"], str) or entry["type"] not in MODELS:
+            raise ConfigError(f"{at}: unknown model type {entry['type']!r} (known: {', '.join(sorted(MODELS))})")
+        params = entry.get("params") or {}
+        if not isinstance(params, dict):
+            raise ConfigError(f"{at}.params: must be a mapping, got {params!r}")
+        known = sorted(p for p in inspect.signature(model_class(entry["type"]).__init__).parameters if p != "self")
+        for key in params:
+            if key not in known:
+                raise ConfigError(f"{at}.params: unknown parameter {key!r} for {entry['type']} (known: {', '.join(known)})")
+        models[str(name)] = {"type": entry["type"], "params": dict(params)}
+    return models
 
 
 def _resolve_chunker(where: str, entry: Any, budget: int) -> dict[str, Any]:

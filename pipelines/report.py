@@ -84,6 +84,7 @@ def build_report(
     ``structure`` (merged, split, oversized and small chunks and excluded characters, summed
     over the documents a structure chunker chunked in this run: not over documents kept
     unchanged from ``--previous``),
+    ``model`` (``calls``, ``cache_hits``, ``fallbacks`` of model-backed chunkers),
     ``token_count`` (``min``, ``p50``, ``p95``, ``max`` of accepted chunks), ``tokenizer``,
     ``max_tokens``, ``wall_seconds``, ``version``, ``output``, and ``incremental`` (``None``
     without ``--previous``; else the previous directory, the documents chunked because they
@@ -104,6 +105,9 @@ def build_report(
         if name.startswith("chunks_by_chunker.")
     }
     report["structure"] = {name: counters.get(f"structure.{name}", 0) for name in sorted(STRUCTURE_COUNTERS)}
+    # Model-backed chunkers: requests sent (retries included), answers from the response caches,
+    # documents split locally after a transient model failure (or a refiner's fallback).
+    report["model"] = {name: counters.get(f"model.{name}", 0) for name in ("calls", "cache_hits", "fallbacks")}
     report["incremental"] = None if previous is None else {
         "previous": previous,
         **{name: counters.get(f"incremental.{name}", 0)

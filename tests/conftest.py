@@ -254,3 +254,20 @@ def sample_with_dead_letters(path: Path) -> Path:
         {"id": "bad-docling", "content": "{not json", "content_format": "docling", "metadata": None},
     ]
     return write_documents(path, rows)
+
+
+@pytest.fixture(scope="session")
+def _openai_server_session():
+    from tests.openai_server import FakeOpenAIServer
+
+    server = FakeOpenAIServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def openai_server(_openai_server_session):
+    """The local OpenAI-compatible test server (tests/openai_server.py), emptied for each test."""
+    _openai_server_session.reset()
+    yield _openai_server_session
+    _openai_server_session.reset()

@@ -433,6 +433,24 @@ class AdmitDocuments(beam.PTransform):
 # ----------------------------------------------------------------------------------------------
 
 
+class _ModelUsage:
+    """Beam counters ``model.calls`` and ``model.cache_hits``: what the router's models did since last time."""
+
+    def __init__(self, router) -> None:
+        self._models = list(getattr(router, "models", {}).values())
+        self._seen = (0, 0)
+
+    def report(self) -> None:
+        if not self._models:
+            return
+        now = (sum(getattr(m, "calls", 0) for m in self._models),
+               sum(getattr(m, "cache_hits", 0) for m in self._models))
+        for name, before, after in zip(("model.calls", "model.cache_hits"), self._seen, now):
+            if after > before:
+                _counter(name).inc(after - before)
+        self._seen = now
+
+
 class _ChunkDoFn(beam.DoFn):
     def __init__(self, spec: Mapping[str, Any]) -> None:
         self._spec = dict(spec)
@@ -440,9 +458,17 @@ class _ChunkDoFn(beam.DoFn):
 
     def setup(self) -> None:
         self._tokenizer = _shared_tokenizer(self._spec["tokenizer"])
+        # Models (``models:``) are built here too: once per worker, shared by the chunkers.
         self._router = build_router(self._spec, tokenizer=self._tokenizer)
+        self._model_usage = _ModelUsage(self._router)
 
     def process(self, document: Document, tokenizer_identity: str):
+        try:
+            yield from self._chunk(document, tokenizer_identity)
+        finally:
+            self._model_usage.report()
+
+    def _chunk(self, document: Document, tokenizer_identity: str):
         def reject(stage: str, reason: str, detail: str, chunker: str | None):
             return self._dead.document(
                 DeadLetter(document.id, stage, reason, detail, document.content, tokenizer_identity,
@@ -467,6 +493,8 @@ class _ChunkDoFn(beam.DoFn):
         if not chunks:
             yield reject("chunk", "empty_document", f"{chunker.name} found no text to chunk", chunker.name)
             return
+        if any("model_fallback" in chunk.metadata for chunk in chunks):
+            _counter("model.fallbacks").inc()
         # The rendered text (HTML, DoclingDocument) travels on for validation; content does not twice.
         yield document, chunks, None if source is document.content else source
 

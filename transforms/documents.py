@@ -51,6 +51,7 @@ REASONS: Mapping[str, str] = {
     "invalid_docling_json": "content_format is docling but the content is not a valid DoclingDocument",
     "unreadable_html": "the HTML parser stopped before the end of the page (e.g. nested deeper than 2047 elements)",
     "chunker_error": "the chunker raised an unexpected error on this document",
+    "model_error": "a model-backed chunker's model failed (after its retries, without fallback) or answered something invalid",
     "token_budget_exceeded": "the chunk's embedding_text has more tokens than max_tokens",
     "empty_chunk": "the chunk's text is empty or whitespace only",
     "offset_mismatch": "content[start_offset:end_offset] is not the chunk's text",

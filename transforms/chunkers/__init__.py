@@ -5,7 +5,9 @@
 
 from transforms.chunkers.base import Chunker, ChunkingError, Piece
 from transforms.chunkers.docling import DoclingChunker
+from transforms.chunkers.refinement import ChatBoundaryRefiner
 from transforms.chunkers.router import ChunkerRouter, Route
+from transforms.chunkers.semantic import EmbeddingSemanticChunker, LangchainSemanticChunker, SemanticChunker
 from transforms.chunkers.structure import HeadingChunker, StructureAwareChunker
 from transforms.chunkers.text import (
     CharacterTextSplitter,
@@ -23,20 +25,27 @@ CHUNKERS: dict[str, type[Chunker]] = {
         DoclingChunker,
         HeadingChunker,
         StructureAwareChunker,
+        EmbeddingSemanticChunker,
+        LangchainSemanticChunker,
+        SemanticChunker,
     )
 }
 
 __all__ = [
     "CHUNKERS",
     "CharacterTextSplitter",
+    "ChatBoundaryRefiner",
     "Chunker",
     "ChunkerRouter",
     "ChunkingError",
     "DoclingChunker",
+    "EmbeddingSemanticChunker",
     "HeadingChunker",
+    "LangchainSemanticChunker",
     "Piece",
     "RecursiveCharacterTextSplitter",
     "Route",
+    "SemanticChunker",
     "StructureAwareChunker",
     "TokenTextSplitter",
 ]

@@ -24,7 +24,8 @@ index the rendering, offsets are null and the chunk's ``content_format`` is ``ma
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+import dataclasses
+from typing import Any, ClassVar, Iterator, Mapping
 
 from transforms.chunkers.base import Chunker, ChunkingError, Piece
 from transforms.documents import Chunk, Document
@@ -35,6 +36,7 @@ from transforms.structure.packing import (
     PackedChunk,
     Packer,
     build_embedding_text,
+    heading_prefix,
 )
 from transforms.structure.tree import Node, NormalizationError, NormalizedDocument
 from transforms.tokenizers import Tokenizer
@@ -44,7 +46,7 @@ __all__ = ["HeadingChunker", "StructureAwareChunker"]
 #: Bumped whenever the same input and configuration would give other chunks; part of config().
 ENGINE_VERSION = 1
 _POLICIES = ("split_with_context", "reject")
-_SEMANTIC_MODES = ("heuristic",)
+_SEMANTIC_MODES = ("heuristic", "refiner")
 _FLATTEN = {"code": "preserve_code_blocks", "table": "preserve_table_rows", "list": "preserve_list_hierarchy"}
 
 
@@ -163,8 +165,14 @@ class StructureAwareChunker(_StructureChunker):
             whole and split them with context (``False``: they are prose).
         include_heading_path_in_embedding: Put the heading path before the text in
             ``embedding_text``.
-        semantic_mode: ``"heuristic"`` (the only mode: no model is ever called).
-        semantic_refiner: Must be ``None``; model-chosen boundaries are not part of this job.
+        semantic_mode: ``"heuristic"`` (default: no model is ever called) or ``"refiner"``: after
+            packing, the cut between two consecutive chunks of the same section (one span each,
+            no heading line, no split block, touching) may move to another block start between
+            them that ``semantic_refiner`` picks, when both chunks still fit ``max_tokens``. A
+            refiner failure keeps the packer's cut and marks both chunks' metadata
+            (``model_fallback``). With ``overlap_tokens`` > 0 chunks do not touch: no refinement.
+        semantic_refiner: A :class:`~transforms.chunkers.refinement.ChatBoundaryRefiner` with
+            ``semantic_mode="refiner"``, else ``None``.
         oversized_block_policy: ``"split_with_context"`` (default) or ``"reject"``: a block that
             cannot fit becomes one over-budget chunk that validation sends to the dead letter
             (``token_budget_exceeded``) with its whole text.
@@ -173,6 +181,9 @@ class StructureAwareChunker(_StructureChunker):
         ValueError: A parameter is out of range or of the wrong type (the message names it and
             the value), or ``tokenizer`` is missing.
     """
+
+    #: ``semantic_refiner`` is built from ``{llm: MODEL_NAME, ...}`` in a configuration file.
+    model_parameters: ClassVar[tuple[str, ...]] = ("semantic_refiner",)
 
     def __init__(
         self,
@@ -222,8 +233,14 @@ class StructureAwareChunker(_StructureChunker):
             raise ValueError(f"overlap_tokens must be < target_tokens ({target_tokens}), got {overlap_tokens}")
         if semantic_mode not in _SEMANTIC_MODES:
             raise ValueError(f"semantic_mode must be one of {_SEMANTIC_MODES}, got {semantic_mode!r}")
-        if semantic_refiner is not None:
-            raise ValueError(f"semantic_refiner must be None (no model is called here), got {semantic_refiner!r}")
+        from transforms.chunkers.refinement import ChatBoundaryRefiner
+
+        if semantic_mode == "refiner" and not isinstance(semantic_refiner, ChatBoundaryRefiner):
+            raise ValueError(f"semantic_mode 'refiner' needs a ChatBoundaryRefiner as semantic_refiner, "
+                             f"got {semantic_refiner!r}")
+        if semantic_mode == "heuristic" and semantic_refiner is not None:
+            raise ValueError("semantic_refiner is only used with semantic_mode 'refiner'")
+        self.semantic_refiner = semantic_refiner
         if oversized_block_policy not in _POLICIES:
             raise ValueError(f"oversized_block_policy must be one of {_POLICIES}, got {oversized_block_policy!r}")
         if normalizers is not None and not isinstance(normalizers, NormalizerRegistry):
@@ -279,6 +296,8 @@ class StructureAwareChunker(_StructureChunker):
             "include_heading_path_in_embedding": self.include_heading_path_in_embedding,
             "semantic_mode": self.semantic_mode,
             "oversized_block_policy": self.oversized_block_policy,
+            # Only with a refiner, so heuristic configurations keep their config_hash.
+            **({"semantic_refiner": self.semantic_refiner.config()} if self.semantic_refiner else {}),
         }
 
     def config(self) -> dict[str, Any]:
@@ -288,8 +307,73 @@ class StructureAwareChunker(_StructureChunker):
     def split_normalized(self, normalized: NormalizedDocument) -> Iterator[Piece]:
         """Pack an already normalized document (any format) into pieces, in reading order."""
         flattened = self._flatten(normalized)
-        for chunk in self._packer.pack(flattened):
-            yield _piece(normalized, chunk)
+        chunks = self._packer.pack(flattened)
+        fallbacks: dict[int, str] = {}
+        if self.semantic_refiner is not None:
+            chunks, fallbacks = self._refine(flattened, chunks)
+        for i, chunk in enumerate(chunks):
+            piece = _piece(normalized, chunk)
+            if i in fallbacks:
+                piece = dataclasses.replace(piece, metadata={**piece.metadata, "model_fallback": fallbacks[i]})
+            yield piece
+
+    def _refine(
+        self, normalized: NormalizedDocument, chunks: list[PackedChunk]
+    ) -> tuple[list[PackedChunk], dict[int, str]]:
+        """Let the refiner move cuts between consecutive plain chunks of one section (see ``semantic_mode``).
+
+        Candidates are the packer's own cut points: line starts of blocks directly inside a
+        section (never inside a list, table or code block), stable for the tokenizer.
+        """
+        text = normalized.text
+        lines = Lines(text)
+        blocks: list[tuple[int, Node]] = []
+
+        def walk(node: Node) -> None:
+            for child in node.children:
+                if child.kind == "section":
+                    walk(child)
+                else:
+                    blocks.append((lines.line_start(child.start), child))
+
+        walk(normalized.root)
+        blocks.sort(key=lambda b: b[0])
+        cut_points = sorted({p for p, _ in blocks if lines.is_stable(p)})
+        out, fallbacks = list(chunks), {}
+
+        def plain(c: PackedChunk) -> bool:
+            return len(c.spans) == 1 and c.sections == 0 and c.split is None and c.context is None
+
+        for i in range(len(out) - 1):
+            a, b = out[i], out[i + 1]
+            if not (plain(a) and plain(b) and a.spans[0][1] == b.spans[0][0]
+                    and a.headings == b.headings and a.prefix == b.prefix):
+                continue
+            lo, hi = a.spans[0][0], b.spans[0][1]
+            allowed = [p for p in cut_points if lo < p < hi]
+            if len(allowed) < 2:  # only the packer's own cut: nothing to choose
+                continue
+            result = self.semantic_refiner.refine(text=text[lo:hi], allowed=[p - lo for p in allowed])
+            if result.fallback:
+                fallbacks[i] = fallbacks[i + 1] = result.fallback
+                continue
+            if not result.boundaries or lo + result.boundaries[0] == a.spans[0][1]:
+                continue
+            cut = lo + result.boundaries[0]
+            prefix = heading_prefix(a.prefix) if a.prefix else ""
+            left, right = (self.tokenizer.count(prefix + text[lo:cut]), self.tokenizer.count(prefix + text[cut:hi]))
+            if max(left, right) > self.max_tokens:
+                continue
+
+            def kinds(start: int, end: int, old: tuple[str, ...]) -> tuple[str, ...]:
+                found = tuple(dict.fromkeys(n.kind for p, n in blocks if start <= p < end))
+                return found or old
+
+            page = next((n.page_no for p, n in blocks if p >= cut and n.page_no is not None), b.page_no)
+            out[i] = dataclasses.replace(a, spans=((lo, cut),), token_count=left, kinds=kinds(lo, cut, a.kinds))
+            out[i + 1] = dataclasses.replace(b, spans=((cut, hi),), token_count=right, page_no=page,
+                                             kinds=kinds(cut, hi, b.kinds))
+        return out, fallbacks
 
     def _flatten(self, normalized: NormalizedDocument) -> NormalizedDocument:
         """Turn the block kinds this configuration does not preserve into paragraphs."""

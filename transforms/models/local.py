@@ -130,6 +130,9 @@ class SentenceTransformerEmbedder:
         )
         self._model: Any = None
         self._lock = threading.Lock()
+        #: ``embed`` calls that ran the model (the report's model calls); no cache here.
+        self.calls = 0
+        self.cache_hits = 0
 
     def _load(self) -> Any:
         with self._lock:
@@ -150,6 +153,7 @@ class SentenceTransformerEmbedder:
         texts = list(texts)
         if not texts:
             return []
+        self.calls += 1
         try:
             vectors = self._load().encode(
                 texts,

@@ -1,0 +1,115 @@
+"""A small OpenAI-compatible server on 127.0.0.1 for tests: embeddings and chat completions.
+
+Embeddings are a hashed bag of words (64 dimensions: each lowercased word adds 1 to the
+dimension its sha256 picks), so texts about different things get distant vectors and a topic
+shift is detectable, deterministically. Chat answers come from ``server.chat_answers``, a list the
+test fills: each item is consumed by one request and is either a string (the reply text), or a
+tuple ``("status", code)``, ``("sleep", seconds, reply)``, ``("drop",)`` (close the connection
+without answering) or ``("raw", body)`` (a non-JSON body). An empty list answers ``{"boundaries":
+[]}``. ``server.embedding_faults`` works the same way for embeddings (statuses, sleeps, drops).
+Every request is recorded in ``server.requests`` as ``(path, headers, body)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+DIMENSIONS = 64
+
+
+def bag_of_words(text: str) -> list[float]:
+    """The server's embedding of ``text`` (exposed so tests can compute expected distances)."""
+    vector = [0.0] * DIMENSIONS
+    for word in re.findall(r"\w+", text.lower()):
+        vector[int.from_bytes(hashlib.sha256(word.encode("utf-8")).digest()[:4], "big") % DIMENSIONS] += 1.0
+    return vector
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+    def _send(self, status: int, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:
+        server = self.server
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        with server.lock:
+            server.requests.append((self.path, dict(self.headers), body))
+            queue = server.chat_answers if self.path.endswith("/chat/completions") else server.embedding_faults
+            item = queue.pop(0) if queue else None
+        if isinstance(item, tuple):
+            if item[0] == "status":
+                self._send(item[1], b'{"error": {"message": "injected"}}')
+                return
+            if item[0] == "drop":
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            if item[0] == "raw":
+                self._send(200, item[1].encode("utf-8"))
+                return
+            if item[0] == "sleep":
+                time.sleep(item[1])
+                item = item[2] if len(item) > 2 else None
+        if self.path.endswith("/embeddings"):
+            texts = body["input"]
+            data = [{"object": "embedding", "index": i, "embedding": bag_of_words(t)} for i, t in enumerate(texts)]
+            self._send(200, json.dumps({"object": "list", "data": data, "model": body.get("model")}).encode())
+            return
+        if self.path.endswith("/chat/completions"):
+            reply = item if isinstance(item, str) else json.dumps({"boundaries": []})
+            answer = {"choices": [{"index": 0, "message": {"role": "assistant", "content": reply}}]}
+            self._send(200, json.dumps(answer).encode())
+            return
+        self._send(404, b"{}")
+
+
+class FakeOpenAIServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.lock = threading.Lock()
+        self.requests: list = []
+        self.chat_answers: list = []
+        self.embedding_faults: list = []
+        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def start(self) -> "FakeOpenAIServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+    def handle_error(self, request, client_address) -> None:
+        pass  # a client that timed out closed its end: nothing to report
+
+    def reset(self) -> None:
+        with self.lock:
+            self.requests.clear()
+            self.chat_answers.clear()
+            self.embedding_faults.clear()
