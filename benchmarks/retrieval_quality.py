@@ -61,7 +61,11 @@ Chunkers: ``--config FILE`` (a rechunk configuration; its routes choose a chunke
 ``--params JSON``. Named chunkers get the parameters below unless ``--params`` says otherwise, so
 that ``--max-tokens`` sizes every one of them in tokens of the job's tokenizer, without overlap as
 in Chroma's main comparisons: ``RecursiveCharacterTextSplitter`` and ``CharacterTextSplitter``
-``{"length": "tokens", "chunk_overlap": 0}``, ``TokenTextSplitter`` ``{"chunk_overlap": 0}``.
+``{"length": "tokens", "chunk_overlap": 0}``, ``TokenTextSplitter`` ``{"chunk_overlap": 0}``,
+``EmbeddingSemanticChunker`` and ``LangchainSemanticChunker`` ``{"embeddings": "local"}``, where the
+model ``local`` is the same local all-MiniLM-L6-v2 as below (their other parameters are the
+reference's defaults: percentile breakpoints). ``SemanticChunker`` needs a chat model (``llm``);
+with none configured its row says it was not run: give one with ``--config``.
 The budget goes where the job puts it (``pipelines.config.resolve_config``). ``--max-tokens`` takes
 several values; each chunker runs at each.
 
@@ -109,7 +113,12 @@ DEFAULT_PARAMS: Mapping[str, Mapping[str, Any]] = {
     "RecursiveCharacterTextSplitter": {"length": "tokens", "chunk_overlap": 0},
     "CharacterTextSplitter": {"length": "tokens", "chunk_overlap": 0},
     "TokenTextSplitter": {"chunk_overlap": 0},
+    "EmbeddingSemanticChunker": {"embeddings": "local"},
+    "LangchainSemanticChunker": {"embeddings": "local"},
 }
+
+#: The ``models:`` section given to a ``--chunker`` class that takes an embedding model.
+LOCAL_MODELS: Mapping[str, Any] = {"local": {"type": "SentenceTransformerEmbedder", "params": {}}}
 
 #: Corpus file extension -> content_format; any other extension is text.
 FORMATS_BY_EXTENSION: Mapping[str, str] = {".md": "markdown", ".markdown": "markdown", ".rst": "rst"}
@@ -498,6 +507,8 @@ def _specs(args: argparse.Namespace, budgets: Sequence[int]) -> list[tuple[str, 
         for budget in budgets:
             chosen = params if args.params is not None else DEFAULT_PARAMS.get(name, {})
             data = {"chunkers": {"c": {"type": name, "params": dict(chosen)}}, "default": "c"}
+            if "embeddings" in getattr(CHUNKERS[name], "model_parameters", ()):
+                data["models"] = dict(LOCAL_MODELS)
             out.append((name, resolve_config(data, tokenizer=args.tokenizer, max_tokens=budget, source=f"--chunker {name}")))
     return out
 
@@ -555,7 +566,15 @@ def main(argv: Sequence[str] | None = None, *, embedder: Embedder | None = None)
     question_vectors = embed([q.question for q in questions])
     rows = []
     for label, spec in specs:
-        corpora = chunk_corpora(spec, documents, tokenizer)
+        try:
+            corpora = chunk_corpora(spec, documents, tokenizer)
+        except (TypeError, ValueError) as err:  # e.g. SemanticChunker without a chat model
+            if isinstance(err, InputError):
+                raise
+            reason = " ".join(str(err).split())[:160]
+            rows.append(Row(label, spec["max_tokens"], 0, 0.0, 0, args.k, None, None, None, f"not run: {reason}"))
+            print(f"retrieval_quality: {label} @ {spec['max_tokens']}: not run: {reason}", file=sys.stderr)
+            continue
         corpora.label = corpora.label or label
         row = evaluate(questions, corpora, embed, question_vectors, k=args.k, max_tokens=spec["max_tokens"])
         rows.append(row)
