@@ -34,6 +34,9 @@ Differences from Chroma, all forced by what our chunks are:
   ``metadata["structure"]["spans"]`` (``HeadingChunker``'s ancestor headings, a repeated table
   header or code fence): such a chunk is the union of several ranges, each intersected as Chroma
   intersects a chunk, and its precision length is the sum of its spans.
+  A chunk with neither (``LangchainSemanticChunker`` where LangChain rejoined sentences with other
+  whitespace) is located as Chroma locates every chunk, ignoring whitespace and case; the table's
+  note counts them.
 - What is embedded is each chunk's ``embedding_text``, what the job writes for embedding (the
   heading path in front for the structure chunkers, the text itself for the others), so every
   chunker is measured as it would be used. Its scored range is its source text only.
@@ -88,6 +91,7 @@ import csv
 import json
 import os
 import platform
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -322,27 +326,41 @@ class ChunkedCorpora:
     chunks: list[IndexedChunk]
     over_budget: int
     refused: dict[str, str]  # corpus_id -> reason of the ChunkingError
+    located: int = 0  # chunks without offsets or spans, found by text search
+    unlocated: int = 0  # such chunks not found (left out)
 
 
-def chunk_ranges(chunk) -> tuple[Range, ...]:
-    """Source ranges of a chunk: its offsets, or its structure spans.
-
-    Raises:
-        InputError: The chunk has neither (it was cut from a rendering).
-    """
+def chunk_ranges(chunk) -> tuple[Range, ...] | None:
+    """Source ranges of a chunk: its offsets, or its structure spans; ``None`` when it has neither."""
     if chunk.start_offset is not None:
         return ((chunk.start_offset, chunk.end_offset),)
     spans = (chunk.metadata.get("structure") or {}).get("spans")
     if spans:
         return tuple((int(a), int(b)) for a, b in spans)
-    raise InputError(f"{chunk.chunker} chunk {chunk.chunk_index} of {chunk.document_id} has no source range")
+    return None
+
+
+def locate(corpus: str, text: str, start: int) -> Range | None:
+    """Where ``text`` is in ``corpus`` with any whitespace between its words, case-insensitive.
+
+    Chroma's ``find_query_despite_whitespace`` (``chunking_evaluation/utils.py``), searched from
+    ``start`` (the end of the document's previous chunk), then from 0. For chunks that are not
+    verbatim slices and carry no spans (``LangchainSemanticChunker`` rejoins sentences with
+    single spaces).
+    """
+    words = text.split()
+    if not words:
+        return None
+    pattern = re.compile(r"\s*".join(re.escape(w) for w in words), re.IGNORECASE)
+    match = pattern.search(corpus, start) or pattern.search(corpus)
+    return (match.start(), match.end()) if match else None
 
 
 def chunk_corpora(spec: Mapping[str, Any], documents: Mapping[str, Document], tokenizer: Tokenizer) -> ChunkedCorpora:
     """Chunk every corpus with the routed chunker of ``spec``; keep chunks within its budget."""
     router = build_router(spec, tokenizer=tokenizer)
     chunks: list[IndexedChunk] = []
-    over = 0
+    over = located = unlocated = 0
     refused: dict[str, str] = {}
     used: list[str] = []
     for corpus_id in sorted(documents):
@@ -355,13 +373,23 @@ def chunk_corpora(spec: Mapping[str, Any], documents: Mapping[str, Document], to
         except ChunkingError as err:
             refused[corpus_id] = f"{err.reason}: {err.detail}"
             continue
+        previous_end = 0
         for chunk in produced:
+            ranges = chunk_ranges(chunk)
+            if ranges is None:
+                found = locate(document.content, chunk.text, previous_end)
+                if found is None:
+                    unlocated += 1
+                    continue
+                located += 1
+                ranges = (found,)
+            previous_end = ranges[-1][1]
             tokens = tokenizer.count(chunk.embedding_text)
             if tokens > spec["max_tokens"]:
                 over += 1
                 continue
-            chunks.append(IndexedChunk(corpus_id, chunk_ranges(chunk), chunk.embedding_text, tokens))
-    return ChunkedCorpora(" + ".join(used), chunks, over, refused)
+            chunks.append(IndexedChunk(corpus_id, ranges, chunk.embedding_text, tokens))
+    return ChunkedCorpora(" + ".join(used), chunks, over, refused, located, unlocated)
 
 
 # --------------------------------------------------------------------------- embedding and retrieval
@@ -433,6 +461,11 @@ def evaluate(
         total = len(corpora.refused) + len({c.corpus_id for c in chunks})
         reasons = sorted({reason.split(":")[0] for reason in corpora.refused.values()})
         note = f"refused {len(corpora.refused)} of {total} corpora: {', '.join(reasons)}"
+    if corpora.located or corpora.unlocated:
+        found = f"{corpora.located} chunks located by text search"
+        if corpora.unlocated:
+            found += f", {corpora.unlocated} not found and left out"
+        note = f"{note}; {found}" if note else found
     if not chunks:
         return Row(corpora.label, max_tokens, 0, 0.0, corpora.over_budget, k, None, None, None, note or "no chunks")
     chunk_vectors = embed([c.embedding_text for c in chunks])

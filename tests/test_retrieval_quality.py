@@ -240,3 +240,12 @@ def test_the_shipped_questions_match_their_corpora():
         content = documents[q.corpus_id].content
         for start, end in q.references:
             assert content[start:end].strip()
+
+
+def test_locate_ignores_whitespace_and_case_from_the_previous_chunk_on():
+    corpus = "One two.\n\nThree   four.\nOne two."
+    assert rq.locate(corpus, "three four.", 0) == (10, 23)
+    # Searched from the previous chunk's end first, so a repeated text is found in order.
+    assert rq.locate(corpus, "One two.", 9) == (24, 32)
+    assert rq.locate(corpus, "One two.", 0) == (0, 8)
+    assert rq.locate(corpus, "five", 0) is None
