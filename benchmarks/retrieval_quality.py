@@ -26,7 +26,7 @@ reproduced here, not imported (that package pulls in chromadb, OpenAI and fuzzyw
    The run reports the mean and the population standard deviation (``numpy.std``) of each over
    the questions, as ``BaseEvaluation.run`` does.
 
-Differences from Chroma, all forced by what our chunks are:
+Differences from Chroma:
 
 - Chunk ranges come from the chunks themselves, not from searching their text in the corpus
   (Chroma's ``rigorous_document_search``, which also leaves a final period out of the range):
@@ -73,9 +73,9 @@ The budget goes where the job puts it (``pipelines.config.resolve_config``). ``-
 several values; each chunker runs at each.
 
 The embedder is the local all-MiniLM-L6-v2 (``transforms.models.local.SentenceTransformerEmbedder``
-with its defaults, the ``semantic`` extra; vectors are normalised here, cosine = dot product). Note that it reads at most 256 word pieces of a text and ignores the rest,
-so the tail of a chunk of 400 tokens does not count for its embedding (true of Chroma's runs with
-that model too). Tests pass another embedder to :func:`main`.
+with its defaults, the ``semantic`` extra; vectors are normalised here, so cosine is a dot
+product). It reads at most 256 word pieces of a text and ignores the rest, so the tail of a chunk
+of 400 tokens does not count for its embedding (as in Chroma's runs with that model). Tests pass another embedder to :func:`main`.
 
 Output: a Markdown table (one row per chunker and budget) printed and written to ``--output``.
 
