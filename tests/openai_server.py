@@ -7,6 +7,8 @@ test fills: each item is consumed by one request and is either a string (the rep
 tuple ``("status", code)``, ``("sleep", seconds, reply)``, ``("drop",)`` (close the connection
 without answering) or ``("raw", body)`` (a non-JSON body). An empty list answers ``{"boundaries":
 []}``. ``server.embedding_faults`` works the same way for embeddings (statuses, sleeps, drops).
+``server.chat_rules`` maps a marker string to such an item: a chat request whose body holds the
+marker gets it (not consumed), so a job's documents can be given different answers.
 Every request is recorded in ``server.requests`` as ``(path, headers, body)``.
 """
 
@@ -37,6 +39,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, status: int, body: bytes) -> None:
+        self._done()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -44,6 +47,26 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_POST(self) -> None:
+        server = self.server
+        with server.lock:
+            self._generation = server.generation
+            server.in_flight[self._generation] = server.in_flight.get(self._generation, 0) + 1
+            if self._generation == server.generation:
+                server.max_in_flight = max(server.max_in_flight, server.in_flight[self._generation])
+        self._counted = True
+        try:
+            self._answer()
+        finally:
+            self._done()
+
+    def _done(self) -> None:
+        # Before the answer is written: a client may send its next request as soon as it reads it.
+        if self._counted:
+            self._counted = False
+            with self.server.lock:
+                self.server.in_flight[self._generation] -= 1
+
+    def _answer(self) -> None:
         server = self.server
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
@@ -55,6 +78,9 @@ class _Handler(BaseHTTPRequestHandler):
             server.requests.append((self.path, dict(self.headers), body))
             queue = server.chat_answers if self.path.endswith("/chat/completions") else server.embedding_faults
             item = queue.pop(0) if queue else None
+            if self.path.endswith("/chat/completions"):
+                text = raw.decode("utf-8", "replace")
+                item = next((v for marker, v in server.chat_rules.items() if marker in text), item)
         if isinstance(item, tuple):
             if item[0] == "status":
                 self._send(item[1], b'{"error": {"message": "injected"}}')
@@ -90,7 +116,13 @@ class FakeOpenAIServer(ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.requests: list = []
         self.chat_answers: list = []
+        self.chat_rules: dict = {}
         self.embedding_faults: list = []
+        # Requests being answered now, by generation (reset() starts a new one, so a slow request
+        # left from an earlier test is not counted), and the most at once in this generation.
+        self.generation = 0
+        self.in_flight: dict[int, int] = {}
+        self.max_in_flight = 0
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 
     @property
@@ -112,4 +144,7 @@ class FakeOpenAIServer(ThreadingHTTPServer):
         with self.lock:
             self.requests.clear()
             self.chat_answers.clear()
+            self.chat_rules.clear()
             self.embedding_faults.clear()
+            self.max_in_flight = 0
+            self.generation += 1

@@ -140,3 +140,12 @@ def test_bad_settings_name_the_value(kwargs, message):
     kwargs = {"base_url": "http://127.0.0.1:9/v1", "model": "m", **kwargs}
     with pytest.raises(ValueError, match=message):
         OpenAIEmbedder(**kwargs)
+
+
+def test_concurrency_is_bounded(openai_server):
+    embedder = _embedder(openai_server, batch_size=1, concurrency=2)
+    openai_server.embedding_faults.extend([("sleep", 0.1)] * 6)
+    texts = [f"text {i}" for i in range(6)]
+    assert embedder.embed(texts) == [bag_of_words(t) for t in texts]
+    assert len(openai_server.requests) == 6
+    assert 1 <= openai_server.max_in_flight <= 2

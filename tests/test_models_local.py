@@ -72,3 +72,43 @@ def test_missing_file_fails_instead_of_downloading(tmp_path):
 
     with pytest.raises(ModelError):
         embedder.embed(["x"])
+
+
+def test_local_model_chunks_inside_the_job(tmp_path, recount):
+    import json
+
+    from pipelines.rechunk import main
+    from tests.conftest import read_output, write_documents
+
+    cats = "Cats purr when they feel calm. A kitten sleeps on a warm rug. Cats chase mice at night."
+    money = "Bond yields rose after the central bank meeting. Investors sold government debt. Interest rates climbed."
+    content = f"{cats} {money}\n"
+    path = write_documents(tmp_path / "in" / "docs.parquet",
+                           [{"id": "a", "content": content, "content_format": "text", "metadata": None}])
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({
+        "max_tokens": 256,
+        "models": {"minilm": {"type": "SentenceTransformerEmbedder", "params": {}}},
+        "chunkers": {"s": {"type": "EmbeddingSemanticChunker",
+                           "params": {"embeddings": "minilm", "number_of_chunks": 2, "buffer_size": 0}}},
+        "default": "s",
+    }))
+    out = tmp_path / "out"
+    assert main(["--input", str(path), "--output", str(out), "--config", str(config)]) == 0
+    chunks = sorted(read_output(out, "chunks"), key=lambda c: c["chunk_index"])
+    assert [c["text"] for c in chunks] == [cats + " ", money + "\n"]
+    assert all(recount(c["embedding_text"]) == c["token_count"] for c in chunks)
+    report = json.loads((out / "report.json").read_text())
+    assert report["model"]["calls"] >= 1
+
+
+def test_the_semantic_configuration_checks_and_builds():
+    from pipelines.config import load_config, resolve_config
+    from tests.conftest import REPO
+    from transforms.chunkers.registry import build_router
+    from transforms.tokenizers import TiktokenTokenizer
+
+    spec = resolve_config(load_config(str(REPO / "configs" / "semantic.yaml")), tokenizer=None, max_tokens=None)
+    router = build_router(spec, tokenizer=TiktokenTokenizer())
+    assert router.chunkers["semantic"].max_tokens == 512
+    assert router.chunkers["semantic"].embeddings is router.models["minilm"]

@@ -340,3 +340,21 @@ def test_refiner_config_and_checks(tokenizer):
         StructureAwareChunker(tokenizer=tokenizer, semantic_mode="refiner")
     with pytest.raises(ValueError, match="only used with semantic_mode 'refiner'"):
         StructureAwareChunker(tokenizer=tokenizer, semantic_refiner=refiner)
+
+
+def test_langchain_wrapper_failures(tokenizer, recount):
+    pytest.importorskip("langchain_experimental")
+    from transforms.chunkers import LangchainSemanticChunker
+
+    transient = ModelError("HTTP 502", transient=True)
+    with pytest.raises(ChunkingError) as info:
+        _chunks(LangchainSemanticChunker(embeddings=BagOfWords(fail=transient)), TEXT)
+    assert info.value.reason == "model_error"
+    text = " ".join(CATS * 20)
+    chunker = LangchainSemanticChunker(embeddings=BagOfWords(fail=transient), fallback_on_transient_error=True,
+                                       max_tokens=30, tokenizer=tokenizer)
+    chunks = _chunks(chunker, text)
+    assert len(chunks) > 1
+    for c in chunks:
+        assert c.metadata["model_fallback"] == "transient_model_error"
+        assert text[c.start_offset : c.end_offset] == c.text and recount(c.text) <= 30
