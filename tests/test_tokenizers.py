@@ -553,3 +553,14 @@ def test_slice_counter_boundaries_and_lone_surrogates(cl100k):
     assert counter.boundaries().tolist() == cl100k.boundaries(text)
     for a, b in [(0, len(text)), (3, 200), (100, len(text) - 5)]:
         assert counter.count(a, b) == cl100k.count(text[a:b])
+
+
+@pytest.mark.parametrize("text", ["plain ascii words " * 50, "état naïve 데이터 " * 40, "", "x"])
+def test_slice_counter_boundary_slices(cl100k, text):
+    counter = cl100k.slice_counter(text)
+    whole = counter.boundaries().tolist()
+    assert whole == (cl100k.boundaries(text) if text else [0])
+    n = len(counter.ends) + 1
+    for step in (1, 7, 40):  # token ranges, walked in pieces, give the same cuts
+        pieces = [counter.boundaries(lo, lo + step).tolist() for lo in range(0, n, step)]
+        assert [c for piece in pieces for c in piece] == whole

@@ -475,20 +475,26 @@ class TiktokenTokenizer:
             self._begins_array = np.asarray(self._begins_code_point, dtype=np.bool_)
         dtype = np.int32 if len(text) < 2**31 else np.int64
         ascii_only = text.isascii()  # then every token starts a code point: no begins array
-        ends, begins, offset = [], [], 0
-        for ids in self._encode_segments(text) if len(text) >= _DIRECT_CHARS else [self._ids(text)]:
+        if len(text) < _DIRECT_CHARS:
+            ids = self._ids(text)
+            ends = np.cumsum(self._starts_array[ids], dtype=dtype)
+            return SliceCounter(self, text, ends, None if ascii_only else self._begins_array[ids])
+        # Segments are written into arrays sized for the most tokens the text can have (one per
+        # UTF-8 byte): only the pages written become resident, and no second copy is made.
+        bound = len(text) * (1 if ascii_only else 4)
+        ends = np.empty(bound, dtype=dtype)
+        begins = None if ascii_only else np.empty(bound, dtype=np.bool_)
+        n = offset = 0
+        for ids in self._encode_segments(text):
             if len(ids):
-                part = np.cumsum(self._starts_array[ids], dtype=dtype)
+                part = ends[n : n + len(ids)]
+                np.cumsum(self._starts_array[ids], dtype=dtype, out=part)
                 part += offset
                 offset = int(part[-1])
-                ends.append(part)
-                if not ascii_only:
-                    begins.append(self._begins_array[ids])
-        if not ends:
-            return SliceCounter(self, text, np.zeros(0, dtype=dtype), None)
-        if len(ends) == 1:
-            return SliceCounter(self, text, ends[0], None if ascii_only else begins[0])
-        return SliceCounter(self, text, np.concatenate(ends), None if ascii_only else np.concatenate(begins))
+                if begins is not None:
+                    begins[n : n + len(ids)] = self._begins_array[ids]
+                n += len(ids)
+        return SliceCounter(self, text, ends[:n], None if begins is None else begins[:n])
 
 
 class SliceCounter:
@@ -521,18 +527,31 @@ class SliceCounter:
         self.ends = ends
         self.begins = begins
 
-    def boundaries(self):
-        """Code-point offsets where a token of the whole encoding starts, plus the end (numpy)."""
+    def boundaries(self, lo: int = 0, hi: int | None = None):
+        """Code-point offsets where a token of the whole encoding starts, plus the end (numpy).
+
+        With ``lo`` and ``hi``, only those of tokens ``lo`` to ``hi - 1`` (token ``len(ends)``
+        stands for the end), so a caller can walk a long text in pieces without a second array
+        as long as :attr:`ends`. Tokens that start inside a code point offer no cut: left out.
+        """
         import numpy as np
 
-        starts = np.empty(len(self.ends) + 1, dtype=self.ends.dtype)
-        starts[0] = 0
-        starts[1:] = self.ends
+        n = len(self.ends) + 1
+        lo, hi = min(max(lo, 0), n), n if hi is None else min(max(hi, 0), n)
+        if lo >= hi:
+            return np.zeros(0, dtype=self.ends.dtype)
+        part = np.empty(hi - lo, dtype=self.ends.dtype)
+        if lo == 0:
+            part[0] = 0
+            part[1:] = self.ends[: hi - 1]
+        else:
+            part[:] = self.ends[lo - 1 : hi - 1]
         if self.begins is None:
-            return starts
-        valid = np.ones(len(starts), dtype=np.bool_)
-        valid[:-1] = self.begins
-        return starts[valid]
+            return part
+        valid = np.ones(hi - lo, dtype=np.bool_)
+        tokens = self.begins[lo:hi]
+        valid[: len(tokens)] = tokens
+        return part[valid]
 
     def tokens_before(self, offset: int) -> int:
         """Tokens of the whole encoding that end at or before ``offset``: the token index there

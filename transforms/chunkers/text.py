@@ -446,24 +446,28 @@ class TokenTextSplitter(Chunker):
         text = document.content
         tokenizer, size = self.tokenizer, self.chunk_size
         make = getattr(tokenizer, "slice_counter", None)
+        counter = None
         if make is not None:
             counter = make(text)
-            count, ends, all_cuts = counter.count, counter.ends, counter.boundaries()
+            count, ends = counter.count, counter.ends
+            # Token starts are made a slice of tokens at a time: no second array as long as ends.
+            all_cuts, total = None, len(ends) + 1
         else:
             count, ends, all_cuts = _slice_counter(tokenizer, text), None, list(tokenizer.boundaries(text))
-        total, need = len(all_cuts), size + 2
-        cuts: list[int] = []  # token starts (plus cuts between code points), from all_cuts[taken - len(cuts):]
-        taken = 0
+            total = len(all_cuts)
+        need = size + 2
+        cuts: list[int] = []  # token starts (plus cuts between code points) still ahead
+        taken = 0  # tokens (with a counter), or entries of all_cuts, already moved into cuts
 
         def refill(i: int) -> int:
             """Keep at least ``need`` cuts from ``i`` on (or all that are left); return ``i``'s new index."""
             nonlocal cuts, taken
-            if len(cuts) - i >= need or taken >= total:
-                return i
-            more = all_cuts[taken : taken + max(4 * need, 1 << 16)]
-            cuts = cuts[i:] + (more.tolist() if hasattr(more, "tolist") else list(more))
-            taken += len(more)
-            return 0
+            while len(cuts) - i < need and taken < total:
+                stop = taken + max(4 * need, 1 << 16)
+                more = counter.boundaries(taken, stop).tolist() if counter is not None else all_cuts[taken:stop]
+                cuts = cuts[i:] + more
+                taken, i = min(stop, total), 0
+            return i
 
         i = refill(0)
         while i < len(cuts) - 1:
