@@ -32,6 +32,9 @@ __all__ = ["CharacterTextSplitter", "RecursiveCharacterTextSplitter", "TokenText
 _PLAIN_FORMATS = frozenset({"html", "markdown", "rst", "text"})
 _LENGTHS = ("characters", "tokens")
 DEFAULT_SEPARATORS = ("\n\n", "\n", " ", "")
+#: Longest stretch (code points) cut into atoms at once by the ``""`` separator; see
+#: ``_MergingSplitter._cut_anywhere``.
+ATOM_SECTION_CHARS = 1 << 16
 
 
 def _check_sizes(chunk_size: Any, chunk_overlap: Any) -> None:
@@ -179,6 +182,26 @@ class _MergingSplitter(Chunker):
                 atoms.append((a, b, size))
         return atoms
 
+    def _cut_anywhere(self, text: str, start: int, end: int, count: Callable[[int, int], int]) -> list[tuple[int, int]]:
+        """Chunks of ``text[start:end]`` merged from its atoms (the ``""`` separator).
+
+        A stretch longer than :data:`ATOM_SECTION_CHARS` is taken a section at a time, so that
+        its atoms (a few Python objects per token) never all exist at once: each section's last
+        chunk is given back and the next section starts where it started, so only where a
+        section ends can a chunk break differ from merging the whole stretch at once.
+        """
+        out: list[tuple[int, int]] = []
+        while True:
+            stop = min(end, start + ATOM_SECTION_CHARS)
+            chunks = self._merge(text, self._atoms(text, start, stop, count), 0, cut=True, count=count)
+            if stop < end and len(chunks) >= 2 and chunks[-1][0] > start:
+                chunks, start = chunks[:-1], chunks[-1][0]
+            else:
+                start = stop
+            out.extend(c for c in chunks if not out or out[-1] != c)
+            if start >= end:
+                return out
+
     def _merge(
         self,
         text: str,
@@ -220,7 +243,7 @@ class _MergingSplitter(Chunker):
                 hi -= 1
             if not fits and cut and end - start > 1:
                 # Terminates: the atoms of [start, end) are shorter spans, or single code points.
-                out.extend(self._merge(text, self._atoms(text, start, end, count), 0, cut=True, count=count))
+                out.extend(self._cut_anywhere(text, start, end, count))
             elif start < end and (not out or out[-1] != (start, end)):
                 # (A carried overlap plus whitespace strips to the previous chunk: no repeat.)
                 out.append((start, end))
@@ -367,7 +390,7 @@ class RecursiveCharacterTextSplitter(_MergingSplitter):
                 break
         cut = "" in separators
         if sep == "":
-            return self._merge(text, self._atoms(text, start, end, count), 0, cut=True, count=count)
+            return self._cut_anywhere(text, start, end, count)
         # Pieces keep their separator at the start: [start, hit1), [hit1, hit2), ..., [hitN, end).
         cuts, pos = [start], start
         while (hit := text.find(sep, pos, end)) != -1:
