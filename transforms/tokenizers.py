@@ -526,6 +526,7 @@ class SliceCounter:
         self.text = text
         self.ends = ends
         self.begins = begins
+        self._memo: dict[str, int] = {}  # counts of short edges (at most 16 code points)
 
     def boundaries(self, lo: int = 0, hi: int | None = None):
         """Code-point offsets where a token of the whole encoding starts, plus the end (numpy).
@@ -561,9 +562,9 @@ class SliceCounter:
 
     def count(self, a: int, b: int) -> int:
         """Exact number of tokens of ``text[a:b]``."""
-        text, count = self.text, self._tokenizer.count
+        text = self.text
         if b - a < 64:
-            return count(text[a:b]) if b > a else 0
+            return self._edge(a, b)
         if self._safe(a):
             first = a
         else:
@@ -572,12 +573,25 @@ class SliceCounter:
             # whole text too: the space case looks at the character before a).
             first = _cut_at(match) if match else b
             if first >= b:
-                return count(text[a:b])
+                return self._tokenizer.count(text[a:b])
         last = b if self._safe(b) else _last_safe_cut_near(text, first, b - 1)
         if last is None:
-            return count(text[a:first]) + count(text[first:b])
+            return self._edge(a, first) + self._tokenizer.count(text[first:b])
         middle = self.tokens_before(last) - self.tokens_before(first)
-        return (count(text[a:first]) if first > a else 0) + middle + (count(text[last:b]) if b > last else 0)
+        return self._edge(a, first) + middle + self._edge(last, b)
+
+    def _edge(self, a: int, b: int) -> int:
+        """Tokens of ``text[a:b]`` encoded alone; short texts (``"\\n\\n"``, ``" "``, ...) are
+        remembered for this text, as the same few recur at most edges."""
+        if b - a > 16:
+            return self._tokenizer.count(self.text[a:b])
+        if b <= a:
+            return 0
+        piece = self.text[a:b]
+        found = self._memo.get(piece)
+        if found is None:
+            found = self._memo[piece] = self._tokenizer.count(piece)
+        return found
 
     def _safe(self, p: int) -> bool:
         """Whether ``p`` is an end of the text or a :data:`_SAFE_CUT` point of it."""
