@@ -494,3 +494,19 @@ def test_from_dict_round_trip():
     ):
         rebuilt = type(splitter).from_dict(splitter.to_dict(), tokenizer=TOK)
         assert rebuilt.config() == splitter.config() and rebuilt.config_hash == splitter.config_hash
+
+
+@pytest.mark.parametrize("name", ["letters-20000", "emoji-run", "cjk-hangul"])
+@pytest.mark.parametrize("size", [(50, 0), (7, 3)])
+def test_long_stretches_cut_a_section_at_a_time(reference_count, monkeypatch, name, size):
+    # The "" separator takes a long stretch ATOM_SECTION_CHARS at a time (bounded memory); the
+    # invariants hold across the sections' edges, and chunks still tile the text in order.
+    import transforms.chunkers.text as text_module
+
+    monkeypatch.setattr(text_module, "ATOM_SECTION_CHARS", 301)
+    content = NASTY[name] if len(NASTY[name]) > 1000 else NASTY[name] * 4
+    for kind, splitter in _configs(*size):
+        check_invariants(kind, splitter, content, reference_count)
+    if name == "letters-20000":  # no whitespace: without overlap the chunks tile the text exactly
+        chunks = texts(recursive_tokens(chunk_size=size[0], chunk_overlap=0), content)
+        assert "".join(chunks) == content and len(chunks) > 20_000 // 301

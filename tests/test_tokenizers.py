@@ -494,3 +494,73 @@ def test_python_whitespace_covers_the_pattern_whitespace():
     missing = [hex(c) for c in range(sys.maxunicode + 1)
                if pattern_space.match(chr(c)) and not chr(c).isspace()]
     assert missing == []
+
+
+# --------------------------------------------------------------------------------------------
+# SliceCounter: exact counts of slices from one encoding of the whole text
+# --------------------------------------------------------------------------------------------
+
+_PROSE = [
+    "The quick brown fox. ", "Jumps over\n", "\n\n", "  indented code\n", "x = f(a, b)  # comment\n",
+    "- item one\n", "| a | b |\n", "http://example.com/path?q=1 ", "état ", "naïve ", "1234567 ",
+    "!!!...", "\t", "\r\n", "'s ", "'ll ",
+]
+long_text = st.lists(
+    st.one_of(st.sampled_from(_PROSE), st.sampled_from(_ODD), st.text("ab .,\n\t", max_size=20)),
+    min_size=5,
+    max_size=80,
+).map("".join)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=long_text, data=st.data())
+def test_slice_counter_counts_every_slice_exactly(cl100k, reference_cl100k, text, data):
+    counter = cl100k.slice_counter(text)
+    n = len(text)
+    for _ in range(10):
+        a = data.draw(st.integers(0, n))
+        b = data.draw(st.integers(a, n))
+        assert counter.count(a, b) == len(reference_cl100k.encode_ordinary(text[a:b])), (a, b)
+    assert counter.count(0, n) == len(reference_cl100k.encode_ordinary(text))
+
+
+@pytest.mark.parametrize("edge_chars", [4096, 8])
+def test_slice_counter_on_real_and_long_documents(cl100k, reference_cl100k, monkeypatch, edge_chars):
+    import random
+
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = "/work/shared/data/corpus/docs_small.parquet"
+    if not os.path.exists(path):
+        pytest.skip(f"{path} is not available")
+    # A small EDGE_CHARS sends most slices down the path that encodes them whole.
+    monkeypatch.setattr(tk.SliceCounter, "EDGE_CHARS", edge_chars)
+    rows = pq.read_table(path, columns=["content"]).column("content").to_pylist()[:12]
+    rng = random.Random(3)
+    letters = "".join(rng.choice("abcdefghij") for _ in range(12_000))  # one long pre-token
+    dense = re.sub(r"\s+", "", "".join(rows))[: 2 * tk.SEGMENT_CHARS]
+    for text in rows + ["".join(rows)[: 3 * tk.SEGMENT_CHARS], letters, dense]:
+        counter = cl100k.slice_counter(text)
+        assert len(counter.ends) == len(reference_cl100k.encode_ordinary(text))
+        for _ in range(40):
+            a = rng.randrange(len(text) + 1)
+            b = min(len(text), a + rng.choice([1, 63, 64, 500, 2000, 9000]))
+            assert counter.count(a, b) == len(reference_cl100k.encode_ordinary(text[a:b])), (a, b)
+
+
+def test_slice_counter_boundaries_and_lone_surrogates(cl100k):
+    text = "ab \ud800 cd " * 40 + "데이터 " * 30
+    counter = cl100k.slice_counter(text)
+    assert counter.boundaries().tolist() == cl100k.boundaries(text)
+    for a, b in [(0, len(text)), (3, 200), (100, len(text) - 5)]:
+        assert counter.count(a, b) == cl100k.count(text[a:b])
+
+
+@pytest.mark.parametrize("text", ["plain ascii words " * 50, "état naïve 데이터 " * 40, "", "x"])
+def test_slice_counter_boundary_slices(cl100k, text):
+    counter = cl100k.slice_counter(text)
+    whole = counter.boundaries().tolist()
+    assert whole == (cl100k.boundaries(text) if text else [0])
+    n = len(counter.ends) + 1
+    for step in (1, 7, 40):  # token ranges, walked in pieces, give the same cuts
+        pieces = [counter.boundaries(lo, lo + step).tolist() for lo in range(0, n, step)]
+        assert [c for piece in pieces for c in piece] == whole

@@ -64,3 +64,16 @@ def test_worker_tokenizer_that_differs_from_the_side_input_rejects_everything(ch
     result = validate_chunks(doc, cs, tokenizer=tokenizer, tokenizer_identity="hf:other:12345678", max_tokens=8)
     assert result.accepted == []
     assert {r.reason for r in result.rejected} == {"tokenizer_mismatch"}
+
+
+def test_is_slice_is_exactly_the_slice_comparison():
+    import random
+
+    from transforms.validation import _is_slice
+
+    rng = random.Random(5)
+    content = "ab cd\n데이터 ef"
+    for _ in range(3000):
+        start, end = rng.randint(-15, 16), rng.randint(-15, 16)
+        text = rng.choice([content[start:end], content[start:end] + "x", content[start:end][1:], "", "cd"])
+        assert _is_slice(content, start, end, text) == (content[start:end] == text), (start, end, text)

@@ -519,9 +519,14 @@ class ChunkDocuments(beam.PTransform):
         self._identity = tokenizer_identity
 
     def expand(self, documents):
-        return documents | "Chunk" >> beam.ParDo(
-            _ChunkDoFn(self._spec), AsSingleton(self._identity)
-        ).with_outputs(DEAD_LETTER, main="chunked")
+        return (
+            documents
+            # Spread the documents over the workers: read, a row group's documents all go to the
+            # worker that read it, and chunking (nearly all of the job's work) would follow.
+            | "Spread documents" >> beam.Reshuffle()
+            | "Chunk" >> beam.ParDo(_ChunkDoFn(self._spec), AsSingleton(self._identity)).with_outputs(
+                DEAD_LETTER, main="chunked")
+        )
 
 
 # ----------------------------------------------------------------------------------------------

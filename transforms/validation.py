@@ -34,6 +34,13 @@ class ValidationResult:
     structure: ChunkValidation | None = None
 
 
+def _is_slice(content: str, start: int, end: int, text: str) -> bool:
+    """``content[start:end] == text``, compared in place (Python's slice semantics for the offsets)."""
+    if not 0 <= start <= end <= len(content):
+        return content[start:end] == text  # negative or out-of-range offsets: as slicing has them
+    return end - start == len(text) and content.startswith(text, start)
+
+
 def _problem(
     chunk: Chunk, content: str, *, tokenizer: Tokenizer, tokenizer_identity: str, max_tokens: int
 ) -> tuple[str, str, int]:
@@ -45,10 +52,11 @@ def _problem(
             f"job expects {tokenizer_identity}",
             0,
         )
-    if not chunk.text.strip():
+    text = chunk.text
+    if not text or text.isspace():  # (no stripped copy of the text)
         return "empty_chunk", "chunk text is empty or whitespace only", 0
     start, end = chunk.start_offset, chunk.end_offset
-    if (start is None) != (end is None) or (start is not None and content[start:end] != chunk.text):
+    if (start is None) != (end is None) or (start is not None and not _is_slice(content, start, end, text)):
         return (
             "offset_mismatch",
             f"content[{start}:{end}] is not the chunk's text ({len(chunk.text)} characters)",

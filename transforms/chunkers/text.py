@@ -20,7 +20,8 @@ the one before it is not repeated.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping, Sequence
+from bisect import bisect_right
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from transforms.chunkers.base import Chunker, Piece
 from transforms.documents import Document
@@ -31,6 +32,9 @@ __all__ = ["CharacterTextSplitter", "RecursiveCharacterTextSplitter", "TokenText
 _PLAIN_FORMATS = frozenset({"html", "markdown", "rst", "text"})
 _LENGTHS = ("characters", "tokens")
 DEFAULT_SEPARATORS = ("\n\n", "\n", " ", "")
+#: Longest stretch (code points) cut into atoms at once by the ``""`` separator; see
+#: ``_MergingSplitter._cut_anywhere``.
+ATOM_SECTION_CHARS = 1 << 16
 
 
 def _check_sizes(chunk_size: Any, chunk_overlap: Any) -> None:
@@ -56,28 +60,54 @@ def _strip(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def _longest_fit(
-    tokenizer: Tokenizer, text: str, cuts: Sequence[int], i: int, j: int, max_tokens: int
-) -> int:
-    """Return the largest ``k`` in ``(i, j]`` with ``count(text[cuts[i]:cuts[k]]) <= max_tokens``.
+def _slice_counter(tokenizer: Tokenizer, text: str) -> Callable[[int, int], int]:
+    """``count(a, b)``: the exact tokens of ``text[a:b]``.
 
-    Tries ``j`` first (the usual answer when cuts are token starts), then bisects. Returns
-    ``i + 1`` when even one step is too long, so callers always move forward.
+    With a tokenizer that offers ``slice_counter`` (cl100k_base) the document is encoded once and
+    a slice costs a few characters of encoding at its edges (``transforms.tokenizers.SliceCounter``);
+    otherwise every slice is encoded on its own.
     """
-    if tokenizer.count(text[cuts[i] : cuts[j]]) <= max_tokens:
+    make = getattr(tokenizer, "slice_counter", None)
+    if make is not None:
+        return make(text).count
+    count = tokenizer.count
+    return lambda a, b: count(text[a:b])
+
+
+def _longest_fit(
+    count: Callable[[int, int], int], cuts: Sequence[int], i: int, j: int, max_tokens: int, hint: int | None = None
+) -> int:
+    """Return the largest ``k`` in ``(i, j]`` with ``count(cuts[i], cuts[k]) <= max_tokens``.
+
+    Tries ``j`` first (the usual answer when cuts are token starts), then ``hint`` (where the
+    whole text's encoding says the budget runs out): when ``hint`` fits and ``hint + 1`` does
+    not, that is the answer bisection would find. Else bisects. Returns ``i + 1`` when even one
+    step is too long, so callers always move forward.
+    """
+    a = cuts[i]
+    if count(a, cuts[j]) <= max_tokens:
         return j
     lo, hi = i + 1, j  # invariant: the answer is in [lo, hi); hi does not fit
+    if hint is not None and lo <= hint < hi - 1:
+        if count(a, cuts[hint]) <= max_tokens:
+            if count(a, cuts[hint + 1]) > max_tokens:
+                return hint
+            lo = hint + 1
+        else:
+            hi = hint
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if tokenizer.count(text[cuts[i] : cuts[mid]]) <= max_tokens:
+        if count(a, cuts[mid]) <= max_tokens:
             lo = mid
         else:
             hi = mid
     return lo
 
 
-def _next_cut(tokenizer: Tokenizer, text: str, cuts: list[int], i: int, max_tokens: int) -> int:
-    """Return the largest ``k > i`` such that ``text[cuts[i]:cuts[k]]`` fits ``max_tokens``.
+def _next_cut(
+    count: Callable[[int, int], int], cuts: list[int], i: int, j: int, max_tokens: int, hint: int | None = None
+) -> int:
+    """Return the largest ``k`` in ``(i, j]`` such that ``text[cuts[i]:cuts[k]]`` fits ``max_tokens``.
 
     ``cuts`` are token starts. When even the first step is too long and spans several code
     points (a token that starts inside a code point ties them together, e.g. Hangul or CJK under
@@ -85,11 +115,11 @@ def _next_cut(tokenizer: Tokenizer, text: str, cuts: list[int], i: int, max_toke
     inserted into ``cuts`` in place. Only a single code point that needs more than ``max_tokens``
     tokens comes back whole (``k = i + 1`` with ``count > max_tokens``); validation rejects it.
     """
-    k = _longest_fit(tokenizer, text, cuts, i, min(i + max_tokens, len(cuts) - 1), max_tokens)
+    k = _longest_fit(count, cuts, i, j, max_tokens, hint)
     a, b = cuts[i], cuts[k]
-    if k == i + 1 and b - a > 1 and tokenizer.count(text[a:b]) > max_tokens:
+    if k == i + 1 and b - a > 1 and count(a, b) > max_tokens:
         points = list(range(a, b + 1))
-        m = _longest_fit(tokenizer, text, points, 0, len(points) - 2, max_tokens)
+        m = _longest_fit(count, points, 0, len(points) - 2, max_tokens)
         cuts.insert(i + 1, points[m])
     return k
 
@@ -122,7 +152,15 @@ class _MergingSplitter(Chunker):
         """Length of ``text`` in this splitter's unit (code points, or tokens of the tokenizer)."""
         return self.tokenizer.count(text) if self.tokenizer is not None else len(text)
 
-    def _atoms(self, text: str, start: int, end: int) -> list[tuple[int, int, int]]:
+    def _counter(self, text: str) -> Callable[[int, int], int]:
+        """``count(a, b)``: the exact length of ``text[a:b]`` in this splitter's unit."""
+        if self.tokenizer is None:
+            return lambda a, b: b - a
+        return _slice_counter(self.tokenizer, text)
+
+    def _atoms(
+        self, text: str, start: int, end: int, count: Callable[[int, int], int]
+    ) -> list[tuple[int, int, int]]:
         """Cut ``text[start:end]`` into the smallest safe pieces, as ``(start, end, length)``.
 
         The ``""`` separator: one code point each for ``length="characters"`` (LangChain's
@@ -134,19 +172,44 @@ class _MergingSplitter(Chunker):
         """
         if self.tokenizer is None:
             return [(i, i + 1, 1) for i in range(start, end)]
-        count = self.tokenizer.count
         cuts = [start + b for b in self.tokenizer.boundaries(text[start:end])]
         atoms: list[tuple[int, int, int]] = []
         for a, b in zip(cuts, cuts[1:]):
-            size = count(text[a:b])
+            size = count(a, b)
             if size > self.chunk_size and b - a > 1:
-                atoms.extend((c, c + 1, count(text[c])) for c in range(a, b))
+                atoms.extend((c, c + 1, count(c, c + 1)) for c in range(a, b))
             else:
                 atoms.append((a, b, size))
         return atoms
 
+    def _cut_anywhere(self, text: str, start: int, end: int, count: Callable[[int, int], int]) -> list[tuple[int, int]]:
+        """Chunks of ``text[start:end]`` merged from its atoms (the ``""`` separator).
+
+        A stretch longer than :data:`ATOM_SECTION_CHARS` is taken a section at a time, so that
+        its atoms (a few Python objects per token) never all exist at once: each section's last
+        chunk is given back and the next section starts where it started, so only where a
+        section ends can a chunk break differ from merging the whole stretch at once.
+        """
+        out: list[tuple[int, int]] = []
+        while True:
+            stop = min(end, start + ATOM_SECTION_CHARS)
+            chunks = self._merge(text, self._atoms(text, start, stop, count), 0, cut=True, count=count)
+            if stop < end and len(chunks) >= 2 and chunks[-1][0] > start:
+                chunks, start = chunks[:-1], chunks[-1][0]
+            else:
+                start = stop
+            out.extend(c for c in chunks if not out or out[-1] != c)
+            if start >= end:
+                return out
+
     def _merge(
-        self, text: str, pieces: list[tuple[int, int, int]], gap: int, *, cut: bool
+        self,
+        text: str,
+        pieces: list[tuple[int, int, int]],
+        gap: int,
+        *,
+        cut: bool,
+        count: Callable[[int, int], int],
     ) -> list[tuple[int, int]]:
         """Greedily merge consecutive pieces into chunks of at most ``chunk_size`` units.
 
@@ -155,6 +218,7 @@ class _MergingSplitter(Chunker):
             pieces: ``(start, end, length)`` in order; each piece fits ``chunk_size``.
             gap: The length of what separates two consecutive pieces (0 when they touch).
             cut: Whether a chunk may be cut anywhere safe (``""`` is among the separators).
+            count: ``count(a, b)``, the exact length of ``text[a:b]`` (:meth:`_counter`).
 
         Returns:
             Stripped, non-empty ``(start, end)`` intervals. A chunk's exact length is measured on
@@ -173,13 +237,13 @@ class _MergingSplitter(Chunker):
                 hi += 1
             while True:
                 start, end = _strip(text, pieces[lo][0], pieces[hi - 1][1])
-                fits = start == end or self._measure(text[start:end]) <= self.chunk_size
+                fits = start == end or count(start, end) <= self.chunk_size
                 if fits or hi - lo == 1:
                     break
                 hi -= 1
             if not fits and cut and end - start > 1:
                 # Terminates: the atoms of [start, end) are shorter spans, or single code points.
-                out.extend(self._merge(text, self._atoms(text, start, end), 0, cut=True))
+                out.extend(self._cut_anywhere(text, start, end, count))
             elif start < end and (not out or out[-1] != (start, end)):
                 # (A carried overlap plus whitespace strips to the previous chunk: no repeat.)
                 out.append((start, end))
@@ -248,16 +312,18 @@ class CharacterTextSplitter(_MergingSplitter):
         """Yield merged runs of separator-delimited pieces as verbatim slices."""
         text = document.content
         sep = self.separator
+        count = self._counter(text)
         if sep:
             bounds, pos = [], 0
             while (hit := text.find(sep, pos)) != -1:
                 bounds.append((pos, hit))
                 pos = hit + len(sep)
             bounds.append((pos, len(text)))
-            pieces = [(s, e, self._measure(text[s:e])) for s, e in bounds if s < e]
+            pieces = [(s, e, count(s, e)) for s, e in bounds if s < e]
         else:
-            pieces = self._atoms(text, 0, len(text))
-        for start, end in self._merge(text, pieces, self._measure(sep) if sep else 0, cut=not sep):
+            pieces = self._atoms(text, 0, len(text), count)
+        gap = self._measure(sep) if sep else 0
+        for start, end in self._merge(text, pieces, gap, cut=not sep, count=count):
             yield Piece(text=text[start:end], start_offset=start, end_offset=end)
 
 
@@ -308,11 +374,11 @@ class RecursiveCharacterTextSplitter(_MergingSplitter):
     def split(self, document: Document) -> Iterator[Piece]:
         """Yield chunks of ``document.content`` as verbatim slices with offsets."""
         text = document.content
-        for start, end in self._split(text, 0, len(text), self.separators):
+        for start, end in self._split(text, 0, len(text), self.separators, self._counter(text)):
             yield Piece(text=text[start:end], start_offset=start, end_offset=end)
 
     def _split(
-        self, text: str, start: int, end: int, separators: Sequence[str]
+        self, text: str, start: int, end: int, separators: Sequence[str], count: Callable[[int, int], int]
     ) -> list[tuple[int, int]]:
         """Chunk intervals of ``text[start:end]``, using ``separators`` in order (LangChain's ``_split_text``)."""
         # As LangChain: the first separator found in the text; when none is, the last one (which
@@ -324,7 +390,7 @@ class RecursiveCharacterTextSplitter(_MergingSplitter):
                 break
         cut = "" in separators
         if sep == "":
-            return self._merge(text, self._atoms(text, start, end), 0, cut=True)
+            return self._cut_anywhere(text, start, end, count)
         # Pieces keep their separator at the start: [start, hit1), [hit1, hit2), ..., [hitN, end).
         cuts, pos = [start], start
         while (hit := text.find(sep, pos, end)) != -1:
@@ -335,19 +401,19 @@ class RecursiveCharacterTextSplitter(_MergingSplitter):
         out: list[tuple[int, int]] = []
         good: list[tuple[int, int, int]] = []
         for s, e in zip(cuts, cuts[1:]):
-            size = self._measure(text[s:e])
+            size = count(s, e)
             if size <= self.chunk_size:
                 good.append((s, e, size))
                 continue
             if good:
-                out.extend(self._merge(text, good, 0, cut=cut))
+                out.extend(self._merge(text, good, 0, cut=cut, count=count))
                 good = []
             if rest:
-                out.extend(self._split(text, s, e, rest))
+                out.extend(self._split(text, s, e, rest, count))
             else:
-                out.extend(self._merge(text, [(s, e, size)], 0, cut=False))
+                out.extend(self._merge(text, [(s, e, size)], 0, cut=False, count=count))
         if good:
-            out.extend(self._merge(text, good, 0, cut=cut))
+            out.extend(self._merge(text, good, 0, cut=cut, count=count))
         return out
 
 
@@ -394,20 +460,56 @@ class TokenTextSplitter(Chunker):
         return {"chunk_size": self.chunk_size, "chunk_overlap": self.chunk_overlap}
 
     def split(self, document: Document) -> Iterator[Piece]:
-        """Yield token windows of ``document.content`` as verbatim slices with offsets."""
+        """Yield token windows of ``document.content`` as verbatim slices with offsets.
+
+        The document is encoded once; windows are measured with slice counts
+        (``transforms.tokenizers.SliceCounter``), and the token starts are held as a numpy array
+        of which only a few windows' worth at a time become a Python list.
+        """
         text = document.content
-        cuts = list(self.tokenizer.boundaries(text))  # token starts, plus the end
-        i = 0
+        tokenizer, size = self.tokenizer, self.chunk_size
+        make = getattr(tokenizer, "slice_counter", None)
+        counter = None
+        if make is not None:
+            counter = make(text)
+            count, ends = counter.count, counter.ends
+            # Token starts are made a slice of tokens at a time: no second array as long as ends.
+            all_cuts, total = None, len(ends) + 1
+        else:
+            count, ends, all_cuts = _slice_counter(tokenizer, text), None, list(tokenizer.boundaries(text))
+            total = len(all_cuts)
+        need = size + 2
+        cuts: list[int] = []  # token starts (plus cuts between code points) still ahead
+        taken = 0  # tokens (with a counter), or entries of all_cuts, already moved into cuts
+
+        def refill(i: int) -> int:
+            """Keep at least ``need`` cuts from ``i`` on (or all that are left); return ``i``'s new index."""
+            nonlocal cuts, taken
+            while len(cuts) - i < need and taken < total:
+                stop = taken + max(4 * need, 1 << 16)
+                more = counter.boundaries(taken, stop).tolist() if counter is not None else all_cuts[taken:stop]
+                cuts = cuts[i:] + more
+                taken, i = min(stop, total), 0
+            return i
+
+        i = refill(0)
         while i < len(cuts) - 1:
-            j = _next_cut(self.tokenizer, text, cuts, i, self.chunk_size)  # may refine cuts
+            j = min(i + size, len(cuts) - 1)
+            hint = None
+            if ends is not None:
+                # Where the whole text's encoding says the budget runs out.
+                t = counter.tokens_before(cuts[i]) + size - 1
+                if t < len(ends):
+                    hint = bisect_right(cuts, int(ends[t]), i, j + 1) - 1
+            j = _next_cut(count, cuts, i, j, size, hint)  # may insert a cut into cuts
             window = text[cuts[i] : cuts[j]]
-            if window.strip():
+            if not window.isspace():
                 yield Piece(text=window, start_offset=cuts[i], end_offset=cuts[j])
             if j >= len(cuts) - 1:
                 break
             # Share up to chunk_overlap steps, but only as many as still leave room for the next
             # step: a window that cannot reach past this one would repeat a part of it.
             nxt = max(j - self.chunk_overlap, i + 1)
-            while nxt < j and self.tokenizer.count(text[cuts[nxt] : cuts[j + 1]]) > self.chunk_size:
+            while nxt < j and count(cuts[nxt], cuts[j + 1]) > size:
                 nxt += 1
-            i = nxt
+            i = refill(nxt)

@@ -1,0 +1,68 @@
+"""The throughput benchmark runs on a tiny input (so that it cannot rot), and its checks of a
+peer's chunks find what they are meant to find. Speed is not asserted: it is measured by the
+benchmark itself, as ratios taken side by side."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import throughput  # noqa: E402
+
+SAMPLE = REPO / "sample" / "docs.parquet"
+
+
+def test_check_chunks_finds_budget_verbatim_and_lost_text():
+    text = "alpha beta gamma\n\ndelta epsilon zeta"
+    count = lambda t: len(t.split())  # noqa: E731 - a stand-in tokenizer: words
+    clean = throughput._check_chunks(text, ["alpha beta gamma", "delta epsilon zeta"], count)
+    assert clean == {"over_budget": 0, "not_verbatim": 0, "lost_chars": 0, "chunks": 2}
+    bad = throughput._check_chunks(text, ["alpha beta", "delta epsilon\ufffd"], count)
+    # "gamma" is covered by no chunk, "delta epsilon zeta" by none verbatim.
+    assert bad["not_verbatim"] == 1
+    assert bad["lost_chars"] == len("gamma") + len("deltaepsilonzeta")
+    monkey = throughput.MAX_TOKENS
+    try:
+        throughput.MAX_TOKENS = 2
+        assert throughput._check_chunks(text, ["alpha beta gamma"], count)["over_budget"] == 1
+    finally:
+        throughput.MAX_TOKENS = monkey
+
+
+def test_benchmark_runs_on_a_tiny_input(tmp_path, capsys):
+    out = tmp_path / "result.md"
+    assert throughput.main([
+        "--input", str(SAMPLE), "--docling-input", str(SAMPLE), "--max-chars", "3000", "--rounds", "1",
+        "--skip", "job,linear", "--out", str(out),
+    ]) == 0
+    table = out.read_text()
+    for row in ("encode_ordinary", "encode_ordinary_batch", "TokenTextSplitter + validation",
+                "RecursiveCharacterTextSplitter (tokens)", "StructureAwareChunker + validation",
+                "encode_ordinary of the Markdown export", "DoclingChunker (hybrid)"):
+        assert f"| {row} |" in table, row
+    peers = {"chonkie": "chonkie RecursiveChunker", "semchunk": "semchunk",
+             "langchain_text_splitters": "LangChain TokenTextSplitter"}
+    for module, row in peers.items():
+        if importlib.util.find_spec(module) is not None:
+            assert f"| {row} |" in table and "0 over 512" in table.split(f"| {row} |")[1].splitlines()[0]
+    if importlib.util.find_spec("matplotlib") is not None:
+        assert out.with_suffix(".png").stat().st_size > 1000
+
+
+def test_plain_loop_and_linear_probe(tmp_path):
+    result = throughput.plain_loop(str(SAMPLE), str(tmp_path / "loop"))
+    import pyarrow.parquet as pq
+
+    written = pq.read_table(tmp_path / "loop" / "chunks.parquet")
+    assert result["documents_read"] == 7 and result["chunks_written"] == written.num_rows > 7
+    assert max(written.column("token_count").to_pylist()) <= 512
+    probe = throughput.linear_probe("one run of letters", "TokenTextSplitter", 2000, 1, str(SAMPLE))
+    assert probe["large_seconds"] > 0 and probe["large_mb"] == pytest.approx(0.02)
+    json.dumps(probe)
