@@ -135,23 +135,35 @@ class _ModelChunker(Chunker):
         """``max_tokens``: the job fills it with its own."""
         return "max_tokens"
 
-    def _fit(self, text: str, start: int, end: int) -> list[tuple[int, int]]:
-        """``[start, end)`` itself when it fits ``max_tokens``, else its recursive split (stripped parts)."""
-        if self._budget_splitter is None or self.tokenizer.count(text[start:end]) <= self.max_tokens:
+    def _fit(self, text: str, start: int, end: int, count=None) -> list[tuple[int, int]]:
+        """``[start, end)`` itself when it fits ``max_tokens``, else its recursive split (stripped parts).
+
+        ``count(a, b)``, the exact token count of ``text[a:b]`` (the budget splitter's counter of
+        ``text``), is made here when not given; pass one to reuse it over a document.
+        """
+        if self._budget_splitter is None:
             return [(start, end)]
-        return self._budget_splitter._split(text, start, end, DEFAULT_SEPARATORS)
+        if count is None:
+            count = self._budget_splitter._counter(text)
+        if count(start, end) <= self.max_tokens:
+            return [(start, end)]
+        return self._budget_splitter._split(text, start, end, DEFAULT_SEPARATORS, count)
 
     def _pieces(self, text: str, groups: Sequence[tuple[int, int]], metadata: Mapping[str, Any]) -> Iterator[Piece]:
+        # One counter per document: it encodes the text once and counts any slice exactly.
+        count = self._budget_splitter._counter(text) if self._budget_splitter is not None else None
         for start, end in groups:
-            for s, e in self._fit(text, start, end):
+            for s, e in self._fit(text, start, end, count):
                 yield Piece(text=text[s:e], start_offset=s, end_offset=e, metadata=dict(metadata))
 
     def _local_split(self, text: str) -> list[tuple[int, int]]:
         """The fallback: the recursive rules over the whole text, by ``max_tokens`` when set, else
         by :class:`RecursiveCharacterTextSplitter`'s default 1000 characters."""
         if self._budget_splitter is not None:
-            return self._budget_splitter._split(text, 0, len(text), DEFAULT_SEPARATORS)
-        return RecursiveCharacterTextSplitter(chunk_overlap=0)._split(text, 0, len(text), DEFAULT_SEPARATORS)
+            splitter = self._budget_splitter
+        else:
+            splitter = RecursiveCharacterTextSplitter(chunk_overlap=0)
+        return splitter._split(text, 0, len(text), DEFAULT_SEPARATORS, splitter._counter(text))
 
     def _model_failed(self, err: ModelError) -> None:
         raise ChunkingError("model_error", str(err)) from err
@@ -504,13 +516,14 @@ class LangchainSemanticChunker(_ModelChunker):
             yield from self._pieces(text, self._local_split(text), self._fallback_metadata(err))
             return
         cursor = 0
+        count = self._budget_splitter._counter(text) if self._budget_splitter is not None else None
         for chunk in texts:
             found = _align(text, chunk, cursor)
             metadata: dict[str, Any] = {}
             if found is not None:
                 cursor = found[1]
             if found is not None and text[found[0] : found[1]] == chunk:
-                parts = [(text[s:e], s, e) for s, e in self._fit(text, *found)]
+                parts = [(text[s:e], s, e) for s, e in self._fit(text, *found, count)]
             else:
                 parts = [(chunk[s:e], None, None) for s, e in self._fit(chunk, 0, len(chunk))]
             for part, s, e in parts:
@@ -634,7 +647,7 @@ class SemanticChunker(_ModelChunker):
                 e -= 1
             if s < e:
                 out.extend([(s, e)] if e - s <= self.chunk_size else self._block_splitter._split(
-                    text, s, e, DEFAULT_SEPARATORS))
+                    text, s, e, DEFAULT_SEPARATORS, self._block_splitter._counter(text)))
             pos = end
         return out
 
