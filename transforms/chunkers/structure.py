@@ -34,7 +34,7 @@ from transforms.structure.packing import (
     Lines,
     PackedChunk,
     Packer,
-    build_embedding_text,
+    heading_prefix,
 )
 from transforms.structure.tree import Node, NormalizationError, NormalizedDocument
 from transforms.tokenizers import Tokenizer
@@ -92,7 +92,8 @@ def _piece(normalized: NormalizedDocument, chunk: PackedChunk) -> Piece:
         text=text,
         start_offset=chunk.spans[0][0] if verbatim else None,
         end_offset=chunk.spans[0][1] if verbatim else None,
-        embedding_text=build_embedding_text(text, metadata),
+        # build_embedding_text(text, metadata), without looking the prefix up again.
+        embedding_text=heading_prefix(chunk.prefix) + text if chunk.prefix else text,
         headings=chunk.headings,
         page_no=chunk.page_no,
         metadata=metadata,

@@ -92,20 +92,26 @@ class _Positions:
             points[0] = 0
             np.cumsum((raw & 0xC0) != 0x80, out=points[1:])
             points += offset
-            self.code_points = points
+            # A memoryview indexes to a Python int several times faster than the array does.
+            self.code_points = memoryview(points)
+            self._last = len(points) - 1
         self.line_start = (line_starts or LineStarts(text)).line_start
 
     def code_point(self, byte_offset: int) -> int:
         """The code point at a UTF-8 byte offset; offsets past the end (the parser reports some
         after expanding a tab) are the end."""
-        points = self.code_points
-        return int(points[min(byte_offset, len(points) - 1)])
+        return self.code_points[byte_offset if byte_offset < self._last else self._last]
 
     def interval(self, srcmap) -> tuple[int, int]:
         """Code points ``[start, end)`` of a byte interval reported by the parser."""
+        start, end = srcmap
         if self.ascii:
-            return min(self.offset + srcmap[0], self.limit), min(self.offset + srcmap[1], self.limit)
-        return self.code_point(srcmap[0]), self.code_point(srcmap[1])
+            start += self.offset
+            end += self.offset
+            limit = self.limit
+            return (start if start < limit else limit), (end if end < limit else limit)
+        points, last = self.code_points, self._last
+        return points[start if start < last else last], points[end if end < last else last]
 
 
 
