@@ -84,10 +84,11 @@ def _structure_metadata(chunk: PackedChunk) -> dict[str, Any]:
     }
 
 
-def _piece(normalized: NormalizedDocument, chunk: PackedChunk) -> Piece:
-    text = chunk.text(normalized.text)
+def _piece(source: str, verbatim_source: bool, chunk: PackedChunk) -> Piece:
+    """The piece of ``chunk``, cut from ``source`` (the normalized text; ``verbatim_source``: the content)."""
+    text = chunk.text(source)
     metadata = _structure_metadata(chunk)
-    verbatim = normalized.verbatim and len(chunk.spans) == 1
+    verbatim = verbatim_source and len(chunk.spans) == 1
     return Piece(
         text=text,
         start_offset=chunk.spans[0][0] if verbatim else None,
@@ -97,7 +98,7 @@ def _piece(normalized: NormalizedDocument, chunk: PackedChunk) -> Piece:
         headings=chunk.headings,
         page_no=chunk.page_no,
         metadata=metadata,
-        content_format=None if normalized.verbatim else "markdown",
+        content_format=None if verbatim_source else "markdown",
     )
 
 
@@ -130,7 +131,9 @@ class _StructureChunker(Chunker):
         """Chunks, and the normalized text their ``structure.spans`` index."""
         self.validate_input(document)
         normalized = self.normalize(document)
-        return self.build_chunks(document, self.split_normalized(normalized), tokenizer_identity), normalized.text
+        source, pieces = normalized.text, self.split_normalized(normalized)
+        del normalized  # the pieces hold the block tree only as long as they need it
+        return self.build_chunks(document, pieces, tokenizer_identity), source
 
 
 class StructureAwareChunker(_StructureChunker):
@@ -288,9 +291,13 @@ class StructureAwareChunker(_StructureChunker):
 
     def split_normalized(self, normalized: NormalizedDocument) -> Iterator[Piece]:
         """Pack an already normalized document (any format) into pieces, in reading order."""
-        flattened = self._flatten(normalized)
-        for chunk in self._packer.pack(flattened):
-            yield _piece(normalized, chunk)
+        source, verbatim = normalized.text, normalized.verbatim
+        chunks = self._packer.pack(self._flatten(normalized))
+        # The block tree is not needed for the pieces: let it go before their text is built.
+        del normalized
+        chunks.reverse()
+        while chunks:
+            yield _piece(source, verbatim, chunks.pop())
 
     def _flatten(self, normalized: NormalizedDocument) -> NormalizedDocument:
         """Turn the block kinds this configuration does not preserve into paragraphs."""
@@ -343,7 +350,7 @@ class HeadingChunker(_StructureChunker):
     def split_normalized(self, normalized: NormalizedDocument) -> Iterator[Piece]:
         """One piece per section (and one for text before the first heading)."""
         for chunk in _heading_chunks(normalized):
-            yield _piece(normalized, chunk)
+            yield _piece(normalized.text, normalized.verbatim, chunk)
 
 
 def _heading_chunks(normalized: NormalizedDocument) -> Iterator[PackedChunk]:
