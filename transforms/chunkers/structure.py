@@ -24,6 +24,8 @@ index the rendering, offsets are null and the chunk's ``content_format`` is ``ma
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from typing import Any, Iterator, Mapping
 
 from transforms.chunkers.base import Chunker, ChunkingError, Piece
@@ -60,6 +62,27 @@ def _flag(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"{name} must be true or false, got {value!r}")
     return value
+
+
+@contextmanager
+def _cycle_collector_paused() -> Iterator[None]:
+    """Pause Python's cycle collector while one document is chunked.
+
+    Chunking a document builds many objects that all stay alive until it is done (blocks,
+    chunks, their metadata) and makes no reference cycles; each full collection walks every one
+    of them, so with the collector on, a document ten times longer cost about 11 to 12 times as
+    much (measured on Markdown, 2 M and 20 M characters) and about 9 times with it paused.
+    Nothing is left uncollected: the collector runs again afterwards. When it is already off
+    (another thread chunking), it is left alone.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _normalize(registry: NormalizerRegistry, document: Document) -> NormalizedDocument:
@@ -130,10 +153,11 @@ class _StructureChunker(Chunker):
     def chunk_with_source(self, document: Document, *, tokenizer_identity: str) -> tuple[list[Chunk], str]:
         """Chunks, and the normalized text their ``structure.spans`` index."""
         self.validate_input(document)
-        normalized = self.normalize(document)
-        source, pieces = normalized.text, self.split_normalized(normalized)
-        del normalized  # the pieces hold the block tree only as long as they need it
-        return self.build_chunks(document, pieces, tokenizer_identity), source
+        with _cycle_collector_paused():
+            normalized = self.normalize(document)
+            source, pieces = normalized.text, self.split_normalized(normalized)
+            del normalized  # the pieces hold the block tree only as long as they need it
+            return self.build_chunks(document, pieces, tokenizer_identity), source
 
 
 class StructureAwareChunker(_StructureChunker):
