@@ -152,3 +152,29 @@ def test_corpus_markdown_parsed_in_small_windows_gives_the_same_blocks(monkeypat
     monkeypatch.setattr(markdown, "WINDOW_CHARS", 500)
     assert [outline(normalize_markdown(d)) for d in documents] == wholes
     assert sum(len(d) > 500 for d in documents) > 20
+
+
+@pytest.mark.parametrize("offset", [0, 1, 3])
+def test_byte_offsets_become_code_points_across_blocks(offset):
+    """The compact byte -> code point map (a count per 256-byte block plus one byte per byte)
+    equals a plain running count of UTF-8 lead bytes at every offset, past the end included."""
+    import random
+
+    from transforms.structure.normalizers.markdown import _Positions
+
+    rng = random.Random(offset)
+    for size in (1, 255, 256, 257, 700, 3000):
+        text = "é" + "".join(rng.choice(["a", "é", "€", "😀", "\n", " "]) for _ in range(size))
+        positions = _Positions(text, offset, len(text))
+        assert not positions.ascii or offset > 0
+        if positions.ascii:
+            continue
+        raw = text[offset:].encode("utf-8")
+        expected, count = [], offset
+        for byte in raw:
+            expected.append(count)
+            count += (byte & 0xC0) != 0x80
+        expected.append(count)
+        got = [positions.code_point(b) for b in range(len(raw) + 3)]
+        assert got == expected + [count, count]
+        assert positions.interval((0, len(raw) + 5)) == (offset, len(text))

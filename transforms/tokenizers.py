@@ -444,11 +444,16 @@ class TiktokenTokenizer:
         if self._starts_array is None:
             self._starts_array = np.asarray(self._starts_in_token, dtype=np.int32)
         dtype = np.int32 if len(text) < 2**31 else np.int64
+        def ends_of(ids):
+            # The gathered starts are summed in place: one array, not two.
+            ends = self._starts_array.take(ids) if dtype is np.int32 else self._starts_array.take(ids).astype(dtype)
+            return np.cumsum(ends, out=ends)
+
         if len(text) < _DIRECT_CHARS:
-            return np.cumsum(self._starts_array[self._ids(text)], dtype=dtype)
+            return ends_of(self._ids(text))
         parts, offset = [], 0
         for ids in self._encode_segments(text):
-            ends = np.cumsum(self._starts_array[ids], dtype=dtype)
+            ends = ends_of(ids)
             if len(ends):
                 ends += offset
                 offset = int(ends[-1])

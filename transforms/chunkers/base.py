@@ -183,7 +183,7 @@ class Chunker(ABC):
         default_format = self.content_format or document.content_format
         chunks: list[Chunk] = []
         for piece in pieces:
-            if not piece.text.strip():
+            if not piece.text or piece.text.isspace():  # (not piece.text.strip(), without a copy)
                 continue
             index = len(chunks)
             chunks.append(

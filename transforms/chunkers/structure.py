@@ -25,6 +25,8 @@ index the rendering, offsets are null and the chunk's ``content_format`` is ``ma
 from __future__ import annotations
 
 import dataclasses
+import gc
+from contextlib import contextmanager
 from typing import Any, ClassVar, Iterator, Mapping
 
 from transforms.chunkers.base import Chunker, ChunkingError, Piece
@@ -35,7 +37,6 @@ from transforms.structure.packing import (
     Lines,
     PackedChunk,
     Packer,
-    build_embedding_text,
     heading_prefix,
 )
 from transforms.structure.tree import Node, NormalizationError, NormalizedDocument
@@ -64,6 +65,27 @@ def _flag(name: str, value: Any) -> bool:
     return value
 
 
+@contextmanager
+def _cycle_collector_paused() -> Iterator[None]:
+    """Pause Python's cycle collector while one document is chunked.
+
+    Chunking a document builds many objects that all stay alive until it is done (blocks,
+    chunks, their metadata) and makes no reference cycles; each full collection walks every one
+    of them, so with the collector on, a document ten times longer cost about 11 to 12 times as
+    much (measured on Markdown, 2 M and 20 M characters) and about 9 times with it paused.
+    Nothing is left uncollected: the collector runs again afterwards. When it is already off
+    (another thread chunking), it is left alone.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def _normalize(registry: NormalizerRegistry, document: Document) -> NormalizedDocument:
     try:
         return registry.normalize(document.content, document.content_format)
@@ -86,19 +108,21 @@ def _structure_metadata(chunk: PackedChunk) -> dict[str, Any]:
     }
 
 
-def _piece(normalized: NormalizedDocument, chunk: PackedChunk) -> Piece:
-    text = chunk.text(normalized.text)
+def _piece(source: str, verbatim_source: bool, chunk: PackedChunk) -> Piece:
+    """The piece of ``chunk``, cut from ``source`` (the normalized text; ``verbatim_source``: the content)."""
+    text = chunk.text(source)
     metadata = _structure_metadata(chunk)
-    verbatim = normalized.verbatim and len(chunk.spans) == 1
+    verbatim = verbatim_source and len(chunk.spans) == 1
     return Piece(
         text=text,
         start_offset=chunk.spans[0][0] if verbatim else None,
         end_offset=chunk.spans[0][1] if verbatim else None,
-        embedding_text=build_embedding_text(text, metadata),
+        # build_embedding_text(text, metadata), without looking the prefix up again.
+        embedding_text=heading_prefix(chunk.prefix) + text if chunk.prefix else text,
         headings=chunk.headings,
         page_no=chunk.page_no,
         metadata=metadata,
-        content_format=None if normalized.verbatim else "markdown",
+        content_format=None if verbatim_source else "markdown",
     )
 
 
@@ -130,8 +154,11 @@ class _StructureChunker(Chunker):
     def chunk_with_source(self, document: Document, *, tokenizer_identity: str) -> tuple[list[Chunk], str]:
         """Chunks, and the normalized text their ``structure.spans`` index."""
         self.validate_input(document)
-        normalized = self.normalize(document)
-        return self.build_chunks(document, self.split_normalized(normalized), tokenizer_identity), normalized.text
+        with _cycle_collector_paused():
+            normalized = self.normalize(document)
+            source, pieces = normalized.text, self.split_normalized(normalized)
+            del normalized  # the pieces hold the block tree only as long as they need it
+            return self.build_chunks(document, pieces, tokenizer_identity), source
 
 
 class StructureAwareChunker(_StructureChunker):
@@ -306,15 +333,21 @@ class StructureAwareChunker(_StructureChunker):
 
     def split_normalized(self, normalized: NormalizedDocument) -> Iterator[Piece]:
         """Pack an already normalized document (any format) into pieces, in reading order."""
+        source, verbatim = normalized.text, normalized.verbatim
         flattened = self._flatten(normalized)
         chunks = self._packer.pack(flattened)
         fallbacks: dict[int, str] = {}
         if self.semantic_refiner is not None:
             chunks, fallbacks = self._refine(flattened, chunks)
-        for i, chunk in enumerate(chunks):
-            piece = _piece(normalized, chunk)
+        # The block tree is not needed for the pieces: let it go before their text is built.
+        del normalized, flattened
+        chunks.reverse()
+        i = 0
+        while chunks:
+            piece = _piece(source, verbatim, chunks.pop())
             if i in fallbacks:
                 piece = dataclasses.replace(piece, metadata={**piece.metadata, "model_fallback": fallbacks[i]})
+            i += 1
             yield piece
 
     def _refine(
@@ -426,7 +459,7 @@ class HeadingChunker(_StructureChunker):
     def split_normalized(self, normalized: NormalizedDocument) -> Iterator[Piece]:
         """One piece per section (and one for text before the first heading)."""
         for chunk in _heading_chunks(normalized):
-            yield _piece(normalized, chunk)
+            yield _piece(normalized.text, normalized.verbatim, chunk)
 
 
 def _heading_chunks(normalized: NormalizedDocument) -> Iterator[PackedChunk]:

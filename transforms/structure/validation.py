@@ -88,13 +88,15 @@ def _spans(structure: dict[str, Any], limit: int) -> list[tuple[int, int]] | Non
 
 #: Every code point Python calls whitespace (str.isspace), for counting them with str.count.
 _WHITESPACE = tuple(c for c in map(chr, range(0x3001)) if c.isspace())
+_ASCII_WHITESPACE = tuple(c for c in _WHITESPACE if c.isascii())
 
 
 def _non_space(text: str) -> int:
     """Code points of ``text`` that are not whitespace."""
     if len(text) < 256:
         return len(text) - sum(1 for c in text if c.isspace())
-    return len(text) - sum(text.count(c) for c in _WHITESPACE)
+    # (str.isascii() is a flag lookup: an ASCII text is not searched for other whitespace)
+    return len(text) - sum(text.count(c) for c in (_ASCII_WHITESPACE if text.isascii() else _WHITESPACE))
 
 
 def validate_structure_chunks(

@@ -57,6 +57,8 @@ def _too_deep(text: str) -> int | None:
 
 
 _SPACE = re.compile(r"\s+")
+# A surrogate code point: what makes UTF-8 encoding fail (found without encoding a copy).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 #: Markdown longer than this many code points is parsed a window of top-level blocks at a time
@@ -87,25 +89,44 @@ class _Positions:
         if not self.ascii:
             import numpy as np
 
+            # The code point at byte b is the number of UTF-8 lead bytes before it: kept as one
+            # byte per source byte (the count since the start of its 256-byte block, uint8) plus
+            # a total per block, not as a 4-byte running sum per byte.
             raw = np.frombuffer(window.encode("utf-8"), dtype=np.uint8)
-            points = np.empty(len(raw) + 1, dtype=np.int64 if self.limit >= 2**31 else np.int32)
-            points[0] = 0
-            np.cumsum((raw & 0xC0) != 0x80, out=points[1:])
-            points += offset
-            self.code_points = points
+            self._last = len(raw)
+            lead = np.zeros(-(-(len(raw) + 1) // 256) * 256, dtype=np.uint8)
+            np.not_equal(raw & 0xC0, 0x80, out=lead[: len(raw)])
+            del raw
+            blocks = lead.reshape(-1, 256)
+            before = np.cumsum(blocks.sum(axis=1, dtype=np.int64)) - blocks.sum(axis=1, dtype=np.int64) + offset
+            # Lead bytes before each position of its block: an inclusive sum minus the byte itself,
+            # both modulo 256, which is exact because the result is at most 255.
+            within = np.cumsum(blocks, axis=1, dtype=np.uint8)
+            within -= blocks
+            del lead, blocks
+            # Memoryviews index to Python ints several times faster than arrays do.
+            self._within = memoryview(within.reshape(-1))
+            self._before = memoryview(before)
         self.line_start = (line_starts or LineStarts(text)).line_start
 
     def code_point(self, byte_offset: int) -> int:
         """The code point at a UTF-8 byte offset; offsets past the end (the parser reports some
         after expanding a tab) are the end."""
-        points = self.code_points
-        return int(points[min(byte_offset, len(points) - 1)])
+        b = byte_offset if byte_offset < self._last else self._last
+        return self._before[b >> 8] + self._within[b]
 
     def interval(self, srcmap) -> tuple[int, int]:
         """Code points ``[start, end)`` of a byte interval reported by the parser."""
+        start, end = srcmap
         if self.ascii:
-            return min(self.offset + srcmap[0], self.limit), min(self.offset + srcmap[1], self.limit)
-        return self.code_point(srcmap[0]), self.code_point(srcmap[1])
+            start += self.offset
+            end += self.offset
+            limit = self.limit
+            return (start if start < limit else limit), (end if end < limit else limit)
+        last, before, within = self._last, self._before, self._within
+        start = start if start < last else last
+        end = end if end < last else last
+        return before[start >> 8] + within[start], before[end >> 8] + within[end]
 
 
 
@@ -204,13 +225,10 @@ def normalize_markdown(content: str) -> NormalizedDocument:
         A verbatim :class:`NormalizedDocument` (``text`` is ``content``); intervals in code points.
     """
     source = content
-    if not content.isascii():
-        try:
-            content.encode("utf-8")
-        except UnicodeEncodeError:
-            # Lone surrogates cannot cross into the parser; each becomes one "?" so code-point
-            # positions are unchanged.
-            source = content.encode("utf-8", "replace").decode("utf-8")
+    if not content.isascii() and _SURROGATE.search(content):
+        # Lone surrogates cannot cross into the parser; each becomes one "?" so code-point
+        # positions are unchanged.
+        source = content.encode("utf-8", "replace").decode("utf-8")
     deep = _too_deep(source)
     if deep is not None:
         # The Rust parser recurses once per nesting level and overflows its stack (a crash, not
