@@ -129,8 +129,8 @@ def test_api_key_from_environment_only_and_never_shown(openai_server, monkeypatc
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"timeout_seconds": 0}, "timeout_seconds must be a number > 0, got 0"),
-        ({"retries": -1}, "retries must be an integer >= 0, got -1"),
+        ({"timeout_seconds": 0}, "timeout_seconds must be a number > 0 and <= 3600, got 0"),
+        ({"retries": -1}, "retries must be an integer in \\[0, 10\\], got -1"),
         ({"concurrency": 0}, "concurrency must be an integer >= 1, got 0"),
         ({"cache_size": "big"}, "cache_size must be an integer >= 0, got 'big'"),
         ({"base_url": "ftp://127.0.0.1/v1"}, "base_url must be an http"),
