@@ -314,3 +314,21 @@ def test_the_key_echoed_by_the_server_appears_nowhere(hostile_runs):
                 assert KEY not in path.read_bytes().decode("utf-8", "replace"), path
                 if path.suffix == ".parquet":
                     assert KEY not in json.dumps(pq.read_table(path).to_pylist(), default=str), path
+
+
+def test_many_tiny_blocks_cannot_blow_up_the_prompt():
+    prompts = []
+
+    class Recording:
+        identity = "test:recording"
+
+        def complete(self, messages):
+            prompts.append(messages[-1]["content"])
+            return '{"boundaries": []}'
+
+    text = "x\n\n" * 3000
+    chunks = _chunks(SemanticChunker(llm=Recording(), chunk_size=100, max_input_chars=1000), text)
+    assert "".join(c.text for c in chunks).count("x") == 3000
+    numbered = [p.split(":\n\n", 1)[1] for p in prompts]
+    assert all(n.startswith("[0]\nx\n\n[1]\nx") for n in numbered)
+    assert len(numbered) > 3 and max(len(n) for n in numbered) <= 1000

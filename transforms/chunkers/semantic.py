@@ -657,8 +657,9 @@ class SemanticChunker(_ModelChunker):
     The document is cut into blocks at blank lines (each block stripped of surrounding
     whitespace); a block longer than ``chunk_size`` characters is divided by the recursive
     separator rules into parts of at most ``chunk_size`` characters first. The blocks go to the
-    model numbered, in consecutive windows of at most ``max_input_chars`` characters of block
-    text; it answers which blocks start a new chunk (``{"boundaries": [...]}``, validated by
+    model numbered, in consecutive windows of at most ``max_input_chars`` characters of numbered
+    block text (the block numbers and separators count, so many tiny blocks cannot make a prompt
+    larger than that); it answers which blocks start a new chunk (``{"boundaries": [...]}``, validated by
     :func:`parse_boundaries`: integers in range, ascending). A chunk is the verbatim slice from the
     start of its first block to the end of its last (whitespace inside kept); a window's first
     block always starts a chunk. Because chunks are sliced from the source by block numbers, the
@@ -672,7 +673,8 @@ class SemanticChunker(_ModelChunker):
     Args:
         llm: The :class:`~transforms.models.ChatModel`.
         chunk_size: Target chunk length in characters (not a hard limit; default 1000).
-        max_input_chars: Block characters sent per model call (default 12000; >= ``chunk_size``).
+        max_input_chars: Numbered block text sent per model call, in characters (default 12000;
+            >= ``chunk_size``).
         fallback_on_transient_error: See above (default false).
         max_tokens: Token budget of a chunk (the job's ``max_tokens``), or ``None``.
         tokenizer: The budget tokenizer (injected).
@@ -730,16 +732,19 @@ class SemanticChunker(_ModelChunker):
         return out
 
     def windows(self, blocks: Sequence[tuple[int, int]]) -> list[list[int]]:
-        """Consecutive block numbers per model call, at most ``max_input_chars`` of block text each."""
+        """Consecutive block numbers per model call, each window's numbered text (as sent: labels
+        and separators included) at most ``max_input_chars`` characters (or one block)."""
         out: list[list[int]] = []
         size = 0
         for i, (s, e) in enumerate(blocks):
-            if out and size + (e - s) <= self.max_input_chars:
+            # "[n]\n" + block, with "\n\n" between blocks: tiny blocks cannot blow up the prompt.
+            cost = len(f"[{len(out[-1])}]\n") + 2 + (e - s) if out else 0
+            if out and size + cost <= self.max_input_chars:
                 out[-1].append(i)
-                size += e - s
+                size += cost
             else:
                 out.append([i])
-                size = e - s
+                size = len("[0]\n") + (e - s)
         return out
 
     def _ask(self, text: str, blocks: Sequence[tuple[int, int]], window: list[int]) -> list[int]:
