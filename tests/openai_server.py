@@ -10,7 +10,8 @@ without answering), ``("raw", body)`` (any body, e.g. not JSON), ``("redirect", 
 chunked body that never ends) or ``("echo", code)`` (answer ``code`` with the request's headers
 and body in the body, as a careless server's error page does). An empty list answers
 ``{"boundaries": []}``. ``server.embedding_faults`` works the same way for embeddings (statuses, sleeps, drops).
-``server.chat_rules`` maps a marker string to such an item: a chat request whose body holds the
+``server.embedding_batch_noise`` (default 0) adds that much times the request's number of texts
+to every component, like a server whose vectors shift with the batch. ``server.chat_rules`` maps a marker string to such an item: a chat request whose body holds the
 marker gets it (not consumed), so a job's documents can be given different answers.
 Every request is recorded in ``server.requests`` as ``(path, headers, body)``.
 """
@@ -139,7 +140,10 @@ class _Handler(BaseHTTPRequestHandler):
                 item = None
         if self.path.endswith("/embeddings"):
             texts = body["input"]
-            data = [{"object": "embedding", "index": i, "embedding": bag_of_words(t)} for i, t in enumerate(texts)]
+            # embedding_batch_noise: vectors shift with the batch's size, as batched GPU inference's do.
+            shift = server.embedding_batch_noise * len(texts)
+            data = [{"object": "embedding", "index": i, "embedding": [x + shift for x in bag_of_words(t)]}
+                    for i, t in enumerate(texts)]
             self._send(200, json.dumps({"object": "list", "data": data, "model": body.get("model")}).encode())
             return
         if self.path.endswith("/chat/completions"):
@@ -160,6 +164,7 @@ class FakeOpenAIServer(ThreadingHTTPServer):
         self.chat_answers: list = []
         self.chat_rules: dict = {}
         self.embedding_faults: list = []
+        self.embedding_batch_noise = 0.0
         # Requests being answered now, by generation (reset() starts a new one, so a slow request
         # left from an earlier test is not counted), and the most at once in this generation.
         self.generation = 0
@@ -188,5 +193,6 @@ class FakeOpenAIServer(ThreadingHTTPServer):
             self.chat_answers.clear()
             self.chat_rules.clear()
             self.embedding_faults.clear()
+            self.embedding_batch_noise = 0.0
             self.max_in_flight = 0
             self.generation += 1

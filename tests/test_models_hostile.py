@@ -244,3 +244,15 @@ def test_a_failed_batch_stops_the_batches_not_sent_yet(openai_server):
     # The client's threads and sessions serve the next call.
     openai_server.reset()
     assert embedder.embed(["x", "y", "z"]) == [bag_of_words(t) for t in ("x", "y", "z")]
+
+
+def test_a_vector_does_not_depend_on_what_was_embedded_before(openai_server):
+    # A server whose vectors shift slightly with the batch, as batched GPU inference's do.
+    openai_server.embedding_batch_noise = 1e-6
+    document = ["c cc", "a", "b bb"]
+    fresh = _embedder(openai_server, batch_size=2).embed(document)
+    # Another worker embedded other documents first, sharing sentences with this one.
+    worker = _embedder(openai_server, batch_size=2)
+    worker.embed(["a", "z"]), worker.embed(["b bb"])
+    assert worker.embed(document) == fresh
+    assert worker.embed(document) == fresh and worker.cache_hits == 3  # the same requests: cached

@@ -31,11 +31,15 @@ def test_embeddings_in_order_batched_and_cached(openai_server):
 
 
 def test_cache_is_bounded(openai_server):
-    embedder = _embedder(openai_server, cache_size=2)
+    embedder = _embedder(openai_server, cache_size=2, batch_size=1)
     embedder.embed(["a", "b", "c"])
     assert embedder.cache_entries == 2
     embedder.embed(["a"])  # evicted (least recently used): sent again
-    assert embedder.calls == 2
+    assert embedder.calls == 4
+    # A request of more texts than the cache holds is not kept.
+    big = _embedder(openai_server, cache_size=2, batch_size=3)
+    big.embed(["a", "b", "c"]), big.embed(["a", "b", "c"])
+    assert big.calls == 2 and big.cache_entries == 0
     no_cache = _embedder(openai_server, cache_size=0)
     no_cache.embed(["a"]), no_cache.embed(["a"])
     assert no_cache.calls == 2 and no_cache.cache_entries == 0

@@ -6,8 +6,8 @@ speaks the OpenAI wire format (vLLM, llama.cpp's server, Ollama, LiteLLM, OpenAI
 Every call has a timeout (``timeout_seconds``, for connecting, for each wait for data and for
 the whole answer), up to ``retries`` further attempts on a transient failure (connection error,
 timeout, HTTP 429 or 5xx) after ``backoff_seconds * 2**attempt``, at most ``concurrency`` requests
-in flight per client, and answers are kept in a bounded LRU cache of ``cache_size`` entries (0
-disables it), keyed by a sha256 of the request. An answer body larger than the client's bound
+in flight per client, and answers are kept in a bounded LRU cache, keyed by a sha256 of the
+request, of ``cache_size`` texts (embeddings) or answers (chat); 0 disables it. An answer body larger than the client's bound
 (generous: 1 MiB plus 256 KiB per text embedded, or plus 6 bytes per ``max_response_chars`` of a
 chat answer) is refused without being read further. Redirects are never followed (a 3xx answer
 is an error): a redirect could send the document text to another host.
@@ -162,11 +162,15 @@ class _Late(Exception):
 
 
 class _LRU:
-    """A thread-safe LRU map of at most ``size`` entries (``size`` 0 keeps nothing)."""
+    """A thread-safe LRU map whose entries' weights sum to at most ``size`` (0 keeps nothing).
+
+    An entry weighs 1 unless ``put`` says otherwise (a batch of embeddings weighs its texts).
+    """
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._data: OrderedDict[str, Any] = OrderedDict()
+        self._data: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+        self._weight = 0
         self._lock = threading.Lock()
 
     def get(self, key: str) -> Any:
@@ -174,16 +178,18 @@ class _LRU:
             if key not in self._data:
                 return None
             self._data.move_to_end(key)
-            return self._data[key]
+            return self._data[key][0]
 
-    def put(self, key: str, value: Any) -> None:
-        if self.size == 0:
+    def put(self, key: str, value: Any, weight: int = 1) -> None:
+        if weight > self.size:
             return
         with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.size:
-                self._data.popitem(last=False)
+            if key in self._data:
+                self._weight -= self._data.pop(key)[1]
+            self._data[key] = (value, weight)
+            self._weight += weight
+            while self._weight > self.size:
+                self._weight -= self._data.popitem(last=False)[1][1]
 
     def __len__(self) -> int:
         return len(self._data)
@@ -397,7 +403,8 @@ class OpenAIEmbedder(_OpenAIClient):
         retries: Further attempts after a transient failure.
         backoff_seconds: Wait before the first retry; doubled for each next one.
         concurrency: Requests in flight at once (batches of one ``embed`` call run in parallel).
-        cache_size: Texts whose vectors are remembered (LRU); 0 disables the cache.
+        cache_size: Texts whose vectors are remembered (LRU, by whole requests: see
+            :meth:`embed`); 0 disables the cache.
 
     Attributes:
         identity: ``openai-embeddings:<base_url>/embeddings:model=<model>:dimensions=<n>``.
@@ -437,7 +444,13 @@ class OpenAIEmbedder(_OpenAIClient):
         self.identity = f"openai-embeddings:{self.base_url}{self._path}:model={model}:dimensions={dimensions}"
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order; cached texts are not sent again.
+        """One vector per text, in order.
+
+        The distinct texts, sorted, are sent in requests of ``batch_size``; each request's answer
+        is cached whole (weighing its number of texts), so a request already answered is not sent
+        again. A text's vector thus depends only on this call's texts, never on what the client
+        embedded before: servers whose vectors shift slightly with the batch (padding in batched
+        inference) still give the same vectors for the same document on every worker.
 
         Raises:
             ModelError: transient (after retries) or not (bad status, malformed answer: a wrong
@@ -446,28 +459,28 @@ class OpenAIEmbedder(_OpenAIClient):
                 are put in the order of their ``index`` field (in list order where it is absent).
         """
         texts = list(texts)
-        keys = [self._cache_key(t) for t in texts]
-        out: list[list[float] | None] = [self._cache.get(k) for k in keys]
-        hits = sum(v is not None for v in out)
-        self._count(hits=hits)
-        todo = sorted({t: None for t, v in zip(texts, out) if v is None})  # each distinct text once
-        batches = [todo[i : i + self.batch_size] for i in range(0, len(todo), self.batch_size)]
-        if len(batches) > 1 and self.concurrency > 1:
+        distinct = sorted(set(texts))
+        batches = [distinct[i : i + self.batch_size] for i in range(0, len(distinct), self.batch_size)]
+        keys = [self._cache_key(batch) for batch in batches]
+        results: list[list[list[float]] | None] = [self._cache.get(k) for k in keys]
+        self._count(hits=sum(len(b) for b, r in zip(batches, results) if r is not None))
+        todo = [j for j, r in enumerate(results) if r is None]
+        if len(todo) > 1 and self.concurrency > 1:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="rechunk-embed")
-            futures = [self._pool.submit(self._embed_batch, b) for b in batches]
+            futures = [self._pool.submit(self._embed_batch, batches[j]) for j in todo]
             try:
-                results = [f.result() for f in futures]
+                fresh = [f.result() for f in futures]
             finally:  # on a failure, batches not started yet are not sent: the call has failed
                 for f in futures:
                     f.cancel()
         else:
-            results = [self._embed_batch(b) for b in batches]
-        fresh = {t: v for batch, vectors in zip(batches, results) for t, v in zip(batch, vectors)}
-        for i, text in enumerate(texts):
-            if out[i] is None:
-                out[i] = fresh[text]
-                self._cache.put(keys[i], fresh[text])
+            fresh = [self._embed_batch(batches[j]) for j in todo]
+        for j, vectors in zip(todo, fresh):
+            results[j] = vectors
+            self._cache.put(keys[j], vectors, weight=len(batches[j]))
+        by_text = {t: v for batch, vectors in zip(batches, results) for t, v in zip(batch, vectors)}
+        out = [by_text[t] for t in texts]
         dims = {len(v) for v in out}
         if len(dims) > 1:
             raise ModelError(f"embeddings endpoint answered vectors of dimensions {sorted(dims)}", transient=False)
