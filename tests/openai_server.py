@@ -5,9 +5,13 @@ dimension its sha256 picks), so texts about different things get distant vectors
 shift is detectable, deterministically. Chat answers come from ``server.chat_answers``, a list the
 test fills: each item is consumed by one request and is either a string (the reply text), or a
 tuple ``("status", code)``, ``("sleep", seconds, reply)``, ``("drop",)`` (close the connection
-without answering) or ``("raw", body)`` (a non-JSON body). An empty list answers ``{"boundaries":
-[]}``. ``server.embedding_faults`` works the same way for embeddings (statuses, sleeps, drops).
-``server.chat_rules`` maps a marker string to such an item: a chat request whose body holds the
+without answering), ``("raw", body)`` (any body, e.g. not JSON), ``("redirect", code, location)``,
+``("trickle", seconds)`` (the normal answer, one byte every ``seconds``), ``("endless",)`` (a
+chunked body that never ends) or ``("echo", code)`` (answer ``code`` with the request's headers
+and body in the body, as a careless server's error page does). An empty list answers
+``{"boundaries": []}``. ``server.embedding_faults`` works the same way for embeddings (statuses, sleeps, drops).
+``server.embedding_batch_noise`` (default 0) adds that much times the request's number of texts
+to every component, like a server whose vectors shift with the batch. ``server.chat_rules`` maps a marker string to such an item: a chat request whose body holds the
 marker gets it (not consumed), so a job's documents can be given different answers.
 Every request is recorded in ``server.requests`` as ``(path, headers, body)``.
 """
@@ -38,13 +42,24 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args) -> None:  # quiet
         pass
 
+    _trickle = 0.0
+
     def _send(self, status: int, body: bytes) -> None:
         self._done()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        if not self._trickle:
+            self.wfile.write(body)
+            return
+        try:
+            for i in range(len(body)):
+                self.wfile.write(body[i : i + 1])
+                self.wfile.flush()
+                time.sleep(self._trickle)
+        except OSError:  # the client gave up
+            self.close_connection = True
 
     def do_POST(self) -> None:
         server = self.server
@@ -68,6 +83,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self) -> None:
         server = self.server
+        self._trickle = 0.0  # one handler serves every request of a kept-alive connection
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
         try:
@@ -92,12 +108,42 @@ class _Handler(BaseHTTPRequestHandler):
             if item[0] == "raw":
                 self._send(200, item[1].encode("utf-8"))
                 return
+            if item[0] == "redirect":
+                self._done()
+                self.send_response(item[1])
+                self.send_header("Location", item[2])
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            if item[0] == "echo":
+                self._send(item[1], json.dumps({"error": {"headers": dict(self.headers),
+                                                          "body": raw.decode("utf-8", "replace")}}).encode())
+                return
+            if item[0] == "endless":
+                self._done()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                block = b'{"data": [' + b"0," * 32768
+                try:
+                    while True:  # until the client hangs up
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(block), block))
+                except OSError:
+                    self.close_connection = True
+                return
             if item[0] == "sleep":
                 time.sleep(item[1])
                 item = item[2] if len(item) > 2 else None
+            elif item[0] == "trickle":
+                self._trickle = item[1]
+                item = None
         if self.path.endswith("/embeddings"):
             texts = body["input"]
-            data = [{"object": "embedding", "index": i, "embedding": bag_of_words(t)} for i, t in enumerate(texts)]
+            # embedding_batch_noise: vectors shift with the batch's size, as batched GPU inference's do.
+            shift = server.embedding_batch_noise * len(texts)
+            data = [{"object": "embedding", "index": i, "embedding": [x + shift for x in bag_of_words(t)]}
+                    for i, t in enumerate(texts)]
             self._send(200, json.dumps({"object": "list", "data": data, "model": body.get("model")}).encode())
             return
         if self.path.endswith("/chat/completions"):
@@ -118,6 +164,7 @@ class FakeOpenAIServer(ThreadingHTTPServer):
         self.chat_answers: list = []
         self.chat_rules: dict = {}
         self.embedding_faults: list = []
+        self.embedding_batch_noise = 0.0
         # Requests being answered now, by generation (reset() starts a new one, so a slow request
         # left from an earlier test is not counted), and the most at once in this generation.
         self.generation = 0
@@ -146,5 +193,6 @@ class FakeOpenAIServer(ThreadingHTTPServer):
             self.chat_answers.clear()
             self.chat_rules.clear()
             self.embedding_faults.clear()
+            self.embedding_batch_noise = 0.0
             self.max_in_flight = 0
             self.generation += 1

@@ -31,11 +31,15 @@ def test_embeddings_in_order_batched_and_cached(openai_server):
 
 
 def test_cache_is_bounded(openai_server):
-    embedder = _embedder(openai_server, cache_size=2)
+    embedder = _embedder(openai_server, cache_size=2, batch_size=1)
     embedder.embed(["a", "b", "c"])
     assert embedder.cache_entries == 2
     embedder.embed(["a"])  # evicted (least recently used): sent again
-    assert embedder.calls == 2
+    assert embedder.calls == 4
+    # A request of more texts than the cache holds is not kept.
+    big = _embedder(openai_server, cache_size=2, batch_size=3)
+    big.embed(["a", "b", "c"]), big.embed(["a", "b", "c"])
+    assert big.calls == 2 and big.cache_entries == 0
     no_cache = _embedder(openai_server, cache_size=0)
     no_cache.embed(["a"]), no_cache.embed(["a"])
     assert no_cache.calls == 2 and no_cache.cache_entries == 0
@@ -129,8 +133,8 @@ def test_api_key_from_environment_only_and_never_shown(openai_server, monkeypatc
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"timeout_seconds": 0}, "timeout_seconds must be a number > 0, got 0"),
-        ({"retries": -1}, "retries must be an integer >= 0, got -1"),
+        ({"timeout_seconds": 0}, "timeout_seconds must be a number > 0 and <= 3600, got 0"),
+        ({"retries": -1}, "retries must be an integer in \\[0, 10\\], got -1"),
         ({"concurrency": 0}, "concurrency must be an integer >= 1, got 0"),
         ({"cache_size": "big"}, "cache_size must be an integer >= 0, got 'big'"),
         ({"base_url": "ftp://127.0.0.1/v1"}, "base_url must be an http"),

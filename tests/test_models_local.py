@@ -112,3 +112,11 @@ def test_the_semantic_configuration_checks_and_builds():
     router = build_router(spec, tokenizer=TiktokenTokenizer())
     assert router.chunkers["semantic"].max_tokens == 512
     assert router.chunkers["semantic"].embeddings is router.models["minilm"]
+
+
+def test_loading_prints_no_progress_bar_and_odd_texts_embed(capfd):
+    fresh = SentenceTransformerEmbedder(batch_size=2)
+    vectors = fresh.embed(["", " ", "猫は静かに眠る。", "x" * 100_000])  # long texts are truncated by the model
+    assert [len(v) for v in vectors] == [384] * 4 and all(math.isfinite(x) for v in vectors for x in v)
+    captured = capfd.readouterr()
+    assert "Loading weights" not in captured.err + captured.out

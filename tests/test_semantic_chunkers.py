@@ -228,10 +228,11 @@ def test_chat_groups_blocks_into_verbatim_slices():
 
 def test_chat_windows_bound_the_input_and_long_blocks_are_divided():
     chat = ScriptedChat('{"boundaries": [1]}', '```json\n{"boundaries": []}\n```')
-    chunker = SemanticChunker(llm=chat, chunk_size=12, max_input_chars=25)
+    chunker = SemanticChunker(llm=chat, chunk_size=12, max_input_chars=33)
     assert chunker.blocks("Cats purr and nap.\n\nBonds.") == [(0, 9), (10, 18), (20, 26)]
     chunks = _chunks(chunker, BLOCK_TEXT)
-    # Windows of <= 25 block characters: [0, 1] and [2, 3]; the second window starts a chunk.
+    # Windows of <= 33 characters as sent ("[0]\nCats purr.\n\n[1]\nCats nap." is 29, with
+    # "\n\n[2]\nBonds yield." 47): [0, 1] and [2, 3]; the second window starts a chunk.
     assert len(chat.prompts) == 2 and all(len(p) < 200 for p in chat.prompts)
     assert [c.text for c in chunks] == ["Cats purr.", "Cats nap.", "Bonds yield.\n  \nRates move."]
 

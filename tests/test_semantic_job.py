@@ -150,7 +150,7 @@ def test_the_api_key_appears_nowhere(job, caplog, capsys):
          "models.x.params: unknown parameter 'url' for OpenAIEmbedder"),
         ({"x": {"type": "OpenAIEmbedder", "params": {"base_url": "http://127.0.0.1:9/v1", "model": "m",
                                                      "timeout_seconds": 0}}}, {},
-         "models.x.params: timeout_seconds must be a number > 0, got 0"),
+         "models.x.params: timeout_seconds must be a number > 0 and <= 3600, got 0"),
         ({"x": {"type": "OpenAIEmbedder", "params": {"base_url": "http://127.0.0.1:9/v1", "model": "m",
                                                      "api_key_env": "RECHUNK_UNSET_KEY"}}}, {},
          "environment variable RECHUNK_UNSET_KEY (api_key_env) is not set"),

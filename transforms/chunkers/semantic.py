@@ -16,9 +16,9 @@ Failures: a :class:`~transforms.models.ModelError` becomes :class:`ChunkingError
 (the document goes to the dead letter), except a *transient* one (connection, timeout, HTTP 429
 or 5xx after the client's retries) when ``fallback_on_transient_error`` is true: the document is
 then split locally and every chunk's metadata says so (``model_fallback``). An invalid answer of a
-model (wrong count of vectors, a chat reply that is not the asked-for JSON, boundaries out of
-range or out of order) is a non-transient ``model_error``: it is never trusted and never falls
-back silently.
+model (wrong count of vectors, a vector that is not all finite numbers or not of the others'
+dimension, a chat reply that is not the asked-for JSON, boundaries out of range or out of order)
+is a non-transient ``model_error``: it is never trusted and never falls back silently.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from transforms.tokenizers import Tokenizer
 
 __all__ = [
     "BREAKPOINT_DEFAULTS",
+    "checked_vectors",
     "EmbeddingSemanticChunker",
     "LangchainSemanticChunker",
     "SemanticChunker",
@@ -106,10 +107,52 @@ def breakpoint_threshold(
 
 
 def _cosine_distance(a: Sequence[float], b: Sequence[float]) -> float:
-    """``1 - cos(a, b)``; a zero vector has similarity 0 (as LangChain's ``cosine_similarity``)."""
+    """``1 - cos(a, b)``; a zero vector has similarity 0 (as LangChain's ``cosine_similarity``).
+
+    Vectors whose squares overflow or underflow a float are scaled to a largest component of 1
+    first (the cosine does not change), so the distance is finite for every finite input.
+    """
     dot = sum(x * y for x, y in zip(a, b))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    if not (math.isfinite(dot) and math.isfinite(norm)) or (not norm and any(a) and any(b)):
+        scale_a, scale_b = max(abs(x) for x in a), max(abs(y) for y in b)
+        a, b = [x / scale_a for x in a], [y / scale_b for y in b]
+        dot = sum(x * y for x, y in zip(a, b))
+        norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     return 1.0 - (dot / norm if norm else 0.0)
+
+
+def checked_vectors(got: Any, count: int, dimensions: int | None = None) -> list[list[float]]:
+    """An embedder's answer for ``count`` texts as float lists, or ModelError: never trusted unchecked.
+
+    Accepts any sequence of ``count`` non-empty sequences of finite real numbers (bools are not
+    numbers), all of one dimension (``dimensions`` when given, e.g. from an earlier batch).
+
+    Raises:
+        ModelError: (not transient) Anything else: a wrong count, a missing vector, a string, NaN,
+            infinity, mixed dimensions.
+    """
+    import numbers
+
+    try:
+        vectors = [list(v) for v in got]
+    except TypeError:
+        raise ModelError(f"embedder answered {type(got).__name__} instead of {count} vectors", transient=False) from None
+    if len(vectors) != count:
+        raise ModelError(f"embedder answered {len(vectors)} vectors for {count} texts", transient=False)
+    for vector in vectors:
+        if not vector or not all(isinstance(x, numbers.Real) and not isinstance(x, bool) for x in vector):
+            raise ModelError("embedder answered a vector that is empty or not all numbers", transient=False)
+        try:
+            finite = all(math.isfinite(x) for x in vector)
+        except OverflowError:  # an int beyond float range
+            finite = False
+        if not finite:
+            raise ModelError("embedder answered a vector with NaN or infinite values", transient=False)
+    dims = sorted({len(v) for v in vectors} | ({dimensions} if dimensions is not None else set()))
+    if len(dims) > 1:
+        raise ModelError(f"embedder answered vectors of dimensions {dims}", transient=False)
+    return [[float(x) for x in v] for v in vectors]
 
 
 class _ModelChunker(Chunker):
@@ -202,7 +245,9 @@ class EmbeddingSemanticChunker(_ModelChunker):
             (95, 3, 1.5, 95).
         number_of_chunks: Ask for this many chunks instead of a threshold.
         sentence_split_regex: Where sentences end (default ``(?<=[.?!])\\s+``); the match stays
-            with the sentence before it. Capture groups are not treated as sentences.
+            with the sentence before it. Capture groups are not treated as sentences. A pattern
+            that matches the empty string between any two characters (``\\s*``) is refused; an
+            empty match guarded by a lookbehind (``(?<=[。！？])``) is fine.
         min_chunk_size: Minimum chunk length in characters, or ``None``.
         add_start_index: Also put the chunk's ``start_index`` (its start offset) in its metadata.
         batch_size: Texts per ``embed`` call.
@@ -214,7 +259,7 @@ class EmbeddingSemanticChunker(_ModelChunker):
 
     Raises:
         ValueError: A parameter is out of range (the message names it and the value), the regex
-            does not compile, or ``embeddings`` is not an Embedder.
+            does not compile or matches everywhere, or ``embeddings`` is not an Embedder.
     """
 
     model_parameters = ("embeddings",)
@@ -261,6 +306,12 @@ class EmbeddingSemanticChunker(_ModelChunker):
             self._sentence_end = re.compile(sentence_split_regex)
         except re.error as err:
             raise ValueError(f"sentence_split_regex {sentence_split_regex!r} does not compile: {err}") from None
+        empty = self._sentence_end.match("aa", 1)
+        if empty is not None and empty.end() == 1:
+            # e.g. r"\s*" for r"\s+": every character would be a sentence, embedded on its own.
+            raise ValueError(f"sentence_split_regex {sentence_split_regex!r} matches the empty string between "
+                             "any two characters (every character would be a sentence); guard it, e.g. "
+                             "with a lookbehind such as (?<=[.?!])")
         self.min_chunk_size = _int_or_none("min_chunk_size", min_chunk_size, 1)
         self.add_start_index = _flag("add_start_index", add_start_index)
         self.batch_size = _int("batch_size", batch_size, 1)
@@ -291,7 +342,8 @@ class EmbeddingSemanticChunker(_ModelChunker):
 
     def sentences(self, text: str) -> list[tuple[int, int]]:
         """Sentence intervals ``[start, end)``: the pieces ``re.split(sentence_split_regex, text)`` gives,
-        except that a whitespace-only piece is joined to the one before it (LangChain embeds it).
+        except that a whitespace-only piece is joined to the one before it (LangChain embeds it),
+        or to the one after it when it is the first (e.g. a text starting with a match).
 
         The separator between sentence ``i`` and ``i + 1`` is ``text[end_i:start_{i+1}]``.
         """
@@ -304,10 +356,12 @@ class EmbeddingSemanticChunker(_ModelChunker):
         # one before it: embedded alone it would look like the strongest topic change of all.
         out = [spans[0]]
         for start, end in spans[1:]:
-            if text[start:end].strip():
-                out.append((start, end))
-            else:
+            if not text[start:end].strip():
                 out[-1] = (out[-1][0], end)
+            elif not text[slice(*out[-1])].strip():
+                out[-1] = (out[-1][0], end)  # a whitespace-only first "sentence" joins the next one
+            else:
+                out.append((start, end))
         return out
 
     def distances(self, text: str, sentences: Sequence[tuple[int, int]]) -> list[float]:
@@ -315,7 +369,7 @@ class EmbeddingSemanticChunker(_ModelChunker):
         ``combine_sentences`` and ``calculate_cosine_distances``), embedded ``batch_size`` at a time.
 
         Raises:
-            ModelError: From the embedder, or a wrong number of vectors.
+            ModelError: From the embedder, or an answer :func:`checked_vectors` refuses.
         """
         words = [text[s:e] for s, e in sentences]
         n, b = len(words), self.buffer_size
@@ -323,10 +377,8 @@ class EmbeddingSemanticChunker(_ModelChunker):
         vectors: list[list[float]] = []
         for i in range(0, n, self.batch_size):
             batch = combined[i : i + self.batch_size]
-            got = self.embeddings.embed(batch)
-            if len(got) != len(batch):
-                raise ModelError(f"embedder answered {len(got)} vectors for {len(batch)} texts", transient=False)
-            vectors.extend(got)
+            vectors.extend(checked_vectors(self.embeddings.embed(batch), len(batch),
+                                           len(vectors[0]) if vectors else None))
         return [_cosine_distance(vectors[i], vectors[i + 1]) for i in range(n - 1)]
 
     def breakpoints(self, distances: Sequence[float]) -> list[int]:
@@ -412,10 +464,7 @@ class _LangchainEmbeddings:
         out: list[list[float]] = []
         for i in range(0, len(texts), self.batch_size):
             batch = texts[i : i + self.batch_size]
-            got = self.embedder.embed(batch)
-            if len(got) != len(batch):
-                raise ModelError(f"embedder answered {len(got)} vectors for {len(batch)} texts", transient=False)
-            out.extend(got)
+            out.extend(checked_vectors(self.embedder.embed(batch), len(batch), len(out[0]) if out else None))
         return out
 
     def embed_query(self, text: str) -> list[float]:
@@ -542,24 +591,66 @@ _SYSTEM_PROMPT = (
 )
 
 
+#: Positions of ``{`` in a chat answer's prose tried as the start of its JSON object.
+_MAX_OBJECT_STARTS = 100
+_FENCE = re.compile(r"```[a-zA-Z]*[ \t]*\n?(.*?)```", re.S)
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a key is repeated")  # {"boundaries": [1], "boundaries": [2]} is ambiguous
+    return dict(pairs)
+
+
+def _json_candidates(body: str) -> list[Any]:
+    """What in a chat answer reads as the JSON asked for: the whole answer, else each fenced
+    block, else each JSON object starting at a ``{`` in the prose (parsed strictly: no repeated
+    keys)."""
+    decoder = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
+
+    def parse(text: str) -> list[Any]:
+        try:
+            return [decoder.decode(text.strip())]
+        except (ValueError, RecursionError):
+            return []
+
+    whole = parse(body)
+    if whole:
+        return whole
+    fenced = [value for block in _FENCE.findall(body) for value in parse(block)]
+    if fenced:
+        return fenced
+    found = []
+    for match in list(re.finditer(r"\{", body))[:_MAX_OBJECT_STARTS]:
+        try:
+            value, _ = decoder.raw_decode(body, match.start())
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, dict) and "boundaries" in value:
+            found.append(value)
+    return found
+
+
 def parse_boundaries(answer: str, count: int) -> list[int]:
     """Validate a chat answer ``{"boundaries": [...]}`` for ``count`` numbered items.
 
-    Accepts the JSON alone or inside one Markdown code fence. Every boundary must be an integer
-    in ``[1, count - 1]`` and the list strictly ascending.
+    Accepts the JSON alone, or else inside Markdown code fences, or else as a JSON object within
+    prose; in each case exactly one (with no repeated key) must be found. Every boundary must be
+    an integer in ``[1, count - 1]`` and the list strictly ascending.
 
     Raises:
-        ModelError: (not transient) The answer is not that JSON, or a boundary is out of range or
-            out of order.
+        ModelError: (not transient) The answer is not that JSON (none, several, a repeated key,
+            nested too deeply to parse), or a boundary is out of range or out of order.
     """
-    body = answer.strip()
-    fence = re.fullmatch(r"```[a-zA-Z]*\s*(.*?)\s*```", body, re.S)
-    if fence:
-        body = fence.group(1)
-    try:
-        data = json.loads(body)
-    except ValueError:
-        raise ModelError("chat answer is not JSON", transient=False) from None
+    if not isinstance(answer, str):
+        raise ModelError(f"chat answer is {type(answer).__name__}, not text", transient=False)
+    candidates = _json_candidates(answer.strip().lstrip("\ufeff"))
+    if not candidates:
+        raise ModelError("chat answer is not JSON (or repeats a key)", transient=False)
+    if len(candidates) > 1:
+        raise ModelError(f"chat answer holds {len(candidates)} JSON values, not one", transient=False)
+    data = candidates[0]
     boundaries = data.get("boundaries") if isinstance(data, dict) else None
     if not isinstance(boundaries, list) or not all(
         isinstance(b, int) and not isinstance(b, bool) for b in boundaries
@@ -579,8 +670,9 @@ class SemanticChunker(_ModelChunker):
     The document is cut into blocks at blank lines (each block stripped of surrounding
     whitespace); a block longer than ``chunk_size`` characters is divided by the recursive
     separator rules into parts of at most ``chunk_size`` characters first. The blocks go to the
-    model numbered, in consecutive windows of at most ``max_input_chars`` characters of block
-    text; it answers which blocks start a new chunk (``{"boundaries": [...]}``, validated by
+    model numbered, in consecutive windows of at most ``max_input_chars`` characters of numbered
+    block text (the block numbers and separators count, so many tiny blocks cannot make a prompt
+    larger than that); it answers which blocks start a new chunk (``{"boundaries": [...]}``, validated by
     :func:`parse_boundaries`: integers in range, ascending). A chunk is the verbatim slice from the
     start of its first block to the end of its last (whitespace inside kept); a window's first
     block always starts a chunk. Because chunks are sliced from the source by block numbers, the
@@ -594,7 +686,8 @@ class SemanticChunker(_ModelChunker):
     Args:
         llm: The :class:`~transforms.models.ChatModel`.
         chunk_size: Target chunk length in characters (not a hard limit; default 1000).
-        max_input_chars: Block characters sent per model call (default 12000; >= ``chunk_size``).
+        max_input_chars: Numbered block text sent per model call, in characters (default 12000;
+            >= ``chunk_size``).
         fallback_on_transient_error: See above (default false).
         max_tokens: Token budget of a chunk (the job's ``max_tokens``), or ``None``.
         tokenizer: The budget tokenizer (injected).
@@ -652,16 +745,19 @@ class SemanticChunker(_ModelChunker):
         return out
 
     def windows(self, blocks: Sequence[tuple[int, int]]) -> list[list[int]]:
-        """Consecutive block numbers per model call, at most ``max_input_chars`` of block text each."""
+        """Consecutive block numbers per model call, each window's numbered text (as sent: labels
+        and separators included) at most ``max_input_chars`` characters (or one block)."""
         out: list[list[int]] = []
         size = 0
         for i, (s, e) in enumerate(blocks):
-            if out and size + (e - s) <= self.max_input_chars:
+            # "[n]\n" + block, with "\n\n" between blocks: tiny blocks cannot blow up the prompt.
+            cost = len(f"[{len(out[-1])}]\n") + 2 + (e - s) if out else 0
+            if out and size + cost <= self.max_input_chars:
                 out[-1].append(i)
-                size += e - s
+                size += cost
             else:
                 out.append([i])
-                size = e - s
+                size = len("[0]\n") + (e - s)
         return out
 
     def _ask(self, text: str, blocks: Sequence[tuple[int, int]], window: list[int]) -> list[int]:

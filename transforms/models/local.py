@@ -140,7 +140,10 @@ class SentenceTransformerEmbedder:
                 os.environ["HF_HUB_OFFLINE"] = "1"
                 os.environ["TRANSFORMERS_OFFLINE"] = "1"
                 from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as transformers_logging
 
+                # Its "Loading weights" progress bar would land in the job's output on every worker.
+                transformers_logging.disable_progress_bar()
                 self._model = SentenceTransformer(self.path, device=self.device, local_files_only=True)
             return self._model
 

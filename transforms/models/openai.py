@@ -3,22 +3,31 @@
 Beam-free; built on ``requests`` (already a dependency of apache-beam). Works with any server that
 speaks the OpenAI wire format (vLLM, llama.cpp's server, Ollama, LiteLLM, OpenAI itself).
 
-Every call has a timeout (``timeout_seconds``), up to ``retries`` further attempts on a transient
-failure (connection error, timeout, HTTP 429 or 5xx) after ``backoff_seconds * 2**attempt``, at
-most ``concurrency`` requests in flight per client, and answers are kept in a bounded LRU cache of
-``cache_size`` entries (0 disables it), keyed by a sha256 of the request.
+Every call has a timeout (``timeout_seconds``, for connecting, for each wait for data and for
+the whole answer), up to ``retries`` further attempts on a transient failure (connection error,
+timeout, HTTP 429 or 5xx) after ``backoff_seconds * 2**attempt``, at most ``concurrency`` requests
+in flight per client, and answers are kept in a bounded LRU cache, keyed by a sha256 of the
+request, of ``cache_size`` texts (embeddings) or answers (chat); 0 disables it. An answer body larger than the client's bound
+(generous: 1 MiB plus 256 KiB per text embedded, or plus 6 bytes per ``max_response_chars`` of a
+chat answer) is refused without being read further. Redirects are never followed (a 3xx answer
+is an error): a redirect could send the document text to another host.
 
 Security:
 
 * Document text leaves the machine only with ``allow_external_transmission=True``; an endpoint
   whose host is ``localhost`` or a loopback address (127.0.0.0/8, ``::1``) counts as local. The
-  host is checked as written in ``base_url``: a name other than ``localhost`` is external even
-  when it resolves to a loopback address.
-* The API key is read from the environment variable named by ``api_key_env`` and sent only in the
+  host is checked as written in ``base_url``: a name other than ``localhost`` (``x.localhost``
+  too) is external even when it resolves to a loopback address. A ``base_url`` that ``requests``
+  would read differently from Python's URL parser (backslashes, whitespace or control
+  characters, a malformed port or IPv6 literal) is refused, so the host checked is the host
+  connected to.
+* The API key is read from the environment variable named by ``api_key_env`` (surrounding
+  whitespace dropped; it must be printable ASCII without spaces) and sent only in the
   ``Authorization`` header. It is not an attribute of the client, not in ``identity``, ``repr``,
   error messages or pickles (a pickled client reads the variable again when it is restored, e.g.
   on a Beam worker). A ``base_url`` with user info or a query string is refused, so a key cannot
-  hide there either.
+  hide there either. Error messages name the host, path and HTTP status only, never what the
+  server answered.
 """
 
 from __future__ import annotations
@@ -41,9 +50,19 @@ __all__ = ["OpenAIChatModel", "OpenAIEmbedder", "is_loopback_url"]
 
 
 def is_loopback_url(url: str) -> bool:
-    """Whether ``url``'s host, as written, is ``localhost`` or a loopback IP (127.0.0.0/8, ``::1``)."""
-    host = (urlsplit(url).hostname or "").lower()
-    if host == "localhost" or host.endswith(".localhost"):
+    """Whether ``url``'s host, as written, is ``localhost`` or a loopback IP (127.0.0.0/8, ``::1``).
+
+    Only the name ``localhost`` itself counts (not ``x.localhost``, whose resolution is up to the
+    resolver), and a URL that ``requests`` (urllib3) would read with another host does not count.
+    """
+    try:
+        host = (urlsplit(url).hostname or "").lower()
+        connected = _urllib3_host(url)
+    except ValueError:
+        return False
+    if host != connected:
+        return False
+    if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -51,26 +70,107 @@ def is_loopback_url(url: str) -> bool:
         return False
 
 
-def _positive_int(name: str, value: Any, *, minimum: int = 1) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+def _urllib3_host(url: str) -> str:
+    """The host ``requests`` connects to for ``url`` (urllib3's parser), lowercased, no brackets.
+
+    Raises:
+        ValueError: urllib3 cannot parse ``url``.
+    """
+    from urllib3.exceptions import LocationParseError
+    from urllib3.util import parse_url
+
+    try:
+        host = parse_url(url).host or ""
+    except LocationParseError:
+        raise ValueError("not a URL that requests can use") from None
+    return host.lower().removeprefix("[").removesuffix("]")
+
+
+def _check_base_url(base_url: Any, path: str) -> str:
+    """``base_url`` without trailing slashes, or ValueError saying what is wrong with it.
+
+    The URL is not echoed where a credential could hide in it (user info, query, fragment).
+    """
+    if not isinstance(base_url, str) or not base_url:
+        raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
+    if any(c.isspace() or c == "\\" or ord(c) < 32 or ord(c) == 127 for c in base_url):
+        raise ValueError(f"base_url must not contain whitespace, control characters or backslashes, got {base_url!r}")
+    try:
+        parts = urlsplit(base_url)
+        parts.port  # noqa: B018 -- raises ValueError for a port out of range or not a number
+    except ValueError as err:
+        raise ValueError(f"base_url is not a valid URL ({err}), got {base_url!r}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"base_url must be an http(s) URL with a host, got {base_url!r}")
+    if parts.username is not None or parts.password is not None or "@" in parts.netloc or parts.query \
+            or parts.fragment or "?" in base_url or "#" in base_url:
+        # Not echoed: user info or a query string is where a key would hide.
+        raise ValueError("base_url must not carry user info, a query or a fragment; "
+                         "give the key through api_key_env")
+    try:
+        connected = _urllib3_host(base_url)
+    except ValueError:
+        connected = None
+    if connected != parts.hostname.lower():
+        raise ValueError(f"base_url {base_url!r} is read with another host by requests ({connected!r}) "
+                         f"than by Python's URL parser ({parts.hostname!r}); write it plainly")
+    base_url = base_url.rstrip("/")
+    if base_url.lower().endswith(path):
+        raise ValueError(f"base_url is the API root (e.g. http://127.0.0.1:8000/v1), without {path!r}; "
+                         f"got {base_url!r}")
+    return base_url
+
+
+def _positive_int(name: str, value: Any, *, minimum: int = 1, maximum: int | None = None) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum or (
+        maximum is not None and value > maximum
+    ):
+        bound = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+        raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
     return value
 
 
-def _positive_float(name: str, value: Any, *, allow_zero: bool = False) -> float:
+def _positive_float(name: str, value: Any, *, allow_zero: bool = False, maximum: float | None = None) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or (
         value < 0 if allow_zero else value <= 0
-    ):
-        raise ValueError(f"{name} must be a number {'>=' if allow_zero else '>'} 0, got {value!r}")
+    ) or (maximum is not None and value > maximum):
+        bound = f"{'>=' if allow_zero else '>'} 0" + ("" if maximum is None else f" and <= {maximum:g}")
+        raise ValueError(f"{name} must be a number {bound}, got {value!r}")
     return float(value)
 
 
+def _finite_number(x: Any) -> bool:
+    """A JSON number (not a bool) that is a finite float, including integers too large for one."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return False
+    try:
+        return math.isfinite(x)
+    except OverflowError:  # an int beyond float range
+        return False
+
+
+#: Bounds of the settings that would otherwise overflow a timer or wait for hours.
+MAX_TIMEOUT_SECONDS = 3600.0
+MAX_RETRIES = 10
+MAX_BACKOFF_SECONDS = 60.0
+#: Read size of an answer body, bytes; the whole-answer deadline is checked between reads.
+_READ_BYTES = 65536
+
+
+class _Late(Exception):
+    """The answer did not arrive whole within the timeout."""
+
+
 class _LRU:
-    """A thread-safe LRU map of at most ``size`` entries (``size`` 0 keeps nothing)."""
+    """A thread-safe LRU map whose entries' weights sum to at most ``size`` (0 keeps nothing).
+
+    An entry weighs 1 unless ``put`` says otherwise (a batch of embeddings weighs its texts).
+    """
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._data: OrderedDict[str, Any] = OrderedDict()
+        self._data: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+        self._weight = 0
         self._lock = threading.Lock()
 
     def get(self, key: str) -> Any:
@@ -78,16 +178,18 @@ class _LRU:
             if key not in self._data:
                 return None
             self._data.move_to_end(key)
-            return self._data[key]
+            return self._data[key][0]
 
-    def put(self, key: str, value: Any) -> None:
-        if self.size == 0:
+    def put(self, key: str, value: Any, weight: int = 1) -> None:
+        if weight > self.size:
             return
         with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.size:
-                self._data.popitem(last=False)
+            if key in self._data:
+                self._weight -= self._data.pop(key)[1]
+            self._data[key] = (value, weight)
+            self._weight += weight
+            while self._weight > self.size:
+                self._weight -= self._data.popitem(last=False)[1][1]
 
     def __len__(self) -> int:
         return len(self._data)
@@ -112,33 +214,26 @@ class _OpenAIClient:
         concurrency: int,
         cache_size: int,
     ) -> None:
-        if not isinstance(base_url, str) or not base_url:
-            raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
-        parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"base_url must be an http(s) URL with a host, got {base_url!r}")
-        if parts.username or parts.password or parts.query or parts.fragment:
-            # Not echoed: user info or a query string is where a key would hide.
-            raise ValueError("base_url must not carry user info, a query or a fragment; "
-                             "give the key through api_key_env")
+        base_url = _check_base_url(base_url, self._path)
         if not isinstance(allow_external_transmission, bool):
             raise ValueError(f"allow_external_transmission must be true or false, got {allow_external_transmission!r}")
         if not is_loopback_url(base_url) and not allow_external_transmission:
             raise ValueError(
-                f"base_url host {parts.hostname!r} is not a loopback address: document text would leave "
-                "this machine; set allow_external_transmission: true to allow it"
+                f"base_url host {urlsplit(base_url).hostname!r} is not a loopback address: document text "
+                "would leave this machine; set allow_external_transmission: true to allow it"
             )
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty string, got {model!r}")
         if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
             raise ValueError(f"api_key_env must be the name of an environment variable, got {api_key_env!r}")
-        self.base_url = base_url.rstrip("/")
+        self.base_url = base_url
         self.model = model
         self.api_key_env = api_key_env
         self.allow_external_transmission = allow_external_transmission
-        self.timeout_seconds = _positive_float("timeout_seconds", timeout_seconds)
-        self.retries = _positive_int("retries", retries, minimum=0)
-        self.backoff_seconds = _positive_float("backoff_seconds", backoff_seconds, allow_zero=True)
+        self.timeout_seconds = _positive_float("timeout_seconds", timeout_seconds, maximum=MAX_TIMEOUT_SECONDS)
+        self.retries = _positive_int("retries", retries, minimum=0, maximum=MAX_RETRIES)
+        self.backoff_seconds = _positive_float("backoff_seconds", backoff_seconds, allow_zero=True,
+                                               maximum=MAX_BACKOFF_SECONDS)
         self.concurrency = _positive_int("concurrency", concurrency)
         self.cache_size = _positive_int("cache_size", cache_size, minimum=0)
         self._key()  # fail now (before the pipeline starts) when the variable is missing
@@ -149,13 +244,15 @@ class _OpenAIClient:
         self._slots = threading.BoundedSemaphore(self.concurrency)
         self._local = threading.local()
         self._counts_lock = threading.Lock()
+        # Threads for the batches of one embed call, kept (with their HTTP sessions) for the next.
+        self._pool: ThreadPoolExecutor | None = None
         #: HTTP requests sent (retries included) and answers served from the cache.
         self.calls = 0
         self.cache_hits = 0
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items()
-                if k not in ("_cache", "_slots", "_local", "_counts_lock", "calls", "cache_hits")}
+                if k not in ("_cache", "_slots", "_local", "_counts_lock", "_pool", "calls", "cache_hits")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -173,9 +270,14 @@ class _OpenAIClient:
     def _key(self) -> str | None:
         if self.api_key_env is None:
             return None
-        value = os.environ.get(self.api_key_env)
+        value = (os.environ.get(self.api_key_env) or "").strip()
         if not value:
             raise ValueError(f"environment variable {self.api_key_env} (api_key_env) is not set")
+        if not all(33 <= ord(c) <= 126 for c in value):
+            # Not echoed. Such a key would fail in the HTTP header on every call, with errors
+            # that may quote it.
+            raise ValueError(f"environment variable {self.api_key_env} (api_key_env) holds characters "
+                             "that cannot go in an HTTP header (printable ASCII without spaces only)")
         return value
 
     def _session(self):
@@ -192,12 +294,16 @@ class _OpenAIClient:
             self.calls += calls
             self.cache_hits += hits
 
+    def _max_answer_bytes(self, body: Mapping[str, Any]) -> int:
+        """Largest answer body accepted for ``body``, in bytes."""
+        return 1 << 20
+
     def _post(self, body: Mapping[str, Any]) -> Any:
         """POST ``body`` as JSON to the endpoint; return the parsed JSON answer.
 
         Raises:
             ModelError: transient after the retries (connection, timeout, 429, 5xx), or not
-                (another status, an answer that is not JSON).
+                (another status, a redirect, an answer over the size bound or not JSON).
         """
         import requests
 
@@ -208,31 +314,74 @@ class _OpenAIClient:
             headers["Authorization"] = f"Bearer {key}"
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         where = f"{self._kind} endpoint {urlsplit(url).hostname}{urlsplit(url).path}"
+        limit = self._max_answer_bytes(body)
         problem = ""
         for attempt in range(self.retries + 1):
             if attempt:
                 time.sleep(self.backoff_seconds * 2 ** (attempt - 1))
             self._count(calls=1)
+            deadline = time.monotonic() + self.timeout_seconds
             try:
-                with self._slots:
-                    response = self._session().post(url, data=data, headers=headers, timeout=self.timeout_seconds)
+                with self._slots, self._session().post(
+                    url, data=data, headers=headers, timeout=self.timeout_seconds,
+                    allow_redirects=False, stream=True,
+                ) as response:
+                    status = response.status_code
+                    if status == 429 or status >= 500:
+                        problem = f"{where}: HTTP {status}"
+                        continue
+                    if 300 <= status < 400:
+                        raise ModelError(f"{where}: HTTP {status} redirect, not followed (document text "
+                                         "goes to base_url only)", transient=False)
+                    if status != 200:
+                        raise ModelError(f"{where}: HTTP {status}", transient=False)
+                    raw = self._read(response, limit, deadline, where)
+            except _Late:
+                problem = f"{where}: no answer within {self.timeout_seconds:g} s"
+                continue
             except requests.Timeout:
                 problem = f"{where}: no answer within {self.timeout_seconds:g} s"
                 continue
-            except requests.RequestException as err:
+            except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError,
+                    requests.exceptions.ContentDecodingError) as err:
                 problem = f"{where}: connection failed ({type(err).__name__})"
                 continue
-            status = response.status_code
-            if status == 429 or status >= 500:
-                problem = f"{where}: HTTP {status}"
-                continue
-            if status != 200:
-                raise ModelError(f"{where}: HTTP {status}", transient=False)
+            except requests.RequestException as err:  # e.g. an invalid URL or header: trying again won't help
+                raise ModelError(f"{where}: request failed ({type(err).__name__})", transient=False) from None
             try:
-                return response.json()
-            except ValueError:
+                return json.loads(raw)
+            except (ValueError, RecursionError):
                 raise ModelError(f"{where}: the answer is not JSON", transient=False) from None
         raise ModelError(f"{problem} (after {self.retries + 1} attempts)", transient=True)
+
+    @staticmethod
+    def _read(response: Any, limit: int, deadline: float, where: str) -> bytes:
+        """The whole (decoded) body of ``response``, at most ``limit`` bytes, by ``deadline``.
+
+        Raises:
+            _Late: The deadline passed (a server sending its answer slowly).
+            ModelError: (not transient) The body is over ``limit`` bytes.
+        """
+        import urllib3
+
+        parts, size = [], 0
+        try:
+            while True:
+                if time.monotonic() > deadline:
+                    raise _Late
+                block = response.raw.read1(_READ_BYTES, decode_content=True)
+                if not block:
+                    return b"".join(parts)
+                size += len(block)
+                if size > limit:
+                    raise ModelError(f"{where}: the answer is over {limit} bytes", transient=False)
+                parts.append(block)
+        except (urllib3.exceptions.ReadTimeoutError, TimeoutError):
+            raise _Late from None
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            import requests
+
+            raise requests.ConnectionError(type(err).__name__) from None
 
     def _cache_key(self, payload: Any) -> str:
         blob = json.dumps([self.identity, payload], sort_keys=True, ensure_ascii=False)
@@ -254,7 +403,8 @@ class OpenAIEmbedder(_OpenAIClient):
         retries: Further attempts after a transient failure.
         backoff_seconds: Wait before the first retry; doubled for each next one.
         concurrency: Requests in flight at once (batches of one ``embed`` call run in parallel).
-        cache_size: Texts whose vectors are remembered (LRU); 0 disables the cache.
+        cache_size: Texts whose vectors are remembered (LRU, by whole requests: see
+            :meth:`embed`); 0 disables the cache.
 
     Attributes:
         identity: ``openai-embeddings:<base_url>/embeddings:model=<model>:dimensions=<n>``.
@@ -294,33 +444,50 @@ class OpenAIEmbedder(_OpenAIClient):
         self.identity = f"openai-embeddings:{self.base_url}{self._path}:model={model}:dimensions={dimensions}"
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order; cached texts are not sent again.
+        """One vector per text, in order.
+
+        The distinct texts, sorted, are sent in requests of ``batch_size``; each request's answer
+        is cached whole (weighing its number of texts), so a request already answered is not sent
+        again. A text's vector thus depends only on this call's texts, never on what the client
+        embedded before: servers whose vectors shift slightly with the batch (padding in batched
+        inference) still give the same vectors for the same document on every worker.
 
         Raises:
             ModelError: transient (after retries) or not (bad status, malformed answer: a wrong
-                number of vectors, a non-numeric or non-finite value, mixed dimensions).
+                number of vectors, an ``index`` repeated or out of range, a non-numeric or
+                non-finite value, mixed dimensions or not the ``dimensions`` asked for). Vectors
+                are put in the order of their ``index`` field (in list order where it is absent).
         """
         texts = list(texts)
-        keys = [self._cache_key(t) for t in texts]
-        out: list[list[float] | None] = [self._cache.get(k) for k in keys]
-        hits = sum(v is not None for v in out)
-        self._count(hits=hits)
-        todo = sorted({t: None for t, v in zip(texts, out) if v is None})  # each distinct text once
-        batches = [todo[i : i + self.batch_size] for i in range(0, len(todo), self.batch_size)]
-        if len(batches) > 1 and self.concurrency > 1:
-            with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches))) as pool:
-                results = list(pool.map(self._embed_batch, batches))
+        distinct = sorted(set(texts))
+        batches = [distinct[i : i + self.batch_size] for i in range(0, len(distinct), self.batch_size)]
+        keys = [self._cache_key(batch) for batch in batches]
+        results: list[list[list[float]] | None] = [self._cache.get(k) for k in keys]
+        self._count(hits=sum(len(b) for b, r in zip(batches, results) if r is not None))
+        todo = [j for j, r in enumerate(results) if r is None]
+        if len(todo) > 1 and self.concurrency > 1:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="rechunk-embed")
+            futures = [self._pool.submit(self._embed_batch, batches[j]) for j in todo]
+            try:
+                fresh = [f.result() for f in futures]
+            finally:  # on a failure, batches not started yet are not sent: the call has failed
+                for f in futures:
+                    f.cancel()
         else:
-            results = [self._embed_batch(b) for b in batches]
-        fresh = {t: v for batch, vectors in zip(batches, results) for t, v in zip(batch, vectors)}
-        for i, text in enumerate(texts):
-            if out[i] is None:
-                out[i] = fresh[text]
-                self._cache.put(keys[i], fresh[text])
+            fresh = [self._embed_batch(batches[j]) for j in todo]
+        for j, vectors in zip(todo, fresh):
+            results[j] = vectors
+            self._cache.put(keys[j], vectors, weight=len(batches[j]))
+        by_text = {t: v for batch, vectors in zip(batches, results) for t, v in zip(batch, vectors)}
+        out = [by_text[t] for t in texts]
         dims = {len(v) for v in out}
         if len(dims) > 1:
             raise ModelError(f"embeddings endpoint answered vectors of dimensions {sorted(dims)}", transient=False)
         return [list(v) for v in out]
+
+    def _max_answer_bytes(self, body: Mapping[str, Any]) -> int:
+        return (1 << 20) + (256 << 10) * len(body["input"])
 
     def _embed_batch(self, batch: list[str]) -> list[list[float]]:
         body: dict[str, Any] = {"model": self.model, "input": batch, "encoding_format": "float"}
@@ -338,9 +505,10 @@ class OpenAIEmbedder(_OpenAIClient):
             index = item.get("index", position)
             vector = item.get("embedding")
             if (not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(batch)
-                    or vectors[index] is not None or not isinstance(vector, list) or not vector):
+                    or vectors[index] is not None or not isinstance(vector, list) or not vector
+                    or (self.dimensions is not None and len(vector) != self.dimensions)):
                 raise bad
-            if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in vector):
+            if not all(_finite_number(x) for x in vector):
                 raise bad
             vectors[index] = [float(x) for x in vector]
         return vectors  # type: ignore[return-value]
@@ -395,6 +563,10 @@ class OpenAIChatModel(_OpenAIClient):
         )
         self.identity = (f"openai-chat:{self.base_url}{self._path}:model={model}"
                          f":temperature={self.temperature:g}:max_tokens={max_tokens}")
+
+    def _max_answer_bytes(self, body: Mapping[str, Any]) -> int:
+        # JSON may escape each character as \\uXXXX (6 bytes); 1 MiB for the rest of the answer.
+        return (1 << 20) + 6 * self.max_response_chars
 
     def complete(self, messages: Sequence[Mapping[str, str]]) -> str:
         """The assistant's reply text.
