@@ -3,6 +3,8 @@
 #
 #   ./run_local.sh                 create .venv, install rechunk, chunk sample/docs.parquet with the
 #                                  DirectRunner into output/sample/ and print the report's summary
+#   ./run_local.sh raw [ARGS]      the same, then raw files to chunks: rechunk parse sample/raw/* into
+#                                  output/raw/parse/, then chunk that into output/raw/chunks/
 #   ./run_local.sh test [ARGS]     create .venv, install rechunk with its test extra, run the tests
 #
 # Extra arguments after the job form go to rechunk (e.g. --max-tokens 256, --direct_num_workers 2).
@@ -17,13 +19,20 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ]; then
   "$venv/bin/python" -m pip install --quiet --upgrade pip setuptools wheel
-  "$venv/bin/python" -m pip install --quiet -e '.[test]'
+  "$venv/bin/python" -m pip install --quiet -e '.[test,parse]'
   touch "$stamp"
 fi
 
 if [ "${1:-}" = "test" ]; then
   shift
   exec "$venv/bin/python" -m pytest -q "$@"
+fi
+
+if [ "${1:-}" = "raw" ]; then
+  shift
+  rm -rf output/raw
+  "$venv/bin/rechunk" parse --input 'sample/raw/*' --output output/raw/parse
+  exec "$venv/bin/rechunk" --input 'output/raw/parse/parsed/*.parquet' --output output/raw/chunks "$@"
 fi
 
 out=output/sample
