@@ -28,7 +28,7 @@ from typing import Any, Sequence
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics.metric import MetricsFilter
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 import transforms
 from pipelines.rechunk import OptionError, RechunkOptions, _check_filesystem, _check_runner, _one_line, _worker_path
@@ -147,8 +147,14 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
     _check_docling(os.path.abspath(pdf) if pdf else None)
     options = PipelineOptions(rest)
     _check_runner(options)
+    if options.view_as(StandardOptions).runner == "DataflowRunner":
+        for flag, path in (("--input", own.input), ("--output", own.output)):
+            if "://" not in path or path.startswith("file://"):
+                raise OptionError(f"{flag} {path}: DataflowRunner workers cannot read local paths; use gs://")
     pattern = _worker_path(own.input)
     _check_filesystem("--input", pattern)
+    if "://" not in pattern and os.path.isdir(pattern):
+        raise OptionError(f"--input {own.input}: is a directory; give a file pattern such as {own.input.rstrip('/')}/** (all files below it)")
     try:
         matched = FileSystems.match([pattern])[0].metadata_list
     except Exception as err:  # BeamIOError and friends, by scheme

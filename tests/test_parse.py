@@ -240,6 +240,18 @@ def test_option_mistakes(capsys, raw, tmp_path, argv_tail, message):
     assert message in line
 
 
+def test_a_directory_is_not_a_pattern(capsys, raw, tmp_path):
+    line = _error(capsys, ["parse", "--input", str(raw), "--output", str(tmp_path / "o")])
+    assert f"--input {raw}: is a directory; give a file pattern such as {raw}/**" in line
+
+
+def test_help_and_the_chunk_jobs_command_line(capsys):
+    assert main(["parse", "--help"]) == 0
+    assert "rechunk parse --input PATTERN --output DIR" in capsys.readouterr().out
+    assert main(["--help"]) == 0
+    assert "rechunk parse --input PATTERN" in capsys.readouterr().out
+
+
 def test_missing_and_unmatched_input(capsys, tmp_path):
     assert "--input is required" in _error(capsys, ["parse", "--output", str(tmp_path / "o")])
     assert "--output is required" in _error(capsys, ["parse", "--input", "x/*"])
