@@ -260,3 +260,48 @@ def test_missing_and_unmatched_input(capsys, tmp_path):
 
 def test_output_of_another_run_is_refused(capsys, raw, parsed):
     assert "parsed/ already holds files" in _error(capsys, ["parse", "--input", f"{raw}/*", "--output", str(parsed)])
+
+
+def test_gs_input_gives_the_same_ids_and_content_as_local(raw, parsed, gcs):
+    """The same tree on gs:// (a local GCS emulator) parses to the same ids, contents and reasons;
+    only metadata's source_path differs."""
+    import pyarrow.parquet as pq
+    from apache_beam.io.filesystems import FileSystems
+
+    for path in sorted(p for p in raw.rglob("*") if p.is_file()):
+        gcs.upload(path, f"parse-raw/{path.relative_to(raw)}")
+    out = gcs.url("parse-out")
+    assert main(["parse", "--input", gcs.url("parse-raw/**"), "--output", out,
+                 "--max-file-bytes", str(MAX_FILE_BYTES)]) == 0
+
+    def rows(sub: str) -> list[dict]:
+        found = []
+        for m in FileSystems.match([f"{out}/{sub}/*.parquet"])[0].metadata_list:
+            with FileSystems.open(m.path) as f:
+                found += pq.read_table(f).to_pylist()
+        return found
+
+    remote = {r["id"]: r for r in rows("parsed")}
+    local = {r["id"]: r for r in read_output(parsed, "parsed")}
+    assert sorted(remote) == sorted(local)
+    for doc_id, row in remote.items():
+        assert row["content"] == local[doc_id]["content"]
+        assert json.loads(row["metadata"])["source_path"] == gcs.url(f"parse-raw/{doc_id}")
+    assert sorted((r["document_id"], r["reason"]) for r in rows("dead_letter")) == sorted(EXPECTED_DEAD.items())
+
+
+def test_without_docling_the_job_says_what_to_install(capsys, raw, tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "docling.backend.html_backend", None)  # import fails as if not installed
+    line = _error(capsys, ["parse", "--input", f"{raw}/*", "--output", str(tmp_path / "o")])
+    assert line == "rechunk parse: error: rechunk parse needs Docling's converters: pip install 'rechunk[parse]'"
+
+
+def test_pdf_artifacts_path_without_the_pdf_pipeline_is_an_option_error(capsys, raw, tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "docling.document_converter", None)
+    line = _error(capsys, ["parse", "--input", f"{raw}/*", "--output", str(tmp_path / "o"),
+                           "--pdf-artifacts-path", str(tmp_path)])
+    assert line == f"rechunk parse: error: --pdf-artifacts-path: {PDF_MODELS_HINT}"
