@@ -111,3 +111,30 @@ def test_embedding_example_with_a_local_model(sample_chunks, tmp_path):
         assert len(row["embedding"]) == 384
         assert np.allclose(row["embedding"], vector, atol=1e-4)
         assert json.loads(row["metadata"])["headings"] == chunk["headings"]
+
+
+@pytest.mark.parametrize(
+    "patch, headings, page_no, offsets, document_metadata",
+    [
+        ({"headings": None}, [], None, (120, 134), {"source_path": "/raw/guide.md", "size_bytes": 800}),
+        ({"headings": [], "page_no": 7}, [], 7, (120, 134), {"source_path": "/raw/guide.md", "size_bytes": 800}),
+        ({"metadata": None}, ["Field guide", "Tips"], None, (120, 134), {}),
+        ({"metadata": ""}, ["Field guide", "Tips"], None, (120, 134), {}),
+        ({"metadata": "null"}, ["Field guide", "Tips"], None, (120, 134), {}),
+        ({"start_offset": None, "end_offset": None, "page_no": None}, ["Field guide", "Tips"], None, (None, None),
+         {"source_path": "/raw/guide.md", "size_bytes": 800}),
+    ],
+)
+def test_rag_chunk_takes_null_headings_page_offsets_and_metadata(patch, headings, page_no, offsets, document_metadata):
+    chunk = rag_chunk({**ROW, **patch})
+    assert chunk.id == ROW["chunk_id"] and chunk.content.text == ROW["embedding_text"]
+    assert chunk.metadata["headings"] == headings
+    assert chunk.metadata["page_no"] == page_no
+    assert (chunk.metadata["start_offset"], chunk.metadata["end_offset"]) == offsets
+    assert chunk.metadata["document_metadata"] == document_metadata
+
+
+@pytest.mark.parametrize("metadata", ["{bad", "[1, 2]", '"text"', "3"])
+def test_rag_chunk_names_the_chunk_whose_metadata_is_not_an_object(metadata):
+    with pytest.raises(ValueError, match=f"chunk {ROW['chunk_id']}: metadata must be a JSON object"):
+        rag_chunk({**ROW, "metadata": metadata})

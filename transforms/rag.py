@@ -40,10 +40,16 @@ def rag_chunk(row: Mapping[str, Any]) -> RagChunk:
     Raises:
         KeyError: a required column (``chunk_id``, ``embedding_text``, ``chunk_index``,
             ``document_id``) is missing.
-        ValueError: ``metadata`` is not a JSON object.
+        ValueError: ``metadata`` is neither null (empty, or JSON ``null``: no metadata) nor a JSON
+            object.
     """
     raw = row.get("metadata")
-    document_metadata = json.loads(raw) if isinstance(raw, str) and raw else (raw or {})
+    try:
+        document_metadata = (json.loads(raw) if raw else None) if isinstance(raw, str) else raw
+    except ValueError:
+        document_metadata = raw  # not JSON: refused below with the chunk's id
+    if document_metadata is None:  # no metadata: null, "" or JSON null
+        document_metadata = {}
     if not isinstance(document_metadata, dict):
         raise ValueError(f"chunk {row['chunk_id']}: metadata must be a JSON object, got {raw!r:.80}")
     headings = row.get("headings")
