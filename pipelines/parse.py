@@ -20,6 +20,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -32,12 +33,19 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 
 import transforms
 from pipelines.rechunk import OptionError, RechunkOptions, _check_filesystem, _check_runner, _one_line, _worker_path
-from transforms.parsing import DEFAULT_MAX_FILE_BYTES, OUTPUT_FORMATS, PARSE_INSTALL_HINT, PDF_MODELS_HINT
+from transforms.parsing import (
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_FILE_SECONDS,
+    OUTPUT_FORMATS,
+    PARSE_INSTALL_HINT,
+    PDF_MODELS_HINT,
+)
 
 __all__ = ["ParseJob", "main", "parse_job", "run"]
 
 _USAGE = """usage: rechunk parse --input PATTERN --output DIR [--content-format docling|markdown]
-                     [--max-file-bytes N] [--pdf-artifacts-path DIR] [Beam pipeline options]
+                     [--max-file-bytes N] [--max-file-seconds S] [--pdf-artifacts-path DIR]
+                     [Beam pipeline options]
 
 Convert raw files with Docling into the chunk job's input Parquet.
 
@@ -45,6 +53,8 @@ Convert raw files with Docling into the chunk job's input Parquet.
   --output DIR            writes DIR/parsed/ (the chunk job's --input), DIR/dead_letter/, DIR/report.json
   --content-format F      docling (DoclingDocument JSON, default) or markdown (Docling's Markdown export)
   --max-file-bytes N      larger files are dead-lettered as file_too_large, unread (default 52,428,800)
+  --max-file-seconds S    a conversion still running after S seconds is stopped and the file
+                          dead-lettered as conversion_timeout (default 300)
   --pdf-artifacts-path D  a local folder of Docling's PDF models; without it PDFs are dead-lettered
                           as pdf_models_missing
 
@@ -61,6 +71,7 @@ class ParseJob:
     output: str
     content_format: str
     max_file_bytes: int
+    max_file_seconds: float
     pdf_artifacts_path: str | None
     options: PipelineOptions
 
@@ -76,8 +87,15 @@ def _own_options(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--output")
     parser.add_argument("--content-format", "--content_format", dest="content_format", default="docling")
     parser.add_argument("--max-file-bytes", "--max_file_bytes", dest="max_file_bytes")
+    parser.add_argument("--max-file-seconds", "--max_file_seconds", dest="max_file_seconds")
     parser.add_argument("--pdf-artifacts-path", "--pdf_artifacts_path", dest="pdf_artifacts_path")
-    return parser.parse_known_args(list(argv))
+    own, rest = parser.parse_known_args(list(argv))
+    # argparse keeps the last of a repeated option; a second --input or --output is a mistake.
+    for action in parser._actions:
+        given = [a for a in argv if a in action.option_strings or a.split("=", 1)[0] in action.option_strings]
+        if len(given) > 1:
+            raise OptionError(f"{action.option_strings[0]} is given {len(given)} times; give it once")
+    return own, rest
 
 
 def _unknown_beam_options(argv: Sequence[str]) -> list[str]:
@@ -111,6 +129,60 @@ def _max_file_bytes(value: str | None) -> int:
     return size
 
 
+def _max_file_seconds(value: str | None) -> float:
+    if value is None:
+        return DEFAULT_MAX_FILE_SECONDS
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise OptionError(f"--max-file-seconds must be a positive number of seconds, got {value!r}")
+    return seconds
+
+
+def _check_reachable(flag: str, path: str) -> None:
+    """A gs:// path's service must answer a TCP connection within 5 s: otherwise Beam's GCS client
+    retries for minutes (credentials, then listing) before failing. Other schemes are left to Beam."""
+    import socket
+    import threading
+    from urllib.parse import urlsplit
+
+    if not path.startswith("gs://"):
+        return
+    endpoint = os.environ.get("STORAGE_EMULATOR_HOST")
+    if endpoint:
+        url = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
+        host, port = url.hostname or "localhost", url.port or (443 if url.scheme == "https" else 80)
+    else:
+        host, port = "storage.googleapis.com", 443
+    outcome: list[BaseException | None] = []
+
+    def connect() -> None:  # in a thread: name resolution has no timeout of its own
+        try:
+            socket.create_connection((host, port), timeout=5).close()
+            outcome.append(None)
+        except OSError as err:
+            outcome.append(err)
+
+    thread = threading.Thread(target=connect, daemon=True)
+    thread.start()
+    thread.join(6)
+    if not outcome or outcome[0] is not None:
+        why = _one_line(outcome[0]) if outcome else "no answer in 5 s"
+        raise OptionError(f"{flag} {path}: cannot reach Cloud Storage at {host}:{port} ({why})")
+
+
+def _inside_pattern(output: str, pattern: str) -> bool:
+    """Whether files the job writes under ``output`` would match ``pattern`` (the next run over
+    the same pattern would read this run's Parquet files and report as raw files)."""
+    from apache_beam.io.filesystem import FileSystem
+
+    regex = re.compile(FileSystem.translate_pattern(pattern))
+    written = ("report.json", "parsed/parsed-00000-of-00001.parquet", "dead_letter/dead_letter-00000-of-00001.parquet")
+    return any(regex.match(f"{output}/{name}") for name in written)
+
+
 def _check_docling(pdf_artifacts_path: str | None) -> None:
     """Docling must be importable here (the launcher builds nothing, but a missing extra would
     otherwise fail on every worker); with ``--pdf-artifacts-path``, its PDF pipeline too."""
@@ -132,8 +204,12 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
     own, rest = _own_options(argv)
     unknown = _unknown_beam_options(rest)
     if unknown:
-        kind = "option" if unknown[0].startswith("-") else "argument"
-        raise OptionError(f"unrecognized {kind} {unknown[0]} (see rechunk parse --help)")
+        if unknown[0].startswith("-"):
+            raise OptionError(f"unrecognized option {unknown[0]} (see rechunk parse --help)")
+        raise OptionError(
+            f"unrecognized argument {unknown[0]} (quote the --input pattern, e.g. --input 'raw/**', "
+            "so that the shell does not expand it)"
+        )
     if not own.input:
         raise OptionError("--input is required: a file pattern of raw files (HTML, Markdown, DOCX, PPTX, XLSX, PDF)")
     if not own.output:
@@ -141,6 +217,7 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
     if own.content_format not in OUTPUT_FORMATS:
         raise OptionError(f"--content-format must be one of {', '.join(OUTPUT_FORMATS)}, got {own.content_format!r}")
     max_file_bytes = _max_file_bytes(own.max_file_bytes)
+    max_file_seconds = _max_file_seconds(own.max_file_seconds)
     pdf = own.pdf_artifacts_path
     if pdf is not None and not os.path.isdir(pdf):
         raise OptionError(f"--pdf-artifacts-path {pdf}: no such local directory (Docling's PDF models)")
@@ -153,6 +230,14 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
                 raise OptionError(f"{flag} {path}: DataflowRunner workers cannot read local paths; use gs://")
     pattern = _worker_path(own.input)
     _check_filesystem("--input", pattern)
+    output = own.output.rstrip("/") or "/"
+    _check_filesystem("--output", output)
+    if _inside_pattern(_worker_path(output), pattern):
+        raise OptionError(
+            f"--output {own.output}: inside --input {own.input}; its files would be read as raw files by the next run"
+        )
+    _check_reachable("--input", pattern)
+    _check_reachable("--output", output)
     if "://" not in pattern and os.path.isdir(pattern):
         raise OptionError(f"--input {own.input}: is a directory; give a file pattern such as {own.input.rstrip('/')}/** (all files below it)")
     try:
@@ -161,8 +246,6 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
         raise OptionError(f"--input {own.input}: cannot list files ({_one_line(err)})") from None
     if not matched:
         raise OptionError(f"--input {own.input}: no file matches")
-    output = own.output.rstrip("/") or "/"
-    _check_filesystem("--output", output)
     if "://" not in output and os.path.exists(output) and not os.path.isdir(output):
         raise OptionError(f"--output {output}: is a file, not a directory")
     for sub in ("parsed", "dead_letter"):
@@ -174,6 +257,7 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
             raise OptionError(f"--output {output}: {sub}/ already holds files from another run; choose an empty directory")
     return ParseJob(
         input=pattern, output=output, content_format=own.content_format, max_file_bytes=max_file_bytes,
+        max_file_seconds=max_file_seconds,
         pdf_artifacts_path=os.path.abspath(pdf) if pdf else None, options=options,
     )
 
@@ -186,7 +270,7 @@ def build_pipeline(pipeline: beam.Pipeline, job: ParseJob) -> None:
     output = _worker_path(job.output)
     parsed = pipeline | "Parse files" >> ParseFiles(
         job.input, content_format=job.content_format, max_file_bytes=job.max_file_bytes,
-        pdf_artifacts_path=job.pdf_artifacts_path,
+        max_file_seconds=job.max_file_seconds, pdf_artifacts_path=job.pdf_artifacts_path,
     )
     _ = parsed.documents | "Write parsed" >> WriteParsed(f"{output}/parsed/parsed")
     _ = parsed[DEAD_LETTER] | "Write dead letter" >> WriteParseDeadLetter(f"{output}/dead_letter/dead_letter")
@@ -199,7 +283,7 @@ def build_report(result, *, job: ParseJob, wall_seconds: float) -> dict[str, Any
     ``parsed_by_format``, ``dead_letter_by_reason``, ``dead_letter_rows``, ``bytes_parsed``,
     ``convert_seconds_by_format`` (time in the converter, summed over workers),
     ``files_per_second_by_format`` (files over that time: one worker's rate), ``content_format``,
-    ``max_file_bytes``, ``wall_seconds``, ``version``, ``output``. Maps are sorted by key.
+    ``max_file_bytes``, ``max_file_seconds``, ``wall_seconds``, ``version``, ``output``. Maps are sorted by key.
     """
     from transforms.beam_parse import PARSE_METRICS_NAMESPACE
 
@@ -229,6 +313,7 @@ def build_report(result, *, job: ParseJob, wall_seconds: float) -> dict[str, Any
         },
         "content_format": job.content_format,
         "max_file_bytes": job.max_file_bytes,
+        "max_file_seconds": job.max_file_seconds,
         "wall_seconds": round(wall_seconds, 3),
         "version": transforms.__version__,
         "output": {"parsed": f"{job.output}/parsed/", "dead_letter": f"{job.output}/dead_letter/"},

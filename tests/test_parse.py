@@ -4,7 +4,10 @@ reason, stable ids, no network, and parse then chunk with every file accounted f
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,7 @@ from pipelines.rechunk import main  # noqa: E402
 from tests.conftest import read_output  # noqa: E402
 from transforms.parsing import (  # noqa: E402
     PDF_MODELS_HINT,
+    ConverterProcess,
     FileConverter,
     ParseFailure,
     document_id,
@@ -205,6 +209,7 @@ def test_ids_are_paths_under_the_pattern_base():
     assert pattern_base("/data/raw/*") == "/data/raw/"
     assert pattern_base("/data/raw/a.md") == "/data/raw/"
     assert pattern_base("/data/r[ab]w/x.md") == "/data/"
+    assert pattern_base("/data/raw{1,2}/*.md") == "/data/raw{1,2}/"  # no brace expansion in Beam's patterns
     assert document_id("gs://bkt/raw/sub/a.docx", "gs://bkt/raw/") == "sub/a.docx"
     assert document_id("/data/raw/sub/a.docx", "/data/raw/") == "sub/a.docx"
     assert file_format("X/Report.DOCX") == "docx" and file_format("x/README") is None
@@ -305,3 +310,231 @@ def test_pdf_artifacts_path_without_the_pdf_pipeline_is_an_option_error(capsys, 
     line = _error(capsys, ["parse", "--input", f"{raw}/*", "--output", str(tmp_path / "o"),
                            "--pdf-artifacts-path", str(tmp_path)])
     assert line == f"rechunk parse: error: --pdf-artifacts-path: {PDF_MODELS_HINT}"
+
+
+
+# --- Hostile inputs: names, links, encodings, pathological files, option mistakes -----------------
+
+# File names a folder of real files holds (relative path -> its Markdown/HTML body's heading).
+ODD_NAMES = {
+    "with space.md": "Space",
+    "ünïcödé 日本.md": "Unicode",
+    "a#b.md": "Hash",
+    "what?.md": "Question",
+    "st*r.md": "Star",
+    "br[1].md": "Bracket",
+    "new\nline.md": "Newline",
+    "x" * 240 + ".md": "Long",
+    "UPPER.HTML": "Upper",
+    "short.htm": "Htm",
+    "long.markdown": "Markdown extension",
+    "dir.md/inner.md": "Inside a directory named like a file",
+    "link.md": "Space",  # a symlink to "with space.md": followed, its own id
+}
+
+
+def _write_odd_tree(folder: Path) -> None:
+    folder.mkdir(parents=True)
+    (folder / "dir.md").mkdir()
+    for name, heading in ODD_NAMES.items():
+        if name == "link.md":
+            continue
+        if name.lower().endswith((".html", ".htm")):
+            (folder / name).write_text(f"<html><body><h1>{heading}</h1><p>body of {heading}</p></body></html>")
+        else:
+            (folder / name).write_text(f"# {heading}\n\nbody of {heading}\n")
+    (folder / "link.md").symlink_to("with space.md")
+    (folder / "loop").symlink_to(".")  # a symlink to a directory is not followed: no endless walk
+    (folder / "dangling.md").symlink_to("no-such-file")  # not a file: never listed
+    # Bytes that are not UTF-8 text: NUL, invalid UTF-8, UTF-16 with a BOM, Latin-1 declared in HTML.
+    (folder / "nul.md").write_bytes(b"# NUL\x00 and \xff\xfe invalid UTF-8\n\nbody\n")
+    (folder / "utf16.html").write_bytes("<html><body><h1>UTF-16</h1><p>été</p></body></html>".encode("utf-16"))
+    (folder / "latin1.html").write_bytes(
+        '<html><head><meta charset="iso-8859-1"></head><body><p>café naïve</p></body></html>'.encode("latin-1")
+    )
+    (folder / "zero.md").write_bytes(b"")
+
+
+def test_odd_file_names_links_and_encodings_parse_then_chunk(tmp_path):
+    """Every listed file is accounted for under its own relative path as id (spaces, unicode, glob
+    characters, a newline, 240 characters), and the chunk job takes every row parse wrote."""
+    raw = tmp_path / "raw"
+    _write_odd_tree(raw)
+    report = _parse(raw, tmp_path / "parse")
+    rows = {r["id"]: r for r in read_output(tmp_path / "parse", "parsed")}
+    dead = {r["document_id"]: r["reason"] for r in read_output(tmp_path / "parse", "dead_letter")}
+    encoded = {"nul.md", "utf16.html", "latin1.html"}
+    assert sorted(rows) == sorted([*ODD_NAMES, *encoded])
+    assert dead == {"zero.md": "empty_file"}
+    assert report["files_read"] == len(rows) + len(dead) == report["files_parsed"] + report["files_dead_lettered"]
+    for doc_id, row in rows.items():
+        assert json.loads(row["metadata"])["source_path"] == f"{raw}/{doc_id}"
+        markdown = DoclingDocument.model_validate_json(row["content"]).export_to_markdown()
+        if doc_id in ODD_NAMES:
+            assert f"body of {ODD_NAMES[doc_id]}" in markdown, (doc_id, markdown)
+    assert "été" in DoclingDocument.model_validate_json(rows["utf16.html"]["content"]).export_to_markdown()
+    assert "café naïve" in DoclingDocument.model_validate_json(rows["latin1.html"]["content"]).export_to_markdown()
+
+    assert main(["--input", str(tmp_path / "parse" / "parsed" / "*.parquet"), "--output", str(tmp_path / "chunks")]) == 0
+    chunk_report = json.loads((tmp_path / "chunks" / "report.json").read_text())
+    chunked = {c["document_id"] for c in read_output(tmp_path / "chunks", "chunks")}
+    assert chunk_report["documents_read"] == len(rows)
+    assert chunked == set(rows) and not read_output(tmp_path / "chunks", "dead_letter")
+
+
+def _deep_html(levels: int) -> bytes:
+    return ("<html><body>" + "<div>" * levels + "deep" + "</div>" * levels + "</body></html>").encode()
+
+
+NOTES_MD = b"# Notes\n\nA short file after a pathological one.\n"
+
+
+def test_a_conversion_that_runs_too_long_is_stopped_and_the_next_file_converts():
+    """Docling spends hours on 100,000 nested <div>; the converter process is killed at the bound,
+    the file is a conversion_timeout failure, and a new process converts the next file."""
+    converter = ConverterProcess(max_file_seconds=3, content_format="markdown")
+    try:
+        converter.start()
+        first = converter._process.pid
+        with pytest.raises(ParseFailure) as failure:
+            converter.convert(path="/raw/deep.html", doc_id="deep.html", data=_deep_html(100_000))
+        assert failure.value.reason == "conversion_timeout"
+        assert "3 s (--max-file-seconds)" in failure.value.detail
+        row = converter.convert(path="/raw/notes.md", doc_id="notes.md", data=NOTES_MD)
+        assert "A short file after a pathological one." in row["content"]
+        assert converter._process.pid != first
+    finally:
+        converter.close()
+
+
+def test_a_converter_process_that_dies_fails_that_file_only():
+    converter = ConverterProcess(max_file_seconds=120, content_format="markdown")
+    try:
+        converter.start()
+        pid = converter._process.pid
+        threading.Timer(1.0, os.kill, (pid, signal.SIGKILL)).start()
+        with pytest.raises(ParseFailure) as failure:
+            converter.convert(path="/raw/deep.html", doc_id="deep.html", data=_deep_html(100_000))
+        assert failure.value.reason == "conversion_failed"
+        assert f"exit code -{int(signal.SIGKILL)}" in failure.value.detail
+        assert "A short file" in converter.convert(path="/raw/notes.md", doc_id="notes.md", data=NOTES_MD)["content"]
+    finally:
+        converter.close()
+
+
+def test_converter_process_checks_its_options():
+    with pytest.raises(ValueError, match="max_file_seconds must be a positive number, got 0"):
+        ConverterProcess(max_file_seconds=0)
+    with pytest.raises(ValueError, match="content_format must be one of .*got 'pdf'"):
+        ConverterProcess(content_format="pdf")
+    with pytest.raises(ParseFailure, match="file_too_large"):
+        ConverterProcess(max_file_bytes=10).check("/raw/a.md", 11)  # refused without a child process
+
+
+def _zip_bomb_docx(path: Path) -> None:
+    """A real DOCX plus a member that inflates to 200 MB (Docling's own limit is 128 MB)."""
+    import io
+    import zipfile
+
+    import docx
+
+    good = io.BytesIO()
+    document = docx.Document()
+    document.add_paragraph("hello")
+    document.save(good)
+    with zipfile.ZipFile(good) as source, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as bomb:
+        for item in source.infolist():
+            bomb.writestr(item, source.read(item.filename))
+        with bomb.open("word/junk.bin", "w", force_zip64=True) as member:
+            for _ in range(200):
+                member.write(b"\0" * (1 << 20))
+
+
+def test_pathological_office_files_are_converted_or_dead_lettered(tmp_path):
+    """Zip bomb, renamed text, formulas and 30 sheets (some empty), a slide with no text, a deck
+    with no slides: each is a row or a ParseFailure with a reason, never an exception."""
+    import openpyxl
+    import pptx
+
+    _zip_bomb_docx(tmp_path / "bomb.docx")
+    (tmp_path / "renamed.docx").write_text("plain text saved as .docx\n")
+    (tmp_path / "renamed.xlsx").write_text("a,b\n1,2\n")
+    book = openpyxl.Workbook()
+    book.active.append(["a", "b", "sum"])
+    book.active.append([1, 2, "=A2+B2"])
+    for i in range(30):
+        sheet = book.create_sheet(f"S{i}")
+        if i % 2 == 0:
+            sheet.append([f"sheet {i}", i])
+    book.save(tmp_path / "formulas.xlsx")
+    deck = pptx.Presentation()
+    deck.slides.add_slide(deck.slide_layouts[6])
+    deck.save(tmp_path / "blank.pptx")
+    pptx.Presentation().save(tmp_path / "noslides.pptx")
+
+    converter = FileConverter(content_format="markdown")
+    outcomes = {}
+    for path in sorted(tmp_path.iterdir()):
+        try:
+            row = converter.convert(path=str(path), doc_id=path.name, data=path.read_bytes())
+            outcomes[path.name] = ("ok", row["content"])
+        except ParseFailure as failure:
+            outcomes[path.name] = (failure.reason, failure.detail)
+    assert outcomes["bomb.docx"][0] == "conversion_failed" and "exceeding" in outcomes["bomb.docx"][1]
+    assert outcomes["renamed.docx"][0] == outcomes["renamed.xlsx"][0] == "conversion_failed"
+    assert outcomes["noslides.pptx"][0] == "conversion_failed"
+    assert outcomes["blank.pptx"] == ("ok", "")  # parsed; the chunk job dead-letters it as empty_document
+    assert outcomes["formulas.xlsx"][0] == "ok" and "sheet 28" in outcomes["formulas.xlsx"][1]
+
+
+def test_a_file_that_vanishes_or_grows_after_matching(tmp_path):
+    from apache_beam.io.filesystem import FileMetadata
+    from apache_beam.io.fileio import ReadableFile
+
+    from transforms.beam_parse import _read_at_most
+
+    gone = tmp_path / "gone.md"
+    with pytest.raises(ParseFailure) as failure:
+        _read_at_most(ReadableFile(FileMetadata(str(gone), 10)), 100)
+    assert failure.value.reason == "unreadable_file"
+    grown = tmp_path / "grown.md"
+    grown.write_bytes(b"x" * 101)  # matched at 10 bytes, 101 when read
+    with pytest.raises(ParseFailure) as failure:
+        _read_at_most(ReadableFile(FileMetadata(str(grown), 10)), 100)
+    assert failure.value.reason == "file_too_large" and "grew after matching" in failure.value.detail
+    assert _read_at_most(ReadableFile(FileMetadata(str(grown), 101)), 101) == b"x" * 101
+
+
+@pytest.mark.parametrize(
+    "argv_tail, message",
+    [
+        (["--output", "OTHER"], "--output is given 2 times; give it once"),
+        (["--input=OTHER"], "--input is given 2 times; give it once"),
+        (["--max-file-seconds", "0"], "--max-file-seconds must be a positive number of seconds, got '0'"),
+        (["--max-file-seconds", "nan"], "--max-file-seconds must be a positive number of seconds, got 'nan'"),
+        (["--max-file-seconds", "soon"], "--max-file-seconds must be a positive number of seconds, got 'soon'"),
+        (["--max-file-bytes", "-1"], "--max-file-bytes must be a positive integer (bytes), got '-1'"),
+        (["stray.md"], "unrecognized argument stray.md (quote the --input pattern"),
+    ],
+)
+def test_more_option_mistakes(capsys, raw, tmp_path, argv_tail, message):
+    line = _error(capsys, ["parse", "--input", f"{raw}/*", "--output", str(tmp_path / "o"), *argv_tail])
+    assert message in line
+
+
+def test_output_inside_the_input_pattern_is_refused(capsys, raw, monkeypatch):
+    line = _error(capsys, ["parse", "--input", f"{raw}/**", "--output", f"{raw}/out"])
+    assert f"--output {raw}/out: inside --input {raw}/**" in line
+    monkeypatch.chdir(raw.parent)
+    line = _error(capsys, ["parse", "--input", f"{raw.name}/**", "--output", f"{raw.name}/sub/out/"])
+    assert "inside --input" in line
+
+
+def test_unreachable_cloud_storage_fails_at_once(capsys, tmp_path, monkeypatch):
+    """gs:// with no service to answer: one line within seconds, not Beam's minutes of retries."""
+    from tests.conftest import free_ports
+
+    (port,) = free_ports(1)  # nothing listens there
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
+    line = _error(capsys, ["parse", "--input", "gs://bkt/raw/**", "--output", str(tmp_path / "o")])
+    assert f"--input gs://bkt/raw/**: cannot reach Cloud Storage at 127.0.0.1:{port}" in line

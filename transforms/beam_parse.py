@@ -1,11 +1,12 @@
 """The thin Beam layer of ``rechunk parse``: match raw files, convert each, write both outputs.
 
 ``ParseFiles`` matches a file pattern with Beam's ``fileio.MatchFiles`` (any Beam filesystem),
-opens each match with ``fileio.ReadMatches`` and converts it with :class:`FileConverter` built once
-per worker in ``setup()``. Converted files are contract input rows (``PARSED_SCHEMA``) on the main
-output; the rest are dead-letter rows (``PARSE_DEAD_LETTER_SCHEMA``) on the ``dead_letter`` tagged
-output. Metrics (namespace ``rechunk_parse``) count files by format, dead-letter rows by reason,
-and the milliseconds spent converting each format.
+opens each match with ``fileio.ReadMatches`` and converts it with a :class:`ConverterProcess` (a
+``FileConverter`` in a child process, each file bounded in time) started once per worker in
+``setup()``. Converted files are contract input rows (``PARSED_SCHEMA``) on the main output; the
+rest are dead-letter rows (``PARSE_DEAD_LETTER_SCHEMA``) on the ``dead_letter`` tagged output.
+Metrics (namespace ``rechunk_parse``) count files by format, dead-letter rows by reason, and the
+milliseconds spent converting each format.
 """
 
 from __future__ import annotations
@@ -15,14 +16,16 @@ from typing import Any
 
 import apache_beam as beam
 from apache_beam.io import fileio
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.metrics import Metrics
 from apache_beam.pvalue import TaggedOutput
 
 from transforms.beam import DEAD_LETTER, _WriteRows
 from transforms.parsing import (
+    DEFAULT_MAX_FILE_SECONDS,
     PARSE_DEAD_LETTER_SCHEMA,
     PARSED_SCHEMA,
-    FileConverter,
+    ConverterProcess,
     ParseFailure,
     document_id,
     file_format,
@@ -39,6 +42,25 @@ def _counter(name: str):
     return Metrics.counter(PARSE_METRICS_NAMESPACE, name)
 
 
+def _read_at_most(readable: fileio.ReadableFile, max_file_bytes: int) -> bytes:
+    """The file's bytes, reading no more than ``max_file_bytes + 1`` of them (a file may have grown
+    since it was matched).
+
+    Raises:
+        ParseFailure: ``unreadable_file`` (it vanished, or any IO error), ``file_too_large``.
+    """
+    try:
+        with readable.open(compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            data = f.read(max_file_bytes + 1)
+    except Exception as err:  # an IO error of the filesystem, by scheme
+        raise ParseFailure("unreadable_file", " ".join(f"{type(err).__name__}: {err}".split())[:300]) from None
+    if len(data) > max_file_bytes:
+        raise ParseFailure(
+            "file_too_large", f"more than {max_file_bytes:,} bytes when read (it grew after matching; --max-file-bytes)"
+        )
+    return data
+
+
 class _ParseFile(beam.DoFn):
     """One ``fileio.ReadableFile`` into a parsed row, or a dead-letter row (tagged)."""
 
@@ -47,7 +69,11 @@ class _ParseFile(beam.DoFn):
         self._converter_args = converter_args
 
     def setup(self) -> None:
-        self._converter = FileConverter(**self._converter_args)
+        self._converter = ConverterProcess(**self._converter_args)
+        self._converter.start()  # Docling's import is not timed as the first file's conversion
+
+    def teardown(self) -> None:
+        self._converter.close()
 
     def process(self, readable: fileio.ReadableFile):
         path = readable.metadata.path
@@ -58,10 +84,7 @@ class _ParseFile(beam.DoFn):
         started = time.perf_counter()
         try:
             self._converter.check(path, size)
-            try:
-                data = readable.read()
-            except Exception as err:  # an IO error of the filesystem, by scheme
-                raise ParseFailure("unreadable_file", " ".join(f"{type(err).__name__}: {err}".split())[:300]) from None
+            data = _read_at_most(readable, self._converter_args["max_file_bytes"])
             row = self._converter.convert(path=path, doc_id=doc_id, data=data)
         except ParseFailure as failure:
             _counter("files_dead_lettered").inc()
@@ -93,17 +116,21 @@ class ParseFiles(beam.PTransform):
             ids do not depend on a worker's working directory).
         content_format: ``docling`` or ``markdown``.
         max_file_bytes: Larger files are dead-lettered as ``file_too_large``.
+        max_file_seconds: A conversion still running after this many seconds is stopped (its
+            converter process killed) and the file dead-lettered as ``conversion_timeout``.
         pdf_artifacts_path: Local folder of Docling's PDF models, or None (PDFs dead-lettered).
     """
 
     def __init__(
-        self, file_pattern: str, *, content_format: str, max_file_bytes: int, pdf_artifacts_path: str | None = None
+        self, file_pattern: str, *, content_format: str, max_file_bytes: int,
+        max_file_seconds: float = DEFAULT_MAX_FILE_SECONDS, pdf_artifacts_path: str | None = None,
     ) -> None:
         super().__init__()
         self._pattern = file_pattern
         self._converter_args = {
             "content_format": content_format,
             "max_file_bytes": max_file_bytes,
+            "max_file_seconds": max_file_seconds,
             "pdf_artifacts_path": pdf_artifacts_path,
         }
 

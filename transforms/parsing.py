@@ -31,12 +31,14 @@ import pyarrow as pa
 
 __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
+    "DEFAULT_MAX_FILE_SECONDS",
     "FILE_FORMATS",
     "PARSE_DEAD_LETTER_SCHEMA",
     "PARSE_INSTALL_HINT",
     "PARSED_SCHEMA",
     "PARSE_REASONS",
     "PDF_MODELS_HINT",
+    "ConverterProcess",
     "FileConverter",
     "ParseFailure",
     "document_id",
@@ -46,6 +48,10 @@ __all__ = [
 
 #: Default of ``--max-file-bytes``: a larger file is dead-lettered as ``file_too_large`` unread.
 DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
+
+#: Default of ``--max-file-seconds``: a conversion still running after this many seconds is stopped
+#: and the file dead-lettered as ``conversion_timeout`` (a 45 MB HTML file converts in about 35 s).
+DEFAULT_MAX_FILE_SECONDS = 300.0
 
 #: File name extension (lower case, no dot) -> the file format named in reports and metadata.
 FILE_FORMATS = {
@@ -73,6 +79,7 @@ PARSE_REASONS = {
     "pdf_models_missing": "a PDF, and no local Docling layout models (--pdf-artifacts-path) to convert it with",
     "conversion_failed": "Docling could not convert the file (corrupt, truncated, or not what its extension says)",
     "unreadable_file": "the file could not be read from its filesystem",
+    "conversion_timeout": "Docling did not finish converting the file within --max-file-seconds (its converter process was stopped)",
 }
 
 PARSE_INSTALL_HINT = "rechunk parse needs Docling's converters: pip install 'rechunk[parse]'"
@@ -101,13 +108,14 @@ PARSE_DEAD_LETTER_SCHEMA = pa.schema(
 
 # OLE compound file: what an encrypted DOCX/PPTX/XLSX is (and legacy .doc/.ppt/.xls).
 _CFB_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
-_GLOB = re.compile(r"[*?\[{]")
+_GLOB = re.compile(r"[*?\[]")  # Beam's wildcards (FileSystem.translate_pattern); "{" is literal
 
 
 def pattern_base(pattern: str) -> str:
     """The fixed directory a file pattern starts from, ending with ``/``.
 
-    The part of ``pattern`` before its first wildcard (``* ? [ {``), cut after the last ``/``;
+    The part of ``pattern`` before its first wildcard (``* ? [``, Beam's; ``{`` is no wildcard
+    there), cut after the last ``/``;
     for a pattern without wildcard, the file's directory. ``'gs://b/raw/**/*.md'`` ->
     ``'gs://b/raw/'``; ``'docs/a.md'`` -> ``'docs/'``.
     """
@@ -176,14 +184,8 @@ class FileConverter:
         self, *, content_format: str = "docling", max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         pdf_artifacts_path: str | None = None,
     ) -> None:
-        if content_format not in OUTPUT_FORMATS:
-            raise ValueError(f"content_format must be one of {OUTPUT_FORMATS}, got {content_format!r}")
-        if not isinstance(max_file_bytes, int) or max_file_bytes <= 0:
-            raise ValueError(f"max_file_bytes must be a positive integer, got {max_file_bytes!r}")
+        self._check_args(content_format=content_format, max_file_bytes=max_file_bytes, pdf_artifacts_path=pdf_artifacts_path)
         os.environ["HF_HUB_OFFLINE"] = "1"  # before Docling imports huggingface_hub: never a download
-        self.content_format = content_format
-        self.max_file_bytes = max_file_bytes
-        self.pdf_artifacts_path = pdf_artifacts_path
         try:
             from docling.backend.html_backend import HTMLDocumentBackend
             from docling.backend.md_backend import MarkdownDocumentBackend
@@ -206,6 +208,18 @@ class FileConverter:
         }
         self._pipeline = SimplePipeline(ConvertPipelineOptions())
         self._pdf_converter = self._build_pdf_converter(pdf_artifacts_path) if pdf_artifacts_path else None
+
+    def _check_args(
+        self, *, content_format: str = "docling", max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        pdf_artifacts_path: str | None = None,
+    ) -> None:
+        if content_format not in OUTPUT_FORMATS:
+            raise ValueError(f"content_format must be one of {OUTPUT_FORMATS}, got {content_format!r}")
+        if isinstance(max_file_bytes, bool) or not isinstance(max_file_bytes, int) or max_file_bytes <= 0:
+            raise ValueError(f"max_file_bytes must be a positive integer, got {max_file_bytes!r}")
+        self.content_format = content_format
+        self.max_file_bytes = max_file_bytes
+        self.pdf_artifacts_path = pdf_artifacts_path
 
     @staticmethod
     def _build_pdf_converter(artifacts_path: str):
@@ -235,7 +249,7 @@ class FileConverter:
             raise ParseFailure("file_too_large", f"{size_bytes:,} bytes > max {self.max_file_bytes:,} (--max-file-bytes)")
         if size_bytes == 0:
             raise ParseFailure("empty_file", "0 bytes")
-        if fmt == "pdf" and self._pdf_converter is None:
+        if fmt == "pdf" and not self.pdf_artifacts_path:
             raise ParseFailure("pdf_models_missing", PDF_MODELS_HINT)
         return fmt
 
@@ -304,3 +318,146 @@ class FileConverter:
             errors = "; ".join(e.error_message for e in result.errors) or result.status.value
             raise ParseFailure("conversion_failed", f"PDF: {' '.join(errors.split())[:300]}")
         return result.document
+
+
+def _serve(connection, converter_args: dict[str, Any]) -> None:
+    """The converter process's loop: build a :class:`FileConverter`, then convert each request
+    (``convert``'s keyword arguments) and answer ``("ok", row)`` or ``("failed", reason, detail)``;
+    ``None`` or a closed pipe ends it."""
+    try:
+        converter = FileConverter(**converter_args)
+    except Exception as err:  # ImportError with the install hint, or a bad argument
+        connection.send(("error", str(err)))
+        return
+    connection.send(("ready",))
+    while True:
+        try:
+            request = connection.recv()
+        except (EOFError, OSError):  # the parent is gone
+            return
+        if request is None:
+            return
+        try:
+            answer = ("ok", converter.convert(**request))
+        except ParseFailure as failure:
+            answer = ("failed", failure.reason, failure.detail)
+        except Exception as err:  # any other error of a backend on this file
+            answer = ("failed", "conversion_failed", _one_line(err))
+        connection.send(answer)
+
+
+class ConverterProcess:
+    """A :class:`FileConverter` in a child process, so that no single file can stop the job.
+
+    Docling can run for a very long time on some inputs (an HTML file of 100,000 nested ``<div>``
+    takes hours before failing) and a backend's native code could crash or exhaust memory. Each
+    conversion here runs in a child process (started with ``spawn``: the parent may hold gRPC and
+    Arrow threads) and is given ``max_file_seconds``: past that, the child is killed and the file is
+    a ``conversion_timeout`` failure; a child that dies while converting makes the file a
+    ``conversion_failed`` failure. Either way the next file gets a new child. Build one per worker
+    (``DoFn.setup``) and :meth:`close` it in ``teardown``.
+
+    Args:
+        max_file_seconds: Seconds one conversion may take (> 0).
+        **converter_args: :class:`FileConverter`'s keyword arguments.
+
+    Raises:
+        ValueError: ``max_file_seconds`` is not a positive number, or a converter argument is bad.
+        ImportError: Docling (or its PDF pipeline) cannot be imported in the child.
+    """
+
+    #: Seconds the child may take to import Docling and build its converter.
+    START_SECONDS = 300.0
+
+    def __init__(self, *, max_file_seconds: float = DEFAULT_MAX_FILE_SECONDS, **converter_args: Any) -> None:
+        if isinstance(max_file_seconds, bool) or not isinstance(max_file_seconds, (int, float)) or not max_file_seconds > 0:
+            raise ValueError(f"max_file_seconds must be a positive number, got {max_file_seconds!r}")
+        self.max_file_seconds = float(max_file_seconds)
+        self._converter_args = converter_args
+        self._checker = FileConverter.__new__(FileConverter)  # check() needs only these attributes
+        FileConverter._check_args(self._checker, **converter_args)
+        self._process = None
+        self._connection = None
+
+    def check(self, path: str, size_bytes: int) -> str:
+        """:meth:`FileConverter.check`, in this process (no child needed to refuse a file)."""
+        return self._checker.check(path, size_bytes)
+
+    def start(self) -> None:
+        """Start the child process now (else the first :meth:`convert` starts it).
+
+        Raises:
+            ImportError: Docling cannot be imported in the child (the install hint).
+            RuntimeError: The child did not start.
+        """
+        if self._process is None or not self._process.is_alive():
+            self.close()
+            self._start()
+
+    def _start(self) -> None:
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        parent, child = context.Pipe()
+        process = context.Process(target=_serve, args=(child, self._converter_args), daemon=True, name="rechunk-docling")
+        os.environ["HF_HUB_OFFLINE"] = "1"  # inherited by the child before it imports anything
+        process.start()
+        child.close()
+        self._process, self._connection = process, parent
+        if not parent.poll(self.START_SECONDS):
+            self.close()
+            raise RuntimeError(f"the Docling converter process did not start within {self.START_SECONDS:.0f} s")
+        try:
+            answer = parent.recv()
+        except EOFError:
+            code = process.exitcode
+            self.close()
+            raise RuntimeError(f"the Docling converter process exited while starting (exit code {code})") from None
+        if answer[0] == "error":
+            self.close()
+            raise ImportError(answer[1])
+
+    def convert(self, *, path: str, doc_id: str, data: bytes) -> dict[str, Any]:
+        """:meth:`FileConverter.convert` in the child, within ``max_file_seconds``.
+
+        Raises:
+            ParseFailure: as :meth:`FileConverter.convert`, or ``conversion_timeout``, or
+                ``conversion_failed`` when the child dies while converting.
+        """
+        self.check(path, len(data))
+        self.start()
+        try:
+            self._connection.send({"path": path, "doc_id": doc_id, "data": data})
+            if not self._connection.poll(self.max_file_seconds):
+                self.close()
+                raise ParseFailure(
+                    "conversion_timeout",
+                    f"Docling did not finish within {self.max_file_seconds:g} s (--max-file-seconds); stopped",
+                )
+            answer = self._connection.recv()
+        except (EOFError, OSError, BrokenPipeError):
+            self._process.join(5)
+            code = self._process.exitcode
+            self.close()
+            raise ParseFailure(
+                "conversion_failed", f"the Docling converter process died while converting (exit code {code})"
+            ) from None
+        if answer[0] == "ok":
+            return answer[1]
+        raise ParseFailure(answer[1], answer[2])
+
+    def close(self) -> None:
+        """Stop the child process (if any); the next :meth:`convert` starts a new one."""
+        process, connection = self._process, self._connection
+        self._process = self._connection = None
+        if connection is not None:
+            try:
+                connection.send(None)
+            except (OSError, ValueError):
+                pass
+            connection.close()
+        if process is not None:
+            process.join(0.5)
+            if process.is_alive():
+                process.kill()
+                process.join(5)
