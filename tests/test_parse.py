@@ -538,3 +538,28 @@ def test_unreachable_cloud_storage_fails_at_once(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
     line = _error(capsys, ["parse", "--input", "gs://bkt/raw/**", "--output", str(tmp_path / "o")])
     assert f"--input gs://bkt/raw/**: cannot reach Cloud Storage at 127.0.0.1:{port}" in line
+
+
+def test_converter_process_does_not_run_the_callers_main_module_again(tmp_path):
+    """A pipeline script without ``if __name__ == "__main__"`` (common in Beam examples): the
+    converter process is a fresh interpreter, so the script's top level runs once."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    marker = tmp_path / "runs.txt"
+    script = tmp_path / "pipeline_script.py"
+    script.write_text(
+        "from transforms.parsing import ConverterProcess\n"
+        f"open({str(marker)!r}, 'a').write('ran\\n')\n"
+        "converter = ConverterProcess(max_file_seconds=120, content_format='markdown')\n"
+        "row = converter.convert(path='/raw/notes.md', doc_id='notes.md', data=b'# Notes\\n\\nbody text\\n')\n"
+        "converter.close()\n"
+        "print(row['content'])\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    assert "body text" in done.stdout
+    assert marker.read_text() == "ran\n"

@@ -320,19 +320,33 @@ class FileConverter:
         return result.document
 
 
-def _serve(connection, converter_args: dict[str, Any]) -> None:
-    """The converter process's loop: build a :class:`FileConverter`, then convert each request
-    (``convert``'s keyword arguments) and answer ``("ok", row)`` or ``("failed", reason, detail)``;
-    ``None`` or a closed pipe ends it."""
+def _serve(read_fd: int, write_fd: int) -> None:
+    """The converter process's loop, on two pipe ends: read the :class:`FileConverter` arguments
+    and build it, then convert each request (``convert``'s keyword arguments) and answer
+    ``("ok", row)`` or ``("failed", reason, detail)``. ``None`` or a closed pipe ends it, and so
+    does the parent's exit, even mid-conversion."""
+    import threading
+    import time
+    from multiprocessing.connection import Connection
+
+    parent = os.getppid()
+
+    def exit_with_parent() -> None:  # an orphan must not go on converting (for hours, on some files)
+        while os.getppid() == parent:
+            time.sleep(1)
+        os._exit(1)
+
+    threading.Thread(target=exit_with_parent, daemon=True).start()
+    requests, answers = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
     try:
-        converter = FileConverter(**converter_args)
+        converter = FileConverter(**requests.recv())
     except Exception as err:  # ImportError with the install hint, or a bad argument
-        connection.send(("error", str(err)))
+        answers.send(("error", str(err)))
         return
-    connection.send(("ready",))
+    answers.send(("ready",))
     while True:
         try:
-            request = connection.recv()
+            request = requests.recv()
         except (EOFError, OSError):  # the parent is gone
             return
         if request is None:
@@ -343,7 +357,10 @@ def _serve(connection, converter_args: dict[str, Any]) -> None:
             answer = ("failed", failure.reason, failure.detail)
         except Exception as err:  # any other error of a backend on this file
             answer = ("failed", "conversion_failed", _one_line(err))
-        connection.send(answer)
+        try:
+            answers.send(answer)
+        except (OSError, ValueError):  # the parent is gone
+            return
 
 
 class ConverterProcess:
@@ -351,8 +368,8 @@ class ConverterProcess:
 
     Docling can run for a very long time on some inputs (an HTML file of 100,000 nested ``<div>``
     takes hours before failing) and a backend's native code could crash or exhaust memory. Each
-    conversion here runs in a child process (started with ``spawn``: the parent may hold gRPC and
-    Arrow threads) and is given ``max_file_seconds``: past that, the child is killed and the file is
+    conversion here runs in a child process (a new interpreter, talking over two pipes) and is
+    given ``max_file_seconds``: past that, the child is killed and the file is
     a ``conversion_timeout`` failure; a child that dies while converting makes the file a
     ``conversion_failed`` failure. Either way the next file gets a new child. Build one per worker
     (``DoFn.setup``) and :meth:`close` it in ``teardown``.
@@ -376,8 +393,7 @@ class ConverterProcess:
         self._converter_args = converter_args
         self._checker = FileConverter.__new__(FileConverter)  # check() needs only these attributes
         FileConverter._check_args(self._checker, **converter_args)
-        self._process = None
-        self._connection = None
+        self._process = self._requests = self._connection = None
 
     def check(self, path: str, size_bytes: int) -> str:
         """:meth:`FileConverter.check`, in this process (no child needed to refuse a file)."""
@@ -390,32 +406,52 @@ class ConverterProcess:
             ImportError: Docling cannot be imported in the child (the install hint).
             RuntimeError: The child did not start.
         """
-        if self._process is None or not self._process.is_alive():
+        if self._process is None or self._process.poll() is not None:
             self.close()
             self._start()
 
     def _start(self) -> None:
-        import multiprocessing
+        import subprocess
+        import sys
+        from multiprocessing.connection import Connection
 
-        context = multiprocessing.get_context("spawn")
-        parent, child = context.Pipe()
-        process = context.Process(target=_serve, args=(child, self._converter_args), daemon=True, name="rechunk-docling")
-        os.environ["HF_HUB_OFFLINE"] = "1"  # inherited by the child before it imports anything
-        process.start()
-        child.close()
-        self._process, self._connection = process, parent
-        if not parent.poll(self.START_SECONDS):
-            self.close()
-            raise RuntimeError(f"the Docling converter process did not start within {self.START_SECONDS:.0f} s")
+        # A fresh interpreter (not fork: the parent may hold gRPC and Arrow threads; not
+        # multiprocessing's spawn: it would run the caller's __main__ module again).
+        from_parent, to_child = os.pipe()  # (read end, write end)
+        from_child, to_parent = os.pipe()
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         try:
-            answer = parent.recv()
-        except EOFError:
-            code = process.exitcode
+            process = subprocess.Popen(
+                [sys.executable, "-c", f"from transforms.parsing import _serve; _serve({from_parent}, {to_parent})"],
+                pass_fds=(from_parent, to_parent), env=env, stdin=subprocess.DEVNULL, close_fds=True,
+            )
+        finally:
+            os.close(from_parent)
+            os.close(to_parent)
+        self._process = process
+        self._requests = Connection(to_child, readable=False)
+        self._connection = Connection(from_child, writable=False)
+        try:
+            self._requests.send(self._converter_args)
+            if not self._connection.poll(self.START_SECONDS):
+                raise RuntimeError(f"the Docling converter process did not start within {self.START_SECONDS:.0f} s")
+            answer = self._connection.recv()
+        except (EOFError, OSError):
+            code = self._exit_code()
             self.close()
             raise RuntimeError(f"the Docling converter process exited while starting (exit code {code})") from None
+        except RuntimeError:
+            self.close()
+            raise
         if answer[0] == "error":
             self.close()
             raise ImportError(answer[1])
+
+    def _exit_code(self) -> int | None:
+        try:
+            return self._process.wait(5)
+        except Exception:  # still running
+            return None
 
     def convert(self, *, path: str, doc_id: str, data: bytes) -> dict[str, Any]:
         """:meth:`FileConverter.convert` in the child, within ``max_file_seconds``.
@@ -427,7 +463,7 @@ class ConverterProcess:
         self.check(path, len(data))
         self.start()
         try:
-            self._connection.send({"path": path, "doc_id": doc_id, "data": data})
+            self._requests.send({"path": path, "doc_id": doc_id, "data": data})
             if not self._connection.poll(self.max_file_seconds):
                 self.close()
                 raise ParseFailure(
@@ -435,9 +471,8 @@ class ConverterProcess:
                     f"Docling did not finish within {self.max_file_seconds:g} s (--max-file-seconds); stopped",
                 )
             answer = self._connection.recv()
-        except (EOFError, OSError, BrokenPipeError):
-            self._process.join(5)
-            code = self._process.exitcode
+        except (EOFError, OSError):
+            code = self._exit_code()
             self.close()
             raise ParseFailure(
                 "conversion_failed", f"the Docling converter process died while converting (exit code {code})"
@@ -448,16 +483,21 @@ class ConverterProcess:
 
     def close(self) -> None:
         """Stop the child process (if any); the next :meth:`convert` starts a new one."""
-        process, connection = self._process, self._connection
-        self._process = self._connection = None
-        if connection is not None:
+        import subprocess
+
+        process, requests, connection = self._process, self._requests, self._connection
+        self._process = self._requests = self._connection = None
+        if requests is not None:
             try:
-                connection.send(None)
+                requests.send(None)
             except (OSError, ValueError):
                 pass
+            requests.close()
+        if connection is not None:
             connection.close()
         if process is not None:
-            process.join(0.5)
-            if process.is_alive():
+            try:
+                process.wait(0.5)
+            except subprocess.TimeoutExpired:
                 process.kill()
-                process.join(5)
+                process.wait(5)
