@@ -503,6 +503,13 @@ def test_a_file_that_vanishes_or_grows_after_matching(tmp_path):
         _read_at_most(ReadableFile(FileMetadata(str(grown), 10)), 100)
     assert failure.value.reason == "file_too_large" and "grew after matching" in failure.value.detail
     assert _read_at_most(ReadableFile(FileMetadata(str(grown), 101)), 101) == b"x" * 101
+    # A huge --max-file-bytes is no allocation of that size (read(n) would raise MemoryError).
+    assert _read_at_most(ReadableFile(FileMetadata(str(grown), 101)), 10**15) == b"x" * 101
+    big = tmp_path / "big.md"
+    big.write_bytes(b"y" * (20 * 1024 * 1024 + 3))  # more than one block
+    assert _read_at_most(ReadableFile(FileMetadata(str(big), 0)), 10**15) == big.read_bytes()
+    with pytest.raises(ParseFailure, match="file_too_large"):
+        _read_at_most(ReadableFile(FileMetadata(str(big), 0)), 20 * 1024 * 1024 + 2)
 
 
 @pytest.mark.parametrize(

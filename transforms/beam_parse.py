@@ -42,6 +42,9 @@ def _counter(name: str):
     return Metrics.counter(PARSE_METRICS_NAMESPACE, name)
 
 
+_READ_BLOCK_BYTES = 8 * 1024 * 1024
+
+
 def _read_at_most(readable: fileio.ReadableFile, max_file_bytes: int) -> bytes:
     """The file's bytes, reading no more than ``max_file_bytes + 1`` of them (a file may have grown
     since it was matched).
@@ -49,16 +52,23 @@ def _read_at_most(readable: fileio.ReadableFile, max_file_bytes: int) -> bytes:
     Raises:
         ParseFailure: ``unreadable_file`` (it vanished, or any IO error), ``file_too_large``.
     """
+    blocks, total = [], 0
     try:
         with readable.open(compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            data = f.read(max_file_bytes + 1)
+            # In blocks: read(n) allocates n bytes up front, and --max-file-bytes may be huge.
+            while total <= max_file_bytes:
+                block = f.read(min(_READ_BLOCK_BYTES, max_file_bytes + 1 - total))
+                if not block:
+                    break
+                blocks.append(block)
+                total += len(block)
     except Exception as err:  # an IO error of the filesystem, by scheme
         raise ParseFailure("unreadable_file", " ".join(f"{type(err).__name__}: {err}".split())[:300]) from None
-    if len(data) > max_file_bytes:
+    if total > max_file_bytes:
         raise ParseFailure(
             "file_too_large", f"more than {max_file_bytes:,} bytes when read (it grew after matching; --max-file-bytes)"
         )
-    return data
+    return b"".join(blocks)
 
 
 class _ParseFile(beam.DoFn):
