@@ -221,6 +221,8 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
     pdf = own.pdf_artifacts_path
     if pdf is not None and not os.path.isdir(pdf):
         raise OptionError(f"--pdf-artifacts-path {pdf}: no such local directory (Docling's PDF models)")
+    if pdf is not None and not os.listdir(pdf):
+        raise OptionError(f"--pdf-artifacts-path {pdf}: empty; fetch Docling's models there (docling-tools models download -o {pdf})")
     _check_docling(os.path.abspath(pdf) if pdf else None)
     options = PipelineOptions(rest)
     _check_runner(options)

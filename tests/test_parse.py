@@ -306,10 +306,35 @@ def test_without_docling_the_job_says_what_to_install(capsys, raw, tmp_path, mon
 def test_pdf_artifacts_path_without_the_pdf_pipeline_is_an_option_error(capsys, raw, tmp_path, monkeypatch):
     import sys
 
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "model.safetensors").write_bytes(b"0")
     monkeypatch.setitem(sys.modules, "docling.document_converter", None)
     line = _error(capsys, ["parse", "--input", f"{raw}/*", "--output", str(tmp_path / "o"),
-                           "--pdf-artifacts-path", str(tmp_path)])
+                           "--pdf-artifacts-path", str(models)])
     assert line == f"rechunk parse: error: --pdf-artifacts-path: {PDF_MODELS_HINT}"
+
+
+@pytest.mark.parametrize("module", ["docling_parse", "torch"])
+def test_pdf_artifacts_path_without_the_pdf_backend_or_torch_is_an_option_error(capsys, raw, tmp_path, monkeypatch, module):
+    """Docling imports its PDF backend and torch only at the first PDF: missing, every PDF would be
+    dead-lettered with an ImportError. Checked before the job starts instead."""
+    import sys
+
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "model.safetensors").write_bytes(b"0")
+    monkeypatch.setitem(sys.modules, module, None)
+    line = _error(capsys, ["parse", "--input", f"{raw}/*", "--output", str(tmp_path / "o"),
+                           "--pdf-artifacts-path", str(models)])
+    assert line == f"rechunk parse: error: --pdf-artifacts-path: {PDF_MODELS_HINT}"
+
+
+def test_empty_pdf_artifacts_path_is_an_option_error(capsys, raw, tmp_path):
+    (tmp_path / "models").mkdir()
+    line = _error(capsys, ["parse", "--input", f"{raw}/*", "--output", str(tmp_path / "o"),
+                           "--pdf-artifacts-path", str(tmp_path / "models")])
+    assert f"--pdf-artifacts-path {tmp_path}/models: empty; fetch Docling's models there" in line
 
 
 

@@ -223,6 +223,16 @@ class FileConverter:
 
     @staticmethod
     def _build_pdf_converter(artifacts_path: str):
+        import importlib.util
+
+        # Docling imports these only when the first PDF is converted; missing, every PDF would fail.
+        for module in ("docling_parse", "pypdfium2", "docling_ibm_models", "torch", "torchvision"):
+            try:
+                found = importlib.util.find_spec(module) is not None
+            except ValueError:  # in sys.modules as None: known not to import
+                found = False
+            if not found:
+                raise ImportError(PDF_MODELS_HINT)
         try:
             from docling.datamodel.base_models import InputFormat
             from docling.datamodel.pipeline_options import PdfPipelineOptions
