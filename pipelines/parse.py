@@ -250,6 +250,11 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
         raise OptionError(f"--input {own.input}: no file matches")
     if "://" not in output and os.path.exists(output) and not os.path.isdir(output):
         raise OptionError(f"--output {output}: is a file, not a directory")
+    if "://" not in output:
+        try:  # the job creates it anyway; a path that cannot be a directory fails here, not in the writers
+            os.makedirs(output, exist_ok=True)
+        except OSError as err:
+            raise OptionError(f"--output {output}: cannot create the directory ({_one_line(err)})") from None
     for sub in ("parsed", "dead_letter"):
         try:
             existing = FileSystems.match([f"{output}/{sub}/*"])[0].metadata_list

@@ -595,3 +595,11 @@ def test_converter_process_does_not_run_the_callers_main_module_again(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "body text" in done.stdout
     assert marker.read_text() == "ran\n"
+
+
+def test_output_that_cannot_be_a_directory_is_an_option_error(capsys, raw, tmp_path):
+    (tmp_path / "afile").write_text("x")
+    line = _error(capsys, ["parse", "--input", f"{raw}/*", "--output", str(tmp_path / "afile" / "sub")])
+    assert f"--output {tmp_path}/afile/sub: cannot create the directory" in line
+    line = _error(capsys, ["parse", "--input", f"{raw}/*", "--output", str(tmp_path / "afile")])
+    assert f"--output {tmp_path}/afile: is a file, not a directory" in line
