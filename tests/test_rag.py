@@ -138,3 +138,26 @@ def test_rag_chunk_takes_null_headings_page_offsets_and_metadata(patch, headings
 def test_rag_chunk_names_the_chunk_whose_metadata_is_not_an_object(metadata):
     with pytest.raises(ValueError, match=f"chunk {ROW['chunk_id']}: metadata must be a JSON object"):
         rag_chunk({**ROW, "metadata": metadata})
+
+
+def test_embedding_example_mistakes_are_one_line(capsys, tmp_path, sample_chunks):
+    """No match, a model folder that is not there, a missing option: one line, exit 2, no model
+    loaded and nothing fetched (a missing folder would otherwise go to the Hub client as a model id)."""
+    from examples.embed_chunks import main as embed_main
+
+    chunks = str(sample_chunks / "chunks" / "*.parquet")
+    cases = [
+        (["--chunks", str(tmp_path / "none" / "*.parquet"), "--output", str(tmp_path / "e")], "no file matches"),
+        (["--output", str(tmp_path / "e")], "the following arguments are required: --chunks"),
+    ]
+    import importlib.util
+
+    if importlib.util.find_spec("sentence_transformers") is not None:
+        cases.append((["--chunks", chunks, "--output", str(tmp_path / "e"), "--model", str(tmp_path / "no-model")],
+                      f"--model {tmp_path}/no-model: no such local directory"))
+    else:
+        cases.append((["--chunks", chunks, "--output", str(tmp_path / "e")], "pip install 'rechunk[semantic]'"))
+    for argv, message in cases:
+        assert embed_main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("embed_chunks: error: ") and message in err[0], err
