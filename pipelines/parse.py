@@ -49,7 +49,9 @@ _USAGE = """usage: rechunk parse --input PATTERN --output DIR [--content-format 
 
 Convert raw files with Docling into the chunk job's input Parquet.
 
-  --input PATTERN         raw files (local path, gs://, any Beam filesystem); directories are skipped
+  --input PATTERN         raw files (local path, gs://, any Beam filesystem); directories are skipped;
+                          ** is any characters, / included: 'raw/**.md' (not 'raw/**/*.md', which
+                          misses raw/a.md)
   --output DIR            writes DIR/parsed/ (the chunk job's --input), DIR/dead_letter/, DIR/report.json
   --content-format F      docling (DoclingDocument JSON, default) or markdown (Docling's Markdown export)
   --max-file-bytes N      larger files are dead-lettered as file_too_large, unread (default 52,428,800)
