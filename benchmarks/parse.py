@@ -1,0 +1,157 @@
+"""Files per second per format of ``rechunk parse``, dead-letter rows by reason, then the chunk job.
+
+    python benchmarks/parse.py [--corpus ../shared/data/corpus/docs_small.parquet] [--files-per-format 40]
+                               [--work DIR] [--direct_running_mode in_memory ...]
+
+Builds a raw folder from real documents of the corpus (Markdown and HTML documents written as
+they are; DOCX, PPTX and XLSX made from the Markdown documents with python-docx, python-pptx and
+openpyxl: headings and paragraphs, one slide per section, one sheet row per line), plus broken
+files (corrupt, truncated, empty, unsupported, encrypted, too large, a PDF without models), runs
+``rechunk parse`` on it in-process, then the chunk job on its output, and prints a Markdown table:
+per format the files, bytes, seconds inside the converter (Beam counter ``convert_ms``, summed
+over workers) and files per second over those seconds, plus both jobs' wall seconds and the dead
+letter by reason. Every file must end parsed or dead-lettered, every parsed document chunked or
+dead-lettered: the script exits 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+MAX_FILE_BYTES = 5_000_000
+
+
+def _blocks(markdown: str) -> list[tuple[int, str]]:
+    """(heading level or 0, text) blocks of a Markdown document, blank-line separated."""
+    blocks = []
+    for block in re.split(r"\n\s*\n", markdown):
+        block = block.strip()
+        if not block:
+            continue
+        heading = re.match(r"^(#{1,6})\s+(.*)", block)
+        if heading and "\n" not in block:
+            blocks.append((len(heading.group(1)), heading.group(2)))
+        else:
+            blocks.append((0, block))
+    return blocks
+
+
+def _clean(text: str) -> str:
+    # XML 1.0 cannot hold most control characters (python-docx and openpyxl refuse them).
+    return re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", " ", text)
+
+
+def build_raw(corpus: Path, folder: Path, per_format: int) -> None:
+    import docx
+    import openpyxl
+    import pptx
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(corpus).to_pylist()
+    markdown = [r for r in rows if r["content_format"] == "markdown"]
+    html = [r for r in rows if r["content_format"] == "html"]
+    folder.mkdir(parents=True)
+    for i in range(per_format):
+        md = _clean(markdown[i % len(markdown)]["content"])
+        (folder / f"md-{i:04d}.md").write_text(md, encoding="utf-8")
+        (folder / f"html-{i:04d}.html").write_text(html[i % len(html)]["content"], encoding="utf-8")
+        blocks = _blocks(md)[:300]
+        document = docx.Document()
+        for level, text in blocks:
+            document.add_heading(text[:200], level=min(level, 9)) if level else document.add_paragraph(text)
+        document.save(folder / f"docx-{i:04d}.docx")
+        deck = pptx.Presentation()
+        slide = None
+        for level, text in blocks:
+            if level or slide is None:
+                if len(deck.slides) >= 30:
+                    break
+                slide = deck.slides.add_slide(deck.slide_layouts[1])
+                slide.shapes.title.text = text[:200] if level else "Introduction"
+                body = slide.placeholders[1].text_frame
+                if level:
+                    continue
+            body.add_paragraph().text = text[:1000]
+        deck.save(folder / f"pptx-{i:04d}.pptx")
+        book = openpyxl.Workbook()
+        sheet = book.active
+        sheet.append(["line", "text"])
+        for n, line in enumerate(md.splitlines()[:500], 1):
+            if line.strip():
+                sheet.append([n, line[:2000]])
+        book.save(folder / f"xlsx-{i:04d}.xlsx")
+    good = folder / "docx-0000.docx"
+    (folder / "bad-corrupt.docx").write_bytes(b"PK\x03\x04" + b"\x00" * 100)
+    (folder / "bad-truncated.pptx").write_bytes((folder / "pptx-0000.pptx").read_bytes()[:3000])
+    (folder / "bad-empty.md").write_bytes(b"")
+    (folder / "bad-unsupported.rtf").write_text("{\\rtf1 hello}")
+    (folder / "bad-encrypted.xlsx").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 512)
+    (folder / "bad-too-large.md").write_text("# Big\n\n" + "word " * (MAX_FILE_BYTES // 5 + 1))
+    (folder / "bad-no-models.pdf").write_bytes(b"%PDF-1.4\n%%EOF\n")
+    assert good.exists()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", default=str(REPO.parent / "shared" / "data" / "corpus" / "docs_small.parquet"))
+    parser.add_argument("--files-per-format", type=int, default=40)
+    parser.add_argument("--work", default=str(REPO / "output" / "bench-parse"))
+    args, beam_args = parser.parse_known_args(argv)
+
+    from pipelines.rechunk import main as rechunk_main
+
+    work = Path(args.work)
+    shutil.rmtree(work, ignore_errors=True)
+    started = time.monotonic()
+    build_raw(Path(args.corpus), work / "raw", args.files_per_format)
+    print(f"built {work / 'raw'} in {time.monotonic() - started:.1f} s", file=sys.stderr)
+
+    started = time.monotonic()
+    code = rechunk_main(["parse", "--input", f"{work}/raw/*", "--output", f"{work}/parse",
+                         "--max-file-bytes", str(MAX_FILE_BYTES), *beam_args])
+    parse_wall = time.monotonic() - started
+    started = time.monotonic()
+    code |= rechunk_main(["--input", f"{work}/parse/parsed/*.parquet", "--output", f"{work}/chunks", *beam_args])
+    chunk_wall = time.monotonic() - started
+    parse = json.loads((work / "parse" / "report.json").read_text())
+    chunk = json.loads((work / "chunks" / "report.json").read_text())
+
+    sizes: dict[str, int] = {}
+    from transforms.parsing import file_format
+
+    for path in (work / "raw").iterdir():
+        fmt = file_format(path.name) or "other"
+        if path.stat().st_size <= MAX_FILE_BYTES:  # a larger file is never read
+            sizes[fmt] = sizes.get(fmt, 0) + path.stat().st_size
+    print("| format | files | parsed | MB | converter s | files/s | MB/s |")
+    print("|---|---|---|---|---|---|---|")
+    for fmt, files in parse["files_by_format"].items():
+        seconds = parse["convert_seconds_by_format"].get(fmt, 0)
+        mb = sizes.get(fmt, 0) / 1e6
+        rate = f"{files / seconds:.1f}" if seconds else "-"
+        mbps = f"{mb / seconds:.2f}" if seconds else "-"
+        print(f"| {fmt} | {files} | {parse['parsed_by_format'].get(fmt, 0)} | {mb:.2f} | {seconds:.2f} | {rate} | {mbps} |")
+    print()
+    print(f"parse job: {parse['files_read']} files, {parse['files_parsed']} parsed, wall {parse_wall:.1f} s "
+          f"(report {parse['wall_seconds']} s); dead letter by reason: {json.dumps(parse['dead_letter_by_reason'])}")
+    print(f"chunk job: {chunk['documents_read']} documents, {chunk['documents_chunked']} chunked, "
+          f"{chunk['chunks_written']} chunks, wall {chunk_wall:.1f} s; dead letter by reason: "
+          f"{json.dumps(chunk['dead_letter_by_reason'])}")
+    accounted = (parse["files_parsed"] + parse["files_dead_lettered"] == parse["files_read"]
+                 and chunk["documents_read"] == parse["files_parsed"]
+                 and chunk["documents_chunked"] + chunk["documents_dead_lettered"] == chunk["documents_read"])
+    print(f"every file accounted for: {accounted}")
+    return 0 if code == 0 and accounted else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,380 @@
+"""``rechunk parse``: raw files (HTML, Markdown, DOCX, PPTX, XLSX, PDF) into the chunk job's input.
+
+    rechunk parse --input 'PATTERN' --output DIR [--content-format docling|markdown]
+                  [--max-file-bytes N] [--pdf-artifacts-path DIR] [any Beam pipeline option]
+    python -m pipelines.parse ...
+
+The graph (see ``transforms.beam_parse``)::
+
+    Match files -> Open files -> Convert with Docling -> Write parsed       (DIR/parsed/*.parquet)
+                                         \\___________-> Write dead letter  (DIR/dead_letter/*.parquet)
+    metrics -> DIR/report.json
+
+``DIR/parsed/*.parquet`` is the chunk job's ``--input``. Every mistake in the options is one line
+on stderr and exit status 2, before the pipeline starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+import transforms
+from pipelines.rechunk import OptionError, RechunkOptions, _check_filesystem, _check_runner, _one_line, _worker_path
+from transforms.parsing import (
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_FILE_SECONDS,
+    OUTPUT_FORMATS,
+    PARSE_INSTALL_HINT,
+    PDF_MODELS_HINT,
+)
+
+__all__ = ["ParseJob", "main", "parse_job", "run"]
+
+_USAGE = """usage: rechunk parse --input PATTERN --output DIR [--content-format docling|markdown]
+                     [--max-file-bytes N] [--max-file-seconds S] [--pdf-artifacts-path DIR]
+                     [Beam pipeline options]
+
+Convert raw files with Docling into the chunk job's input Parquet.
+
+  --input PATTERN         raw files (local path, gs://, any Beam filesystem); directories are skipped;
+                          ** is any characters, / included: 'raw/**.md' (not 'raw/**/*.md', which
+                          misses raw/a.md)
+  --output DIR            writes DIR/parsed/ (the chunk job's --input), DIR/dead_letter/, DIR/report.json
+  --content-format F      docling (DoclingDocument JSON, default) or markdown (Docling's Markdown export)
+  --max-file-bytes N      larger files are dead-lettered as file_too_large, unread (default 52,428,800)
+  --max-file-seconds S    a conversion still running after S seconds is stopped and the file
+                          dead-lettered as conversion_timeout (default 300)
+  --pdf-artifacts-path D  a local folder of Docling's PDF models; without it PDFs are dead-lettered
+                          as pdf_models_missing
+
+Any Apache Beam option passes through: --runner, --direct_num_workers, ... A mistake in the
+options exits with status 2 before the pipeline starts.
+"""
+
+
+@dataclass(frozen=True)
+class ParseJob:
+    """Everything checked before the parse pipeline starts."""
+
+    input: str
+    output: str
+    content_format: str
+    max_file_bytes: int
+    max_file_seconds: float
+    pdf_artifacts_path: str | None
+    options: PipelineOptions
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse would print its usage and exit
+        raise OptionError(message)
+
+
+def _own_options(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
+    parser = _Parser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--input")
+    parser.add_argument("--output")
+    parser.add_argument("--content-format", "--content_format", dest="content_format", default="docling")
+    parser.add_argument("--max-file-bytes", "--max_file_bytes", dest="max_file_bytes")
+    parser.add_argument("--max-file-seconds", "--max_file_seconds", dest="max_file_seconds")
+    parser.add_argument("--pdf-artifacts-path", "--pdf_artifacts_path", dest="pdf_artifacts_path")
+    own, rest = parser.parse_known_args(list(argv))
+    # argparse keeps the last of a repeated option; a second --input or --output is a mistake.
+    for action in parser._actions:
+        given = [a for a in argv if a in action.option_strings or a.split("=", 1)[0] in action.option_strings]
+        if len(given) > 1:
+            raise OptionError(f"{action.option_strings[0]} is given {len(given)} times; give it once")
+    return own, rest
+
+
+def _unknown_beam_options(argv: Sequence[str]) -> list[str]:
+    """Arguments no Beam PipelineOptions class knows (the chunk job's own options included)."""
+    from apache_beam.options.pipeline_options import _BeamArgumentParser
+
+    class _BeamParser(_BeamArgumentParser):
+        def error(self, message):
+            raise OptionError(message)
+
+    parser = _BeamParser(allow_abbrev=False)
+    seen: dict[str, type] = {}
+    for cls in PipelineOptions.__subclasses__():
+        if cls is not RechunkOptions:
+            seen.setdefault(str(cls), cls)
+    for cls in seen.values():
+        cls._add_argparse_args(parser)
+    _, unknown = parser.parse_known_args(list(argv))
+    return unknown
+
+
+def _max_file_bytes(value: str | None) -> int:
+    if value is None:
+        return DEFAULT_MAX_FILE_BYTES
+    try:
+        size = int(value)
+    except ValueError:
+        size = 0
+    if size <= 0:
+        raise OptionError(f"--max-file-bytes must be a positive integer (bytes), got {value!r}")
+    return size
+
+
+def _max_file_seconds(value: str | None) -> float:
+    if value is None:
+        return DEFAULT_MAX_FILE_SECONDS
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise OptionError(f"--max-file-seconds must be a positive number of seconds, got {value!r}")
+    return seconds
+
+
+def _check_reachable(flag: str, path: str) -> None:
+    """A gs:// path's service must answer a TCP connection within 5 s: otherwise Beam's GCS client
+    retries for minutes (credentials, then listing) before failing. Other schemes are left to Beam."""
+    import socket
+    import threading
+    from urllib.parse import urlsplit
+
+    if not path.startswith("gs://"):
+        return
+    endpoint = os.environ.get("STORAGE_EMULATOR_HOST")
+    if endpoint:
+        url = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
+        host, port = url.hostname or "localhost", url.port or (443 if url.scheme == "https" else 80)
+    else:
+        host, port = "storage.googleapis.com", 443
+    outcome: list[BaseException | None] = []
+
+    def connect() -> None:  # in a thread: name resolution has no timeout of its own
+        try:
+            socket.create_connection((host, port), timeout=5).close()
+            outcome.append(None)
+        except OSError as err:
+            outcome.append(err)
+
+    thread = threading.Thread(target=connect, daemon=True)
+    thread.start()
+    thread.join(6)
+    if not outcome or outcome[0] is not None:
+        why = _one_line(outcome[0]) if outcome else "no answer in 5 s"
+        raise OptionError(f"{flag} {path}: cannot reach Cloud Storage at {host}:{port} ({why})")
+
+
+def _inside_pattern(output: str, pattern: str) -> bool:
+    """Whether files the job writes under ``output`` would match ``pattern`` (the next run over
+    the same pattern would read this run's Parquet files and report as raw files)."""
+    from apache_beam.io.filesystem import FileSystem
+
+    regex = re.compile(FileSystem.translate_pattern(pattern))
+    written = ("report.json", "parsed/parsed-00000-of-00001.parquet", "dead_letter/dead_letter-00000-of-00001.parquet")
+    return any(regex.match(f"{output}/{name}") for name in written)
+
+
+def _check_docling(pdf_artifacts_path: str | None) -> None:
+    """Docling must be importable here (the launcher builds nothing, but a missing extra would
+    otherwise fail on every worker); with ``--pdf-artifacts-path``, its PDF pipeline too."""
+    try:
+        from transforms.parsing import FileConverter
+
+        FileConverter(pdf_artifacts_path=pdf_artifacts_path)
+    except ImportError as err:
+        hint = PDF_MODELS_HINT if pdf_artifacts_path and str(err) == PDF_MODELS_HINT else PARSE_INSTALL_HINT
+        raise OptionError(f"{'--pdf-artifacts-path: ' if hint == PDF_MODELS_HINT else ''}{hint}") from None
+
+
+def parse_job(argv: Sequence[str]) -> ParseJob:
+    """Parse and check the command line, input and output.
+
+    Raises:
+        OptionError: Any mistake, as one line naming the option.
+    """
+    own, rest = _own_options(argv)
+    unknown = _unknown_beam_options(rest)
+    if unknown:
+        if unknown[0].startswith("-"):
+            raise OptionError(f"unrecognized option {unknown[0]} (see rechunk parse --help)")
+        raise OptionError(
+            f"unrecognized argument {unknown[0]} (quote the --input pattern, e.g. --input 'raw/**', "
+            "so that the shell does not expand it)"
+        )
+    if not own.input:
+        raise OptionError("--input is required: a file pattern of raw files (HTML, Markdown, DOCX, PPTX, XLSX, PDF)")
+    if not own.output:
+        raise OptionError("--output is required: the directory to write parsed/, dead_letter/ and report.json")
+    if own.content_format not in OUTPUT_FORMATS:
+        raise OptionError(f"--content-format must be one of {', '.join(OUTPUT_FORMATS)}, got {own.content_format!r}")
+    max_file_bytes = _max_file_bytes(own.max_file_bytes)
+    max_file_seconds = _max_file_seconds(own.max_file_seconds)
+    pdf = own.pdf_artifacts_path
+    if pdf is not None and not os.path.isdir(pdf):
+        raise OptionError(f"--pdf-artifacts-path {pdf}: no such local directory (Docling's PDF models)")
+    if pdf is not None and not os.listdir(pdf):
+        raise OptionError(f"--pdf-artifacts-path {pdf}: empty; fetch Docling's models there (docling-tools models download -o {pdf})")
+    _check_docling(os.path.abspath(pdf) if pdf else None)
+    options = PipelineOptions(rest)
+    _check_runner(options)
+    if options.view_as(StandardOptions).runner == "DataflowRunner":
+        for flag, path in (("--input", own.input), ("--output", own.output)):
+            if "://" not in path or path.startswith("file://"):
+                raise OptionError(f"{flag} {path}: DataflowRunner workers cannot read local paths; use gs://")
+    pattern = _worker_path(own.input)
+    _check_filesystem("--input", pattern)
+    output = own.output.rstrip("/") or "/"
+    _check_filesystem("--output", output)
+    if _inside_pattern(_worker_path(output), pattern):
+        raise OptionError(
+            f"--output {own.output}: inside --input {own.input}; its files would be read as raw files by the next run"
+        )
+    _check_reachable("--input", pattern)
+    _check_reachable("--output", output)
+    if "://" not in pattern and os.path.isdir(pattern):
+        raise OptionError(f"--input {own.input}: is a directory; give a file pattern such as {own.input.rstrip('/')}/** (all files below it)")
+    try:
+        matched = FileSystems.match([pattern])[0].metadata_list
+    except Exception as err:  # BeamIOError and friends, by scheme
+        raise OptionError(f"--input {own.input}: cannot list files ({_one_line(err)})") from None
+    if not matched:
+        raise OptionError(f"--input {own.input}: no file matches")
+    if "://" not in output and os.path.exists(output) and not os.path.isdir(output):
+        raise OptionError(f"--output {output}: is a file, not a directory")
+    if "://" not in output:
+        try:  # the job creates it anyway; a path that cannot be a directory fails here, not in the writers
+            os.makedirs(output, exist_ok=True)
+        except OSError as err:
+            raise OptionError(f"--output {output}: cannot create the directory ({_one_line(err)})") from None
+    for sub in ("parsed", "dead_letter"):
+        try:
+            existing = FileSystems.match([f"{output}/{sub}/*"])[0].metadata_list
+        except Exception:  # nothing there yet
+            existing = []
+        if existing:
+            raise OptionError(f"--output {output}: {sub}/ already holds files from another run; choose an empty directory")
+    return ParseJob(
+        input=pattern, output=output, content_format=own.content_format, max_file_bytes=max_file_bytes,
+        max_file_seconds=max_file_seconds,
+        pdf_artifacts_path=os.path.abspath(pdf) if pdf else None, options=options,
+    )
+
+
+def build_pipeline(pipeline: beam.Pipeline, job: ParseJob) -> None:
+    """Add the parse job's transforms to ``pipeline``."""
+    from transforms.beam import DEAD_LETTER
+    from transforms.beam_parse import ParseFiles, WriteParseDeadLetter, WriteParsed
+
+    output = _worker_path(job.output)
+    parsed = pipeline | "Parse files" >> ParseFiles(
+        job.input, content_format=job.content_format, max_file_bytes=job.max_file_bytes,
+        max_file_seconds=job.max_file_seconds, pdf_artifacts_path=job.pdf_artifacts_path,
+    )
+    _ = parsed.documents | "Write parsed" >> WriteParsed(f"{output}/parsed/parsed")
+    _ = parsed[DEAD_LETTER] | "Write dead letter" >> WriteParseDeadLetter(f"{output}/dead_letter/dead_letter")
+
+
+def build_report(result, *, job: ParseJob, wall_seconds: float) -> dict[str, Any]:
+    """The parse job's report from its Beam metrics.
+
+    Keys: ``files_read``, ``files_parsed``, ``files_dead_lettered``, ``files_by_format``,
+    ``parsed_by_format``, ``dead_letter_by_reason``, ``dead_letter_rows``, ``bytes_parsed``,
+    ``convert_seconds_by_format`` (time in the converter, summed over workers),
+    ``files_per_second_by_format`` (files over that time: one worker's rate), ``content_format``,
+    ``max_file_bytes``, ``max_file_seconds``, ``wall_seconds``, ``version``, ``output``. Maps are sorted by key.
+    """
+    from transforms.beam_parse import PARSE_METRICS_NAMESPACE
+
+    totals: dict[str, int] = {}
+    for counter in result.metrics().query(MetricsFilter().with_namespace(PARSE_METRICS_NAMESPACE))["counters"]:
+        value = counter.committed if counter.committed is not None else counter.attempted
+        totals[counter.key.metric.name] = totals.get(counter.key.metric.name, 0) + (value or 0)
+
+    def group(prefix: str) -> dict[str, int]:
+        return {k.split(".", 1)[1]: v for k, v in sorted(totals.items()) if k.startswith(prefix + ".")}
+
+    by_format = group("files_by_format")
+    seconds = {fmt: round(ms / 1000, 3) for fmt, ms in group("convert_ms").items()}
+    reasons = group("dead_letter")
+    return {
+        "files_read": sum(by_format.values()),
+        "files_parsed": totals.get("files_parsed", 0),
+        "files_dead_lettered": totals.get("files_dead_lettered", 0),
+        "files_by_format": by_format,
+        "parsed_by_format": group("parsed_by_format"),
+        "dead_letter_by_reason": reasons,
+        "dead_letter_rows": sum(reasons.values()),
+        "bytes_parsed": totals.get("bytes_parsed", 0),
+        "convert_seconds_by_format": seconds,
+        "files_per_second_by_format": {
+            fmt: round(by_format[fmt] / s, 1) if s > 0 else None for fmt, s in seconds.items() if fmt in by_format
+        },
+        "content_format": job.content_format,
+        "max_file_bytes": job.max_file_bytes,
+        "max_file_seconds": job.max_file_seconds,
+        "wall_seconds": round(wall_seconds, 3),
+        "version": transforms.__version__,
+        "output": {"parsed": f"{job.output}/parsed/", "dead_letter": f"{job.output}/dead_letter/"},
+    }
+
+
+def run(job: ParseJob) -> dict[str, Any]:
+    """Run the parse job to completion, write ``report.json`` and return the report."""
+    started = time.monotonic()
+    pipeline = beam.Pipeline(options=job.options)
+    build_pipeline(pipeline, job)
+    result = pipeline.run()
+    result.wait_until_finish()
+    report = build_report(result, job=job, wall_seconds=time.monotonic() - started)
+    with FileSystems.create(f"{job.output}/report.json") as f:
+        f.write((json.dumps(report, indent=2) + "\n").encode("utf-8"))
+    return report
+
+
+def _summary(report: dict[str, Any], output: str) -> str:
+    formats = ", ".join(f"{k} {v}" for k, v in report["files_by_format"].items()) or "none"
+    reasons = ", ".join(f"{k} {v}" for k, v in report["dead_letter_by_reason"].items()) or "none"
+    return "\n".join(
+        [
+            f"rechunk parse: {report['files_read']} files read ({formats}), {report['files_parsed']} parsed, "
+            f"{report['files_dead_lettered']} dead-lettered",
+            f"rechunk parse: {report['files_parsed']} documents ({report['content_format']}) written to {output}/parsed/",
+            f"rechunk parse: {report['dead_letter_rows']} dead-letter rows in {output}/dead_letter/ ({reasons})",
+            f"rechunk parse: report in {output}/report.json ({report['wall_seconds']} s)",
+        ]
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the parse job from command-line arguments; return the exit status (0 ok, 2 option error)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a in ("-h", "--help") for a in argv):
+        print(_USAGE, end="")
+        return 0
+    os.environ["HF_HUB_OFFLINE"] = "1"  # Docling never reaches the Hugging Face Hub
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        job = parse_job(argv)
+    except OptionError as err:
+        print(f"rechunk parse: error: {err}", file=sys.stderr)
+        return 2
+    report = run(job)
+    print(_summary(report, job.output))
+    return 0
+
+
+if __name__ == "__main__":
+    from pipelines.rechunk import cli
+
+    cli(["parse", *sys.argv[1:]])
