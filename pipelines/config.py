@@ -27,6 +27,8 @@ from transforms.documents import CONTENT_FORMATS
 __all__ = ["ConfigError", "DEFAULT_CONFIG", "DEFAULT_MAX_TOKENS", "load_config", "resolve_config"]
 
 DEFAULT_MAX_TOKENS = 512
+#: The largest budget taken (tokens): embedding models read far fewer; a larger value is a typo.
+MAX_TOKENS_LIMIT = 1_000_000
 
 #: The configuration used without ``--config`` (also in ``configs/default.yaml``).
 DEFAULT_CONFIG: Mapping[str, Any] = {
@@ -100,6 +102,8 @@ def resolve_config(
     budget = max_tokens if max_tokens is not None else data.get("max_tokens", DEFAULT_MAX_TOKENS)
     if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
         raise ConfigError(f"{where}: max_tokens must be a positive integer, got {budget!r}")
+    if budget > MAX_TOKENS_LIMIT:
+        raise ConfigError(f"{where}: max_tokens must be at most {MAX_TOKENS_LIMIT:,}, got {budget:,}")
 
     models = _resolve_models(f"{where}: models", data.get("models"))
 

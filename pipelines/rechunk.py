@@ -33,16 +33,19 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import (
     DirectOptions,
+    FlinkRunnerOptions,
     GoogleCloudOptions,
     PipelineOptions,
     PortableOptions,
+    PrismRunnerOptions,
     SetupOptions,
+    SparkRunnerOptions,
     StandardOptions,
     TestOptions,
 )
 from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
 
-from pipelines.config import ConfigError, load_config, resolve_config
+from pipelines.config import MAX_TOKENS_LIMIT, ConfigError, load_config, resolve_config
 from pipelines.report import build_report, write_report
 from transforms.beam import (
     DEAD_LETTER,
@@ -249,6 +252,8 @@ def _max_tokens(value: str | None) -> int | None:
         raise OptionError(f"--max-tokens must be a positive integer, got {value!r}") from None
     if max_tokens <= 0:
         raise OptionError(f"--max-tokens must be a positive integer, got {max_tokens}")
+    if max_tokens > MAX_TOKENS_LIMIT:
+        raise OptionError(f"--max-tokens must be at most {MAX_TOKENS_LIMIT:,}, got {max_tokens:,}")
     return max_tokens
 
 
@@ -428,6 +433,44 @@ def _check_job_endpoint(endpoint: str | None, runner: str) -> None:
         raise OptionError(f"--job_endpoint {endpoint}: no job service answers there ({_one_line(err, 120)})") from None
 
 
+def _check_runner_binary(options: PipelineOptions, runner) -> None:
+    """Runners that would download a binary at start (Prism's Go binary from GitHub, Flink's and
+    Spark's job-server jars from Maven) must be given a local one, or a running job service: offline
+    the download fails after a long wait, with a traceback."""
+    from apache_beam.runners.portability.flink_runner import FlinkRunner
+    from apache_beam.runners.portability.prism_runner import PrismRunner
+    from apache_beam.runners.portability.spark_runner import SparkRunner
+
+    name = type(runner).__name__
+    if isinstance(runner, PrismRunner):
+        location = options.view_as(PrismRunnerOptions).prism_location
+        if not location or not os.path.isfile(location):
+            raise OptionError(
+                f"--prism_location {location}: {name} downloads its binary from GitHub unless this is a local "
+                "file; give the path of a prism binary, or leave --runner out (the DirectRunner runs offline)"
+                if location else
+                f"--prism_location is required with {name}: the path of a local prism binary (else Beam downloads "
+                "it from GitHub); or leave --runner out (the DirectRunner runs offline)"
+            )
+        return
+    for runner_class, options_class, flag in (
+        (FlinkRunner, FlinkRunnerOptions, "flink_job_server_jar"),
+        (SparkRunner, SparkRunnerOptions, "spark_job_server_jar"),
+    ):
+        if not isinstance(runner, runner_class):
+            continue
+        endpoint = options.view_as(PortableOptions).job_endpoint
+        if endpoint:
+            _check_job_endpoint(endpoint, name)
+            return
+        jar = getattr(options.view_as(options_class), flag)
+        if not jar or not os.path.isfile(jar):
+            raise OptionError(
+                f"--{flag}{' ' + jar if jar else ''}: {name} downloads its job-server jar from Maven unless "
+                f"--{flag} is a local file; give one, or --job_endpoint HOST:PORT of a running job server"
+            )
+
+
 def _check_cluster_runner(options: PipelineOptions, runner, tokenizer: str | None) -> None:
     """The options a cluster runner needs, checked before Beam would fail on them mid-submission."""
     from apache_beam.runners.dataflow.dataflow_runner import DataflowRunner
@@ -441,6 +484,7 @@ def _check_cluster_runner(options: PipelineOptions, runner, tokenizer: str | Non
         raise OptionError(f"--dry_run: only DataflowRunner has a dry run; {name} would run the job")
     if type(runner) is PortableRunner:
         _check_job_endpoint(options.view_as(PortableOptions).job_endpoint, name)
+    _check_runner_binary(options, runner)
     if not isinstance(runner, DataflowRunner):
         return
     cloud = options.view_as(GoogleCloudOptions)

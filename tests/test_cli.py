@@ -41,6 +41,7 @@ def _write(path: Path, text: str) -> str:
     [
         (["--max-tokens", "abc"], "--max-tokens must be a positive integer, got 'abc'"),
         (["--max-tokens", "0"], "--max-tokens must be a positive integer, got 0"),
+        (["--max-tokens", "100000000000"], "--max-tokens must be at most 1,000,000, got 100,000,000,000"),
         (["--tokenizer", "nope"], "--tokenizer: tokenizer must be 'tiktoken:cl100k_base', 'utf8-bytes' or 'hf:PATH', got 'nope'"),
         (["--tokenizer", "tiktoken:o999k"], "--tokenizer: tiktoken encoding must be one of ['cl100k_base'] (offline), got 'o999k'"),
         (["--tokenizer", "hf:/no/such/dir"], "--tokenizer: no tokenizer.json at '/no/such/dir'"),
@@ -245,6 +246,12 @@ DATAFLOW = ["--runner=DataflowRunner", "--project=rechunk-test", "--region=europ
         (["--runner=PortableRunner"], "--job_endpoint is required with PortableRunner"),
         (["--runner=PortableRunner", "--job_endpoint=localhost:1"], "--job_endpoint localhost:1: no job service answers there"),
         (["--runner=PortableRunner", "--job_endpoint=nowhere"], "--job_endpoint nowhere: expected HOST:PORT"),
+        # Runners that would download a binary at start (the newcomer saw Prism's 109-line traceback).
+        (["--runner=PrismRunner"], "--prism_location is required with PrismRunner"),
+        (["--runner=PrismRunner", "--prism_location=/no/prism"], "--prism_location /no/prism: PrismRunner downloads"),
+        (["--runner=FlinkRunner"], "--flink_job_server_jar: FlinkRunner downloads its job-server jar"),
+        (["--runner=SparkRunner", "--spark_job_server_jar=/no.jar"], "--spark_job_server_jar /no.jar: SparkRunner downloads"),
+        (["--runner=FlinkRunner", "--job_endpoint=localhost:1"], "--job_endpoint localhost:1: no job service answers there"),
         (["--dry_run=True"], "--dry_run: only DataflowRunner has a dry run; FnApiRunner would run the job"),
         ([*DATAFLOW, "--dry_run=False"], "--dry_run=False: give --dry_run=True, or leave the option out"),
         (["--type_check_additional=nope"], "--runner FnApiRunner: Unrecognized --type_check_additional feature: nope"),

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
-from pipelines.config import DEFAULT_CONFIG, load_config, resolve_config
+from pipelines.config import DEFAULT_CONFIG, ConfigError, load_config, resolve_config
 from tests.conftest import REPO
 
 
@@ -49,3 +50,9 @@ def test_command_line_wins_over_the_file():
     assert spec["chunkers"]["structure"]["params"]["max_tokens"] == 128
     assert spec["chunkers"]["docling"]["params"]["max_tokens"] == 128
     assert spec["routes"] == [{"when": {"content_format": ["docling"], "metadata": {}}, "chunker": "docling"}]
+
+
+@pytest.mark.parametrize("budget", [0, -3, True, "512", 1_000_001])
+def test_config_max_tokens_out_of_range_is_refused(budget):
+    with pytest.raises(ConfigError, match="max_tokens must be"):
+        resolve_config({**DEFAULT_CONFIG, "max_tokens": budget}, tokenizer=None, max_tokens=None)
