@@ -6,11 +6,14 @@
 
 The graph (see ``transforms.beam``)::
 
-    Read documents -> Admit -> [Compare with previous] -> Route and chunk -> Validate -> Write chunks, manifest
-                        \\               \\_ kept chunks, manifest rows ____________________/
-                         \\_________________________\\_______________\\______-> Write dead letter
+    Read documents -> Admit -> [Compare with previous] -> Route, chunk and validate -> Write chunks, manifest
+                        \\               \\_ kept chunks, manifest rows _______________________/
+                         \\_________________________\\______________________\\_____-> Write dead letter
     [previous chunk ids, new chunk ids -> List deleted -> Write deleted]
-    tokenizer identity (singleton side input) -> Admit, Compare, Route and chunk, Validate
+    tokenizer identity (singleton side input) -> Admit, Compare, Route, chunk and validate
+
+Each chunk is validated as the chunker makes it and goes on to the writer (a huge document's
+chunks are never all held at once).
 
 Every mistake in the options is found before the pipeline starts and reported as one line on
 stderr with exit status 2. Without ``--runner`` (or with ``--runner=DirectRunner``) the job runs on
@@ -56,7 +59,6 @@ from transforms.beam import (
     ListDeleted,
     ReadDocumentIds,
     ReadDocuments,
-    ValidateChunks,
     WriteChunks,
     WriteDeadLetter,
     WriteDeleted,
@@ -525,8 +527,7 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
         documents = compared["documents"]
         manifest.append(compared[KEPT_MANIFEST])
         _ = compared[KEPT_CHUNKS] | "Write kept chunks" >> WriteKeptChunks(f"{output}/chunks/kept")
-    chunked = documents | "Route and chunk" >> ChunkDocuments(job.spec, identity)
-    validated = chunked.chunked | "Validate chunks" >> ValidateChunks(
+    validated = documents | "Route, chunk and validate" >> ChunkDocuments(
         job.spec, identity, progress_seconds=job.progress_seconds
     )
     manifest.append(validated[MANIFEST])
@@ -543,7 +544,7 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
             | "Write deleted" >> WriteDeleted(f"{output}/deleted/deleted")
         )
     _ = (
-        (admitted[DEAD_LETTER], chunked[DEAD_LETTER], validated[DEAD_LETTER])
+        (admitted[DEAD_LETTER], validated[DEAD_LETTER])
         | "Collect dead letter" >> beam.Flatten()
         | "Write dead letter" >> WriteDeadLetter(f"{output}/dead_letter/dead_letter")
     )
