@@ -176,6 +176,9 @@ def _table_rows(table: pa.Table, rename: Mapping[str, str]) -> Iterator[dict[str
             continue
         columns[rename.get(name, name)] = _column_values(column)
     names = list(columns)
+    # Arrow's pool (mimalloc) keeps the conversions' freed buffers (the binary casts, a
+    # decompressed row group's pages) resident: hand them back before the rows are chunked.
+    pa.default_memory_pool().release_unused()
     for i in range(table.num_rows):
         yield {name: columns[name][i] for name in names}
 
