@@ -11,7 +11,7 @@ differ; all get 0 so that they cut the same amount of text). Sections:
 
 * **Text** (the documents of ``--input`` that are not ``docling``): ``encode_ordinary`` (the
   limit, ratio 1.00) and ``encode_ordinary_batch``; each chunker of this project alone and with
-  the job's validation (``transforms.validation.validate_chunks``, what ``ValidateChunks`` runs:
+  the job's validation (``transforms.validation.validate_chunks``, what ``ChunkDocuments`` runs a chunk at a time:
   the independent recount and the checks); the peers (chonkie ``RecursiveChunker``, LangChain
   ``TokenTextSplitter`` and ``RecursiveCharacterTextSplitter.from_tiktoken_encoder``, semchunk),
   each checked once, outside the timing, for chunks over 512 tokens (recounted with

@@ -6,11 +6,14 @@
 
 The graph (see ``transforms.beam``)::
 
-    Read documents -> Admit -> [Compare with previous] -> Route and chunk -> Validate -> Write chunks, manifest
-                        \\               \\_ kept chunks, manifest rows ____________________/
-                         \\_________________________\\_______________\\______-> Write dead letter
+    Read documents -> Admit -> [Compare with previous] -> Route, chunk and validate -> Write chunks, manifest
+                        \\               \\_ kept chunks, manifest rows _______________________/
+                         \\_________________________\\______________________\\_____-> Write dead letter
     [previous chunk ids, new chunk ids -> List deleted -> Write deleted]
-    tokenizer identity (singleton side input) -> Admit, Compare, Route and chunk, Validate
+    tokenizer identity (singleton side input) -> Admit, Compare, Route, chunk and validate
+
+Each chunk is validated as the chunker makes it and goes on to the writer (a huge document's
+chunks are never all held at once).
 
 Every mistake in the options is found before the pipeline starts and reported as one line on
 stderr with exit status 2. Without ``--runner`` (or with ``--runner=DirectRunner``) the job runs on
@@ -59,7 +62,6 @@ from transforms.beam import (
     ListDeleted,
     ReadDocumentIds,
     ReadDocuments,
-    ValidateChunks,
     WriteChunks,
     WriteDeadLetter,
     WriteDeleted,
@@ -569,9 +571,8 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
         documents = compared["documents"]
         manifest.append(compared[KEPT_MANIFEST])
         _ = compared[KEPT_CHUNKS] | "Write kept chunks" >> WriteKeptChunks(f"{output}/chunks/kept")
-    chunked = documents | "Route and chunk" >> ChunkDocuments(job.spec, identity)
-    validated = chunked.chunked | "Validate chunks" >> ValidateChunks(
-        job.spec, identity, progress_seconds=job.progress_seconds
+    validated = documents | "Route, chunk and validate" >> ChunkDocuments(
+        job.spec, identity, progress_seconds=job.progress_seconds, spread=_spreads_documents(job.options)
     )
     manifest.append(validated[MANIFEST])
     _ = validated.chunks | "Write chunks" >> WriteChunks(f"{output}/chunks/chunks")
@@ -587,10 +588,21 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
             | "Write deleted" >> WriteDeleted(f"{output}/deleted/deleted")
         )
     _ = (
-        (admitted[DEAD_LETTER], chunked[DEAD_LETTER], validated[DEAD_LETTER])
+        (admitted[DEAD_LETTER], validated[DEAD_LETTER])
         | "Collect dead letter" >> beam.Flatten()
         | "Write dead letter" >> WriteDeadLetter(f"{output}/dead_letter/dead_letter")
     )
+
+
+def _spreads_documents(options: PipelineOptions) -> bool:
+    """Whether to reshuffle documents before chunking: not on the FnApiRunner's ``in_memory`` mode
+    (the default), where it has one worker to spread over and would hold every document (a
+    shuffle there is held in memory whole), so that memory would grow with the corpus."""
+    from apache_beam.options.pipeline_options import DirectOptions, StandardOptions
+
+    runner = options.view_as(StandardOptions).runner
+    mode = options.view_as(DirectOptions).direct_running_mode
+    return not (runner in (None, "FnApiRunner", "DirectRunner", "direct", "Direct") and mode in (None, "in_memory"))
 
 
 def _worker_path(path: str) -> str:

@@ -71,16 +71,24 @@ def test_option_mistakes(capsys, tmp_path, argv, message):
     assert len(err) == 1 and message in err[0], err
 
 
-def test_record_batches_are_bounded_by_characters(tmp_path, monkeypatch):
-    """A batch is flushed before its text passes MAX_BATCH_CHARS: several row groups, same rows."""
-    monkeypatch.setattr(beam_module, "MAX_BATCH_CHARS", 1000)
-    rows = [DeadLetter(f"d{i}", "read", "null_content", "x", "p" * 400, "t") for i in range(10)]
+def test_record_batches_are_bounded_by_utf8_bytes(tmp_path, monkeypatch):
+    """A batch is flushed before its strings pass MAX_BATCH_BYTES of UTF-8: one row group per row
+    here (two rows are 1,200 bytes of payload, but only 600 characters), same rows."""
+    monkeypatch.setattr(beam_module, "MAX_BATCH_BYTES", 1000)
+    rows = [DeadLetter(f"d{i}", "read", "null_content", "x", "é" * 300, "t") for i in range(10)]
     with beam.Pipeline(options=PipelineOptions(["--runner=FnApiRunner"])) as p:
         _ = p | beam.Create(rows) | WriteDeadLetter(str(tmp_path / "dl" / "dead_letter"))
     files = sorted((tmp_path / "dl").glob("*.parquet"))
-    assert sum(pq.ParquetFile(f).metadata.num_row_groups for f in files) >= 5  # 2 rows of 400 per batch
+    assert sum(pq.ParquetFile(f).metadata.num_row_groups for f in files) == 10
     assert sorted(r["document_id"] for r in read_output(tmp_path, "dl")) == sorted(f"d{i}" for i in range(10))
-    assert all(r["payload"] == "p" * 400 for r in read_output(tmp_path, "dl"))
+    assert all(r["payload"] == "é" * 300 for r in read_output(tmp_path, "dl"))
+
+
+def test_utf8_size_counts_every_string_column():
+    assert beam_module._utf8_size("abc") == 3
+    assert beam_module._utf8_size("é€😀") == 2 + 3 + 4
+    assert beam_module._utf8_size(["ab", "é"]) == 4
+    assert beam_module._utf8_size(7) == beam_module._utf8_size(None) == 0
 
 
 def test_progress_lines_come_at_the_interval():

@@ -13,7 +13,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.config import resolve_config
 from transforms import chunkers as chunkers_module
-from transforms.beam import DEAD_LETTER, AdmitDocuments, ChunkDocuments, ValidateChunks
+from transforms.beam import DEAD_LETTER, AdmitDocuments, ChunkDocuments
 from transforms.chunkers.base import Chunker
 from transforms.documents import chunk_id
 
@@ -45,9 +45,8 @@ def _run(rows, spec, identity=None):
     identity = identity or load_tokenizer(spec["tokenizer"]).identity
     ident = p | "identity" >> beam.Create([identity])
     admitted = p | beam.Create(rows) | AdmitDocuments(ident)
-    chunked = admitted.documents | ChunkDocuments(spec, ident)
-    validated = chunked.chunked | ValidateChunks(spec, ident)
-    dead = (admitted[DEAD_LETTER], chunked[DEAD_LETTER], validated[DEAD_LETTER]) | beam.Flatten()
+    validated = admitted.documents | ChunkDocuments(spec, ident)
+    dead = (admitted[DEAD_LETTER], validated[DEAD_LETTER]) | beam.Flatten()
     return p, validated.chunks, dead
 
 

@@ -41,7 +41,7 @@ from transforms.documents import (
 from transforms.incremental import DELETED_SCHEMA, MANIFEST_SCHEMA, id_key, manifest_row, stale_chunk_ids, unchanged_key
 from transforms.progress import shared_progress
 from transforms.tokenizers import Tokenizer, load_tokenizer
-from transforms.validation import validate_chunks
+from transforms.validation import DocumentValidator
 
 __all__ = [
     "DEAD_LETTER",
@@ -59,7 +59,6 @@ __all__ = [
     "ChunkDocuments",
     "ReadDocumentIds",
     "ReadDocuments",
-    "ValidateChunks",
     "WriteChunks",
     "WriteDeadLetter",
 ]
@@ -98,6 +97,10 @@ class _DeadLetterCounter:
         """A row that rejects its whole document."""
         self._documents.inc()
         return self.row(row)
+
+    def count_document(self) -> None:
+        """Count a document as dead-lettered whose rows were tagged with :meth:`row`."""
+        self._documents.inc()
 
     def row(self, row: DeadLetter) -> TaggedOutput:
         """A row that rejects one chunk."""
@@ -173,6 +176,9 @@ def _table_rows(table: pa.Table, rename: Mapping[str, str]) -> Iterator[dict[str
             continue
         columns[rename.get(name, name)] = _column_values(column)
     names = list(columns)
+    # Arrow's pool (mimalloc) keeps the conversions' freed buffers (the binary casts, a
+    # decompressed row group's pages) resident: hand them back before the rows are chunked.
+    pa.default_memory_pool().release_unused()
     for i in range(table.num_rows):
         yield {name: columns[name][i] for name in names}
 
@@ -429,7 +435,7 @@ class AdmitDocuments(beam.PTransform):
 
 
 # ----------------------------------------------------------------------------------------------
-# Route and chunk
+# Route, chunk and validate
 # ----------------------------------------------------------------------------------------------
 
 
@@ -451,16 +457,50 @@ class _ModelUsage:
         self._seen = now
 
 
+#: Counters kept from each document's structure validation (``ChunkValidation`` fields).
+STRUCTURE_COUNTERS = (
+    "merged_chunks", "split_chunks", "oversized_chunks", "small_chunks", "excluded_characters",
+)
+
+#: A document's output rows are held back until its last chunk is validated while they stay under
+#: this many characters (of all their strings), so that an error at a later chunk still rejects
+#: the whole document with nothing written. Past it (a document of about 1.5 M characters or
+#: more) they stream to the writers as they are validated: a document's chunks are never all held.
+MAX_HELD_CHARS = 4 * 1024 * 1024
+
+
+def _row_chars(row: Mapping[str, Any]) -> int:
+    return sum(len(v) for v in row.values() if isinstance(v, str))
+
+
 class _ChunkDoFn(beam.DoFn):
-    def __init__(self, spec: Mapping[str, Any]) -> None:
+    """Route, chunk and validate one document, a chunk at a time (see :class:`ChunkDocuments`)."""
+
+    def __init__(self, spec: Mapping[str, Any], progress_seconds: float = 0) -> None:
         self._spec = dict(spec)
+        self._progress_seconds = progress_seconds
+        self._max_tokens = spec["max_tokens"]
         self._dead = _DeadLetterCounter()
+        self._chunked = _counter("documents_chunked")
+        self._partial = _counter("documents_partially_rejected")
+        self._written = _counter("chunks_written")
+        self._rejected = _counter("chunks_rejected")
 
     def setup(self) -> None:
+        self._progress = shared_progress(self._progress_seconds)
         self._tokenizer = _shared_tokenizer(self._spec["tokenizer"])
         # Models (``models:``) are built here too: once per worker, shared by the chunkers.
         self._router = build_router(self._spec, tokenizer=self._tokenizer)
         self._model_usage = _ModelUsage(self._router)
+        # Structure chunkers' own limits, by configuration hash (what each chunk names).
+        self._limits = {
+            chunker.config_hash: {
+                "max_overlap_tokens": chunker.max_overlap_tokens,
+                "min_preferred_tokens": chunker.min_preferred_tokens,
+            }
+            for chunker in self._router.chunkers.values()
+            if hasattr(chunker, "min_preferred_tokens")
+        }
 
     def process(self, document: Document, tokenizer_identity: str):
         try:
@@ -475,141 +515,184 @@ class _ChunkDoFn(beam.DoFn):
                            chunker=chunker)
             )
 
+        def chunker_failure(err: Exception) -> tuple[str, str, str]:
+            if isinstance(err, ChunkingError):
+                return ("route" if err.reason == "unsupported_content_format" else "chunk"), err.reason, err.detail
+            # a bug or an input the chunker cannot take: never fail the job
+            return "chunk", "chunker_error", f"{type(err).__name__}: {' '.join(str(err).split())[:300]}"
+
         try:
             _, chunker = self._router.select(document)
         except ChunkingError as err:
             yield reject("route", err.reason, err.detail, None)
             return
         try:
-            chunks, source = chunker.chunk_with_source(document, tokenizer_identity=self._tokenizer.identity)
-        except ChunkingError as err:
-            stage = "route" if err.reason == "unsupported_content_format" else "chunk"
-            yield reject(stage, err.reason, err.detail, chunker.name)
+            chunks, source = chunker.stream_with_source(document, tokenizer_identity=self._tokenizer.identity)
+        except Exception as err:
+            yield reject(*chunker_failure(err), chunker.name)
             return
-        except Exception as err:  # a bug or an input the chunker cannot take: never fail the job
-            detail = f"{type(err).__name__}: {' '.join(str(err).split())[:300]}"
-            yield reject("chunk", "chunker_error", detail, chunker.name)
+        validator = DocumentValidator(
+            document,
+            tokenizer=self._tokenizer,
+            tokenizer_identity=tokenizer_identity,
+            max_tokens=self._max_tokens,
+            source=None if source is document.content else source,
+            structure_limits=self._limits.get(chunker.config_hash),
+        )
+        # Outputs not yet emitted: chunk rows (dicts) and rejected chunks (DeadLetter).
+        held: list[Any] = []
+        held_chars = 0
+        streaming = False  # some outputs have been emitted already
+        accepted = rejected = emitted_accepted = emitted_rejected = 0
+        first: Chunk | None = None
+        fallback = False
+        failure: tuple[str, str, str] | None = None  # (stage, reason, detail) rejecting the document
+        iterator = iter(chunks)
+        while True:
+            try:
+                chunk = next(iterator)
+            except StopIteration:
+                break
+            except Exception as err:
+                failure = chunker_failure(err)
+                break
+            if first is None:
+                first = chunk
+            fallback = fallback or "model_fallback" in chunk.metadata
+            try:
+                ok, row = validator.check(chunk)
+                output = _writable(ok) if ok is not None else row
+            except Exception as err:  # the tokenizer or the chunk's data failed: never fail the job
+                detail = f"{type(err).__name__}: {' '.join(str(err).split())[:300]}"
+                failure = ("validate", "chunker_error", f"validation failed: {detail}")
+                # As when chunking came first: a chunker error at a later chunk decides the reason.
+                try:
+                    for chunk in iterator:
+                        fallback = fallback or "model_fallback" in chunk.metadata
+                except Exception as chunker_err:
+                    failure = chunker_failure(chunker_err)
+                break
+            del chunk, ok, row
+            if isinstance(output, DeadLetter):
+                rejected += 1
+                held_chars += len(output.payload or "")
+            else:
+                accepted += 1
+                held_chars += _row_chars(output)
+            held.append(output)
+            if held_chars > MAX_HELD_CHARS:
+                streaming = True
+            if streaming:
+                for output in held:
+                    if isinstance(output, DeadLetter):
+                        emitted_rejected += 1
+                        yield self._dead.row(output)
+                    else:
+                        emitted_accepted += 1
+                        yield output
+                held.clear()
+                held_chars = 0
+            output = None
+        if failure is None and first is None:
+            failure = ("chunk", "empty_document", f"{chunker.name} found no text to chunk")
+        if failure is None:
+            if fallback:
+                _counter("model.fallbacks").inc()
+            try:
+                document_rows, structure = validator.finish()
+            except Exception as err:
+                detail = f"{type(err).__name__}: {' '.join(str(err).split())[:300]}"
+                failure = ("validate", "chunker_error", f"validation failed: {detail}")
+        if failure is not None:
+            if fallback and failure[0] == "validate":
+                _counter("model.fallbacks").inc()
+            # The rows already emitted (a huge document past MAX_HELD_CHARS) stay written.
+            self._written.inc(emitted_accepted)
+            self._rejected.inc(emitted_rejected)
+            yield reject(failure[0], failure[1], failure[2], chunker.name)
             return
-        if not chunks:
-            yield reject("chunk", "empty_document", f"{chunker.name} found no text to chunk", chunker.name)
+        for output in held:
+            yield self._dead.row(output) if isinstance(output, DeadLetter) else output
+        held.clear()
+        rejected += len(document_rows)
+        for row in document_rows:
+            yield self._dead.row(row)
+        if structure is not None:
+            for name in STRUCTURE_COUNTERS:
+                _counter(f"structure.{name}").inc(getattr(structure, name))
+        self._written.inc(accepted)
+        self._rejected.inc(rejected)
+        self._progress.add(documents=1, chunks=accepted)
+        if not accepted:
+            self._dead.count_document()  # none of its chunks passed: the document counts once
             return
-        if any("model_fallback" in chunk.metadata for chunk in chunks):
-            _counter("model.fallbacks").inc()
-        # The rendered text (HTML, DoclingDocument) travels on for validation; content does not twice.
-        yield document, chunks, None if source is document.content else source
+        self._chunked.inc()
+        _counter(f"chunks_by_chunker.{first.chunker}").inc(accepted)
+        if rejected:
+            self._partial.inc()
+        else:
+            yield TaggedOutput(MANIFEST, manifest_row(
+                document,
+                chunker=first.chunker,
+                chunker_config_hash=first.chunker_config_hash,
+                tokenizer=tokenizer_identity,
+                max_tokens=self._max_tokens,
+                chunk_count=accepted,
+                document_hash=first.document_hash,
+            ))
 
 
 class ChunkDocuments(beam.PTransform):
-    """Route each document to its chunker and chunk it.
+    """Route each document to its chunker, chunk it and validate its chunks as they are made.
 
-    Input: :class:`Document`. Output: ``chunked`` (``(Document, list[Chunk], source)`` per
-    document, ``source`` the rendered text the chunks were cut from, or ``None`` when that is the
-    content) and
-    ``dead_letter`` (``no_route``, ``unsupported_content_format``, ``invalid_docling_json``,
-    ``empty_document``, ``chunker_error``; payload the whole content).
+    A chunk is recounted and checked (``transforms.validation.DocumentValidator``) as soon as
+    the chunker builds it, and its row goes on to the writer: a document's chunks are never all
+    held at once (beyond :data:`MAX_HELD_CHARS` of rows, held so that an error at a later chunk
+    rejects the whole document with nothing written).
+
+    Input: :class:`Document`. Output: main ``chunks`` (a chunk row dict, ``CHUNK_SCHEMA``, with
+    ``token_count`` recounted), ``documents`` (a manifest row, ``MANIFEST_SCHEMA``, for each
+    document whose chunks were all accepted) and ``dead_letter``:
+    - the whole document (payload its content): ``no_route``, ``unsupported_content_format``,
+      ``invalid_docling_json``, ``empty_document``, ``chunker_error`` (the chunker failed, or
+      validation itself did), and for structure chunks ``incomplete_coverage`` (its chunks are
+      written all the same);
+    - one chunk (payload its text): ``token_budget_exceeded``, ``empty_chunk``,
+      ``offset_mismatch``, ``tokenizer_mismatch``, and for structure chunks
+      ``embedding_text_mismatch``, ``overlap_exceeded``. See ``transforms.validation``.
 
     Args:
-        spec: The resolved configuration (``pipelines.config.resolve_config``); plain data.
+        spec: The resolved configuration (``pipelines.config.resolve_config``); plain data: its
+            ``tokenizer`` spec (each worker loads it in ``setup()``), ``max_tokens`` (the hard
+            budget for ``embedding_text``) and chunkers.
         tokenizer_identity: Singleton PCollection of the job's tokenizer identity.
+        progress_seconds: Log documents and chunks per second at this interval
+            (``transforms.progress``); 0 never.
+        spread: Reshuffle the documents first, so that every worker gets a share. A runner that
+            holds a shuffle in memory (the FnApiRunner) then holds every document at once:
+            ``False`` there when it has a single worker.
     """
 
-    def __init__(self, spec: Mapping[str, Any], tokenizer_identity) -> None:
+    def __init__(
+        self, spec: Mapping[str, Any], tokenizer_identity, *, progress_seconds: float = 0, spread: bool = True
+    ) -> None:
         super().__init__()
         self._spec = spec
         self._identity = tokenizer_identity
+        self._progress_seconds = progress_seconds
+        self._spread = spread
 
     def expand(self, documents):
-        # No Reshuffle before chunking: on the FnApiRunner a shuffle holds every document in the
-        # runner process, so memory grew with the corpus (docs.parquet x1 / x4: 891 / 2,165 MiB
-        # with it, 477 / 568 without). Work spreads over workers by the read's splits (row groups).
-        return documents | "Chunk" >> beam.ParDo(_ChunkDoFn(self._spec), AsSingleton(self._identity)).with_outputs(
-            DEAD_LETTER, main="chunked"
+        if self._spread:
+            # Spread the documents over the workers: read, a row group's documents all go to the
+            # worker that read it, and chunking (nearly all of the job's work) would follow.
+            documents = documents | "Spread documents" >> beam.Reshuffle()
+        return (
+            documents
+            | "Chunk and validate" >> beam.ParDo(
+                _ChunkDoFn(self._spec, self._progress_seconds), AsSingleton(self._identity)
+            ).with_outputs(DEAD_LETTER, MANIFEST, main="chunks")
         )
-
-
-# ----------------------------------------------------------------------------------------------
-# Validate
-# ----------------------------------------------------------------------------------------------
-
-
-#: Counters kept from each document's structure validation (``ChunkValidation`` fields).
-STRUCTURE_COUNTERS = (
-    "merged_chunks", "split_chunks", "oversized_chunks", "small_chunks", "excluded_characters",
-)
-
-
-class _ValidateDoFn(beam.DoFn):
-    def __init__(self, spec: Mapping[str, Any], progress_seconds: float = 0) -> None:
-        self._progress_seconds = progress_seconds
-        self._spec = dict(spec)
-        self._tokenizer_spec = spec["tokenizer"]
-        self._max_tokens = spec["max_tokens"]
-        self._dead = _DeadLetterCounter()
-        self._chunked = _counter("documents_chunked")
-        self._partial = _counter("documents_partially_rejected")
-        self._written = _counter("chunks_written")
-        self._rejected = _counter("chunks_rejected")
-
-    def setup(self) -> None:
-        self._progress = shared_progress(self._progress_seconds)
-        self._tokenizer = _shared_tokenizer(self._tokenizer_spec)
-        router = build_router(self._spec, tokenizer=self._tokenizer)
-        # Structure chunkers' own limits, by configuration hash (what each chunk names).
-        self._limits = {
-            chunker.config_hash: {
-                "max_overlap_tokens": chunker.max_overlap_tokens,
-                "min_preferred_tokens": chunker.min_preferred_tokens,
-            }
-            for chunker in router.chunkers.values()
-            if hasattr(chunker, "min_preferred_tokens")
-        }
-
-    def process(self, element, tokenizer_identity: str):
-        document, chunks, source = element
-        try:
-            result = validate_chunks(
-                document,
-                chunks,
-                tokenizer=self._tokenizer,
-                tokenizer_identity=tokenizer_identity,
-                max_tokens=self._max_tokens,
-                source=source,
-                structure_limits=self._limits.get(chunks[0].chunker_config_hash),
-            )
-            rows = [_writable(chunk) for chunk in result.accepted]
-        except Exception as err:  # the tokenizer or the chunk's data failed: never fail the job
-            detail = f"{type(err).__name__}: {' '.join(str(err).split())[:300]}"
-            yield self._dead.document(
-                DeadLetter(document.id, "validate", "chunker_error", f"validation failed: {detail}",
-                           document.content, tokenizer_identity, chunker=chunks[0].chunker)
-            )
-            return
-        accepted, rejected = result.accepted, result.rejected
-        if result.structure is not None:
-            for name in STRUCTURE_COUNTERS:
-                _counter(f"structure.{name}").inc(getattr(result.structure, name))
-        self._written.inc(len(accepted))
-        self._rejected.inc(len(rejected))
-        self._progress.add(documents=1, chunks=len(accepted))
-        if accepted:
-            self._chunked.inc()
-            _counter(f"chunks_by_chunker.{chunks[0].chunker}").inc(len(accepted))
-            if rejected:
-                self._partial.inc()
-            else:
-                yield TaggedOutput(MANIFEST, manifest_row(
-                    document,
-                    chunker=chunks[0].chunker,
-                    chunker_config_hash=chunks[0].chunker_config_hash,
-                    tokenizer=tokenizer_identity,
-                    max_tokens=self._max_tokens,
-                    chunk_count=len(accepted),
-                    document_hash=chunks[0].document_hash,
-                ))
-        for i, row in enumerate(rejected):
-            # A document none of whose chunks passed counts once as dead-lettered.
-            yield self._dead.document(row) if (not accepted and i == 0) else self._dead.row(row)
-        yield from rows
 
 
 def _writable(chunk: Chunk) -> dict[str, Any]:
@@ -624,37 +707,6 @@ def _writable(chunk: Chunk) -> dict[str, Any]:
         if value is not None and not 0 <= value <= _INT32_MAX:
             raise ValueError(f"{column} {value} does not fit int32")
     return row
-
-
-class ValidateChunks(beam.PTransform):
-    """Recount and check every chunk; route failures to the dead letter.
-
-    Input: ``(Document, list[Chunk], source)``. Output: main (a chunk row dict, ``CHUNK_SCHEMA``, with
-    ``token_count`` recounted), ``documents`` (a manifest row, ``MANIFEST_SCHEMA``, for each
-    document whose chunks were all accepted) and ``dead_letter`` (``token_budget_exceeded``, ``empty_chunk``, ``offset_mismatch``,
-    ``tokenizer_mismatch``, and for structure chunks ``embedding_text_mismatch``,
-    ``overlap_exceeded``; payload the chunk's text; ``incomplete_coverage`` for the document,
-    payload its content). See ``transforms.validation``.
-
-    Args:
-        spec: The resolved configuration: its ``tokenizer`` spec (each worker loads it in
-            ``setup()``), ``max_tokens`` (the hard budget for ``embedding_text``) and chunkers
-            (for the structure chunkers' own limits).
-        tokenizer_identity: Singleton PCollection of the job's tokenizer identity.
-        progress_seconds: Log documents and chunks per second at this interval
-            (``transforms.progress``); 0 never.
-    """
-
-    def __init__(self, spec: Mapping[str, Any], tokenizer_identity, *, progress_seconds: float = 0) -> None:
-        super().__init__()
-        self._spec = spec
-        self._identity = tokenizer_identity
-        self._progress_seconds = progress_seconds
-
-    def expand(self, chunked):
-        return chunked | "Validate" >> beam.ParDo(
-            _ValidateDoFn(self._spec, self._progress_seconds), AsSingleton(self._identity)
-        ).with_outputs(DEAD_LETTER, MANIFEST, main="chunks")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -841,30 +893,41 @@ class ListDeleted(beam.PTransform):
 # ----------------------------------------------------------------------------------------------
 
 
-#: A record batch is flushed before its text passes this many characters (at most 4 bytes each in
-#: UTF-8), so with ``--max-document-chars`` at most 500 M no batch nears Arrow's 2 GiB per array.
-MAX_BATCH_CHARS = 16 * 1024 * 1024
+#: A record batch is flushed before its strings pass this many bytes of UTF-8: the rows, the Arrow
+#: table built from them and the Parquet writer's copy are alive together, so the batch is kept
+#: small (a row larger than this makes a batch of its own; with ``--max-document-chars`` at most
+#: 500 M no batch nears Arrow's 2 GiB per array).
+MAX_BATCH_BYTES = 4 * 1024 * 1024
 #: ... or this many rows.
 MAX_BATCH_ROWS = 4096
 
 
+def _utf8_size(value: Any) -> int:
+    """Bytes of UTF-8 of the strings in ``value`` (a string, or a list of strings; 0 otherwise)."""
+    if isinstance(value, str):
+        return len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+    if isinstance(value, list):
+        return sum(_utf8_size(v) for v in value)
+    return 0
+
+
 class _ArrowBatches(beam.DoFn):
-    """Row dicts into pyarrow Tables of ``schema``, each under :data:`MAX_BATCH_CHARS` characters of
-    text and :data:`MAX_BATCH_ROWS` rows (one longer row makes a table of its own)."""
+    """Row dicts into pyarrow Tables of ``schema``, each under :data:`MAX_BATCH_BYTES` bytes of
+    strings and :data:`MAX_BATCH_ROWS` rows (one larger row makes a table of its own)."""
 
     def __init__(self, schema: pa.Schema) -> None:
         self._schema = schema
 
     def start_bundle(self) -> None:
         self._rows: list[dict[str, Any]] = []
-        self._chars = 0
+        self._bytes = 0
 
     def process(self, row: Mapping[str, Any]):
-        chars = sum(len(v) for v in row.values() if isinstance(v, str))
-        if self._rows and (self._chars + chars > MAX_BATCH_CHARS or len(self._rows) >= MAX_BATCH_ROWS):
+        size = sum(_utf8_size(v) for v in row.values())
+        if self._rows and (self._bytes + size > MAX_BATCH_BYTES or len(self._rows) >= MAX_BATCH_ROWS):
             yield self._flush()
         self._rows.append(row)
-        self._chars += chars
+        self._bytes += size
 
     def finish_bundle(self):
         if self._rows:
@@ -872,7 +935,7 @@ class _ArrowBatches(beam.DoFn):
 
     def _flush(self) -> pa.Table:
         table = pa.Table.from_pylist(self._rows, schema=self._schema)
-        self._rows, self._chars = [], 0
+        self._rows, self._bytes = [], 0
         return table
 
 

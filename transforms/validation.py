@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from transforms.documents import Chunk, DeadLetter, Document
-from transforms.structure.validation import ChunkValidation, has_structure, validate_structure_chunks
+from transforms.structure.validation import ChunkValidation, StructureValidator, has_structure
 from transforms.tokenizers import Tokenizer
 
-__all__ = ["ValidationResult", "validate_chunks"]
+__all__ = ["DocumentValidator", "ValidationResult", "validate_chunks"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,89 @@ def _problem(
     return "", "", count
 
 
+class DocumentValidator:
+    """Running validation of one document's chunks, fed one at a time in reading order.
+
+    Each chunk gets its verdict as it comes (:meth:`check`), so a document's chunks never have to
+    be held together; :meth:`finish` gives the document-level rows (``incomplete_coverage``) and
+    the structure validation. Feeding a document's chunks gives exactly what
+    :func:`validate_chunks` returns for them, with one difference for a chunker that mixes
+    chunks with and without structure metadata: the first chunk decides whether the structure
+    checks run (``validate_chunks`` runs them when every chunk has structure metadata), and a
+    later chunk without it is then rejected (``offset_mismatch``).
+
+    Args: as :func:`validate_chunks`, without ``chunks``.
+    """
+
+    def __init__(
+        self,
+        document: Document,
+        *,
+        tokenizer: Tokenizer,
+        tokenizer_identity: str,
+        max_tokens: int,
+        source: str | None = None,
+        structure_limits: Mapping[str, int] | None = None,
+    ) -> None:
+        self._document = document
+        self._tokenizer = tokenizer
+        self._identity = tokenizer_identity
+        self._max_tokens = max_tokens
+        self._source = document.content if source is None else source
+        self._limits = dict(structure_limits or {})
+        self._structure: StructureValidator | None = None
+        self._chunker: str | None = None
+
+    def check(self, chunk: Chunk) -> tuple[Chunk | None, DeadLetter | None]:
+        """``(accepted chunk with token_count recounted, None)`` or ``(None, dead-letter row)``.
+
+        Raises:
+            Exception: Whatever the tokenizer raises on the chunk's text.
+        """
+        tokenizer = self._tokenizer
+        reason, detail, count = _problem(
+            chunk, self._document.content, tokenizer=tokenizer, tokenizer_identity=self._identity,
+            max_tokens=self._max_tokens,
+        )
+        if self._chunker is None:
+            self._chunker = chunk.chunker
+            if has_structure(chunk):
+                self._structure = StructureValidator(
+                    self._source, tokenizer=tokenizer, max_tokens=self._max_tokens, **self._limits
+                )
+        if self._structure is not None:
+            problems = self._structure.check(
+                chunk, count if count or not reason else tokenizer.count(chunk.embedding_text)
+            )
+            if problems and not reason:
+                reason, detail = problems[0].reason, problems[0].detail
+        if not reason:
+            return chunk.with_token_count(count), None
+        return None, DeadLetter(
+            document_id=chunk.document_id,
+            chunk_id=chunk.chunk_id,
+            stage="validate",
+            reason=reason,
+            detail=detail,
+            payload=chunk.text,
+            chunker=chunk.chunker,
+            tokenizer=self._identity,
+        )
+
+    def finish(self) -> tuple[list[DeadLetter], ChunkValidation | None]:
+        """Document-level dead-letter rows (payload the whole content) and the structure validation."""
+        if self._structure is None:
+            return [], None
+        structure = self._structure.finish()
+        rows = [
+            DeadLetter(self._document.id, "validate", problem.reason, problem.detail, self._document.content,
+                       self._identity, chunker=self._chunker)
+            for problem in structure.problems
+            if problem.chunk_index is None
+        ]
+        return rows, structure
+
+
 def validate_chunks(
     document: Document,
     chunks: list[Chunk],
@@ -84,7 +167,9 @@ def validate_chunks(
     ``tokenizer_identity``, or ``tokenizer`` itself is not), ``empty_chunk`` (text empty or
     whitespace only), ``offset_mismatch`` (only one offset set, or
     ``document.content[start_offset:end_offset] != text``), ``token_budget_exceeded``
-    (``tokenizer.count(embedding_text) > max_tokens``).
+    (``tokenizer.count(embedding_text) > max_tokens``), then for structure chunks the checks of
+    :class:`~transforms.structure.validation.StructureValidator`. The chunks are fed to a
+    :class:`DocumentValidator`; the job does that itself, a chunk at a time.
 
     Args:
         document: The chunks' source document.
@@ -101,48 +186,17 @@ def validate_chunks(
         Accepted chunks with ``token_count`` set to the recount, and dead-letter rows (stage
         ``validate``, payload the chunk's text).
     """
-    verdicts = [
-        _problem(chunk, document.content, tokenizer=tokenizer, tokenizer_identity=tokenizer_identity,
-                 max_tokens=max_tokens)
-        for chunk in chunks
-    ]
-    structure = None
-    document_rows: list[DeadLetter] = []
-    if chunks and all(has_structure(chunk) for chunk in chunks):
-        structure = validate_structure_chunks(
-            document.content if source is None else source,
-            chunks,
-            tokenizer=tokenizer,
-            max_tokens=max_tokens,
-            token_counts=[count if count or not reason else tokenizer.count(chunk.embedding_text)
-                          for chunk, (reason, _, count) in zip(chunks, verdicts)],
-            **dict(structure_limits or {}),
-        )
-        for problem in structure.problems:
-            if problem.chunk_index is None:
-                document_rows.append(
-                    DeadLetter(document.id, "validate", problem.reason, problem.detail, document.content,
-                               tokenizer_identity, chunker=chunks[0].chunker)
-                )
-            elif not verdicts[problem.chunk_index][0]:
-                count = verdicts[problem.chunk_index][2]
-                verdicts[problem.chunk_index] = (problem.reason, problem.detail, count)
+    validator = DocumentValidator(
+        document, tokenizer=tokenizer, tokenizer_identity=tokenizer_identity, max_tokens=max_tokens,
+        source=source, structure_limits=structure_limits,
+    )
     accepted: list[Chunk] = []
     rejected: list[DeadLetter] = []
-    for chunk, (reason, detail, count) in zip(chunks, verdicts):
-        if not reason:
-            accepted.append(chunk.with_token_count(count))
-            continue
-        rejected.append(
-            DeadLetter(
-                document_id=chunk.document_id,
-                chunk_id=chunk.chunk_id,
-                stage="validate",
-                reason=reason,
-                detail=detail,
-                payload=chunk.text,
-                chunker=chunk.chunker,
-                tokenizer=tokenizer_identity,
-            )
-        )
+    for chunk in chunks:
+        ok, row = validator.check(chunk)
+        if ok is not None:
+            accepted.append(ok)
+        else:
+            rejected.append(row)
+    document_rows, structure = validator.finish()
     return ValidationResult(accepted=accepted, rejected=rejected + document_rows, structure=structure)

@@ -173,37 +173,52 @@ class Chunker(ABC):
         or a DoclingDocument as Markdown) returns its rendering, which validation needs to check
         the chunks' source intervals.
         """
+        chunks, source = self.stream_with_source(document, tokenizer_identity=tokenizer_identity)
+        return list(chunks), source
+
+    def stream_with_source(self, document: Document, *, tokenizer_identity: str) -> tuple[Iterator[Chunk], str]:
+        """Like :meth:`chunk_with_source`, with the chunks as an iterator that builds them one by one.
+
+        The job validates and writes each chunk as it comes, so that a huge document's chunks are
+        never all held at once. The document is refused here, before any chunk is built; other
+        errors (``ChunkingError`` included) may come from the iterator, at any chunk.
+
+        Raises:
+            ChunkingError: ``unsupported_content_format``, or what the chunker finds before
+                its first chunk.
+        """
         self.validate_input(document)
-        return self.build_chunks(document, self.split(document), tokenizer_identity), document.content
+        return self.iter_chunks(document, self.split(document), tokenizer_identity), document.content
 
     def build_chunks(self, document: Document, pieces: Iterable[Piece], tokenizer_identity: str) -> list[Chunk]:
         """Number ``pieces`` into chunks with ids, hashes and metadata; whitespace-only pieces are dropped."""
+        return list(self.iter_chunks(document, pieces, tokenizer_identity))
+
+    def iter_chunks(self, document: Document, pieces: Iterable[Piece], tokenizer_identity: str) -> Iterator[Chunk]:
+        """:meth:`build_chunks`, one chunk at a time."""
         doc_hash = document_hash(document.content)
         config_hash = self.config_hash
         default_format = self.content_format or document.content_format
-        chunks: list[Chunk] = []
+        index = 0
         for piece in pieces:
             if not piece.text or piece.text.isspace():  # (not piece.text.strip(), without a copy)
                 continue
-            index = len(chunks)
-            chunks.append(
-                Chunk(
-                    chunk_id=chunk_id(document.id, index, piece.text),
-                    document_id=document.id,
-                    chunk_index=index,
-                    text=piece.text,
-                    embedding_text=piece.text if piece.embedding_text is None else piece.embedding_text,
-                    token_count=0,
-                    tokenizer=tokenizer_identity,
-                    start_offset=piece.start_offset,
-                    end_offset=piece.end_offset,
-                    headings=tuple(piece.headings),
-                    page_no=piece.page_no,
-                    content_format=piece.content_format or default_format,
-                    chunker=self.name,
-                    chunker_config_hash=config_hash,
-                    document_hash=doc_hash,
-                    metadata={**document.metadata, **piece.metadata},
-                )
+            yield Chunk(
+                chunk_id=chunk_id(document.id, index, piece.text),
+                document_id=document.id,
+                chunk_index=index,
+                text=piece.text,
+                embedding_text=piece.text if piece.embedding_text is None else piece.embedding_text,
+                token_count=0,
+                tokenizer=tokenizer_identity,
+                start_offset=piece.start_offset,
+                end_offset=piece.end_offset,
+                headings=tuple(piece.headings),
+                page_no=piece.page_no,
+                content_format=piece.content_format or default_format,
+                chunker=self.name,
+                chunker_config_hash=config_hash,
+                document_hash=doc_hash,
+                metadata={**document.metadata, **piece.metadata},
             )
-        return chunks
+            index += 1

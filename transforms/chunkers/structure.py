@@ -153,12 +153,23 @@ class _StructureChunker(Chunker):
 
     def chunk_with_source(self, document: Document, *, tokenizer_identity: str) -> tuple[list[Chunk], str]:
         """Chunks, and the normalized text their ``structure.spans`` index."""
+        with _cycle_collector_paused():
+            chunks, source = self.stream_with_source(document, tokenizer_identity=tokenizer_identity)
+            return list(chunks), source
+
+    def stream_with_source(self, document: Document, *, tokenizer_identity: str) -> tuple[Iterator[Chunk], str]:
+        """:meth:`chunk_with_source` with the chunks as an iterator; the document is normalized here
+        (``ChunkingError`` from the normalizer is raised now), packed at the first ``next``."""
         self.validate_input(document)
         with _cycle_collector_paused():
             normalized = self.normalize(document)
-            source, pieces = normalized.text, self.split_normalized(normalized)
+        return self._stream(document, normalized, tokenizer_identity), normalized.text
+
+    def _stream(self, document: Document, normalized: NormalizedDocument, tokenizer_identity: str) -> Iterator[Chunk]:
+        with _cycle_collector_paused():
+            pieces = self.split_normalized(normalized)
             del normalized  # the pieces hold the block tree only as long as they need it
-            return self.build_chunks(document, pieces, tokenizer_identity), source
+            yield from self.iter_chunks(document, pieces, tokenizer_identity)
 
 
 class StructureAwareChunker(_StructureChunker):

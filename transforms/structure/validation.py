@@ -10,6 +10,7 @@ problems into dead-letter rows and the counts into the report.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -17,7 +18,7 @@ from transforms.documents import Chunk
 from transforms.structure.packing import EMBEDDING_TEXT_VERSION, build_embedding_text
 from transforms.tokenizers import Tokenizer
 
-__all__ = ["ChunkValidation", "StructureProblem", "has_structure", "validate_structure_chunks"]
+__all__ = ["ChunkValidation", "StructureProblem", "StructureValidator", "has_structure", "validate_structure_chunks"]
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,124 @@ def _non_space(text: str) -> int:
     return len(text) - sum(text.count(c) for c in (_ASCII_WHITESPACE if text.isascii() else _WHITESPACE))
 
 
+class StructureValidator:
+    """Running validation of one document's structure chunks, fed one at a time in order.
+
+    What :func:`validate_structure_chunks` checks, with state that does not hold the chunks: the
+    previous chunk's main span (for the overlap), the chunks' spans as two integer arrays (16
+    bytes per span, for the coverage counted in :meth:`finish`), each chunk's token count and
+    the counters. :meth:`check` returns the chunk's own problems, in the order
+    :func:`validate_structure_chunks` lists them; :meth:`finish` adds the document-level one.
+
+    Args:
+        source: The normalized text (the document's content for markdown, text and rst).
+        tokenizer: The budget tokenizer (counts the overlaps).
+        max_tokens: The hard budget, in tokens of ``tokenizer``.
+        max_overlap_tokens: Largest allowed overlap between neighbours, in tokens.
+        min_preferred_tokens: Chunks under this count as small.
+    """
+
+    def __init__(
+        self, source: str, *, tokenizer: Tokenizer, max_tokens: int, max_overlap_tokens: int = 50,
+        min_preferred_tokens: int = 100,
+    ) -> None:
+        self._source = source
+        self._tokenizer = tokenizer
+        self._max_tokens = max_tokens
+        self._max_overlap_tokens = max_overlap_tokens
+        self._min_preferred_tokens = min_preferred_tokens
+        self._counts = array("q")
+        self._starts = array("q")
+        self._ends = array("q")
+        self._problems: list[StructureProblem] = []
+        self._previous_main: tuple[int, int] | None = None
+        self._merged = self._split = self._small = self._oversized = 0
+        self._max_overlap = 0
+
+    def check(self, chunk: Chunk, token_count: int) -> list[StructureProblem]:
+        """Check the next chunk, whose ``embedding_text`` has ``token_count`` tokens; its problems."""
+        i = len(self._counts)
+        self._counts.append(token_count)
+        source = self._source
+        structure = chunk.metadata.get("structure") or {}
+        spans = _spans(structure, len(source))
+        if spans is None:
+            self._previous_main = None
+            return self._found(StructureProblem(i, "offset_mismatch", "structure.spans is missing or out of range"))
+        if "".join(source[s:e] for s, e in spans) != chunk.text:
+            self._previous_main = None
+            return self._found(
+                StructureProblem(i, "offset_mismatch", f"the text is not the concatenation of its spans {spans[:4]}")
+            )
+        for start, end in spans:
+            self._starts.append(start)
+            self._ends.append(end)
+        problems = []
+        if build_embedding_text(chunk.text, chunk.metadata) != chunk.embedding_text:
+            problems.append(
+                StructureProblem(i, "embedding_text_mismatch", "embedding_text is not the heading prefix plus the text")
+            )
+        if token_count > self._max_tokens:
+            self._oversized += 1
+            problems.append(StructureProblem(i, "token_budget_exceeded", f"{token_count} tokens > max {self._max_tokens}"))
+        main = spans[-1]
+        previous_main = self._previous_main
+        if previous_main is not None and main[0] < previous_main[1]:
+            overlap = self._tokenizer.count(source[main[0] : min(previous_main[1], main[1])])
+            self._max_overlap = max(self._max_overlap, overlap)
+            if overlap > self._max_overlap_tokens:
+                problems.append(
+                    StructureProblem(i, "overlap_exceeded", f"{overlap} tokens overlap > max {self._max_overlap_tokens}")
+                )
+        self._previous_main = main
+        self._merged += 1 if (structure.get("sections") or 0) > 1 else 0
+        self._split += 1 if structure.get("split") else 0
+        self._small += 1 if token_count < self._min_preferred_tokens else 0
+        return self._found(*problems)
+
+    def _found(self, *problems: StructureProblem) -> list[StructureProblem]:
+        self._problems.extend(problems)
+        return list(problems)
+
+    def finish(self) -> ChunkValidation:
+        """The document's :class:`ChunkValidation`, coverage of the source included."""
+        source, starts, ends = self._source, self._starts, self._ends
+        excluded = 0
+        position = 0
+        # Spans by start (ties in any order give the same union).
+        for k in sorted(range(len(starts)), key=starts.__getitem__):
+            start, end = starts[k], ends[k]
+            if start > position:
+                excluded += _non_space(source[position:start])
+            position = max(position, end)
+        excluded += _non_space(source[position:])
+        total = _non_space(source)
+        problems = list(self._problems)
+        if excluded:
+            problems.append(
+                StructureProblem(
+                    None, "incomplete_coverage",
+                    f"{excluded} of {total} non-whitespace characters are in no chunk",
+                )
+            )
+        counts = tuple(self._counts)
+        return ChunkValidation(
+            chunk_count=len(counts),
+            source_characters=total,
+            retained_characters=total - excluded,
+            excluded_characters=excluded,
+            embedding_tokens=sum(counts),
+            classification="complete" if not problems else "incomplete",
+            token_counts=counts,
+            merged_chunks=self._merged,
+            split_chunks=self._split,
+            oversized_chunks=self._oversized,
+            small_chunks=self._small,
+            max_overlap=self._max_overlap,
+            problems=tuple(problems),
+        )
+
+
 def validate_structure_chunks(
     source: str,
     chunks: Sequence[Chunk],
@@ -117,6 +236,7 @@ def validate_structure_chunks(
     (``token_budget_exceeded``); it overlaps the previous chunk by at most
     ``max_overlap_tokens`` (``overlap_exceeded``); and together the chunks cover every
     non-whitespace character of ``source`` (``incomplete_coverage``, a document-level problem).
+    The same as feeding the chunks to a :class:`StructureValidator`.
 
     Args:
         source: The normalized text (the document's content for markdown, text and rst).
@@ -131,74 +251,10 @@ def validate_structure_chunks(
     Returns:
         The :class:`ChunkValidation`, problems included; nothing is raised for bad chunks.
     """
-    counts = list(token_counts) if token_counts is not None else [tokenizer.count(c.embedding_text) for c in chunks]
-    problems: list[StructureProblem] = []
-    covered: list[tuple[int, int]] = []
-    previous_main: tuple[int, int] | None = None
-    merged = split = small = oversized = 0
-    max_overlap = 0
-    for i, chunk in enumerate(chunks):
-        structure = chunk.metadata.get("structure") or {}
-        spans = _spans(structure, len(source))
-        if spans is None:
-            problems.append(StructureProblem(i, "offset_mismatch", "structure.spans is missing or out of range"))
-            previous_main = None
-            continue
-        if "".join(source[s:e] for s, e in spans) != chunk.text:
-            problems.append(
-                StructureProblem(i, "offset_mismatch", f"the text is not the concatenation of its spans {spans[:4]}")
-            )
-            previous_main = None
-            continue
-        covered.extend(spans)
-        if build_embedding_text(chunk.text, chunk.metadata) != chunk.embedding_text:
-            problems.append(
-                StructureProblem(i, "embedding_text_mismatch", "embedding_text is not the heading prefix plus the text")
-            )
-        if counts[i] > max_tokens:
-            oversized += 1
-            problems.append(StructureProblem(i, "token_budget_exceeded", f"{counts[i]} tokens > max {max_tokens}"))
-        main = spans[-1]
-        if previous_main is not None and main[0] < previous_main[1]:
-            overlap = tokenizer.count(source[main[0] : min(previous_main[1], main[1])])
-            max_overlap = max(max_overlap, overlap)
-            if overlap > max_overlap_tokens:
-                problems.append(
-                    StructureProblem(i, "overlap_exceeded", f"{overlap} tokens overlap > max {max_overlap_tokens}")
-                )
-        previous_main = main
-        merged += 1 if (structure.get("sections") or 0) > 1 else 0
-        split += 1 if structure.get("split") else 0
-        small += 1 if counts[i] < min_preferred_tokens else 0
-
-    covered.sort()
-    excluded = 0
-    position = 0
-    for start, end in covered:
-        if start > position:
-            excluded += _non_space(source[position:start])
-        position = max(position, end)
-    excluded += _non_space(source[position:])
-    total = _non_space(source)
-    if excluded:
-        problems.append(
-            StructureProblem(
-                None, "incomplete_coverage",
-                f"{excluded} of {total} non-whitespace characters are in no chunk",
-            )
-        )
-    return ChunkValidation(
-        chunk_count=len(chunks),
-        source_characters=total,
-        retained_characters=total - excluded,
-        excluded_characters=excluded,
-        embedding_tokens=sum(counts),
-        classification="complete" if not problems else "incomplete",
-        token_counts=tuple(counts),
-        merged_chunks=merged,
-        split_chunks=split,
-        oversized_chunks=oversized,
-        small_chunks=small,
-        max_overlap=max_overlap,
-        problems=tuple(problems),
+    validator = StructureValidator(
+        source, tokenizer=tokenizer, max_tokens=max_tokens, max_overlap_tokens=max_overlap_tokens,
+        min_preferred_tokens=min_preferred_tokens,
     )
+    for i, chunk in enumerate(chunks):
+        validator.check(chunk, token_counts[i] if token_counts is not None else tokenizer.count(chunk.embedding_text))
+    return validator.finish()
