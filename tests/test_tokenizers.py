@@ -564,3 +564,41 @@ def test_slice_counter_boundary_slices(cl100k, text):
     for step in (1, 7, 40):  # token ranges, walked in pieces, give the same cuts
         pieces = [counter.boundaries(lo, lo + step).tolist() for lo in range(0, n, step)]
         assert [c for piece in pieces for c in piece] == whole
+
+
+_ALNUM_FRAGMENTS = [
+    "word", "Word", "x", "123", "1234567", "v2", "2x", "'s", "'ll", "'re", "n't", "'", ".", "...", "!?",
+    ".\n\n", ":\n", "-", "_", "(", ")", "[1]", "#", "\n", "\n\n", "\r\n", " ", "  ", "\t", "é", "ß", "데이터",
+    "e\u0301", "²", "Ⅻ", "🎉", "<|endoftext|>", "http://a.b/c?d=1", "\u00a0",
+]
+alnum_text = st.lists(
+    st.one_of(st.sampled_from(_ALNUM_FRAGMENTS), st.text("aZ09.,;'\n _-(", max_size=8)), min_size=1, max_size=60
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=alnum_text)
+def test_letter_and_digit_cuts_split_the_encoding_exactly(reference_cl100k, text):
+    # Wherever the letter and digit rule allows a cut, the whole text's tokens are the tokens of
+    # the text before it followed by those of the text after it (so slice counts may use it).
+    whole = reference_cl100k.encode_ordinary(text)
+    for p in range(1, len(text)):
+        if tk._alnum_cut(text[p - 1], text[p]):
+            left = reference_cl100k.encode_ordinary(text[:p])
+            assert left + reference_cl100k.encode_ordinary(text[p:]) == whole, (p, text[:p], text[p:])
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=alnum_text.map(lambda t: t * 3), data=st.data())
+def test_slice_counter_exact_at_letter_digit_and_punctuation_ends(cl100k, reference_cl100k, text, data):
+    # Slices that start or end at the letter and digit rule's cuts, or just after a run of
+    # punctuation (the paragraph ends the recursive splitter measures), recounted whole.
+    counter = cl100k.slice_counter(text)
+    n = len(text)
+    marks = [p for p in range(1, n) if tk._alnum_cut(text[p - 1], text[p])]
+    marks += [p for p in range(1, n) if text[p - 1] in tk._ASCII_PUNCTUATION and text[p] in "\r\n"]
+    points = sorted(set(marks)) or [0]
+    for _ in range(12):
+        a = data.draw(st.sampled_from(points + [0]))
+        b = data.draw(st.sampled_from([p for p in points + [n] if p >= a] or [n]))
+        assert counter.count(a, b) == len(reference_cl100k.encode_ordinary(text[a:b])), (a, b)

@@ -502,6 +502,29 @@ class TiktokenTokenizer:
         return SliceCounter(self, text, ends[:n], None if begins is None else begins[:n])
 
 
+_ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+def _alnum_cut(before: str, after: str) -> bool:
+    """Whether a cut between the characters ``before`` and ``after`` is safe by the letter and
+    digit rule: ``before`` an ASCII letter or digit, ``after`` an ASCII character that does not
+    continue its run (not a letter after a letter, not a digit after a digit).
+
+    cl100k_base's pattern ends a letter run (``\\p{L}++``) at any non-letter and a digit run
+    (``\\p{N}{1,3}+``, grouped from its start) at any non-digit, and no piece that holds a letter
+    or digit also holds what follows such a run: punctuation starts its own piece (the letter
+    piece's optional first character precedes its letters), whitespace and line breaks start
+    theirs, and a contraction (``'s``) starts at its apostrophe. The pattern has no lookbehind,
+    so the pieces from the cut on are those of the text that starts there; and the pieces before
+    it ended where they end in the text that ends there (none is whitespace that ``\\s++$`` could
+    take). Non-ASCII neighbours (letters, combining marks, other digits) are left out.
+    ``tests/test_tokenizers.py`` checks slices cut here against whole encodings.
+    """
+    if before >= "\x80" or after >= "\x80" or not before.isalnum():
+        return False
+    return not after.isalnum() or after.isalpha() != before.isalpha()
+
+
 class SliceCounter:
     """Exact cl100k_base token counts of any slice of one text, from one encoding of the whole.
 
@@ -579,7 +602,7 @@ class SliceCounter:
             first = _cut_at(match) if match else b
             if first >= b:
                 return self._tokenizer.count(text[a:b])
-        last = b if self._safe(b) else _last_safe_cut_near(text, first, b - 1)
+        last = b if self._safe(b) else self._last_cut(first, b)
         if last is None:
             return self._edge(a, first) + self._tokenizer.count(text[first:b])
         middle = self.tokens_before(last) - self.tokens_before(first)
@@ -599,12 +622,28 @@ class SliceCounter:
         return found
 
     def _safe(self, p: int) -> bool:
-        """Whether ``p`` is an end of the text or a :data:`_SAFE_CUT` point of it."""
+        """Whether ``p`` is an end of the text, a :data:`_SAFE_CUT` point of it, or the end of
+        an ASCII letter or digit run followed by another ASCII character (see :func:`_alnum_cut`)."""
         text = self.text
         if p <= 0 or p >= len(text):
             return True
-        c = text[p]
-        return (c == " " and not text[p - 1].isspace()) or (text[p - 1] == "\n" and not c.isspace())
+        c, d = text[p], text[p - 1]
+        return (c == " " and not d.isspace()) or (d == "\n" and not c.isspace()) or _alnum_cut(d, c)
+
+    def _last_cut(self, lo: int, b: int) -> int | None:
+        """A safe cut in ``(lo, b)``, as late as is quick to find, or ``None``.
+
+        Before a run of ASCII punctuation that ends the slice (``word.`` then ``\n\n``: the
+        punctuation joins the line breaks in the whole text's encoding, so ``b`` is no cut), the
+        run's start is one when a letter or digit precedes it; else the last space or line cut.
+        """
+        text = self.text
+        q, stop = b, max(lo, b - 16)
+        while q > stop and text[q - 1] in _ASCII_PUNCTUATION:
+            q -= 1
+        if lo < q < b and _alnum_cut(text[q - 1], text[q]):
+            return q
+        return _last_safe_cut_near(text, lo, b - 1)
 
 
 # --------------------------------------------------------------------------------------------
