@@ -602,3 +602,18 @@ def test_slice_counter_exact_at_letter_digit_and_punctuation_ends(cl100k, refere
         a = data.draw(st.sampled_from(points + [0]))
         b = data.draw(st.sampled_from([p for p in points + [n] if p >= a] or [n]))
         assert counter.count(a, b) == len(reference_cl100k.encode_ordinary(text[a:b])), (a, b)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.one_of(long_text, alnum_text.map(lambda t: t * 4)), data=st.data())
+def test_slice_counter_counts_of_consecutive_slices(cl100k, reference_cl100k, text, data):
+    # counts(points) is count() of each consecutive slice: points at separators (as the
+    # recursive splitter cuts), anywhere, repeated, and the text's ends.
+    counter = cl100k.slice_counter(text)
+    n = len(text)
+    seps = [m.start() for m in re.finditer(r"\n\n|\n| ", text)]
+    chosen = data.draw(st.lists(st.sampled_from(seps + [0, n]) | st.integers(0, n), max_size=25))
+    points = sorted([0, n, *chosen])
+    got = counter.counts(points)
+    assert got == [len(reference_cl100k.encode_ordinary(text[a:b])) for a, b in zip(points, points[1:])]
+    assert counter.counts(points[:1]) == []

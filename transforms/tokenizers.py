@@ -608,6 +608,46 @@ class SliceCounter:
         middle = self.tokens_before(last) - self.tokens_before(first)
         return self._edge(a, first) + middle + self._edge(last, b)
 
+    def counts(self, points: Sequence[int]) -> list[int]:
+        """Exact token counts of ``text[points[k]:points[k + 1]]`` for each ``k``: consecutive slices.
+
+        The same decomposition as :meth:`count` (edges encoded alone, the middle a difference of
+        token indices), with each point's safety looked at once and the token indices of all
+        middles found in one ``searchsorted``: a few microseconds of Python per slice, for a
+        splitter that measures every paragraph of a document. ``points`` must be ascending.
+        """
+        import numpy as np
+
+        n = len(points) - 1
+        if n <= 0:
+            return []
+        text, safe, edge, limit = self.text, self._safe, self._edge, self.EDGE_CHARS
+        firsts, lasts, extra = [0] * n, [0] * n, [0] * n
+        b_safe = safe(points[0])
+        for k in range(n):
+            a, b = points[k], points[k + 1]
+            a_safe, b_safe = b_safe, safe(b)
+            firsts[k] = lasts[k] = a
+            if b - a <= 16:
+                extra[k] = edge(a, b)
+                continue
+            if a_safe:
+                first = a
+            else:
+                match = _SAFE_CUT.search(text, a, min(b, a + limit))
+                first = _cut_at(match) if match else b
+                if first >= b:
+                    extra[k] = self._tokenizer.count(text[a:b])
+                    continue
+            last = b if b_safe else self._last_cut(first, b)
+            if last is None:
+                extra[k] = edge(a, first) + self._tokenizer.count(text[first:b])
+                continue
+            firsts[k], lasts[k] = first, last
+            extra[k] = edge(a, first) + edge(last, b)
+        found = self.ends.searchsorted(np.asarray(firsts + lasts, dtype=self.ends.dtype), "right")
+        return (found[n:] - found[:n] + np.asarray(extra, dtype=np.int64)).tolist()
+
     def _edge(self, a: int, b: int) -> int:
         """Tokens of ``text[a:b]`` encoded alone; short texts (``"\\n\\n"``, ``" "``, ...) are
         remembered for this text, as the same few recur at most edges."""

@@ -74,6 +74,15 @@ def _slice_counter(tokenizer: Tokenizer, text: str) -> Callable[[int, int], int]
     return lambda a, b: count(text[a:b])
 
 
+def _piece_counts(count: Callable[[int, int], int], cuts: Sequence[int]) -> list[int]:
+    """``[count(cuts[k], cuts[k + 1]) for each k]``, in one call when ``count`` is a
+    ``SliceCounter``'s (its ``counts``: the same exact numbers, cheaper per piece)."""
+    bulk = getattr(getattr(count, "__self__", None), "counts", None)
+    if bulk is not None:
+        return bulk(cuts)
+    return [count(a, b) for a, b in zip(cuts, cuts[1:])]
+
+
 def _longest_fit(
     count: Callable[[int, int], int], cuts: Sequence[int], i: int, j: int, max_tokens: int, hint: int | None = None
 ) -> int:
@@ -400,8 +409,7 @@ class RecursiveCharacterTextSplitter(_MergingSplitter):
         cuts.append(end)
         out: list[tuple[int, int]] = []
         good: list[tuple[int, int, int]] = []
-        for s, e in zip(cuts, cuts[1:]):
-            size = count(s, e)
+        for s, e, size in zip(cuts, cuts[1:], _piece_counts(count, cuts)):
             if size <= self.chunk_size:
                 good.append((s, e, size))
                 continue
