@@ -617,3 +617,19 @@ def test_slice_counter_counts_of_consecutive_slices(cl100k, reference_cl100k, te
     got = counter.counts(points)
     assert got == [len(reference_cl100k.encode_ordinary(text[a:b])) for a, b in zip(points, points[1:])]
     assert counter.counts(points[:1]) == []
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    filler=st.text("ab .,\n\té데", min_size=0, max_size=3000),
+    run=st.sampled_from(["x", "Q", ".", "-", " ", "\t", "\n"]),
+    length=st.integers(tk.LONG_RUN_CHARS - 3, tk.LONG_RUN_CHARS + 600),
+    at=st.integers(0, 3000),
+)
+def test_may_hold_long_run_never_misses_one(filler, run, length, at):
+    # The quick check may say yes without a run, but never no when one is there.
+    at = min(at, len(filler))
+    text = filler[:at] + run * length + filler[at:]
+    if tk._LONG_RUN.search(text):
+        assert tk._may_hold_long_run(text)
+    assert not tk._may_hold_long_run("word " * 1000 + "line\n" * 1000)
