@@ -622,7 +622,7 @@ def test_slice_counter_counts_of_consecutive_slices(cl100k, reference_cl100k, te
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     filler=st.text("ab .,\n\té데", min_size=0, max_size=3000),
-    run=st.sampled_from(["x", "Q", ".", "-", " ", "\t", "\n"]),
+    run=st.sampled_from(["x", "Q", "aZ", ".", "-", ".-~", " ", "\t", " \t", "\n"]),
     length=st.integers(tk.LONG_RUN_CHARS - 3, tk.LONG_RUN_CHARS + 600),
     at=st.integers(0, 3000),
 )

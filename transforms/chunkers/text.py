@@ -509,8 +509,10 @@ class TokenTextSplitter(Chunker):
             j = min(i + size, len(cuts) - 1)
             a = cuts[i]
             hint = None
-            if ends is not None:
-                # Where the whole text's encoding says the budget runs out.
+            if ends is not None and (counter.begins is not None or cuts.inserted):
+                # Where the whole text's encoding says the budget runs out. (When every token
+                # starts a code point and no cut was inserted, cuts[i + size] is that place, and
+                # the hint would be j: no help to _longest_fit.)
                 t = counter.tokens_before(a) + size - 1
                 if t < len(ends):
                     hint = i + int(cuts.array[i : j + 1].searchsorted(ends[t], "right")) - 1
@@ -539,10 +541,11 @@ class _Cuts:
     copies the array.
     """
 
-    __slots__ = ("array",)
+    __slots__ = ("array", "inserted")
 
     def __init__(self, array) -> None:
         self.array = array
+        self.inserted = False  # whether insert() was ever called
 
     def __len__(self) -> int:
         return len(self.array)
@@ -554,3 +557,4 @@ class _Cuts:
         import numpy as np
 
         self.array = np.insert(self.array, k, value)
+        self.inserted = True
