@@ -20,7 +20,6 @@ the one before it is not repeated.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from transforms.chunkers.base import Chunker, Piece
