@@ -633,3 +633,13 @@ def test_may_hold_long_run_never_misses_one(filler, run, length, at):
     if tk._LONG_RUN.search(text):
         assert tk._may_hold_long_run(text)
     assert not tk._may_hold_long_run("word " * 1000 + "line\n" * 1000)
+
+
+@pytest.mark.parametrize("filler", ["word ", "데이터 "])
+def test_may_hold_long_run_across_its_64k_steps(filler):
+    # The check reads the text 64 K code points at a time; a run across a step's edge is found.
+    for run in ("x" * tk.LONG_RUN_CHARS, "\n" * tk.LONG_RUN_CHARS):
+        for at in (65536 - 700, 65536 - 1, 65536, 2 * 65536 - 3):
+            text = (filler * 40_000)[:at] + run + filler * 2000
+            assert tk._LONG_RUN.search(text) and tk._may_hold_long_run(text), (run[0], at)
+    assert not tk._may_hold_long_run(filler * 40_000)

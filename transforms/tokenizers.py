@@ -178,7 +178,8 @@ def _may_hold_long_run(text: str) -> bool:
     A run that long covers a whole block of ``LONG_RUN_CHARS // 2`` code points at a
     block-aligned offset, all of its class (ASCII letters, punctuation, spaces and tabs, line
     feeds); so the answer is no when no such block is all one of these classes. A table lookup
-    and two reductions over the code points (about 1 % of encoding the text).
+    and two reductions over the code points, 64 K code points at a time (bounded memory: the
+    lookup makes machine-word indices), about 1 % of encoding the text.
     """
     import numpy as np
 
@@ -191,15 +192,21 @@ def _may_hold_long_run(text: str) -> bool:
             ch = chr(c)
             table[c] = 1 if ch.isalpha() else 2 if _LONG_RUN_PUNCT.match(ch) else 3 if ch in " \t" else 4 if ch == "\n" else 0
         _RUN_CLASSES = table
-    if text.isascii():
-        codes = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
-    else:
-        codes = np.minimum(np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32), 128)
     block = LONG_RUN_CHARS // 2
-    whole = len(codes) // block * block
-    classes = _RUN_CLASSES.take(codes[:whole]).reshape(-1, block)
-    low = classes.min(axis=1)
-    return bool(((low != 0) & (low == classes.max(axis=1))).any())
+    step = block * 128  # a multiple of the block, so blocks stay aligned to the text
+    whole = len(text) // block * block
+    ascii_only = text.isascii()
+    for lo in range(0, whole, step):
+        part = text[lo : min(lo + step, whole)]
+        if ascii_only:
+            codes = np.frombuffer(part.encode("ascii"), dtype=np.uint8)
+        else:
+            codes = np.minimum(np.frombuffer(part.encode("utf-32-le", "surrogatepass"), dtype=np.uint32), 128)
+        classes = _RUN_CLASSES[codes].reshape(-1, block)
+        low = classes.min(axis=1)
+        if ((low != 0) & (low == classes.max(axis=1))).any():
+            return True
+    return False
 
 
 _RUN_CLASSES = None  # per ASCII code: 1 letter, 2 punctuation, 3 space or tab, 4 line feed, else 0
