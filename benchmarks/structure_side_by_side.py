@@ -1,8 +1,14 @@
-"""StructureAwareChunker of two checkouts side by side in one process, as ratios of one encode pass.
+"""A chunker of two checkouts side by side in one process, as ratios of one encode pass.
 
     git archive main | tar -x -C /tmp/rechunk-main        # the baseline's code
     python benchmarks/structure_side_by_side.py --baseline /tmp/rechunk-main \
-        [--input ../shared/data/corpus/docs.parquet] [--max-chars N] [--rounds 3]
+        [--input ../shared/data/corpus/docs.parquet] [--max-chars N] [--rounds 3] \
+        [--chunker StructureAwareChunker] [--chunker TokenTextSplitter] \
+        [--chunker RecursiveCharacterTextSplitter]
+
+``--chunker`` (repeatable; default ``StructureAwareChunker``) picks the rows; the text splitters
+run at ``chunk_size`` 512 tokens, no overlap (``RecursiveCharacterTextSplitter`` with
+``length="tokens"``), as in ``benchmarks/throughput.py``.
 
 Both checkouts' ``transforms`` packages are imported into this process (each under its own
 ``sys.modules`` set, swapped in before each row), so every row runs on the same machine state.
@@ -46,13 +52,23 @@ def _load(repo: str) -> dict:
     return loaded
 
 
+CHUNKERS = {
+    "StructureAwareChunker": lambda c, t: c.StructureAwareChunker(tokenizer=t, max_tokens=512),
+    "TokenTextSplitter": lambda c, t: c.TokenTextSplitter(tokenizer=t, chunk_size=512, chunk_overlap=0),
+    "RecursiveCharacterTextSplitter": lambda c, t: c.RecursiveCharacterTextSplitter(
+        tokenizer=t, length="tokens", chunk_size=512, chunk_overlap=0),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline", required=True, help="a checkout of the code to compare with (e.g. main)")
     parser.add_argument("--input", default=str(REPO.parent / "shared/data/corpus/docs.parquet"))
     parser.add_argument("--max-chars", type=int, default=None, help="stop loading after this many characters")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--chunker", action="append", choices=sorted(CHUNKERS), help="rows to measure (repeatable)")
     args = parser.parse_args(argv)
+    names = args.chunker or ["StructureAwareChunker"]
 
     import pyarrow.parquet as pq
 
@@ -80,20 +96,21 @@ def main(argv: list[str] | None = None) -> int:
             if args.max_chars is not None and total >= args.max_chars:
                 break
         tokenizer = m["transforms.tokenizers"].TiktokenTokenizer("cl100k_base")
-        chunker = m["transforms.chunkers"].StructureAwareChunker(tokenizer=tokenizer, max_tokens=512)
-        state[name] = (docs, tokenizer, chunker, m["transforms.validation"].validate_chunks)
+        chunkers = {c: CHUNKERS[c](m["transforms.chunkers"], tokenizer) for c in names}
+        state[name] = (docs, tokenizer, chunkers, m["transforms.validation"].validate_chunks)
 
     def encode() -> int:
         docs, tokenizer, _, _ = state["baseline"]
         return sum(len(tokenizer.encoding.encode_ordinary(d.content)) for d in docs)
 
-    def chunk(name: str) -> int:
-        docs, tokenizer, chunker, _ = state[name]
+    def chunk(name: str, which: str) -> int:
+        docs, tokenizer, chunkers, _ = state[name]
+        chunker = chunkers[which]
         return sum(len(chunker.chunk(d, tokenizer_identity=tokenizer.identity)) for d in docs)
 
-    def chunk_and_validate(name: str) -> int:
-        docs, tokenizer, chunker, validate_chunks = state[name]
-        n = 0
+    def chunk_and_validate(name: str, which: str) -> int:
+        docs, tokenizer, chunkers, validate_chunks = state[name]
+        chunker, n = chunkers[which], 0
         for d in docs:
             chunks, source = chunker.chunk_with_source(d, tokenizer_identity=tokenizer.identity)
             result = validate_chunks(d, chunks, tokenizer=tokenizer, tokenizer_identity=tokenizer.identity,
@@ -105,10 +122,11 @@ def main(argv: list[str] | None = None) -> int:
         return n
 
     rows = {"encode_ordinary": ("baseline", encode)}
-    for name in repos:
-        rows[f"{name}: StructureAwareChunker"] = (name, lambda n=name: chunk(n))
-    for name in repos:
-        rows[f"{name}: StructureAwareChunker + validation"] = (name, lambda n=name: chunk_and_validate(n))
+    for which in names:
+        for name in repos:
+            rows[f"{name}: {which}"] = (name, lambda n=name, w=which: chunk(n, w))
+        for name in repos:
+            rows[f"{name}: {which} + validation"] = (name, lambda n=name, w=which: chunk_and_validate(n, w))
     best = {k: float("inf") for k in rows}
     outputs = {}
     for _ in range(args.rounds):

@@ -66,3 +66,24 @@ def test_plain_loop_and_linear_probe(tmp_path):
     probe = throughput.linear_probe("one run of letters", "TokenTextSplitter", 2000, 1, str(SAMPLE))
     assert probe["large_seconds"] > 0 and probe["large_mb"] == pytest.approx(0.02)
     json.dumps(probe)
+
+
+def test_side_by_side_runs_on_a_tiny_input(capsys):
+    # This checkout against itself: every row runs, and validation rejects nothing (it raises).
+    import structure_side_by_side
+
+    # The script swaps the transforms modules in sys.modules; the rest of the session keeps its own.
+    ours = lambda: [k for k in sys.modules if k == "transforms" or k.startswith("transforms.")]  # noqa: E731
+    saved = {k: sys.modules[k] for k in ours()}
+    try:
+        assert structure_side_by_side.main([
+            "--baseline", str(REPO), "--input", str(SAMPLE), "--max-chars", "3000", "--rounds", "1",
+            "--chunker", "TokenTextSplitter", "--chunker", "RecursiveCharacterTextSplitter",
+        ]) == 0
+    finally:
+        for k in ours():
+            del sys.modules[k]
+        sys.modules.update(saved)
+    table = capsys.readouterr().out
+    for row in ("baseline: TokenTextSplitter + validation", "this checkout: RecursiveCharacterTextSplitter"):
+        assert f"| {row} |" in table, row

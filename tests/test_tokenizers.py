@@ -564,3 +564,82 @@ def test_slice_counter_boundary_slices(cl100k, text):
     for step in (1, 7, 40):  # token ranges, walked in pieces, give the same cuts
         pieces = [counter.boundaries(lo, lo + step).tolist() for lo in range(0, n, step)]
         assert [c for piece in pieces for c in piece] == whole
+
+
+_ALNUM_FRAGMENTS = [
+    "word", "Word", "x", "123", "1234567", "v2", "2x", "'s", "'ll", "'re", "n't", "'", ".", "...", "!?",
+    ".\n\n", ":\n", "-", "_", "(", ")", "[1]", "#", "\n", "\n\n", "\r\n", " ", "  ", "\t", "é", "ß", "데이터",
+    "e\u0301", "²", "Ⅻ", "🎉", "<|endoftext|>", "http://a.b/c?d=1", "\u00a0",
+]
+alnum_text = st.lists(
+    st.one_of(st.sampled_from(_ALNUM_FRAGMENTS), st.text("aZ09.,;'\n _-(", max_size=8)), min_size=1, max_size=60
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=alnum_text)
+def test_letter_and_digit_cuts_split_the_encoding_exactly(reference_cl100k, text):
+    # Wherever the letter and digit rule allows a cut, the whole text's tokens are the tokens of
+    # the text before it followed by those of the text after it (so slice counts may use it).
+    whole = reference_cl100k.encode_ordinary(text)
+    for p in range(1, len(text)):
+        if tk._alnum_cut(text[p - 1], text[p]):
+            left = reference_cl100k.encode_ordinary(text[:p])
+            assert left + reference_cl100k.encode_ordinary(text[p:]) == whole, (p, text[:p], text[p:])
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=alnum_text.map(lambda t: t * 3), data=st.data())
+def test_slice_counter_exact_at_letter_digit_and_punctuation_ends(cl100k, reference_cl100k, text, data):
+    # Slices that start or end at the letter and digit rule's cuts, or just after a run of
+    # punctuation (the paragraph ends the recursive splitter measures), recounted whole.
+    counter = cl100k.slice_counter(text)
+    n = len(text)
+    marks = [p for p in range(1, n) if tk._alnum_cut(text[p - 1], text[p])]
+    marks += [p for p in range(1, n) if text[p - 1] in tk._ASCII_PUNCTUATION and text[p] in "\r\n"]
+    points = sorted(set(marks)) or [0]
+    for _ in range(12):
+        a = data.draw(st.sampled_from(points + [0]))
+        b = data.draw(st.sampled_from([p for p in points + [n] if p >= a] or [n]))
+        assert counter.count(a, b) == len(reference_cl100k.encode_ordinary(text[a:b])), (a, b)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.one_of(long_text, alnum_text.map(lambda t: t * 4)), data=st.data())
+def test_slice_counter_counts_of_consecutive_slices(cl100k, reference_cl100k, text, data):
+    # counts(points) is count() of each consecutive slice: points at separators (as the
+    # recursive splitter cuts), anywhere, repeated, and the text's ends.
+    counter = cl100k.slice_counter(text)
+    n = len(text)
+    seps = [m.start() for m in re.finditer(r"\n\n|\n| ", text)]
+    chosen = data.draw(st.lists(st.sampled_from(seps + [0, n]) | st.integers(0, n), max_size=25))
+    points = sorted([0, n, *chosen])
+    got = counter.counts(points)
+    assert got == [len(reference_cl100k.encode_ordinary(text[a:b])) for a, b in zip(points, points[1:])]
+    assert counter.counts(points[:1]) == []
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    filler=st.text("ab .,\n\té데", min_size=0, max_size=3000),
+    run=st.sampled_from(["x", "Q", "aZ", ".", "-", ".-~", " ", "\t", " \t", "\n"]),
+    length=st.integers(tk.LONG_RUN_CHARS - 3, tk.LONG_RUN_CHARS + 600),
+    at=st.integers(0, 3000),
+)
+def test_may_hold_long_run_never_misses_one(filler, run, length, at):
+    # The quick check may say yes without a run, but never no when one is there.
+    at = min(at, len(filler))
+    text = filler[:at] + run * length + filler[at:]
+    if tk._LONG_RUN.search(text):
+        assert tk._may_hold_long_run(text)
+    assert not tk._may_hold_long_run("word " * 1000 + "line\n" * 1000)
+
+
+@pytest.mark.parametrize("filler", ["word ", "데이터 "])
+def test_may_hold_long_run_across_its_64k_steps(filler):
+    # The check reads the text 64 K code points at a time; a run across a step's edge is found.
+    for run in ("x" * tk.LONG_RUN_CHARS, "\n" * tk.LONG_RUN_CHARS):
+        for at in (65536 - 700, 65536 - 1, 65536, 2 * 65536 - 3):
+            text = (filler * 40_000)[:at] + run + filler * 2000
+            assert tk._LONG_RUN.search(text) and tk._may_hold_long_run(text), (run[0], at)
+    assert not tk._may_hold_long_run(filler * 40_000)

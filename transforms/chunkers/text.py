@@ -20,12 +20,11 @@ the one before it is not repeated.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from transforms.chunkers.base import Chunker, Piece
 from transforms.documents import Document
-from transforms.tokenizers import Tokenizer
+from transforms.tokenizers import SliceCounter, Tokenizer
 
 __all__ = ["CharacterTextSplitter", "RecursiveCharacterTextSplitter", "TokenTextSplitter"]
 
@@ -72,6 +71,15 @@ def _slice_counter(tokenizer: Tokenizer, text: str) -> Callable[[int, int], int]
         return make(text).count
     count = tokenizer.count
     return lambda a, b: count(text[a:b])
+
+
+def _piece_counts(count: Callable[[int, int], int], cuts: Sequence[int]) -> list[int]:
+    """``[count(cuts[k], cuts[k + 1]) for each k]``, in one call when ``count`` is a
+    ``SliceCounter``'s (its ``counts``: the same exact numbers, cheaper per piece)."""
+    owner = getattr(count, "__self__", None)
+    if isinstance(owner, SliceCounter) and count == owner.count:
+        return owner.counts(cuts)
+    return [count(a, b) for a, b in zip(cuts, cuts[1:])]
 
 
 def _longest_fit(
@@ -400,8 +408,7 @@ class RecursiveCharacterTextSplitter(_MergingSplitter):
         cuts.append(end)
         out: list[tuple[int, int]] = []
         good: list[tuple[int, int, int]] = []
-        for s, e in zip(cuts, cuts[1:]):
-            size = count(s, e)
+        for s, e, size in zip(cuts, cuts[1:], _piece_counts(count, cuts)):
             if size <= self.chunk_size:
                 good.append((s, e, size))
                 continue
@@ -463,9 +470,12 @@ class TokenTextSplitter(Chunker):
         """Yield token windows of ``document.content`` as verbatim slices with offsets.
 
         The document is encoded once; windows are measured with slice counts
-        (``transforms.tokenizers.SliceCounter``), and the token starts are held as a numpy array
-        of which only a few windows' worth at a time become a Python list.
+        (``transforms.tokenizers.SliceCounter``). The token starts stay numpy arrays, a block of
+        a few windows at a time, of which only the few entries a window looks at become Python
+        ints (no per-token Python object).
         """
+        import numpy as np
+
         text = document.content
         tokenizer, size = self.tokenizer, self.chunk_size
         make = getattr(tokenizer, "slice_counter", None)
@@ -476,40 +486,74 @@ class TokenTextSplitter(Chunker):
             # Token starts are made a slice of tokens at a time: no second array as long as ends.
             all_cuts, total = None, len(ends) + 1
         else:
-            count, ends, all_cuts = _slice_counter(tokenizer, text), None, list(tokenizer.boundaries(text))
+            count, ends = _slice_counter(tokenizer, text), None
+            all_cuts = np.asarray(tokenizer.boundaries(text), dtype=np.int64)
             total = len(all_cuts)
         need = size + 2
-        cuts: list[int] = []  # token starts (plus cuts between code points) still ahead
+        cuts = _Cuts(np.zeros(0, dtype=np.int64))  # token starts (plus cuts between code points) still ahead
         taken = 0  # tokens (with a counter), or entries of all_cuts, already moved into cuts
 
         def refill(i: int) -> int:
             """Keep at least ``need`` cuts from ``i`` on (or all that are left); return ``i``'s new index."""
-            nonlocal cuts, taken
+            nonlocal taken
             while len(cuts) - i < need and taken < total:
                 stop = taken + max(4 * need, 1 << 16)
-                more = counter.boundaries(taken, stop).tolist() if counter is not None else all_cuts[taken:stop]
-                cuts = cuts[i:] + more
+                more = counter.boundaries(taken, stop) if counter is not None else all_cuts[taken:stop]
+                cuts.array = np.concatenate((cuts.array[i:], more))
                 taken, i = min(stop, total), 0
             return i
 
         i = refill(0)
         while i < len(cuts) - 1:
             j = min(i + size, len(cuts) - 1)
+            a = cuts[i]
             hint = None
-            if ends is not None:
-                # Where the whole text's encoding says the budget runs out.
-                t = counter.tokens_before(cuts[i]) + size - 1
+            if ends is not None and (counter.begins is not None or cuts.inserted):
+                # Where the whole text's encoding says the budget runs out. (When every token
+                # starts a code point and no cut was inserted, cuts[i + size] is that place, and
+                # the hint would be j: no help to _longest_fit.)
+                t = counter.tokens_before(a) + size - 1
                 if t < len(ends):
-                    hint = bisect_right(cuts, int(ends[t]), i, j + 1) - 1
+                    hint = i + int(cuts.array[i : j + 1].searchsorted(ends[t], "right")) - 1
             j = _next_cut(count, cuts, i, j, size, hint)  # may insert a cut into cuts
-            window = text[cuts[i] : cuts[j]]
+            b = cuts[j]
+            window = text[a:b]
             if not window.isspace():
-                yield Piece(text=window, start_offset=cuts[i], end_offset=cuts[j])
+                yield Piece(text=window, start_offset=a, end_offset=b)
             if j >= len(cuts) - 1:
                 break
             # Share up to chunk_overlap steps, but only as many as still leave room for the next
             # step: a window that cannot reach past this one would repeat a part of it.
             nxt = max(j - self.chunk_overlap, i + 1)
-            while nxt < j and count(cuts[nxt], cuts[j + 1]) > size:
-                nxt += 1
+            if nxt < j:
+                after = cuts[j + 1]
+                while nxt < j and count(cuts[nxt], after) > size:
+                    nxt += 1
             i = refill(nxt)
+
+
+class _Cuts:
+    """Ascending cut offsets held as a numpy array, read as Python ints one entry at a time.
+
+    What :func:`_next_cut` needs of a list (``len``, indexing, ``insert``), so that a window
+    converts only the few entries it looks at; an insert (a cut between code points, rare)
+    copies the array.
+    """
+
+    __slots__ = ("array", "inserted")
+
+    def __init__(self, array) -> None:
+        self.array = array
+        self.inserted = False  # whether insert() was ever called
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    def __getitem__(self, k: int) -> int:
+        return int(self.array[k])
+
+    def insert(self, k: int, value: int) -> None:
+        import numpy as np
+
+        self.array = np.insert(self.array, k, value)
+        self.inserted = True
