@@ -572,7 +572,7 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
         manifest.append(compared[KEPT_MANIFEST])
         _ = compared[KEPT_CHUNKS] | "Write kept chunks" >> WriteKeptChunks(f"{output}/chunks/kept")
     validated = documents | "Route, chunk and validate" >> ChunkDocuments(
-        job.spec, identity, progress_seconds=job.progress_seconds, spread=_spreads_documents(job.options)
+        job.spec, identity, progress_seconds=job.progress_seconds
     )
     manifest.append(validated[MANIFEST])
     _ = validated.chunks | "Write chunks" >> WriteChunks(f"{output}/chunks/chunks")
@@ -592,17 +592,6 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
         | "Collect dead letter" >> beam.Flatten()
         | "Write dead letter" >> WriteDeadLetter(f"{output}/dead_letter/dead_letter")
     )
-
-
-def _spreads_documents(options: PipelineOptions) -> bool:
-    """Whether to reshuffle documents before chunking: not on the FnApiRunner's ``in_memory`` mode
-    (the default), where it has one worker to spread over and would hold every document (a
-    shuffle there is held in memory whole), so that memory would grow with the corpus."""
-    from apache_beam.options.pipeline_options import DirectOptions, StandardOptions
-
-    runner = options.view_as(StandardOptions).runner
-    mode = options.view_as(DirectOptions).direct_running_mode
-    return not (runner in (None, "FnApiRunner", "DirectRunner", "direct", "Direct") and mode in (None, "in_memory"))
 
 
 def _worker_path(path: str) -> str:

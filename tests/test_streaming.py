@@ -181,16 +181,3 @@ def test_streamed_output_is_the_held_output(monkeypatch):
         dofn, identity = _dofn(monkeypatch, held)
         assert (MANIFEST, "doc", len(WORDS)) in _outputs(dofn, identity, CONTENT)
 
-
-def test_documents_are_reshuffled_only_where_there_are_workers_to_spread_over():
-    """The FnApiRunner holds a shuffle in memory whole: with its single in_memory worker the
-    reshuffle would only make memory grow with the corpus."""
-    from apache_beam.options.pipeline_options import PipelineOptions
-
-    from pipelines.rechunk import _spreads_documents
-
-    assert not _spreads_documents(PipelineOptions([]))
-    assert not _spreads_documents(PipelineOptions(["--runner=FnApiRunner"]))
-    assert _spreads_documents(PipelineOptions(["--direct_running_mode=multi_processing", "--direct_num_workers=2"]))
-    assert _spreads_documents(PipelineOptions(["--runner=DataflowRunner"]))
-    assert _spreads_documents(PipelineOptions(["--runner=PortableRunner"]))
