@@ -21,10 +21,12 @@ import sys
 import time
 
 
-def _tree_rss_bytes(root: int) -> int:
+def process_tree(root: int) -> dict[int, tuple[int, float]]:
+    """``{pid: (resident bytes, CPU seconds user + system)}`` of ``root`` and each of its
+    descendants, read from Linux's /proc (a process that ends meanwhile is left out)."""
+    page, tick = os.sysconf("SC_PAGE_SIZE"), os.sysconf("SC_CLK_TCK")
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    page = os.sysconf("SC_PAGE_SIZE")
+    figures: dict[int, tuple[int, float]] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -32,16 +34,22 @@ def _tree_rss_bytes(root: int) -> int:
             with open(f"/proc/{name}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
             with open(f"/proc/{name}/statm") as f:
-                rss[int(name)] = int(f.read().split()[1]) * page
+                rss = int(f.read().split()[1]) * page
         except OSError:
             continue
+        figures[int(name)] = (rss, (int(fields[11]) + int(fields[12])) / tick)
         children.setdefault(int(fields[1]), []).append(int(name))
-    total, stack = 0, [root]
+    tree, stack = {}, [root]
     while stack:
         pid = stack.pop()
-        total += rss.get(pid, 0)
+        if pid in figures:
+            tree[pid] = figures[pid]
         stack.extend(children.get(pid, []))
-    return total
+    return tree
+
+
+def _tree_rss_bytes(root: int) -> int:
+    return sum(rss for rss, _ in process_tree(root).values())
 
 
 def _high_water_bytes(pid: int) -> int:

@@ -350,33 +350,6 @@ def plain_loop(input_path: str, output_dir: str) -> dict[str, int]:
     return {"documents_read": documents, "chunks_written": chunks_written, "rejected": rejected}
 
 
-def _tree_cpu_seconds(root: int) -> dict[int, float]:
-    """CPU seconds (user + system) of ``root`` and each of its descendants, by pid (Linux /proc)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    children: dict[int, list[tuple[int, float]]] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append((int(name), (int(fields[11]) + int(fields[12])) / tick))
-    cpu, stack = {}, [root]
-    try:
-        with open(f"/proc/{root}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        cpu[root] = (int(fields[11]) + int(fields[12])) / tick
-    except OSError:
-        pass
-    while stack:
-        for pid, seconds in children.get(stack.pop(), []):
-            cpu[pid] = seconds
-            stack.append(pid)
-    return cpu
-
-
 def _measure_process(argv: list[str], output: str) -> dict[str, Any]:
     """Wall seconds, peak memory of the process tree, and CPU seconds of its processes.
 
@@ -385,16 +358,17 @@ def _measure_process(argv: list[str], output: str) -> dict[str, Any]:
     an idle machine from below, and ``cpu_total`` is all the work done.
     """
     sys.path.insert(0, str(REPO / "benchmarks"))
-    from measure_job import _high_water_bytes, _tree_rss_bytes
+    from measure_job import _high_water_bytes, process_tree
 
     started = time.monotonic()
     proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     peak = high = 0
     cpu: dict[int, float] = {}
     while proc.poll() is None:
-        peak = max(peak, _tree_rss_bytes(proc.pid))
+        tree = process_tree(proc.pid)
+        peak = max(peak, sum(rss for rss, _ in tree.values()))
         high = max(high, _high_water_bytes(proc.pid))
-        for pid, seconds in _tree_cpu_seconds(proc.pid).items():
+        for pid, (_, seconds) in tree.items():
             cpu[pid] = max(cpu.get(pid, 0.0), seconds)
         time.sleep(0.1)
     wall = time.monotonic() - started
