@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+from bisect import bisect_left, bisect_right
 from contextlib import contextmanager
 from typing import Any, ClassVar, Iterator, Mapping
 
@@ -382,7 +383,8 @@ class StructureAwareChunker(_StructureChunker):
 
         walk(normalized.root)
         blocks.sort(key=lambda b: b[0])
-        cut_points = sorted({p for p, _ in blocks if lines.is_stable(p)})
+        positions = [p for p, _ in blocks]
+        cut_points = sorted({p for p in positions if lines.is_stable(p)})
         out, fallbacks = list(chunks), {}
 
         def plain(c: PackedChunk) -> bool:
@@ -394,7 +396,7 @@ class StructureAwareChunker(_StructureChunker):
                     and a.headings == b.headings and a.prefix == b.prefix):
                 continue
             lo, hi = a.spans[0][0], b.spans[0][1]
-            allowed = [p for p in cut_points if lo < p < hi]
+            allowed = cut_points[bisect_right(cut_points, lo) : bisect_left(cut_points, hi)]
             if len(allowed) < 2:  # only the packer's own cut: nothing to choose
                 continue
             result = self.semantic_refiner.refine(text=text[lo:hi], allowed=[p - lo for p in allowed])
@@ -410,10 +412,11 @@ class StructureAwareChunker(_StructureChunker):
                 continue
 
             def kinds(start: int, end: int, old: tuple[str, ...]) -> tuple[str, ...]:
-                found = tuple(dict.fromkeys(n.kind for p, n in blocks if start <= p < end))
-                return found or old
+                inside = blocks[bisect_left(positions, start) : bisect_left(positions, end)]
+                return tuple(dict.fromkeys(n.kind for _, n in inside)) or old
 
-            page = next((n.page_no for p, n in blocks if p >= cut and n.page_no is not None), b.page_no)
+            pages = (blocks[j][1].page_no for j in range(bisect_left(positions, cut), len(blocks)))
+            page = next((p for p in pages if p is not None), b.page_no)
             out[i] = dataclasses.replace(a, spans=((lo, cut),), token_count=left, kinds=kinds(lo, cut, a.kinds))
             out[i + 1] = dataclasses.replace(b, spans=((cut, hi),), token_count=right, page_no=page,
                                              kinds=kinds(cut, hi, b.kinds))
