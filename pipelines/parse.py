@@ -32,7 +32,15 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 import transforms
-from pipelines.rechunk import OptionError, RechunkOptions, _check_filesystem, _check_runner, _one_line, _worker_path
+from pipelines.rechunk import (
+    OptionError,
+    RechunkOptions,
+    _check_filesystem,
+    _check_runner,
+    _one_line,
+    _unknown_options,
+    _worker_path,
+)
 from transforms.parsing import (
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MAX_FILE_SECONDS,
@@ -98,25 +106,6 @@ def _own_options(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
         if len(given) > 1:
             raise OptionError(f"{action.option_strings[0]} is given {len(given)} times; give it once")
     return own, rest
-
-
-def _unknown_beam_options(argv: Sequence[str]) -> list[str]:
-    """Arguments no Beam PipelineOptions class knows (the chunk job's own options included)."""
-    from apache_beam.options.pipeline_options import _BeamArgumentParser
-
-    class _BeamParser(_BeamArgumentParser):
-        def error(self, message):
-            raise OptionError(message)
-
-    parser = _BeamParser(allow_abbrev=False)
-    seen: dict[str, type] = {}
-    for cls in PipelineOptions.__subclasses__():
-        if cls is not RechunkOptions:
-            seen.setdefault(str(cls), cls)
-    for cls in seen.values():
-        cls._add_argparse_args(parser)
-    _, unknown = parser.parse_known_args(list(argv))
-    return unknown
 
 
 def _max_file_bytes(value: str | None) -> int:
@@ -204,7 +193,8 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
         OptionError: Any mistake, as one line naming the option.
     """
     own, rest = _own_options(argv)
-    unknown = _unknown_beam_options(rest)
+    # The chunk job's own options are mistakes here too.
+    unknown = _unknown_options(rest, exclude=(RechunkOptions,))
     if unknown:
         if unknown[0].startswith("-"):
             raise OptionError(f"unrecognized option {unknown[0]} (see rechunk parse --help)")

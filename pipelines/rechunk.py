@@ -141,8 +141,9 @@ class Job:
     progress_seconds: float = DEFAULT_PROGRESS_SECONDS
 
 
-def _unknown_options(argv: Sequence[str]) -> list[str]:
-    """Options no registered PipelineOptions class knows (Beam itself would only warn and drop them)."""
+def _unknown_options(argv: Sequence[str], *, exclude: tuple[type, ...] = ()) -> list[str]:
+    """Options no registered PipelineOptions class knows, leaving out the classes in ``exclude``
+    (Beam itself would only warn and drop them)."""
     from apache_beam.options.pipeline_options import _BeamArgumentParser
 
     class _Parser(_BeamArgumentParser):
@@ -152,7 +153,8 @@ def _unknown_options(argv: Sequence[str]) -> list[str]:
     parser = _Parser(allow_abbrev=False)
     seen: dict[str, type] = {}
     for cls in PipelineOptions.__subclasses__():
-        seen.setdefault(str(cls), cls)
+        if cls not in exclude:
+            seen.setdefault(str(cls), cls)
     for cls in seen.values():
         cls._add_argparse_args(parser)
     _, unknown = parser.parse_known_args(list(argv))
