@@ -37,6 +37,14 @@ Differences from Chroma:
   A chunk with neither (``LangchainSemanticChunker`` where LangChain rejoined sentences with other
   whitespace) is located as Chroma locates every chunk, ignoring whitespace and case; the table's
   note counts them.
+- ``DoclingChunker`` takes only DoclingDocuments, so each corpus is first converted to one by
+  Docling itself (:func:`docling_document`: Markdown and text through Docling's Markdown backend,
+  reST through docutils' HTML and Docling's HTML backend), chunked, and each chunk is located in
+  the original corpus line by line (:func:`locate_lines`: its lines are its items' texts, with
+  Markdown markup removed, so not slices). A line not found is left out of the chunk's ranges
+  but its length still counts in the chunk's length for precision and IoU (``unlocated_chars``):
+  unlocated text can only lower the scores, never raise them. The table's note counts the lines
+  located and not found.
 - What is embedded is each chunk's ``embedding_text``, what the job writes for embedding (the
   heading path in front for the structure chunkers, the text itself for the others), so every
   chunker is measured as it would be used. Its scored range is its source text only.
@@ -53,8 +61,8 @@ Inputs, in the layout of Chroma's evaluation:
   extension gives the ``content_format`` of the rechunk ``Document`` (its id is the
   ``corpus_id``): ``.md``/``.markdown`` markdown, ``.rst`` rst, anything else text. HTML and
   DoclingDocument files are refused: their structure chunks are cut from a Markdown rendering, so
-  no range of the file could be compared. For the same reason ``DoclingChunker``, which accepts
-  only DoclingDocuments, refuses every corpus; its row says so.
+  no range of the file could be compared. (``DoclingChunker`` gets DoclingDocuments converted from
+  the corpora instead, see above; that needs the ``parse`` extra, and ``docutils`` for reST.)
 - ``--questions CSV``: columns ``question``, ``references`` (a JSON list of ``{"content",
   "start_index", "end_index"}``) and ``corpus_id``. Every reference is checked,
   ``corpus[start_index:end_index] == content``, before anything runs.
@@ -88,12 +96,13 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 import os
 import platform
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -180,10 +189,16 @@ def difference(ranges: Iterable[Range], target: Range) -> list[Range]:
 
 @dataclass(frozen=True)
 class Retrieved:
-    """One retrieved chunk: its corpus and its source ranges (one for a verbatim slice)."""
+    """One retrieved chunk: its corpus and its source ranges (one for a verbatim slice).
+
+    ``unlocated_chars``: code points of the chunk's text that were not found in its corpus (a
+    ``DoclingChunker`` line, see :func:`locate_lines`); they count in the chunk's length for
+    precision and IoU, and can find nothing.
+    """
 
     corpus_id: str
     ranges: tuple[Range, ...]
+    unlocated_chars: int = 0
 
 
 def question_scores(
@@ -209,7 +224,7 @@ def question_scores(
                     numerator = union_ranges([common, *numerator])
     found = sum_of_ranges(numerator)
     recall_denominator = sum_of_ranges(references)
-    precision_denominator = sum(sum_of_ranges(chunk.ranges) for chunk in retrieved)
+    precision_denominator = sum(sum_of_ranges(chunk.ranges) + chunk.unlocated_chars for chunk in retrieved)
     iou_denominator = precision_denominator + sum_of_ranges(unused)
     recall = found / recall_denominator if recall_denominator else 0.0
     precision = found / precision_denominator if precision_denominator else 0.0
@@ -318,6 +333,7 @@ class IndexedChunk:
     ranges: tuple[Range, ...]
     embedding_text: str
     tokens: int
+    unlocated_chars: int = 0  # code points of its lines not found in the corpus (DoclingChunker)
 
 
 @dataclass
@@ -328,6 +344,11 @@ class ChunkedCorpora:
     refused: dict[str, str]  # corpus_id -> reason of the ChunkingError
     located: int = 0  # chunks without offsets or spans, found by text search
     unlocated: int = 0  # such chunks not found (left out)
+    converted: int = 0  # corpora converted to DoclingDocuments for a docling-only chunker
+    lines: int = 0  # lines of such chunks, located line by line (locate_lines)
+    missed_lines: list[str] = field(default_factory=list)  # those lines not found in their corpus
+    missed_chars: int = 0  # their code points
+    text_chars: int = 0  # code points of all such lines
 
 
 def chunk_ranges(chunk) -> tuple[Range, ...] | None:
@@ -356,40 +377,277 @@ def locate(corpus: str, text: str, start: int) -> Range | None:
     return (match.start(), match.end()) if match else None
 
 
+# --------------------------------------------------------------------------- DoclingChunker's route
+
+#: Sphinx directives of the reST corpora (Python's documentation) that docutils does not know: an
+#: object description (``.. function:: sig``, ``.. method::``, ``.. class::`` ...) or an admonition
+#: (``.. versionadded:: 3.4``); rendered as the argument in a paragraph, then the parsed body.
+SPHINX_DIRECTIVES = (
+    "function", "method", "class", "exception", "attribute", "data", "module", "currentmodule",
+    "decorator", "classmethod", "staticmethod", "versionadded", "versionchanged", "deprecated",
+    "deprecated-removed", "seealso", "audit-event", "describe", "option", "envvar",
+)
+#: Sphinx directives that print nothing (index entries, author credits).
+SPHINX_SILENT_DIRECTIVES = ("index", "sectionauthor", "moduleauthor", "toctree", "highlight")
+#: Sphinx roles (``:func:`open```): rendered as their text in a literal.
+SPHINX_ROLES = (
+    "attr", "class", "data", "func", "meth", "mod", "exc", "const", "obj", "pep", "rfc", "program",
+    "ref", "source", "file", "term", "envvar", "option", "keyword", "samp", "kbd", "doc", "abbr",
+    "dfn", "menuselection", "command", "makevar", "mailheader", "mimetype", "newsgroup", "regexp",
+)
+
+
+def rst_to_html(text: str) -> str:
+    """reST as HTML, by docutils, with Sphinx's directives and roles (:data:`SPHINX_DIRECTIVES`,
+    :data:`SPHINX_ROLES`) rendered generically instead of as errors.
+
+    Plain docutils would drop each unknown directive with its whole body (an error message that
+    the report level filters out), i.e. most of an API page. Includes are not read; docutils'
+    messages are left out of the HTML (``report_level`` 5).
+
+    Raises:
+        ImportError: docutils is not installed.
+    """
+    from collections import defaultdict
+
+    from docutils import nodes
+    from docutils.core import publish_string
+    from docutils.parsers.rst import Directive, directives, roles
+
+    any_option = defaultdict(lambda: directives.unchanged)
+
+    class Description(Directive):
+        has_content = True
+        optional_arguments = 1
+        final_argument_whitespace = True
+        option_spec = any_option
+
+        def run(self):
+            out = [nodes.paragraph(text=self.arguments[0])] if self.arguments else []
+            body = nodes.container()
+            self.state.nested_parse(self.content, self.content_offset, body)
+            return out + list(body.children)
+
+    class Silent(Description):
+        def run(self):
+            return []
+
+    for name in SPHINX_DIRECTIVES:
+        directives.register_directive(name, Description)
+    for name in SPHINX_SILENT_DIRECTIVES:
+        directives.register_directive(name, Silent)
+    for name in SPHINX_ROLES:
+        roles.register_generic_role(name, nodes.literal)
+    settings = {"report_level": 5, "halt_level": 5, "file_insertion_enabled": False, "output_encoding": "unicode"}
+    return publish_string(text, writer_name="html5", settings_overrides=settings)
+
+
+_DOCLING_CACHE: dict[tuple[str, str], Document] = {}
+
+
+def docling_document(document: Document) -> Document:
+    """``document`` converted to a DoclingDocument (``content_format="docling"``) by Docling itself.
+
+    Markdown goes through Docling's Markdown backend, as ``rechunk parse`` converts a ``.md`` file;
+    text too (it is read as Markdown: paragraphs stay paragraphs); reST first becomes HTML
+    (:func:`rst_to_html`), then goes through Docling's HTML backend. Cached per document.
+
+    Raises:
+        ChunkingError: ``unsupported_content_format`` when Docling (the ``parse`` extra) or, for
+            reST, docutils is not installed; ``conversion_failed`` when Docling fails.
+    """
+    key = (document.id, document.document_hash)
+    if key in _DOCLING_CACHE:
+        return _DOCLING_CACHE[key]
+    try:
+        from transforms.parsing import FileConverter, ParseFailure
+
+        converter = FileConverter(content_format="docling")
+    except ImportError as err:
+        raise ChunkingError("unsupported_content_format", f"Docling is not installed ({err})") from err
+    if document.content_format == "rst":
+        try:
+            name, data = f"{document.id}.html", rst_to_html(document.content)
+        except ImportError as err:
+            raise ChunkingError("unsupported_content_format", "reST needs docutils to become HTML: pip install docutils") from err
+    else:
+        name, data = f"{document.id}.md", document.content
+    try:
+        row = converter.convert(path=name, doc_id=document.id, data=data.encode("utf-8"))
+    except ParseFailure as err:
+        raise ChunkingError("conversion_failed", f"{err.reason}: {err.detail}") from err
+    converted = Document(id=document.id, content=row["content"], content_format="docling")
+    _DOCLING_CACHE[key] = converted
+    return converted
+
+
+_WORD = re.compile(r"[^\W_]+")  # letters and digits (no underscore: Markdown escapes "\_")
+_LINK_TARGET = re.compile(r"\]\([^)\s]*\)")  # the "(url)" of a Markdown link "[text](url)"
+#: Markup that may stand between two lines of one chunk in the source: a Markdown link's target
+#: (with a title), a reST directive's marker, a reST role's name.
+_GAP_MARKUP = re.compile(r"\]\([^)]*\)|\.\. [\w-]+::|:[\w-]+:")
+_INLINE_MARKUP = "`*_[]\\"  # Markdown's inline markup characters and its escape
+
+
+def _past_final_punctuation(corpus: str, end: int, line: str) -> int:
+    """``end`` moved over the punctuation ``line`` ends with (``.``, ``).``), where ``corpus`` has
+    it after ``end``, with inline markup (backticks, emphasis) between allowed."""
+    tail = re.search(r"[^\w\s]*$", _LINK_TARGET.sub("", line).rstrip()).group()
+    position = end
+    for char in (c for c in tail if c not in _INLINE_MARKUP):
+        i = position
+        while i < len(corpus) and corpus[i] in _INLINE_MARKUP and i - position < 3:
+            i += 1
+        if i >= len(corpus) or corpus[i] != char:
+            break
+        position = i + 1
+    return position
+#: Words of a corpus that a chunk line's next word may be looked for after the previous one's match
+#: (skips a Markdown link's URL or other markup Docling left out of the item text).
+ALIGN_GAP_WORDS = 30
+#: Share of a line's words that must be found in order for :func:`align_words` to accept a match.
+ALIGN_MIN_SHARE = 0.9
+
+
+@functools.lru_cache(maxsize=16)
+def _corpus_words(corpus: str) -> tuple[tuple[str, int, int], ...]:
+    """``(word in lower case, start, end)`` of every word of ``corpus``, in order."""
+    return tuple((m.group().lower(), m.start(), m.end()) for m in _WORD.finditer(corpus))
+
+
+def align_words(corpus: str, line: str, start: int) -> Range | None:
+    """Where the words of ``line`` are in ``corpus``, in order, with markup between them; or None.
+
+    The fallback for a line whose text Docling changed beyond whitespace (Markdown emphasis,
+    backticks, link targets and escapes removed; list markers rewritten; a link in the chunk as
+    ``[text](url)`` whatever its form in the source). The target of a Markdown link in the line is
+    left out (the source may have only its text, or only the URL); words are runs of letters and
+    digits, compared case-insensitively. From each place in ``corpus`` where one of
+    the line's first three words occurs, the line's following words are matched greedily, each
+    within :data:`ALIGN_GAP_WORDS` words after the previous match (a word not found there is
+    skipped); the best start (most words matched; the first in the corpus among equals, those
+    at or after ``start`` tried first) is accepted when at least :data:`ALIGN_MIN_SHARE` of the
+    line's words matched. The range runs from the first matched word's start to the last's end,
+    and on over the punctuation the line ends with, where the source has it.
+    Like Chroma's fuzzy fallback in ``rigorous_document_search`` (which accepts a sentence of
+    token-sort ratio 98 or more), it finds text that is not a verbatim slice.
+    """
+    words = [w.lower() for w in _WORD.findall(_LINK_TARGET.sub("]", line))]
+    if not words:
+        return None
+    corpus_words = _corpus_words(corpus)
+    first_after = next((i for i, (_, a, _) in enumerate(corpus_words) if a >= start), len(corpus_words))
+    need = max(1, -(-len(words) * int(ALIGN_MIN_SHARE * 100) // 100))
+    for lo, hi in ((first_after, len(corpus_words)), (0, first_after)):
+        best: tuple[int, int, int] | None = None  # (matched, first, last) corpus word indices
+        for p in range(lo, hi):
+            word = corpus_words[p][0]
+            for j in range(min(3, len(words))):
+                if words[j] != word:
+                    continue
+                last, matched = p, 1
+                for w in words[j + 1 :]:
+                    for q in range(last + 1, min(last + 1 + ALIGN_GAP_WORDS, len(corpus_words))):
+                        if corpus_words[q][0] == w:
+                            last, matched = q, matched + 1
+                            break
+                if best is None or matched > best[0]:
+                    best = (matched, p, last)
+                break
+        if best is not None and best[0] >= need:
+            return (corpus_words[best[1]][1], _past_final_punctuation(corpus, corpus_words[best[2]][2], line))
+    return None
+
+
+def locate_lines(corpus: str, text: str, start: int) -> tuple[list[Range], int, list[str]]:
+    """The source ranges of a chunk that is not a slice, line by line: ``(ranges, lines, missed)``.
+
+    A ``DoclingChunker`` chunk is its items' texts (Markdown markup removed, whitespace
+    normalised), one per line, and a long item may be cut across chunks; so each line with a
+    letter or digit (code fences and table rules have none) is located on its own, in order from
+    the previous line's end: first as :func:`locate` finds text (whitespace and case ignored, as
+    Chroma's ``find_query_despite_whitespace``), else by :func:`align_words`. Neighbouring ranges
+    with no letter or digit between them but markup (blank lines, list markers, fences, a Markdown
+    link's target, a reST directive marker or role name) are joined; a heading or any other text
+    between two ranges is not. ``missed`` holds the lines not found.
+    """
+    found: list[Range] = []
+    missed: list[str] = []
+    lines = 0
+    position = start
+    for line in text.split("\n"):
+        if not _WORD.search(line):
+            continue
+        lines += 1
+        where = locate(corpus, line, position) or align_words(corpus, line, position)
+        if where is None:
+            missed.append(line)
+            continue
+        found.append(where)
+        position = where[1]
+    ranges: list[Range] = []
+    for a, b in union_ranges(found):
+        if ranges and not _WORD.search(_GAP_MARKUP.sub("", corpus[ranges[-1][1] : a])):
+            ranges[-1] = (ranges[-1][0], b)
+        else:
+            ranges.append((a, b))
+    return ranges, lines, missed
+
+
 def chunk_corpora(spec: Mapping[str, Any], documents: Mapping[str, Document], tokenizer: Tokenizer) -> ChunkedCorpora:
     """Chunk every corpus with the routed chunker of ``spec``; keep chunks within its budget."""
     router = build_router(spec, tokenizer=tokenizer)
+    result = ChunkedCorpora("", [], 0, {})
     chunks: list[IndexedChunk] = []
     over = located = unlocated = 0
     refused: dict[str, str] = {}
     used: list[str] = []
     for corpus_id in sorted(documents):
         document = documents[corpus_id]
+        by_lines = False
         try:
             _, chunker = router.select(document)
             if chunker.name not in used:
                 used.append(chunker.name)
-            produced = chunker.chunk(document, tokenizer_identity=tokenizer.identity)
+            source = document
+            if chunker.accepted_content_formats == frozenset({"docling"}) and document.content_format != "docling":
+                source = docling_document(document)
+                result.converted += 1
+                by_lines = True
+            produced = chunker.chunk(source, tokenizer_identity=tokenizer.identity)
         except ChunkingError as err:
             refused[corpus_id] = f"{err.reason}: {err.detail}"
             continue
         previous_end = 0
         for chunk in produced:
             ranges = chunk_ranges(chunk)
-            if ranges is None:
+            missed_chars = 0
+            if by_lines:
+                found, lines, missed = locate_lines(document.content, chunk.text, previous_end)
+                missed_chars = sum(len(line.strip()) for line in missed)
+                result.lines += lines
+                result.missed_lines.extend(missed)
+                result.missed_chars += missed_chars
+                result.text_chars += sum(len(line.strip()) for line in chunk.text.split("\n") if _WORD.search(line))
+                ranges = tuple(found)
+            elif ranges is None:
                 found = locate(document.content, chunk.text, previous_end)
                 if found is None:
                     unlocated += 1
                     continue
                 located += 1
                 ranges = (found,)
-            previous_end = ranges[-1][1]
+            if ranges:
+                previous_end = ranges[-1][1]
             tokens = tokenizer.count(chunk.embedding_text)
             if tokens > spec["max_tokens"]:
                 over += 1
                 continue
-            chunks.append(IndexedChunk(corpus_id, ranges, chunk.embedding_text, tokens))
-    return ChunkedCorpora(" + ".join(used), chunks, over, refused, located, unlocated)
+            chunks.append(IndexedChunk(corpus_id, ranges, chunk.embedding_text, tokens, missed_chars))
+    result.label = " + ".join(used)
+    result.chunks, result.over_budget, result.refused = chunks, over, refused
+    result.located, result.unlocated = located, unlocated
+    return result
 
 
 # --------------------------------------------------------------------------- embedding and retrieval
@@ -466,6 +724,12 @@ def evaluate(
         if corpora.unlocated:
             found += f", {corpora.unlocated} not found and left out"
         note = f"{note}; {found}" if note else found
+    if corpora.converted:
+        found = (
+            f"{corpora.converted} corpora converted by Docling; {corpora.lines} chunk lines located by text search, "
+            f"{len(corpora.missed_lines)} not found ({corpora.missed_chars} of {corpora.text_chars} code points)"
+        )
+        note = f"{note}; {found}" if note else found
     if not chunks:
         return Row(corpora.label, max_tokens, 0, 0.0, corpora.over_budget, k, None, None, None, note or "no chunks")
     chunk_vectors = embed([c.embedding_text for c in chunks])
@@ -473,7 +737,9 @@ def evaluate(
     scores = np.array(
         [
             question_scores(
-                q.references, q.corpus_id, [Retrieved(chunks[i].corpus_id, chunks[i].ranges) for i in best[n]]
+                q.references,
+                q.corpus_id,
+                [Retrieved(chunks[i].corpus_id, chunks[i].ranges, chunks[i].unlocated_chars) for i in best[n]],
             )
             for n, q in enumerate(questions)
         ]
