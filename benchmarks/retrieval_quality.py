@@ -413,6 +413,7 @@ def rst_to_html(text: str) -> str:
     from docutils import nodes
     from docutils.core import publish_string
     from docutils.parsers.rst import Directive, directives, roles
+    from docutils.writers import html5_polyglot
 
     any_option = defaultdict(lambda: directives.unchanged)
 
@@ -439,7 +440,7 @@ def rst_to_html(text: str) -> str:
     for name in SPHINX_ROLES:
         roles.register_generic_role(name, nodes.literal)
     settings = {"report_level": 5, "halt_level": 5, "file_insertion_enabled": False, "output_encoding": "unicode"}
-    return publish_string(text, writer_name="html5", settings_overrides=settings)
+    return publish_string(text, writer=html5_polyglot.Writer(), settings_overrides=settings)
 
 
 _DOCLING_CACHE: dict[tuple[str, str], Document] = {}

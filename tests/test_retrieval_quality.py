@@ -188,7 +188,10 @@ def test_run_scores_each_chunker_on_a_tiny_input(tmp_path, capsys):
     row = _row(table, "RecursiveCharacterTextSplitter")
     assert row[1:5] == ["13", "5", "9", "0"]
     assert row[5:] == ["100.0 ± 0.0", "100.0 ± 0.0", "100.0 ± 0.0", "1"]
-    assert _row(table, "DoclingChunker (refused 2 of 2 corpora: unsupported_content_format)")[2] == "0"
+    # DoclingChunker gets both corpora converted by Docling (text read as Markdown) and finds each
+    # paragraph: its lines are the paragraphs' text, located exactly.
+    row = _row(table, "DoclingChunker (2 corpora converted by Docling; 4 chunk lines located by text search, 0 not found")
+    assert row[2] == "4" and row[5:] == ["100.0 ± 0.0", "100.0 ± 0.0", "100.0 ± 0.0", "1"]
 
     # k = 2: the second chunk is the first of the pool that is not the first hit (similarity 0
     # ties): for alpha the bravo paragraph, for gamma the alpha one (both of the same corpus,
@@ -249,3 +252,85 @@ def test_locate_ignores_whitespace_and_case_from_the_previous_chunk_on():
     assert rq.locate(corpus, "One two.", 9) == (24, 32)
     assert rq.locate(corpus, "One two.", 0) == (0, 8)
     assert rq.locate(corpus, "five", 0) is None
+
+
+# ---------------------------------------------------------------- DoclingChunker: converted, located line by line
+
+
+def test_locate_lines_finds_text_whose_markup_docling_removed():
+    source = (
+        "# Title\n\nSome **bold** text with a [link](http://x.org/a_b \"Link\") here.\n\n## Next\n\n"
+        "- item `one`\n- item two\n"
+    )
+    # A docling chunk: item texts one per line, markup gone, the link rewritten as [text](url);
+    # its last line is a table triplet, which is nowhere in the source.
+    text = "Some bold text with a [link](http://x.org/a_b) here.\n- item one\n- item two\nrow, col = value"
+    ranges, lines, missed = rq.locate_lines(source, text, 0)
+    paragraph = (source.index("Some"), source.index("here.") + len("here."))
+    items = (source.index("item `one`"), len(source) - 1)
+    # Two ranges, not joined: the heading "## Next" stands between them; the list's lines are
+    # joined across the backtick and the next item's marker.
+    assert ranges == [paragraph, items]
+    assert lines == 4 and missed == ["row, col = value"]
+
+
+def test_align_words_skips_markup_and_needs_nine_tenths_of_the_words():
+    source = "Intro.\n\nReturn the *delta* of :func:`x`. Then more.\n"
+    assert rq.align_words(source, "Return the delta of x .", 0) == (8, source.index("Then") - 1)
+    assert rq.align_words(source, "Return the gamma of x", 0) is None  # 4 of 5 words: under 90%
+    assert rq.align_words(source, "!!", 0) is None
+
+
+def test_unlocated_text_counts_against_precision_and_finds_nothing():
+    # A chunk with 10 located code points (the whole reference) and 30 not located.
+    assert scores([(10, 20)], [R("a", ((10, 20),), 30)]) == (1, 10 / 40, 10 / 40)
+    assert scores([(10, 20)], [R("a", (), 30)]) == (0, 0, 0)
+
+
+DOCLING_MD = (
+    "# Errors\n\nAlpha **alpha** alpha is the [first](http://example.org/alpha_topic) topic here.\n\n"
+    "## More\n\n- Bravo `bravo` bravo is the other topic.\n- Gamma gamma gamma is the third topic.\n"
+)
+DOCLING_RST = (
+    "Deltas\n======\n\nDelta delta delta is a topic in a *reST* corpus.\n\n.. function:: delta(x)\n\n"
+    "   Return the delta of :func:`x`.\n"
+)
+
+
+def test_docling_chunker_is_scored_on_docling_conversions_located_in_the_source(tmp_path):
+    pytest.importorskip("docling")
+    pytest.importorskip("docutils")
+    corpora = tmp_path / "corpora"
+    corpora.mkdir()
+    (corpora / "c.md").write_text(DOCLING_MD, encoding="utf-8")
+    (corpora / "d.rst").write_text(DOCLING_RST, encoding="utf-8")
+    alpha = "Alpha **alpha** alpha is the [first](http://example.org/alpha_topic) topic here."
+    gamma = "Gamma gamma gamma is the third topic."
+    delta = "Delta delta delta is a topic in a *reST* corpus."
+    path = tmp_path / "questions.csv"
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["question", "references", "corpus_id"])
+        for question, corpus_id, corpus, excerpt in (
+            ("What about alpha?", "c.md", DOCLING_MD, alpha),
+            ("And gamma?", "c.md", DOCLING_MD, gamma),
+            ("Tell me of delta.", "d.rst", DOCLING_RST, delta),
+        ):
+            start = corpus.index(excerpt)
+            writer.writerow([question, json.dumps([{"content": excerpt, "start_index": start, "end_index": start + len(excerpt)}]), corpus_id])
+    out = tmp_path / "table.md"
+    argv = ["--corpora", str(corpora), "--questions", str(path), "--output", str(out),
+            "--chunker", "DoclingChunker", "--max-tokens", "30", "--k", "1"]
+    assert rq.main(argv, embedder=KeywordEmbedder()) == 0
+    # Docling's chunks (30 tokens with the headings): the alpha paragraph (5 lines: docling cuts
+    # it at its inline markup); the list of bravo and gamma (2 lines); the reST section, whose
+    # function description became two paragraphs (5 lines); 76 + 80 + 77 code points of text.
+    # Each is located in the source as the whole stretch of it that holds its text:
+    list_range = DOCLING_MD[DOCLING_MD.index("- Bravo") : DOCLING_MD.index("third topic.") + len("third topic.")]
+    rst_range = DOCLING_RST[DOCLING_RST.index("Delta delta") : DOCLING_RST.index(":func:`x`.") + len(":func:`x`.")]
+    precision = [1, len(gamma) / len(list_range), len(delta) / len(rst_range)]
+    expected = f"{100 * np.mean(precision):.1f} ± {100 * np.std(precision):.1f}"
+    row = _row(out.read_text(encoding="utf-8"), "DoclingChunker")
+    assert row[0] == "DoclingChunker (2 corpora converted by Docling; 12 chunk lines located by text search, 0 not found (0 of 233 code points))"
+    assert row[1:5] == ["30", "3", "26", "0"]
+    assert row[5:] == ["100.0 ± 0.0", expected, expected, "1"]
