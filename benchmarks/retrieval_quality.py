@@ -402,8 +402,9 @@ def rst_to_html(text: str) -> str:
     :data:`SPHINX_ROLES`) rendered generically instead of as errors.
 
     Plain docutils would drop each unknown directive with its whole body (an error message that
-    the report level filters out), i.e. most of an API page. Includes are not read; docutils'
-    messages are left out of the HTML (``report_level`` 5).
+    the report level filters out), i.e. most of an API page. A directive's options (``:synopsis:``)
+    are left out, as Sphinx leaves them out of the page. Includes are not read; docutils' messages
+    are left out of the HTML (``report_level`` 5).
 
     Raises:
         ImportError: docutils is not installed.
@@ -415,7 +416,11 @@ def rst_to_html(text: str) -> str:
     from docutils.parsers.rst import Directive, directives, roles
     from docutils.writers import html5_polyglot
 
-    any_option = defaultdict(lambda: directives.unchanged)
+    class AnyOption(defaultdict):  # every option accepted (and left out); truthy, so docutils reads options
+        def __bool__(self) -> bool:
+            return True
+
+    any_option = AnyOption(lambda: directives.unchanged)
 
     class Description(Directive):
         has_content = True
@@ -424,7 +429,10 @@ def rst_to_html(text: str) -> str:
         option_spec = any_option
 
         def run(self):
-            out = [nodes.paragraph(text=self.arguments[0])] if self.arguments else []
+            out = []
+            if self.arguments:  # the signature or version, with its inline markup parsed
+                inline, messages = self.state.inline_text(self.arguments[0], self.lineno)
+                out.append(nodes.paragraph("", "", *inline))
             body = nodes.container()
             self.state.nested_parse(self.content, self.content_offset, body)
             return out + list(body.children)
