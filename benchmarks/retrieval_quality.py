@@ -735,8 +735,9 @@ def evaluate(
         note = f"{note}; {found}" if note else found
     if corpora.converted:
         found = (
-            f"{corpora.converted} corpora converted by Docling; {corpora.lines} chunk lines located by text search, "
-            f"{len(corpora.missed_lines)} not found ({corpora.missed_chars} of {corpora.text_chars} code points)"
+            f"{corpora.converted} corpora converted by Docling; {corpora.lines - len(corpora.missed_lines)} of "
+            f"{corpora.lines} chunk lines located by text search ({corpora.missed_chars} of {corpora.text_chars} "
+            "code points not found)"
         )
         note = f"{note}; {found}" if note else found
     if not chunks:

@@ -190,7 +190,7 @@ def test_run_scores_each_chunker_on_a_tiny_input(tmp_path, capsys):
     assert row[5:] == ["100.0 ± 0.0", "100.0 ± 0.0", "100.0 ± 0.0", "1"]
     # DoclingChunker gets both corpora converted by Docling (text read as Markdown) and finds each
     # paragraph: its lines are the paragraphs' text, located exactly.
-    row = _row(table, "DoclingChunker (2 corpora converted by Docling; 4 chunk lines located by text search, 0 not found")
+    row = _row(table, "DoclingChunker (2 corpora converted by Docling; 4 of 4 chunk lines located by text search (0 of")
     assert row[2] == "4" and row[5:] == ["100.0 ± 0.0", "100.0 ± 0.0", "100.0 ± 0.0", "1"]
 
     # k = 2: the second chunk is the first of the pool that is not the first hit (similarity 0
@@ -331,6 +331,6 @@ def test_docling_chunker_is_scored_on_docling_conversions_located_in_the_source(
     precision = [1, len(gamma) / len(list_range), len(delta) / len(rst_range)]
     expected = f"{100 * np.mean(precision):.1f} ± {100 * np.std(precision):.1f}"
     row = _row(out.read_text(encoding="utf-8"), "DoclingChunker")
-    assert row[0] == "DoclingChunker (2 corpora converted by Docling; 12 chunk lines located by text search, 0 not found (0 of 233 code points))"
+    assert row[0] == "DoclingChunker (2 corpora converted by Docling; 12 of 12 chunk lines located by text search (0 of 233 code points not found))"
     assert row[1:5] == ["30", "3", "26", "0"]
     assert row[5:] == ["100.0 ± 0.0", expected, expected, "1"]
