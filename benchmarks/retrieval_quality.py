@@ -431,7 +431,7 @@ def rst_to_html(text: str) -> str:
         def run(self):
             out = []
             if self.arguments:  # the signature or version, with its inline markup parsed
-                inline, messages = self.state.inline_text(self.arguments[0], self.lineno)
+                inline, _messages = self.state.inline_text(self.arguments[0], self.lineno)
                 out.append(nodes.paragraph("", "", *inline))
             body = nodes.container()
             self.state.nested_parse(self.content, self.content_offset, body)
@@ -441,17 +441,33 @@ def rst_to_html(text: str) -> str:
         def run(self):
             return []
 
-    for name in SPHINX_DIRECTIVES:
-        directives.register_directive(name, Description)
-    for name in SPHINX_SILENT_DIRECTIVES:
-        directives.register_directive(name, Silent)
-    for name in SPHINX_ROLES:
-        roles.register_generic_role(name, nodes.literal)
-    settings = {"report_level": 5, "halt_level": 5, "file_insertion_enabled": False, "output_encoding": "unicode"}
-    return publish_string(text, writer=html5_polyglot.Writer(), settings_overrides=settings)
+    # docutils keeps its directives and roles in module-level registries: restore them afterwards,
+    # so that no other docutils user in the process sees these (or loses docutils' own "class").
+    saved = dict(directives._directives), dict(roles._roles)
+    try:
+        for name in SPHINX_DIRECTIVES:
+            directives.register_directive(name, Description)
+        for name in SPHINX_SILENT_DIRECTIVES:
+            directives.register_directive(name, Silent)
+        for name in SPHINX_ROLES:
+            roles.register_generic_role(name, nodes.literal)
+        settings = {"report_level": 5, "halt_level": 5, "file_insertion_enabled": False, "output_encoding": "unicode"}
+        return publish_string(text, writer=html5_polyglot.Writer(), settings_overrides=settings)
+    finally:
+        for registry, before in zip((directives._directives, roles._roles), saved):
+            registry.clear()
+            registry.update(before)
 
 
 _DOCLING_CACHE: dict[tuple[str, str], Document] = {}
+
+
+@functools.lru_cache(maxsize=1)
+def _file_converter():
+    """The converter of ``rechunk parse`` (Docling's pipelines), built once."""
+    from transforms.parsing import FileConverter
+
+    return FileConverter(content_format="docling")
 
 
 def docling_document(document: Document) -> Document:
@@ -469,9 +485,9 @@ def docling_document(document: Document) -> Document:
     if key in _DOCLING_CACHE:
         return _DOCLING_CACHE[key]
     try:
-        from transforms.parsing import FileConverter, ParseFailure
+        from transforms.parsing import ParseFailure
 
-        converter = FileConverter(content_format="docling")
+        converter = _file_converter()
     except ImportError as err:
         raise ChunkingError("unsupported_content_format", f"Docling is not installed ({err})") from err
     if document.content_format == "rst":
@@ -511,6 +527,8 @@ def _past_final_punctuation(corpus: str, end: int, line: str) -> int:
             break
         position = i + 1
     return position
+
+
 #: Words of a corpus that a chunk line's next word may be looked for after the previous one's match
 #: (skips a Markdown link's URL or other markup Docling left out of the item text).
 ALIGN_GAP_WORDS = 30
