@@ -59,6 +59,37 @@ def _strip(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+def _skip_space(text: str, start: int, end: int) -> int:
+    """The first offset in ``[start, end)`` that is not whitespace, or ``end``."""
+    while start < end and text[start].isspace():
+        start += 1
+    return start
+
+
+def _token_index(tokenizer: Tokenizer, text: str):
+    """``(ends, tokens_before, count)`` of one encoding of ``text``.
+
+    ``ends``: per token, the code-point offset where it ends (non-decreasing numpy array);
+    ``tokens_before(offset)``: how many tokens end at or before ``offset``; ``count(a, b)``: the
+    exact tokens of ``text[a:b]``. With cl100k_base a :class:`SliceCounter` (a slice costs a few
+    characters of encoding at its edges); a tokenizer with ``token_ends`` (UTF-8 bytes) or only
+    ``boundaries`` gives the ends from those, and counts each slice on its own.
+    """
+    import numpy as np
+
+    make = getattr(tokenizer, "slice_counter", None)
+    if make is not None:
+        counter = make(text)
+        return counter.ends, counter.tokens_before, counter.count
+    token_ends = getattr(tokenizer, "token_ends", None)
+    if token_ends is not None:
+        ends = np.asarray(token_ends(text), dtype=np.int64)
+    else:
+        ends = np.asarray(list(tokenizer.boundaries(text))[1:], dtype=np.int64)
+    count = tokenizer.count
+    return ends, lambda offset: int(ends.searchsorted(offset, "right")), lambda a, b: count(text[a:b])
+
+
 def _slice_counter(tokenizer: Tokenizer, text: str) -> Callable[[int, int], int]:
     """``count(a, b)``: the exact tokens of ``text[a:b]``.
 
@@ -382,8 +413,124 @@ class RecursiveCharacterTextSplitter(_MergingSplitter):
     def split(self, document: Document) -> Iterator[Piece]:
         """Yield chunks of ``document.content`` as verbatim slices with offsets."""
         text = document.content
+        if self.tokenizer is not None:
+            for start, end in self._search_back(text):
+                yield Piece(text=text[start:end], start_offset=start, end_offset=end)
+            return
         for start, end in self._split(text, 0, len(text), self.separators, self._counter(text)):
             yield Piece(text=text[start:end], start_offset=start, end_offset=end)
+
+    def _search_back(self, text: str) -> Iterator[tuple[int, int]]:
+        """Token-sized chunks of ``text``: where the budget runs out, search back for a separator.
+
+        The document is encoded once (:func:`_token_index`). From a chunk's start ``s`` (never
+        whitespace), the whole encoding says where ``chunk_size`` tokens end (``limit``); the
+        chunk ends at the last occurrence in ``(s, limit]`` of the first separator in
+        ``separators`` order that occurs there, the separator going to the next chunk (``""``:
+        at ``limit`` itself). The stripped chunk is then counted exactly, once as a rule; when
+        it is over budget (the whole encoding's tokens at the chunk's edges differ from the
+        chunk's own), ``limit`` moves back by the excess and the search is done again. If no
+        cut after ``s`` fits: with ``""``, the longest prefix of the local encoding that fits
+        (:func:`_next_cut`, a single code point kept whole when it alone needs more); without,
+        the piece up to the nearest separator, kept whole (over budget, validation rejects it).
+
+        ``chunk_overlap``: the next chunk starts at the first occurrence of the first separator
+        (in ``separators`` order) found within the last ``chunk_overlap`` tokens of the chunk
+        (``""``: where those tokens start), provided the shared text, stripped, counts at most
+        ``chunk_overlap`` tokens exactly; else it starts after the chunk. A chunk that starts in
+        the previous one must end past it; when it cannot, it starts after the previous chunk.
+        So starts and ends strictly increase, and only whitespace between chunks is left out.
+        """
+        n = len(text)
+        size, overlap = self.chunk_size, self.chunk_overlap
+        separators = self.separators
+        anywhere = "" in separators
+        searched = list(separators[: separators.index("")] if anywhere else separators)
+        ends, tokens_before, count = _token_index(self.tokenizer, text)
+        total = len(ends)
+        s = _skip_space(text, 0, n)
+        floor = after = 0  # the previous chunk's end, and where the text after it starts
+        while s < n:
+            lo = s if s > floor else floor  # a cut must lie after lo
+            t = tokens_before(s) + size - 1
+            limit = n if t >= total else int(ends[t])
+            cut = first = None
+            while limit > lo:
+                if limit >= n:
+                    c = n
+                else:
+                    c = limit if anywhere else None
+                    for sep in searched:
+                        hit = text.rfind(sep, lo + 1, min(n, limit + len(sep)))
+                        if hit != -1:
+                            c = hit
+                            break
+                    if c is None:
+                        break
+                if first is None:
+                    first = c
+                a, b = _strip(text, s, c)
+                k = count(a, b)
+                if k <= size:
+                    cut = c
+                    break
+                t = tokens_before(c - 1) - (k - size)
+                limit = int(ends[t]) if t >= 0 else -1
+            if cut is None:
+                if s < floor:  # started inside the previous chunk: start after it instead
+                    s = _skip_space(text, after, n)
+                    continue
+                if anywhere:
+                    cut = self._local_fit(text, s, first if first is not None else n, count)
+                else:
+                    cut = min((h for sep in searched if (h := text.find(sep, s + 1)) != -1), default=n)
+            a, b = _strip(text, s, cut)
+            yield a, b
+            floor, after = b, cut
+            nxt = cut
+            if overlap and cut < n:
+                shared = self._overlap_start(text, a, b, searched, anywhere, ends, tokens_before, count)
+                if shared is not None:
+                    nxt = shared
+            s = _skip_space(text, nxt, n)
+
+    def _overlap_start(self, text, a, b, searched, anywhere, ends, tokens_before, count) -> int | None:
+        """Where the chunk after ``text[a:b]`` starts inside it (``chunk_overlap``), or ``None``."""
+        overlap = self.chunk_overlap
+        t = tokens_before(b) - overlap - 1
+        lo = int(ends[t]) if t >= 0 else 0
+        while True:
+            lo = max(lo, a + 1)
+            if lo >= b:
+                return None
+            p = None
+            for sep in searched:
+                hit = text.find(sep, lo, b)
+                if hit != -1:
+                    p = hit
+                    break
+            if p is None:
+                if not anywhere:
+                    return None
+                p = lo
+            q = _skip_space(text, p, b)
+            if q >= b:
+                return None
+            k = count(q, b)
+            if k <= overlap:
+                return p
+            t = tokens_before(q) + (k - overlap) - 1
+            lo = max(int(ends[t]) if t < len(ends) else b, q + 1)
+
+    def _local_fit(self, text: str, s: int, end: int, count: Callable[[int, int], int]) -> int:
+        """The end of the longest prefix of ``text[s:end]`` that fits ``chunk_size`` once stripped,
+        cut where a token of its own encoding starts (or between code points, see
+        :func:`_next_cut`); at least one step, so it always moves forward."""
+        cuts = [s + c for c in self.tokenizer.boundaries(text[s:end])]
+        k = _next_cut(count, cuts, 0, len(cuts) - 1, self.chunk_size)
+        while k > 1 and count(*_strip(text, s, cuts[k])) > self.chunk_size:
+            k -= 1
+        return cuts[k]
 
     def _split(
         self, text: str, start: int, end: int, separators: Sequence[str], count: Callable[[int, int], int]
