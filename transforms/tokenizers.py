@@ -685,6 +685,12 @@ class SliceCounter:
             found = self._memo[piece] = self._tokenizer.count(piece)
         return found
 
+    def safe_cut(self, p: int) -> bool:
+        """Whether cl100k_base's tokenization cannot change at ``p`` (see :meth:`_safe`): then
+        the tokens of a slice between two such token starts are the whole encoding's, and their
+        count the difference of the token indices."""
+        return self._safe(p)
+
     def _safe(self, p: int) -> bool:
         """Whether ``p`` is an end of the text, a :data:`_SAFE_CUT` point of it, or the end of
         an ASCII letter or digit run followed by another ASCII character (see :func:`_alnum_cut`)."""

@@ -628,6 +628,9 @@ class TokenTextSplitter(Chunker):
         make = getattr(tokenizer, "slice_counter", None)
         counter = None
         if make is not None:
+            yield from self._windows(text, make(text))
+            return
+        if make is not None:
             counter = make(text)
             count, ends = counter.count, counter.ends
             # Token starts are made a slice of tokens at a time: no second array as long as ends.
@@ -677,6 +680,82 @@ class TokenTextSplitter(Chunker):
                 while nxt < j and count(cuts[nxt], after) > size:
                     nxt += 1
             i = refill(nxt)
+
+
+    def _windows(self, text: str, counter: SliceCounter) -> Iterator[Piece]:
+        """:meth:`split` with a :class:`SliceCounter`, in token indices of the whole encoding.
+
+        A window from token ``ti`` (offset ``a``) ends where token ``ti + chunk_size`` starts
+        (moved back to a token that starts a code point). When both ends are token starts where
+        cl100k_base's tokenization cannot change (``SliceCounter.safe_cut``), its exact count is
+        the difference of the token indices, with no encoding at all; else it is counted
+        (``SliceCounter.count``). A window that does not fit is cut by :func:`_next_cut` over its
+        own token starts (bisection, and between code points when a step alone is too long); a
+        window that ends between code points is followed by one that starts there, without
+        overlap. The next window starts ``chunk_overlap`` tokens before the end, or later when
+        those tokens and the next one would not fit ``chunk_size``.
+        """
+        n, size, overlap = len(text), self.chunk_size, self.chunk_overlap
+        ends, begins, total = counter.ends, counter.begins, len(counter.ends)
+        count, safe, tokens_before = counter.count, counter.safe_cut, counter.tokens_before
+
+        def start_of(t: int) -> int:
+            return int(ends[t - 1]) if t > 0 else 0
+
+        a = ti = 0  # the window's start, and the first token that ends after it
+        at_start = True  # whether a is where token ti starts
+        while a < n:
+            tj = ti + size
+            if tj >= total:
+                tj, b = total, n
+            else:
+                if begins is not None:
+                    while tj > ti and not begins[tj]:
+                        tj -= 1
+                b = start_of(tj)
+            if b <= a:
+                fits = False
+            elif at_start and safe(a) and safe(b):
+                fits = True  # tj - ti <= size tokens, exactly
+            else:
+                fits = count(a, b) <= size
+            if not fits:
+                # Token starts of the stretch (plus a cut between code points, when needed).
+                cuts = [a, *(int(c) for c in counter.boundaries(ti + 1, ti + size + 1) if c > a)]
+                if cuts[-1] < b or len(cuts) == 1:
+                    cuts.append(b if b > a else start_of(min(ti + 1, total)) if ti < total else n)
+                k = _next_cut(count, cuts, 0, len(cuts) - 1, size)
+                b = cuts[k]
+                tj = tokens_before(b)
+            window = text[a:b]
+            if not window.isspace():
+                yield Piece(text=window, start_offset=a, end_offset=b)
+            if b >= n:
+                return
+            nt = tj
+            if overlap and fits:
+                # Share up to chunk_overlap tokens, but leave room for the next one: a window
+                # that cannot reach past this one would repeat a part of it.
+                nt = max(tj - overlap, ti + 1)
+                if begins is not None:
+                    while nt < tj and not begins[nt]:
+                        nt += 1
+                if nt < tj:
+                    t = tj + 1
+                    if begins is not None:
+                        while t < total and not begins[t]:
+                            t += 1
+                    after = start_of(t) if t < total else n
+                    while nt < tj and count(start_of(nt), after) > size:
+                        nt += 1
+                        if begins is not None:
+                            while nt < tj and not begins[nt]:
+                                nt += 1
+            if nt == tj and not fits:
+                a, ti = b, tj
+                at_start = b == start_of(tj) and (begins is None or tj >= total or bool(begins[tj]))
+            else:
+                a, ti, at_start = start_of(nt), nt, True
 
 
 class _Cuts:
