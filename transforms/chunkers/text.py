@@ -8,14 +8,18 @@ splitting known from LangChain's ``from_tiktoken_encoder``, but with every chunk
 The separator semantics follow LangChain's ``CharacterTextSplitter`` and
 ``RecursiveCharacterTextSplitter`` (``langchain_text_splitters/character.py``): separators are
 literal strings, the recursive splitter keeps each separator at the start of the piece that
-follows it, pieces are merged greedily up to ``chunk_size`` with up to ``chunk_overlap`` carried
-over, and chunks are stripped of surrounding whitespace; in characters the recursive splitter gives
-exactly LangChain's chunks. The departures: a chunk's length is the exact length of its whole
-stripped text, never a sum of separately measured pieces, and a chunk that is still too long is cut
-further when ``""`` allows it, so a token-sized chunk never exceeds ``chunk_size`` unless it is one
-code point that alone needs more tokens; chunks are verbatim slices (``CharacterTextSplitter``
-keeps a doubled separator inside a chunk instead of dropping the empty piece); and a chunk equal to
-the one before it is not repeated.
+follows it, and chunks are stripped of surrounding whitespace. In characters both merge pieces
+greedily up to ``chunk_size`` with up to ``chunk_overlap`` carried over, and the recursive splitter
+gives exactly LangChain's chunks. In tokens the recursive splitter does not merge pieces: it
+encodes the document once and, from each chunk's start, searches back from where the budget runs
+out for the highest-priority separator (see ``RecursiveCharacterTextSplitter``), so its chunk
+boundaries differ from LangChain's (whose token mode sums separately counted pieces and is
+inexact anyway). The departures common to both units: a chunk's length is the exact length of
+its whole stripped text, never a sum of separately measured pieces, and a chunk that is still
+too long is cut further when ``""`` allows it, so a token-sized chunk never exceeds
+``chunk_size`` unless it is one code point that alone needs more tokens; chunks are verbatim
+slices (``CharacterTextSplitter`` keeps a doubled separator inside a chunk instead of dropping
+the empty piece); and a chunk equal to the one before it is not repeated.
 """
 
 from __future__ import annotations
@@ -367,16 +371,42 @@ class CharacterTextSplitter(_MergingSplitter):
 
 
 class RecursiveCharacterTextSplitter(_MergingSplitter):
-    """Split on paragraphs, then lines, then words, then anywhere safe, merging up to ``chunk_size``.
+    """Split on paragraphs, then lines, then words, then anywhere safe, up to ``chunk_size``.
 
-    A piece descends to the next separator only while it is still too long, so chunks break at a
-    blank line when they can and inside a word only when they must. ``""`` as a separator means
-    "cut anywhere": at code points for ``length="characters"``, at token boundaries for
-    ``length="tokens"``. Every chunk is a verbatim, whitespace-stripped slice of the source.
+    Chunks break at a blank line when they can and inside a word only when they must. ``""`` as a
+    separator means "cut anywhere": at code points for ``length="characters"``, where a token
+    starts for ``length="tokens"``. Every chunk is a verbatim, whitespace-stripped slice of the
+    source; only whitespace between chunks is left out.
+
+    Two algorithms, by unit:
+
+    * ``length="characters"``: LangChain's (``_split_text`` and ``_merge_splits``): split on the
+      first separator found in the text, recurse into pieces still too long, merge pieces greedily
+      up to ``chunk_size`` code points carrying up to ``chunk_overlap`` into the next chunk. The
+      output is LangChain's, chunk for chunk.
+    * ``length="tokens"``: search back. The document is encoded once. From a chunk's start, the
+      whole encoding says where ``chunk_size`` tokens end; the chunk ends at the last occurrence,
+      before that point, of the first separator in ``separators`` order that occurs there (the
+      separator goes to the next chunk; ``""`` cuts at that point itself). The chunk, stripped,
+      is counted exactly (with cl100k_base usually as a difference of token indices plus a few
+      characters encoded at its edges, ``SliceCounter``): about one count per chunk. When it is
+      over budget the point moves back by the excess and the search is repeated. With ``""``, a
+      chunk that nothing else fits is cut where its own tokens start (between code points for a
+      token that ties several; a single code point that alone needs more tokens is kept whole);
+      without ``""``, the piece up to the nearest separator is kept whole, over budget (as in
+      characters; validation rejects it). ``chunk_overlap`` (tokens): the next chunk starts at
+      the first occurrence of the first separator, in ``separators`` order, within the last
+      ``chunk_overlap`` tokens of the chunk (``""``: where those tokens start), provided the
+      shared text, stripped, counts at most ``chunk_overlap`` tokens; else right after the chunk.
+      A chunk that starts inside the previous one ends after it, or starts after it instead.
+      The boundaries differ from LangChain's ``from_tiktoken_encoder`` (whose merge sums
+      separately counted pieces: inexact, and four times slower); this is the prototype
+      described in ``../shared/design/PLATFORM_NOTES.md`` ("How close exact chunking gets to
+      the tokenizer").
 
     Args:
         chunk_size: Maximum chunk length, in code points or in tokens (see ``length``).
-        chunk_overlap: Maximum length carried from the end of one chunk into the next, same unit.
+        chunk_overlap: Maximum length shared by consecutive chunks, same unit (see above).
         separators: Literal separators in priority order; default ``["\\n\\n", "\\n", " ", ""]``.
         length: ``"characters"`` (code points) or ``"tokens"`` (of ``tokenizer``).
         tokenizer: The tokenizer that measures ``length="tokens"``.
@@ -575,13 +605,17 @@ class TokenTextSplitter(Chunker):
     """Windows of ``chunk_size`` tokens with ``chunk_overlap`` tokens shared, cut at safe offsets.
 
     Encodes the document once; each window's character interval comes from per-token code-point
-    offsets, so a cut never falls inside a code point (no U+FFFD, unlike splitters that decode
-    token slices). A window's text is recounted exactly and shortened while re-encoding it gives
-    more than ``chunk_size`` tokens; a step that ties several code points together (a token that
-    starts inside a code point) is cut between code points when it does not fit. Consecutive
-    windows share up to ``chunk_overlap`` steps, fewer when sharing them would leave no room to
-    move past the previous window. Windows are verbatim slices, not stripped; whitespace-only
-    windows are skipped.
+    offsets (a running sum of a per-token table, never decoding), so a cut never falls inside a
+    code point (no U+FFFD, unlike splitters that decode token slices). A window's text is counted
+    exactly and shortened while it has more than ``chunk_size`` tokens; with cl100k_base the
+    count of a window between two token starts where the tokenization cannot change is the
+    difference of their token indices (no encoding), other windows are counted with a few
+    characters encoded at their edges (``SliceCounter``). A step that ties several code points
+    together (a token that starts inside a code point) is cut between code points when it does
+    not fit. Consecutive windows share up to ``chunk_overlap`` steps (tokens of the whole
+    encoding with cl100k_base; none after a window cut between code points), fewer when sharing
+    them would leave no room to move past the previous window. Windows are verbatim slices, not
+    stripped; whitespace-only windows are skipped.
 
     Args:
         chunk_size: Maximum tokens per chunk. Default 4000, as LangChain's ``TokenTextSplitter``.
