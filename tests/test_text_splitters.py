@@ -190,6 +190,24 @@ def test_recursive_tokens_cut_anywhere_and_oversized_word():
     assert texts(splitter, text) == ["supercalifragilistic", "alpha"]
 
 
+def test_recursive_tokens_overlap_must_reach_past_the_previous_chunk():
+    # ab|_|123|456|789|_|_\xc4|\x9e. "123456" ends where the budget (2) runs out; its last token
+    # "456" starts the next chunk (overlap 1), which ends before the spaces: "456789". Its last
+    # token "789" would start a chunk that cannot reach past it ("789" plus " " is the budget,
+    # and the next text, "Ğ", is after the spaces): so the next chunk starts after it instead.
+    text = "ab 123456789  Ğ"
+    assert texts(recursive_tokens(chunk_size=2, chunk_overlap=1), text) == ["ab", "123456", "456789", "Ğ"]
+
+
+def test_token_windows_reach_past_the_previous_one():
+    # &|:|A|0|:|\xc2|\x81 in the whole encoding (7 tokens, the last two one code point). The
+    # first window is 5 tokens; ":A0:\x81" alone is 5 tokens (not 6), so the next window starts
+    # at ":" (overlap 4) and must end past 5: at the end, not at the last token start before it.
+    assert texts(TokenTextSplitter(chunk_size=5, chunk_overlap=4, tokenizer=TOK), "&:A0:\x81") == ["&:A0:", ":A0:\x81"]
+    # A 4-byte code point is 4 tokens, none of them but the first starting a code point.
+    assert texts(TokenTextSplitter(chunk_size=1, chunk_overlap=0, tokenizer=TOK), "\U000ea73d\u0101") == ["\U000ea73d", "\u0101"]
+
+
 def test_recursive_tokens_piece_that_grows_when_stripped_is_cut():
     # " wonderful" is 1 token, but the chunk is stripped and "wonderful" alone is 3; a chunk
     # is measured as it is emitted, and cut further when "" allows it.
@@ -574,3 +592,9 @@ def test_chunks_are_built_field_for_field():
     counted = chunk.with_token_count(4)
     assert set(vars(counted)) == names and counted == dataclasses.replace(chunk, token_count=4)
     assert chunk.token_count == 0 and counted.token_count == 4
+    from transforms.chunkers.base import Piece
+
+    for splitter in (recursive_tokens(chunk_size=5, chunk_overlap=0), TokenTextSplitter(chunk_size=5, chunk_overlap=0, tokenizer=TOK)):
+        piece = next(iter(splitter.split(document)))
+        assert set(vars(piece)) == {f.name for f in dataclasses.fields(Piece)}
+        assert piece == Piece(text=piece.text, start_offset=piece.start_offset, end_offset=piece.end_offset)

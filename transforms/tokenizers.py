@@ -686,19 +686,17 @@ class SliceCounter:
         return found
 
     def safe_cut(self, p: int) -> bool:
-        """Whether cl100k_base's tokenization cannot change at ``p`` (see :meth:`_safe`): then
-        the tokens of a slice between two such token starts are the whole encoding's, and their
-        count the difference of the token indices."""
-        return self._safe(p)
-
-    def _safe(self, p: int) -> bool:
         """Whether ``p`` is an end of the text, a :data:`_SAFE_CUT` point of it, or the end of
-        an ASCII letter or digit run followed by another ASCII character (see :func:`_alnum_cut`)."""
+        an ASCII letter or digit run followed by another ASCII character (see :func:`_alnum_cut`):
+        where cl100k_base's tokenization cannot change. Between two such token starts a slice's
+        tokens are the whole encoding's, and their count the difference of the token indices."""
         text = self.text
         if p <= 0 or p >= len(text):
             return True
         c, d = text[p], text[p - 1]
         return (c == " " and not d.isspace()) or (d == "\n" and not c.isspace()) or _alnum_cut(d, c)
+
+    _safe = safe_cut
 
     def _last_cut(self, lo: int, b: int) -> int | None:
         """A safe cut in ``(lo, b)``, as late as is quick to find, or ``None``.

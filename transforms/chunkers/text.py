@@ -63,6 +63,18 @@ def _strip(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+def _piece(text: str, start: int, end: int) -> Piece:
+    """``Piece(text=text, start_offset=start, end_offset=end)``, built without the frozen
+    dataclass's ``__init__`` (a field at a time, with a ``default_factory``): the same object,
+    about 1.5 microseconds less for each of the tens of thousands of chunks of a corpus."""
+    piece = object.__new__(Piece)
+    piece.__dict__.update(
+        text=text, start_offset=start, end_offset=end, embedding_text=None, headings=(), page_no=None,
+        metadata={}, content_format=None,
+    )
+    return piece
+
+
 def _skip_space(text: str, start: int, end: int) -> int:
     """The first offset in ``[start, end)`` that is not whitespace, or ``end``."""
     while start < end and text[start].isspace():
@@ -445,7 +457,7 @@ class RecursiveCharacterTextSplitter(_MergingSplitter):
         text = document.content
         if self.tokenizer is not None:
             for start, end in self._search_back(text):
-                yield Piece(text=text[start:end], start_offset=start, end_offset=end)
+                yield _piece(text[start:end], start, end)
             return
         for start, end in self._split(text, 0, len(text), self.separators, self._counter(text)):
             yield Piece(text=text[start:end], start_offset=start, end_offset=end)
@@ -481,7 +493,8 @@ class RecursiveCharacterTextSplitter(_MergingSplitter):
         s = _skip_space(text, 0, n)
         floor = after = 0  # the previous chunk's end, and where the text after it starts
         while s < n:
-            lo = s if s > floor else floor  # a cut must lie after lo
+            # A cut must lie after lo: after s, and after the first non-space past the previous chunk.
+            lo = s if s >= floor else _skip_space(text, floor, n)
             t = tokens_before(s) + size - 1
             limit = n if t >= total else int(ends[t])
             cut = first = None
@@ -738,6 +751,7 @@ class TokenTextSplitter(Chunker):
 
         a = ti = 0  # the window's start, and the first token that ends after it
         at_start = True  # whether a is where token ti starts
+        last = 0  # where the previous window ended: a window must reach past it
         while a < n:
             tj = ti + size
             if tj >= total:
@@ -747,25 +761,28 @@ class TokenTextSplitter(Chunker):
                     while tj > ti and not begins[tj]:
                         tj -= 1
                 b = start_of(tj)
-            if b <= a:
-                fits = False
+            if b <= a or b <= last:
+                fits = False  # (b <= last: the local count allows more than the whole encoding)
             elif at_start and safe(a) and safe(b):
                 fits = True  # tj - ti <= size tokens, exactly
             else:
                 fits = count(a, b) <= size
             if not fits:
                 # Token starts of the stretch (plus a cut between code points, when needed).
-                cuts = [a, *(int(c) for c in counter.boundaries(ti + 1, ti + size + 1) if c > a)]
-                if cuts[-1] < b or len(cuts) == 1:
-                    cuts.append(b if b > a else start_of(min(ti + 1, total)) if ti < total else n)
+                # The next chunk_size token starts that start a code point (as in the other path).
+                # (A code point is at most 4 tokens, so 4 more tokens than cuts hold one.)
+                ahead = counter.boundaries(ti + 1, ti + 2 * size + 5)
+                ahead = ahead[ahead > a][:size]
+                cuts = [a, *(int(c) for c in ahead)] if len(ahead) else [a, n]
                 k = _next_cut(count, cuts, 0, len(cuts) - 1, size)
                 b = cuts[k]
                 tj = tokens_before(b)
             window = text[a:b]
             if not window.isspace():
-                yield Piece(text=window, start_offset=a, end_offset=b)
+                yield _piece(window, a, b)
             if b >= n:
                 return
+            last = b
             nt = tj
             if overlap and fits:
                 # Share up to chunk_overlap tokens, but leave room for the next one: a window
