@@ -560,6 +560,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="multi_processing workers of the job row")
     parser.add_argument("--linear-chars", type=int, default=500_000, help="the small document of the linear-time rows")
     parser.add_argument("--skip", default="", help="comma-separated sections to leave out: job, linear, peers, docling")
+    parser.add_argument("--rows", default="", help="comma-separated name prefixes: measure only those chunker and "
+                        "peer rows of the text section (its encode_ordinary rows always run)")
     parser.add_argument("--out", default=None, help="write the table (Markdown) here and the chart (PNG) beside it")
     parser.add_argument("--plain-loop", nargs=2, metavar=("INPUT", "OUTPUT"), help=argparse.SUPPRESS)
     parser.add_argument("--linear-probe", help=argparse.SUPPRESS)
@@ -590,10 +592,12 @@ def main(argv: list[str] | None = None) -> int:
         "encode_ordinary": lambda: sum(len(encoding.encode_ordinary(t)) for t in texts),
         "encode_ordinary_batch": lambda: sum(len(ids) for ids in encoding.encode_ordinary_batch(texts)),
     }
-    rows.update(_project_rows(documents, tokenizer, docling=False))
+    prefixes = ("encode_ordinary", *(p.strip() for p in args.rows.split(",") if p.strip()))
+    wanted = (lambda name: name.startswith(prefixes)) if args.rows.strip() else (lambda name: True)
+    rows.update({k: v for k, v in _project_rows(documents, tokenizer, docling=False).items() if wanted(k)})
     checks: dict[str, dict] = {}
     if "peers" not in skip:
-        peer_rows, checks = _peer_rows(_text_peers(encoding), texts, encoding)
+        peer_rows, checks = _peer_rows({k: v for k, v in _text_peers(encoding).items() if wanted(k)}, texts, encoding)
         rows.update(peer_rows)
     best, outputs = _interleave(rows, args.rounds)
     base = best["encode_ordinary"]

@@ -87,3 +87,16 @@ def test_side_by_side_runs_on_a_tiny_input(capsys):
     table = capsys.readouterr().out
     for row in ("baseline: TokenTextSplitter + validation", "this checkout: RecursiveCharacterTextSplitter"):
         assert f"| {row} |" in table, row
+
+
+def test_benchmark_rows_picks_rows(tmp_path):
+    out = tmp_path / "rows.md"
+    assert throughput.main([
+        "--input", str(SAMPLE), "--max-chars", "3000", "--rounds", "1", "--skip", "job,linear,docling",
+        "--rows", "TokenTextSplitter,LangChain TokenTextSplitter", "--out", str(out),
+    ]) == 0
+    names = [line.split(" | ")[0].lstrip("| ") for line in out.read_text().splitlines() if line.startswith("| ")]
+    expected = ["encode_ordinary", "encode_ordinary_batch", "TokenTextSplitter", "TokenTextSplitter + validation"]
+    if importlib.util.find_spec("langchain_text_splitters") is not None:
+        expected.append("LangChain TokenTextSplitter")
+    assert names[names.index("encode_ordinary"):] == expected

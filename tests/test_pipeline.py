@@ -92,8 +92,10 @@ def test_admit_rejects_each_bad_row_with_its_reason_and_whole_payload():
         equal_to(
             [
                 ("good", 0, "First paragraph here.", 4, {"source": "a", "lang": "en"}),
-                ("good", 1, "Second paragraph, a little longer than", 7, {"source": "a", "lang": "en"}),
-                ("good", 2, "the first one.", 4, {"source": "a", "lang": "en"}),
+                # In tokens the splitter searches back from where 8 tokens end (after " the") for
+                # the first separator there: no "\n\n" or "\n", the space after "the".
+                ("good", 1, "Second paragraph, a little longer than the", 8, {"source": "a", "lang": "en"}),
+                ("good", 2, "first one.", 3, {"source": "a", "lang": "en"}),
             ]
         ),
         label="chunks",
@@ -114,8 +116,8 @@ def test_chunks_carry_contract_identity():
         equal_to(
             [
                 (chunk_id("doc-1", 0, "First paragraph here."), "RecursiveCharacterTextSplitter", config_hash, 0, 21),
-                (chunk_id("doc-1", 1, "Second paragraph, a little longer than"), "RecursiveCharacterTextSplitter", config_hash, 23, 61),
-                (chunk_id("doc-1", 2, "the first one."), "RecursiveCharacterTextSplitter", config_hash, 62, 76),
+                (chunk_id("doc-1", 1, "Second paragraph, a little longer than the"), "RecursiveCharacterTextSplitter", config_hash, 23, 65),
+                (chunk_id("doc-1", 2, "first one."), "RecursiveCharacterTextSplitter", config_hash, 66, 76),
             ]
         ),
     )

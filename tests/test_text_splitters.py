@@ -149,6 +149,65 @@ def test_recursive_tokens_exact(chunk_overlap, expected):
     assert all(TOK.count(c) <= 5 for c in chunks)
 
 
+LINES = "One two.\nThree four five.\n\nSix seven eight."
+# cl100k tokens: One|_two|.\n|Three|_four|_five|.\n\n|Six|_seven|_eight|.  (11; ".\n\n" is one)
+
+
+@pytest.mark.parametrize(
+    ("chunk_size", "chunk_overlap", "expected"),
+    [
+        # From 0 the budget runs out after token 6 ("_five"): no "\n\n" before it, the last "\n"
+        # is after "two.", so the chunk is "One two." (3). From "Three" (token 3) the budget runs
+        # out after token 8 ("_seven"): "\n\n" is in that window, the cut is there (4).
+        (6, 0, ["One two.", "Three four five.", "Six seven eight."]),
+        # Budget to token 9 ("_seven"): "\n\n" beats the later " " and "\n" (7, then 4).
+        (9, 0, ["One two.\nThree four five.", "Six seven eight."]),
+        # The rest fits: no search at all (11 tokens).
+        (12, 0, [LINES]),
+        # Overlap 3: the last 3 tokens of "One ... five." (6 tokens, ".\n\n" is past its end)
+        # start at "Three"; the first separator there in order is " " before "four" (no "\n\n" or
+        # "\n" after "Three"), and "four five." is 3 tokens <= 3. From "four" the budget (9) runs
+        # out at the end; 7 tokens.
+        (9, 3, ["One two.\nThree four five.", "four five.\n\nSix seven eight."]),
+    ],
+)
+def test_recursive_tokens_search_back(chunk_size, chunk_overlap, expected):
+    chunks = texts(recursive_tokens(chunk_size=chunk_size, chunk_overlap=chunk_overlap), LINES)
+    assert chunks == expected
+    assert [TOK.count(c) for c in chunks] == {6: [3, 4, 4], 9: [7, 4] if not chunk_overlap else [7, 7], 12: [11]}[chunk_size]
+
+
+def test_recursive_tokens_cut_anywhere_and_oversized_word():
+    # sup|erc|al|if|rag|il|istic|_alpha: with "" the budget (2) ends each chunk where the whole
+    # encoding's second token ends, each chunk counted exactly (2); "istic alpha" is the rest.
+    text = "supercalifragilistic alpha"
+    assert texts(recursive_tokens(chunk_size=2, chunk_overlap=0), text) == ["superc", "alif", "ragil", "istic alpha"]
+    # Without "": no separator before where the budget runs out, so the word up to the nearest
+    # separator is kept whole (7 tokens; validation rejects it), as in characters.
+    splitter = RecursiveCharacterTextSplitter(
+        separators=["\n\n", "\n", " "], chunk_size=2, chunk_overlap=0, length="tokens", tokenizer=TOK
+    )
+    assert texts(splitter, text) == ["supercalifragilistic", "alpha"]
+
+
+def test_recursive_tokens_overlap_must_reach_past_the_previous_chunk():
+    # ab|_|123|456|789|_|_\xc4|\x9e. "123456" ends where the budget (2) runs out; its last token
+    # "456" starts the next chunk (overlap 1), which ends before the spaces: "456789". Its last
+    # token "789" would start a chunk that cannot reach past it ("789" plus " " is the budget,
+    # and the next text, "Ğ", is after the spaces): so the next chunk starts after it instead.
+    text = "ab 123456789  Ğ"
+    assert texts(recursive_tokens(chunk_size=2, chunk_overlap=1), text) == ["ab", "123456", "456789", "Ğ"]
+
+
+def test_token_windows_reach_past_the_previous_one():
+    # &|:|A|0|:|\xc2|\x81 in the whole encoding (7 tokens, the last two one code point). The
+    # first window is 5 tokens; ":A0:\x81" alone is 5 tokens (not 6), so the next window starts
+    # at ":" (overlap 4) and must end past 5: at the end, not at the last token start before it.
+    assert texts(TokenTextSplitter(chunk_size=5, chunk_overlap=4, tokenizer=TOK), "&:A0:\x81") == ["&:A0:", ":A0:\x81"]
+    # A 4-byte code point is 4 tokens, none of them but the first starting a code point.
+    assert texts(TokenTextSplitter(chunk_size=1, chunk_overlap=0, tokenizer=TOK), "\U000ea73d\u0101") == ["\U000ea73d", "\u0101"]
+
+
 def test_recursive_tokens_piece_that_grows_when_stripped_is_cut():
     # " wonderful" is 1 token, but the chunk is stripped and "wonderful" alone is 3; a chunk
     # is measured as it is emitted, and cut further when "" allows it.
@@ -291,6 +350,12 @@ def check_invariants(kind: str, splitter, text: str, count) -> None:
             assert len(piece.text) <= size, (piece.text, size)
         if kind.startswith("recursive") or kind.startswith("character"):
             assert piece.text == piece.text.strip()
+    # Token-sized recursive chunks share at most chunk_overlap tokens (the shared text, stripped).
+    if kind in ("recursive-tokens", "recursive-bytes"):
+        measure = count if kind == "recursive-tokens" else (lambda t: len(t.encode("utf-8")))
+        for a, b in zip(pieces, pieces[1:]):
+            if b.start_offset < a.end_offset:
+                assert overlap and measure(text[b.start_offset : a.end_offset].strip()) <= overlap, (a, b)
     # In reading order; without overlap, disjoint. (With overlap, a chunk may lie inside the next
     # one: LangChain counts whitespace pieces towards a chunk, then strips them.)
     for a, b in zip(pieces, pieces[1:]):
@@ -510,3 +575,26 @@ def test_long_stretches_cut_a_section_at_a_time(reference_count, monkeypatch, na
     if name == "letters-20000":  # no whitespace: without overlap the chunks tile the text exactly
         chunks = texts(recursive_tokens(chunk_size=size[0], chunk_overlap=0), content)
         assert "".join(chunks) == content and len(chunks) > 20_000 // 301
+
+
+def test_chunks_are_built_field_for_field():
+    # Chunker.iter_chunks and Chunk.with_token_count build chunks without the dataclass __init__;
+    # they must hold every field, equal to the dataclass's own construction.
+    import dataclasses
+
+    from transforms.documents import Chunk
+
+    document = Document(id="d", content=PARAGRAPHS, metadata={"k": 1})
+    chunk = recursive_tokens(chunk_size=5, chunk_overlap=0).chunk(document, tokenizer_identity=TOK.identity)[0]
+    names = {f.name for f in dataclasses.fields(Chunk)}
+    assert set(vars(chunk)) == names
+    assert chunk == Chunk(**vars(chunk)) and chunk.metadata == {"k": 1}
+    counted = chunk.with_token_count(4)
+    assert set(vars(counted)) == names and counted == dataclasses.replace(chunk, token_count=4)
+    assert chunk.token_count == 0 and counted.token_count == 4
+    from transforms.chunkers.base import Piece
+
+    for splitter in (recursive_tokens(chunk_size=5, chunk_overlap=0), TokenTextSplitter(chunk_size=5, chunk_overlap=0, tokenizer=TOK)):
+        piece = next(iter(splitter.split(document)))
+        assert set(vars(piece)) == {f.name for f in dataclasses.fields(Piece)}
+        assert piece == Piece(text=piece.text, start_offset=piece.start_offset, end_offset=piece.end_offset)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import pyarrow as pa
@@ -140,8 +140,16 @@ class Chunk:
     metadata: Mapping[str, Any]
 
     def with_token_count(self, token_count: int) -> "Chunk":
-        """Return a copy with ``token_count`` replaced."""
-        return replace(self, token_count=token_count)
+        """Return a copy with ``token_count`` replaced.
+
+        The copy is made field for field without ``dataclasses.replace`` (which calls
+        ``__init__`` again, a frozen dataclass's slowest part): validation does this once per chunk.
+        """
+        new = object.__new__(type(self))
+        fields = new.__dict__
+        fields.update(self.__dict__)
+        fields["token_count"] = token_count
+        return new
 
     def to_row(self) -> dict[str, Any]:
         """Return the Parquet row (``metadata`` as a JSON string with sorted keys)."""

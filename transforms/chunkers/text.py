@@ -8,14 +8,18 @@ splitting known from LangChain's ``from_tiktoken_encoder``, but with every chunk
 The separator semantics follow LangChain's ``CharacterTextSplitter`` and
 ``RecursiveCharacterTextSplitter`` (``langchain_text_splitters/character.py``): separators are
 literal strings, the recursive splitter keeps each separator at the start of the piece that
-follows it, pieces are merged greedily up to ``chunk_size`` with up to ``chunk_overlap`` carried
-over, and chunks are stripped of surrounding whitespace; in characters the recursive splitter gives
-exactly LangChain's chunks. The departures: a chunk's length is the exact length of its whole
-stripped text, never a sum of separately measured pieces, and a chunk that is still too long is cut
-further when ``""`` allows it, so a token-sized chunk never exceeds ``chunk_size`` unless it is one
-code point that alone needs more tokens; chunks are verbatim slices (``CharacterTextSplitter``
-keeps a doubled separator inside a chunk instead of dropping the empty piece); and a chunk equal to
-the one before it is not repeated.
+follows it, and chunks are stripped of surrounding whitespace. In characters both merge pieces
+greedily up to ``chunk_size`` with up to ``chunk_overlap`` carried over, and the recursive splitter
+gives exactly LangChain's chunks. In tokens the recursive splitter does not merge pieces: it
+encodes the document once and, from each chunk's start, searches back from where the budget runs
+out for the highest-priority separator (see ``RecursiveCharacterTextSplitter``), so its chunk
+boundaries differ from LangChain's (whose token mode sums separately counted pieces and is
+inexact anyway). The departures common to both units: a chunk's length is the exact length of
+its whole stripped text, never a sum of separately measured pieces, and a chunk that is still
+too long is cut further when ``""`` allows it, so a token-sized chunk never exceeds
+``chunk_size`` unless it is one code point that alone needs more tokens; chunks are verbatim
+slices (``CharacterTextSplitter`` keeps a doubled separator inside a chunk instead of dropping
+the empty piece); and a chunk equal to the one before it is not repeated.
 """
 
 from __future__ import annotations
@@ -57,6 +61,49 @@ def _strip(text: str, start: int, end: int) -> tuple[int, int]:
     while end > start and text[end - 1].isspace():
         end -= 1
     return start, end
+
+
+def _piece(text: str, start: int, end: int) -> Piece:
+    """``Piece(text=text, start_offset=start, end_offset=end)``, built without the frozen
+    dataclass's ``__init__`` (a field at a time, with a ``default_factory``): the same object,
+    about 1.5 microseconds less for each of the tens of thousands of chunks of a corpus."""
+    piece = object.__new__(Piece)
+    piece.__dict__.update(
+        text=text, start_offset=start, end_offset=end, embedding_text=None, headings=(), page_no=None,
+        metadata={}, content_format=None,
+    )
+    return piece
+
+
+def _skip_space(text: str, start: int, end: int) -> int:
+    """The first offset in ``[start, end)`` that is not whitespace, or ``end``."""
+    while start < end and text[start].isspace():
+        start += 1
+    return start
+
+
+def _token_index(tokenizer: Tokenizer, text: str):
+    """``(ends, tokens_before, count)`` of one encoding of ``text``.
+
+    ``ends``: per token, the code-point offset where it ends (non-decreasing numpy array);
+    ``tokens_before(offset)``: how many tokens end at or before ``offset``; ``count(a, b)``: the
+    exact tokens of ``text[a:b]``. With cl100k_base a :class:`SliceCounter` (a slice costs a few
+    characters of encoding at its edges); a tokenizer with ``token_ends`` (UTF-8 bytes) or only
+    ``boundaries`` gives the ends from those, and counts each slice on its own.
+    """
+    import numpy as np
+
+    make = getattr(tokenizer, "slice_counter", None)
+    if make is not None:
+        counter = make(text)
+        return counter.ends, counter.tokens_before, counter.count
+    token_ends = getattr(tokenizer, "token_ends", None)
+    if token_ends is not None:
+        ends = np.asarray(token_ends(text), dtype=np.int64)
+    else:
+        ends = np.asarray(list(tokenizer.boundaries(text))[1:], dtype=np.int64)
+    count = tokenizer.count
+    return ends, lambda offset: int(ends.searchsorted(offset, "right")), lambda a, b: count(text[a:b])
 
 
 def _slice_counter(tokenizer: Tokenizer, text: str) -> Callable[[int, int], int]:
@@ -336,16 +383,42 @@ class CharacterTextSplitter(_MergingSplitter):
 
 
 class RecursiveCharacterTextSplitter(_MergingSplitter):
-    """Split on paragraphs, then lines, then words, then anywhere safe, merging up to ``chunk_size``.
+    """Split on paragraphs, then lines, then words, then anywhere safe, up to ``chunk_size``.
 
-    A piece descends to the next separator only while it is still too long, so chunks break at a
-    blank line when they can and inside a word only when they must. ``""`` as a separator means
-    "cut anywhere": at code points for ``length="characters"``, at token boundaries for
-    ``length="tokens"``. Every chunk is a verbatim, whitespace-stripped slice of the source.
+    Chunks break at a blank line when they can and inside a word only when they must. ``""`` as a
+    separator means "cut anywhere": at code points for ``length="characters"``, where a token
+    starts for ``length="tokens"``. Every chunk is a verbatim, whitespace-stripped slice of the
+    source; only whitespace between chunks is left out.
+
+    Two algorithms, by unit:
+
+    * ``length="characters"``: LangChain's (``_split_text`` and ``_merge_splits``): split on the
+      first separator found in the text, recurse into pieces still too long, merge pieces greedily
+      up to ``chunk_size`` code points carrying up to ``chunk_overlap`` into the next chunk. The
+      output is LangChain's, chunk for chunk.
+    * ``length="tokens"``: search back. The document is encoded once. From a chunk's start, the
+      whole encoding says where ``chunk_size`` tokens end; the chunk ends at the last occurrence,
+      before that point, of the first separator in ``separators`` order that occurs there (the
+      separator goes to the next chunk; ``""`` cuts at that point itself). The chunk, stripped,
+      is counted exactly (with cl100k_base usually as a difference of token indices plus a few
+      characters encoded at its edges, ``SliceCounter``): about one count per chunk. When it is
+      over budget the point moves back by the excess and the search is repeated. With ``""``, a
+      chunk that nothing else fits is cut where its own tokens start (between code points for a
+      token that ties several; a single code point that alone needs more tokens is kept whole);
+      without ``""``, the piece up to the nearest separator is kept whole, over budget (as in
+      characters; validation rejects it). ``chunk_overlap`` (tokens): the next chunk starts at
+      the first occurrence of the first separator, in ``separators`` order, within the last
+      ``chunk_overlap`` tokens of the chunk (``""``: where those tokens start), provided the
+      shared text, stripped, counts at most ``chunk_overlap`` tokens; else right after the chunk.
+      A chunk that starts inside the previous one ends after it, or starts after it instead.
+      The boundaries differ from LangChain's ``from_tiktoken_encoder`` (whose merge sums
+      separately counted pieces: inexact, and four times slower); this is the prototype
+      described in ``../shared/design/PLATFORM_NOTES.md`` ("How close exact chunking gets to
+      the tokenizer").
 
     Args:
         chunk_size: Maximum chunk length, in code points or in tokens (see ``length``).
-        chunk_overlap: Maximum length carried from the end of one chunk into the next, same unit.
+        chunk_overlap: Maximum length shared by consecutive chunks, same unit (see above).
         separators: Literal separators in priority order; default ``["\\n\\n", "\\n", " ", ""]``.
         length: ``"characters"`` (code points) or ``"tokens"`` (of ``tokenizer``).
         tokenizer: The tokenizer that measures ``length="tokens"``.
@@ -382,8 +455,125 @@ class RecursiveCharacterTextSplitter(_MergingSplitter):
     def split(self, document: Document) -> Iterator[Piece]:
         """Yield chunks of ``document.content`` as verbatim slices with offsets."""
         text = document.content
+        if self.tokenizer is not None:
+            for start, end in self._search_back(text):
+                yield _piece(text[start:end], start, end)
+            return
         for start, end in self._split(text, 0, len(text), self.separators, self._counter(text)):
             yield Piece(text=text[start:end], start_offset=start, end_offset=end)
+
+    def _search_back(self, text: str) -> Iterator[tuple[int, int]]:
+        """Token-sized chunks of ``text``: where the budget runs out, search back for a separator.
+
+        The document is encoded once (:func:`_token_index`). From a chunk's start ``s`` (never
+        whitespace), the whole encoding says where ``chunk_size`` tokens end (``limit``); the
+        chunk ends at the last occurrence in ``(s, limit]`` of the first separator in
+        ``separators`` order that occurs there, the separator going to the next chunk (``""``:
+        at ``limit`` itself). The stripped chunk is then counted exactly, once as a rule; when
+        it is over budget (the whole encoding's tokens at the chunk's edges differ from the
+        chunk's own), ``limit`` moves back by the excess and the search is done again. If no
+        cut after ``s`` fits: with ``""``, the longest prefix of the local encoding that fits
+        (:func:`_next_cut`, a single code point kept whole when it alone needs more); without,
+        the piece up to the nearest separator, kept whole (over budget, validation rejects it).
+
+        ``chunk_overlap``: the next chunk starts at the first occurrence of the first separator
+        (in ``separators`` order) found within the last ``chunk_overlap`` tokens of the chunk
+        (``""``: where those tokens start), provided the shared text, stripped, counts at most
+        ``chunk_overlap`` tokens exactly; else it starts after the chunk. A chunk that starts in
+        the previous one must end past it; when it cannot, it starts after the previous chunk.
+        So starts and ends strictly increase, and only whitespace between chunks is left out.
+        """
+        n = len(text)
+        size, overlap = self.chunk_size, self.chunk_overlap
+        separators = self.separators
+        anywhere = "" in separators
+        searched = list(separators[: separators.index("")] if anywhere else separators)
+        ends, tokens_before, count = _token_index(self.tokenizer, text)
+        total = len(ends)
+        s = _skip_space(text, 0, n)
+        floor = after = 0  # the previous chunk's end, and where the text after it starts
+        while s < n:
+            # A cut must lie after lo: after s, and after the first non-space past the previous chunk.
+            lo = s if s >= floor else _skip_space(text, floor, n)
+            t = tokens_before(s) + size - 1
+            limit = n if t >= total else int(ends[t])
+            cut = first = None
+            while limit > lo:
+                if limit >= n:
+                    c = n
+                else:
+                    c = limit if anywhere else None
+                    for sep in searched:
+                        hit = text.rfind(sep, lo + 1, min(n, limit + len(sep)))
+                        if hit != -1:
+                            c = hit
+                            break
+                    if c is None:
+                        break
+                if first is None:
+                    first = c
+                a, b = _strip(text, s, c)
+                k = count(a, b)
+                if k <= size:
+                    cut = c
+                    break
+                t = tokens_before(c - 1) - (k - size)
+                limit = int(ends[t]) if t >= 0 else -1
+            if cut is None:
+                if s < floor:  # started inside the previous chunk: start after it instead
+                    s = _skip_space(text, after, n)
+                    continue
+                if anywhere:
+                    cut = self._local_fit(text, s, first if first is not None else n, count)
+                else:
+                    cut = min((h for sep in searched if (h := text.find(sep, s + 1)) != -1), default=n)
+            a, b = _strip(text, s, cut)
+            yield a, b
+            floor, after = b, cut
+            nxt = cut
+            if overlap and cut < n:
+                shared = self._overlap_start(text, a, b, searched, anywhere, ends, tokens_before, count)
+                if shared is not None:
+                    nxt = shared
+            s = _skip_space(text, nxt, n)
+
+    def _overlap_start(self, text, a, b, searched, anywhere, ends, tokens_before, count) -> int | None:
+        """Where the chunk after ``text[a:b]`` starts inside it (``chunk_overlap``), or ``None``."""
+        overlap = self.chunk_overlap
+        t = tokens_before(b) - overlap - 1
+        lo = int(ends[t]) if t >= 0 else 0
+        while True:
+            lo = max(lo, a + 1)
+            if lo >= b:
+                return None
+            p = None
+            for sep in searched:
+                hit = text.find(sep, lo, b)
+                if hit != -1:
+                    p = hit
+                    break
+            if p is None:
+                if not anywhere:
+                    return None
+                p = lo
+            q = _skip_space(text, p, b)
+            if q >= b:
+                return None
+            k = count(q, b)
+            if k <= overlap:
+                return p
+            t = tokens_before(q) + (k - overlap) - 1
+            lo = max(int(ends[t]) if t < len(ends) else b, q + 1)
+
+    def _local_fit(self, text: str, s: int, end: int, count: Callable[[int, int], int]) -> int:
+        """The end of the longest prefix of ``text[s:end]`` that fits ``chunk_size`` once stripped,
+        cut where a token of its own encoding starts (or between code points, see
+        :func:`_next_cut`); at least one step, so it always moves forward."""
+        cuts = [s + c for c in self.tokenizer.boundaries(text[s:end])]
+        k = _next_cut(count, cuts, 0, len(cuts) - 1, self.chunk_size)
+        while k > 1 and count(*_strip(text, s, cuts[k])) > self.chunk_size:
+            k -= 1
+        return cuts[k]
 
     def _split(
         self, text: str, start: int, end: int, separators: Sequence[str], count: Callable[[int, int], int]
@@ -428,13 +618,17 @@ class TokenTextSplitter(Chunker):
     """Windows of ``chunk_size`` tokens with ``chunk_overlap`` tokens shared, cut at safe offsets.
 
     Encodes the document once; each window's character interval comes from per-token code-point
-    offsets, so a cut never falls inside a code point (no U+FFFD, unlike splitters that decode
-    token slices). A window's text is recounted exactly and shortened while re-encoding it gives
-    more than ``chunk_size`` tokens; a step that ties several code points together (a token that
-    starts inside a code point) is cut between code points when it does not fit. Consecutive
-    windows share up to ``chunk_overlap`` steps, fewer when sharing them would leave no room to
-    move past the previous window. Windows are verbatim slices, not stripped; whitespace-only
-    windows are skipped.
+    offsets (a running sum of a per-token table, never decoding), so a cut never falls inside a
+    code point (no U+FFFD, unlike splitters that decode token slices). A window's text is counted
+    exactly and shortened while it has more than ``chunk_size`` tokens; with cl100k_base the
+    count of a window between two token starts where the tokenization cannot change is the
+    difference of their token indices (no encoding), other windows are counted with a few
+    characters encoded at their edges (``SliceCounter``). A step that ties several code points
+    together (a token that starts inside a code point) is cut between code points when it does
+    not fit. Consecutive windows share up to ``chunk_overlap`` steps (tokens of the whole
+    encoding with cl100k_base; none after a window cut between code points), fewer when sharing
+    them would leave no room to move past the previous window. Windows are verbatim slices, not
+    stripped; whitespace-only windows are skipped.
 
     Args:
         chunk_size: Maximum tokens per chunk. Default 4000, as LangChain's ``TokenTextSplitter``.
@@ -480,6 +674,9 @@ class TokenTextSplitter(Chunker):
         tokenizer, size = self.tokenizer, self.chunk_size
         make = getattr(tokenizer, "slice_counter", None)
         counter = None
+        if make is not None:
+            yield from self._windows(text, make(text))
+            return
         if make is not None:
             counter = make(text)
             count, ends = counter.count, counter.ends
@@ -530,6 +727,86 @@ class TokenTextSplitter(Chunker):
                 while nxt < j and count(cuts[nxt], after) > size:
                     nxt += 1
             i = refill(nxt)
+
+
+    def _windows(self, text: str, counter: SliceCounter) -> Iterator[Piece]:
+        """:meth:`split` with a :class:`SliceCounter`, in token indices of the whole encoding.
+
+        A window from token ``ti`` (offset ``a``) ends where token ``ti + chunk_size`` starts
+        (moved back to a token that starts a code point). When both ends are token starts where
+        cl100k_base's tokenization cannot change (``SliceCounter.safe_cut``), its exact count is
+        the difference of the token indices, with no encoding at all; else it is counted
+        (``SliceCounter.count``). A window that does not fit is cut by :func:`_next_cut` over its
+        own token starts (bisection, and between code points when a step alone is too long); a
+        window that ends between code points is followed by one that starts there, without
+        overlap. The next window starts ``chunk_overlap`` tokens before the end, or later when
+        those tokens and the next one would not fit ``chunk_size``.
+        """
+        n, size, overlap = len(text), self.chunk_size, self.chunk_overlap
+        ends, begins, total = counter.ends, counter.begins, len(counter.ends)
+        count, safe, tokens_before = counter.count, counter.safe_cut, counter.tokens_before
+
+        def start_of(t: int) -> int:
+            return int(ends[t - 1]) if t > 0 else 0
+
+        a = ti = 0  # the window's start, and the first token that ends after it
+        at_start = True  # whether a is where token ti starts
+        last = 0  # where the previous window ended: a window must reach past it
+        while a < n:
+            tj = ti + size
+            if tj >= total:
+                tj, b = total, n
+            else:
+                if begins is not None:
+                    while tj > ti and not begins[tj]:
+                        tj -= 1
+                b = start_of(tj)
+            if b <= a or b <= last:
+                fits = False  # (b <= last: the local count allows more than the whole encoding)
+            elif at_start and safe(a) and safe(b):
+                fits = True  # tj - ti <= size tokens, exactly
+            else:
+                fits = count(a, b) <= size
+            if not fits:
+                # Token starts of the stretch (plus a cut between code points, when needed).
+                # The next chunk_size token starts that start a code point (as in the other path).
+                # (A code point is at most 4 tokens, so 4 more tokens than cuts hold one.)
+                ahead = counter.boundaries(ti + 1, ti + 2 * size + 5)
+                ahead = ahead[ahead > a][:size]
+                cuts = [a, *(int(c) for c in ahead)] if len(ahead) else [a, n]
+                k = _next_cut(count, cuts, 0, len(cuts) - 1, size)
+                b = cuts[k]
+                tj = tokens_before(b)
+            window = text[a:b]
+            if not window.isspace():
+                yield _piece(window, a, b)
+            if b >= n:
+                return
+            last = b
+            nt = tj
+            if overlap and fits:
+                # Share up to chunk_overlap tokens, but leave room for the next one: a window
+                # that cannot reach past this one would repeat a part of it.
+                nt = max(tj - overlap, ti + 1)
+                if begins is not None:
+                    while nt < tj and not begins[nt]:
+                        nt += 1
+                if nt < tj:
+                    t = tj + 1
+                    if begins is not None:
+                        while t < total and not begins[t]:
+                            t += 1
+                    after = start_of(t) if t < total else n
+                    while nt < tj and count(start_of(nt), after) > size:
+                        nt += 1
+                        if begins is not None:
+                            while nt < tj and not begins[nt]:
+                                nt += 1
+            if nt == tj and not fits:
+                a, ti = b, tj
+                at_start = b == start_of(tj) and (begins is None or tj >= total or bool(begins[tj]))
+            else:
+                a, ti, at_start = start_of(nt), nt, True
 
 
 class _Cuts:
