@@ -74,6 +74,20 @@ def test_benchmark_job_rows_alone_on_a_tiny_input(tmp_path):
     assert len(workers) >= 3 and all(float(c) > 0 for c in workers)
 
 
+def test_incremental_benchmark_runs_on_a_tiny_input(tmp_path):
+    """benchmarks/incremental.py end to end on the sample: it checks the incremental output against
+    the full run's itself (it exits otherwise) and reports the wall and CPU fractions."""
+    import incremental
+
+    out = tmp_path / "incremental.md"
+    incremental.main(["--input", str(SAMPLE), "--changed", "0.5", "--rounds", "1",
+                      "--workdir", str(tmp_path / "work"), "--out", str(out)])
+    text = out.read_text()
+    assert "| incremental |" in text and "| start-up, incremental |" in text
+    assert "Skipped unchanged: 3;" in text  # 7 documents, every second one in id order edited
+    assert "By CPU seconds" in text
+
+
 def test_plain_loop_and_linear_probe(tmp_path):
     result = throughput.plain_loop(str(SAMPLE), str(tmp_path / "loop"))
     import pyarrow.parquet as pq
