@@ -88,6 +88,16 @@ def test_incremental_benchmark_runs_on_a_tiny_input(tmp_path):
     assert "By CPU seconds" in text
 
 
+def test_job_phases_on_the_sample(tmp_path, capsys):
+    import job_phases
+
+    figures = job_phases.main(["--input", str(SAMPLE), "--output", str(tmp_path / "out")])
+    printed = capsys.readouterr().out
+    assert figures["exit"] == 0 and (tmp_path / "out" / "report.json").is_file()
+    assert figures["stages"] > 5 and 0 < figures["outside"] <= figures["launcher"] <= figures["critical"] + 1e-6
+    assert "Route chunk and validate" in printed and "critical path" in printed
+
+
 def test_plain_loop_and_linear_probe(tmp_path):
     result = throughput.plain_loop(str(SAMPLE), str(tmp_path / "loop"))
     import pyarrow.parquet as pq
