@@ -443,8 +443,11 @@ dofn.setup()
 rows = list(dofn.process(Document(id="m", content="# Title\n\nSome text.\n", content_format="markdown"),
                          job.tokenizer_identity))
 after_markdown = loaded()
-# The first DoclingDocument: now docling-core's chunker is imported, and it chunks.
-docling = Document(id="d", content=Path(sys.argv[1]).read_text(encoding="utf-8"), content_format="docling")
+# The first DoclingDocument (the sample's): now docling-core's chunker is imported, and it chunks.
+import pyarrow.parquet as pq
+content = next(r["content"] for r in pq.read_table("sample/docs.parquet").to_pylist()
+               if r["content_format"] == "docling")
+docling = Document(id="d", content=content, content_format="docling")
 rows += list(dofn.process(docling, job.tokenizer_identity))
 print(json.dumps({"launch": after_launch, "markdown": after_markdown, "docling": loaded(),
                   "chunks": sorted({r["document_id"] for r in rows if isinstance(r, dict)})}))
@@ -460,10 +463,7 @@ def test_launcher_and_workers_import_docling_chunking_only_for_a_docling_documen
 
     from tests.conftest import REPO
 
-    path = CORPUS / "word_sample.docx.json"
-    if not path.is_file():
-        pytest.skip(f"reference corpus file {path} is missing")
-    out = subprocess.run([sys.executable, "-c", _LAZY_IMPORT_PROBE, str(path)], cwd=REPO,
+    out = subprocess.run([sys.executable, "-c", _LAZY_IMPORT_PROBE], cwd=REPO,
                          capture_output=True, text=True, check=True)
     found = json.loads(out.stdout.strip().splitlines()[-1])
     assert found["launch"] == []
