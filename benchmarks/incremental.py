@@ -63,6 +63,9 @@ def _rows(folder: Path) -> list[tuple]:
 def make_versions(source: Path, workdir: Path, changed: float) -> tuple[Path, Path, Path, int]:
     """The corpus as given, its edited second version, a one-document file; and how many changed."""
     table = pq.read_table(source)
+    # The versions keep the source's row groups (docs.parquet: 256 documents each), as the job reads them.
+    metadata = pq.ParquetFile(source).metadata
+    row_group_size = max(1, max((metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)), default=1))
     ids = table.column("id").to_pylist()
     contents = table.column("content").to_pylist()
     step = max(1, round(1 / changed))
@@ -73,9 +76,9 @@ def make_versions(source: Path, workdir: Path, changed: float) -> tuple[Path, Pa
         for i, c in enumerate(contents)
     ]
     v1, v2, tiny = workdir / "v1.parquet", workdir / "v2.parquet", workdir / "tiny.parquet"
-    pq.write_table(table, v1)
+    pq.write_table(table, v1, row_group_size=row_group_size)
     pq.write_table(table.set_column(table.schema.get_field_index("content"), "content",
-                                    pa.array(new_contents, pa.string())), v2)
+                                    pa.array(new_contents, pa.string())), v2, row_group_size=row_group_size)
     pq.write_table(table.slice(0, 1), tiny)
     return v1, v2, tiny, len(edited)
 
