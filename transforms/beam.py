@@ -18,6 +18,7 @@ from typing import Any, Iterator, Mapping
 
 import apache_beam as beam
 import pyarrow as pa
+import pyarrow.compute as pc
 from apache_beam.io.parquetio import ReadFromParquetBatched, WriteToParquetBatched
 from apache_beam.metrics import Metrics
 from apache_beam.pvalue import AsDict, AsList, AsSingleton, TaggedOutput
@@ -766,11 +767,7 @@ class _SelectChangedDoFn(beam.DoFn):
 
 
 class _KeptChunksDoFn(beam.DoFn):
-    """Split a previous chunk table: rows of kept documents (a table), and ids of the others.
-
-    A document's chunks are neighbouring rows, so the kept rows are a few runs: the kept table is
-    those runs as zero-copy slices (the text columns are not copied again before the write).
-    """
+    """Split a previous chunk table: rows of kept documents (a table), and ids of the others."""
 
     def setup(self) -> None:
         self._kept_ids = None  # the side input last seen, held so that its identity stays valid
@@ -781,20 +778,12 @@ class _KeptChunksDoFn(beam.DoFn):
             self._kept_ids, self._kept = kept_ids, frozenset(kept_ids)
         ids = table.column("document_id").to_pylist()
         keep = {i: id_key(i) in self._kept for i in set(ids)}
-        runs: list[tuple[int, int]] = []  # [start, end) of kept rows
-        dropped: list[int] = []
-        for row, document_id in enumerate(ids):
-            if not keep[document_id]:
-                dropped.append(row)
-            elif runs and runs[-1][1] == row:
-                runs[-1] = (runs[-1][0], row + 1)
-            else:
-                runs.append((row, row + 1))
-        if runs:
-            kept = pa.concat_tables([table.slice(start, end - start) for start, end in runs])
+        mask = pa.array([keep[i] for i in ids], pa.bool_())
+        kept = table.filter(mask)
+        if kept.num_rows:
             yield kept.select(CHUNK_SCHEMA.names).cast(CHUNK_SCHEMA)
-        if dropped:
-            others = table.select(["document_id", "chunk_index", "chunk_id"]).take(pa.array(dropped, pa.int64()))
+        if kept.num_rows < table.num_rows:
+            others = table.filter(pc.invert(mask)).select(["document_id", "chunk_index", "chunk_id"])
             for document_id, index, chunk_id in zip(*(c.to_pylist() for c in others.columns)):
                 yield TaggedOutput(PREVIOUS_IDS, (document_id, (index, chunk_id)))
 
