@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"| {seconds:.1f} | {cells} | {_stage_label(name)} |")
     print(f"critical path (launcher outside stages + each stage's busiest process): {critical:.1f} s CPU")
     return {"exit": status, "wall": wall, "launcher": launcher, "outside": outside, "critical": critical,
-            "stages": len(stages)}
+            "stages": [_stage_label(name) for name, _, _ in stages]}
 
 
 if __name__ == "__main__":
