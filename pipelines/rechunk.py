@@ -67,11 +67,12 @@ from transforms.beam import (
     WriteDeleted,
     WriteKeptChunks,
     WriteManifest,
+    _shared_tokenizer,
 )
 from transforms.chunkers.registry import build_router
 from transforms.documents import CHUNK_SCHEMA, DOCUMENT_COLUMNS
 from transforms.incremental import MANIFEST_SCHEMA
-from transforms.tokenizers import TokenizerError, load_tokenizer
+from transforms.tokenizers import TokenizerError
 
 __all__ = ["RechunkOptions", "build_pipeline", "main", "run"]
 
@@ -273,13 +274,15 @@ def _load_spec(job_opts: RechunkOptions) -> tuple[dict[str, Any], Any]:
         raise OptionError(str(err)) from None
     except (TypeError, ValueError, AttributeError, KeyError) as err:  # a shape no check foresaw
         raise OptionError(f"{where}: malformed configuration ({type(err).__name__}: {err})") from None
+    kind, _, path = spec["tokenizer"].partition(":")
+    if kind == "hf" and path and "://" not in path:  # workers load it again, from their own working directory
+        spec["tokenizer"] = f"hf:{os.path.abspath(path)}"
     try:
-        tokenizer = load_tokenizer(spec["tokenizer"])
+        # The workers' per-process cache: in-process runners (in_memory) reuse this instance
+        # instead of loading the vocabulary a second time (0.4 s for cl100k_base).
+        tokenizer = _shared_tokenizer(spec["tokenizer"])
     except TokenizerError as err:
         raise OptionError(f"--tokenizer: {err}") from None
-    kind, _, path = spec["tokenizer"].partition(":")
-    if kind == "hf" and "://" not in path:  # workers load it again, from their own working directory
-        spec["tokenizer"] = f"hf:{os.path.abspath(path)}"
     try:
         build_router(spec, tokenizer=tokenizer)
     except (TypeError, ValueError, ImportError) as err:

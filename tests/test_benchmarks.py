@@ -56,6 +56,49 @@ def test_benchmark_runs_on_a_tiny_input(tmp_path, capsys):
         assert out.with_suffix(".png").stat().st_size > 1000
 
 
+def test_benchmark_job_rows_alone_on_a_tiny_input(tmp_path):
+    """--skip chunkers,docling,peers,linear: only the whole-job rows, each a real run of the job."""
+    out = tmp_path / "job.md"
+    assert throughput.main([
+        "--input", str(SAMPLE), "--rounds", "1", "--skip", "chunkers,docling,peers,linear", "--out", str(out),
+    ]) == 0
+    table = out.read_text()
+    assert "### Text" not in table and "### Docling" not in table and "### Linear" not in table
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in table.splitlines()
+            if line.startswith("| plain") or line.startswith("| job")}
+    assert len(rows) == 3
+    chunks = {name: cells[4] for name, cells in rows.items()}
+    assert len(set(chunks.values())) == 1 and int(chunks["job, DirectRunner in_memory"].replace(",", "")) > 7
+    # multi_processing: the launcher and its two workers each have a CPU figure
+    workers = rows["job, DirectRunner multi_processing, 2 workers"][7].split(", ")
+    assert len(workers) >= 3 and all(float(c) > 0 for c in workers)
+
+
+def test_incremental_benchmark_runs_on_a_tiny_input(tmp_path):
+    """benchmarks/incremental.py end to end on the sample: it checks the incremental output against
+    the full run's itself (it exits otherwise) and reports the wall and CPU fractions."""
+    import incremental
+
+    out = tmp_path / "incremental.md"
+    incremental.main(["--input", str(SAMPLE), "--changed", "0.5", "--rounds", "1",
+                      "--workdir", str(tmp_path / "work"), "--out", str(out)])
+    text = out.read_text()
+    assert "| incremental |" in text and "| start-up, incremental |" in text
+    assert "Skipped unchanged: 3;" in text  # 7 documents, every second one in id order edited
+    assert "By CPU seconds" in text
+
+
+def test_job_phases_on_the_sample(tmp_path, capsys):
+    import job_phases
+
+    figures = job_phases.main(["--input", str(SAMPLE), "--output", str(tmp_path / "out")])
+    printed = capsys.readouterr().out
+    assert figures["exit"] == 0 and (tmp_path / "out" / "report.json").is_file()
+    assert len(figures["stages"]) > 5 and 0 < figures["outside"] <= figures["launcher"] <= figures["critical"] + 1e-6
+    assert any("Route chunk and validate" in stage for stage in figures["stages"])
+    assert "critical path" in printed
+
+
 def test_plain_loop_and_linear_probe(tmp_path):
     result = throughput.plain_loop(str(SAMPLE), str(tmp_path / "loop"))
     import pyarrow.parquet as pq

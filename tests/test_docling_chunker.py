@@ -325,13 +325,13 @@ def test_docling_chunker_is_built_once_and_semchunk_memo_is_freed(tok, monkeypat
     import transforms.chunkers.docling as module
 
     built = []
-    real = module.HybridChunker
+    real = module._docling().HybridChunker
 
     def counting(**kwargs):
         built.append(kwargs)
         return real(**kwargs)
 
-    monkeypatch.setattr(module, "HybridChunker", counting)
+    monkeypatch.setattr(module._docling(), "HybridChunker", counting)
     chunker = DoclingChunker(max_tokens=32, tokenizer=tok)
     document = _duck_document()
     chunker.chunk(document, tokenizer_identity="t")
@@ -417,3 +417,56 @@ def test_hierarchical_config_hash_ignores_budget_parameters(tok):
     assert h(max_tokens=512) == h(max_tokens=256) == h(merge_peers=False)
     assert h() != h(contextualize=False)
     assert DoclingChunker(chunker="hierarchical").config() == {"chunker": "hierarchical", "contextualize": True}
+
+
+# ---------------------------------------------------------------------------------------------
+# Start-up cost
+# ---------------------------------------------------------------------------------------------
+
+_LAZY_IMPORT_PROBE = r"""
+import json, sys, tempfile
+from pathlib import Path
+
+HEAVY = ("docling_core.transforms.chunker", "transformers", "torch", "semchunk")
+loaded = lambda: sorted(m for m in HEAVY if m in sys.modules)  # noqa: E731
+
+from pipelines.rechunk import parse_job
+from transforms.beam import _ChunkDoFn
+from transforms.documents import Document
+
+# The launcher: every option checked, the default configuration's router built once.
+job = parse_job(["--input", "sample/docs.parquet", "--output", str(Path(tempfile.mkdtemp()) / "out")])
+after_launch = loaded()
+# A worker: the chunking DoFn set up, a Markdown document chunked (the docling route is not taken).
+dofn = _ChunkDoFn(job.spec)
+dofn.setup()
+rows = list(dofn.process(Document(id="m", content="# Title\n\nSome text.\n", content_format="markdown"),
+                         job.tokenizer_identity))
+after_markdown = loaded()
+# The first DoclingDocument (the sample's): now docling-core's chunker is imported, and it chunks.
+import pyarrow.parquet as pq
+content = next(r["content"] for r in pq.read_table("sample/docs.parquet").to_pylist()
+               if r["content_format"] == "docling")
+docling = Document(id="d", content=content, content_format="docling")
+rows += list(dofn.process(docling, job.tokenizer_identity))
+print(json.dumps({"launch": after_launch, "markdown": after_markdown, "docling": loaded(),
+                  "chunks": sorted({r["document_id"] for r in rows if isinstance(r, dict)})}))
+"""
+
+
+def test_launcher_and_workers_import_docling_chunking_only_for_a_docling_document():
+    """docling-core's chunker package imports transformers (and torch, with the semantic extra):
+    seconds of start-up in the launcher and in every worker. Only the first DoclingDocument a
+    DoclingChunker chunks may import it."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    out = subprocess.run([sys.executable, "-c", _LAZY_IMPORT_PROBE], cwd=REPO,
+                         capture_output=True, text=True, check=True)
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found["launch"] == []
+    assert found["markdown"] == []
+    assert "docling_core.transforms.chunker" in found["docling"]  # the probe sees the import when it happens
+    assert found["chunks"] == ["d", "m"]

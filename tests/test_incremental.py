@@ -156,6 +156,36 @@ def test_fingerprint_covers_every_input_of_the_chunks():
     assert unchanged_key(row) == unchanged_key(dict(row)) and unchanged_key(row) != unchanged_key(changed)
 
 
+def test_kept_chunks_are_the_kept_documents_rows_in_order_and_the_rest_are_listed():
+    """Rows of kept and other documents interleaved in one previous table: the kept table holds
+    exactly the kept documents' rows, every column, in their order; the others' ids go on."""
+    from apache_beam.pvalue import TaggedOutput
+
+    from transforms.beam import PREVIOUS_IDS, _KeptChunksDoFn
+    from transforms.documents import CHUNK_SCHEMA
+    from transforms.incremental import id_key
+
+    order = ["a", "a", "b", "a", "c", "c", "b", "d"]
+    rows = []
+    for position, document_id in enumerate(order):
+        row = {field.name: None for field in CHUNK_SCHEMA}
+        row.update(chunk_id=f"{document_id}-{position}", document_id=document_id, chunk_index=position,
+                   text=f"text {position}", embedding_text=f"text {position}", headings=[document_id])
+        rows.append(row)
+    table = pa.Table.from_pylist(rows, schema=CHUNK_SCHEMA)
+    dofn = _KeptChunksDoFn()
+    dofn.setup()
+    outputs = list(dofn.process(table, [id_key("a"), id_key("c"), id_key("unknown")]))
+    kept = [o for o in outputs if isinstance(o, pa.Table)]
+    others = [o.value for o in outputs if isinstance(o, TaggedOutput) and o.tag == PREVIOUS_IDS]
+    assert len(kept) == 1 and kept[0].schema == CHUNK_SCHEMA
+    assert kept[0].to_pylist() == [r for r in rows if r["document_id"] in ("a", "c")]
+    assert others == [("b", (2, "b-2")), ("b", (6, "b-6")), ("d", (7, "d-7"))]
+    # Nothing kept, or everything: one output kind only.
+    assert all(isinstance(o, TaggedOutput) for o in dofn.process(table, []))
+    assert [o.num_rows for o in dofn.process(table, [id_key(i) for i in "abcd"])] == [8]
+
+
 def test_stale_chunk_ids_keep_the_previous_order():
     assert stale_chunk_ids([(2, "c"), (0, "a"), (1, "b")], ["b"]) == ["a", "c"]
     assert stale_chunk_ids([(0, "a")], ["a"]) == []

@@ -734,7 +734,8 @@ class _SelectChangedDoFn(beam.DoFn):
         self._router = build_router(self._spec, tokenizer=self._tokenizer)
 
     def process(self, document: Document, tokenizer_identity: str, manifest: Mapping[int, int]):
-        previous = manifest.get(id_key(document.id))
+        key_of_id = id_key(document.id)
+        previous = manifest.get(key_of_id)
         if previous is None:
             self._new.inc()
             yield document
@@ -762,7 +763,7 @@ class _SelectChangedDoFn(beam.DoFn):
         self._progress.add(documents=1, chunks=chunk_count)
         _counter(f"chunks_by_chunker.{chunker.name}").inc(chunk_count)
         yield TaggedOutput(KEPT_MANIFEST, row)
-        yield TaggedOutput(_KEPT_IDS, id_key(document.id))
+        yield TaggedOutput(_KEPT_IDS, key_of_id)
 
 
 class _KeptChunksDoFn(beam.DoFn):

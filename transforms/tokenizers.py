@@ -19,7 +19,7 @@ Three implementations:
 
 from __future__ import annotations
 
-import base64
+import binascii
 import hashlib
 import importlib.util
 import os
@@ -109,6 +109,10 @@ def _bundled_ranks_path(filename: str) -> str:
     raise TokenizerError(f"cannot find {filename}: {_TIKTOKEN_INSTALL_HINT}")
 
 
+#: UTF-8 continuation bytes (``10xxxxxx``), deleted from a token's bytes to count the code points starting in it.
+_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
+
+
 def _parse_ranks(data: bytes, path: str) -> dict[bytes, int]:
     """Parse a ``.tiktoken`` ranks file (``BASE64_TOKEN RANK`` per line), as ``load_tiktoken_bpe`` does."""
     ranks: dict[bytes, int] = {}
@@ -117,7 +121,7 @@ def _parse_ranks(data: bytes, path: str) -> dict[bytes, int]:
             continue
         try:
             token, rank = line.split()
-            ranks[base64.b64decode(token, validate=True)] = int(rank)
+            ranks[binascii.a2b_base64(token, strict_mode=True)] = int(rank)  # b64decode(validate=True)
         except ValueError as err:  # binascii.Error is a ValueError
             raise TokenizerError(f"{path}: cannot parse ranks line {line[:80]!r}") from err
     if not ranks:
@@ -300,7 +304,8 @@ class TiktokenTokenizer:
         self._begins_code_point = [True] * size
         self._token_bytes = [0] * size
         for token_bytes, rank in ranks.items():
-            self._starts_in_token[rank] = sum(1 for b in token_bytes if b & 0xC0 != 0x80)
+            # code points starting in the token: its bytes that are not continuation bytes (10xxxxxx)
+            self._starts_in_token[rank] = len(token_bytes.translate(None, _CONTINUATION_BYTES))
             self._begins_code_point[rank] = token_bytes[0] & 0xC0 != 0x80
             self._token_bytes[rank] = len(token_bytes)
         self._starts_array = None  # numpy copy of _starts_in_token, made on first token_ends()

@@ -18,8 +18,10 @@ small ``BaseTokenizer`` adapter. The configuration follows ai4rag's ``DoclingChu
 
 from __future__ import annotations
 
+import functools
 import warnings
 from functools import cached_property
+from types import SimpleNamespace
 from typing import Any, Iterator, Mapping
 
 from transforms.chunkers.base import Chunker, ChunkingError, Piece
@@ -34,21 +36,31 @@ _DOCLING_INSTALL_HINT = (
     "The 'docling-core' package (with its chunking-openai extra) is required by DoclingChunker. "
     "Install rechunk as its README says, or `pip install 'docling-core[chunking-openai]'`."
 )
-_DOCLING_IMPORT_ERROR: ImportError | None = None
-try:
-    import semchunk.semchunk as _semchunk_module
-    from docling_core.transforms.chunker.hierarchical_chunker import HierarchicalChunker
-    from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
-    from docling_core.transforms.chunker.tokenizer.base import BaseTokenizer
-    from docling_core.types.doc import DoclingDocument, RefItem
-    from pydantic import ConfigDict
-except ImportError as err:
-    _DOCLING_IMPORT_ERROR = err
-
 _CHUNKERS = ("hybrid", "hierarchical")
 _DETAIL_CHARS = 200
 
-if _DOCLING_IMPORT_ERROR is None:
+
+@functools.lru_cache(maxsize=1)
+def _docling() -> SimpleNamespace:
+    """docling-core's chunker classes and semchunk, imported on first use.
+
+    Not at module import: importing ``docling_core.transforms.chunker`` (any of its modules runs
+    the package's ``__init__``) imports ``HybridChunker``'s Hugging Face tokenizer module, which
+    imports transformers and, when the ``semantic`` extra is installed, torch: about 2 s in the
+    launcher and in every worker, whether or not a DoclingDocument is ever chunked.
+
+    Raises:
+        ImportError: docling-core or semchunk is missing (with the install hint).
+    """
+    try:
+        import semchunk.semchunk as semchunk_module
+        from docling_core.transforms.chunker.hierarchical_chunker import HierarchicalChunker
+        from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
+        from docling_core.transforms.chunker.tokenizer.base import BaseTokenizer
+        from docling_core.types.doc import RefItem
+        from pydantic import ConfigDict
+    except ImportError as err:
+        raise ImportError(_DOCLING_INSTALL_HINT) from err
 
     class _BudgetTokenizer(BaseTokenizer):
         """docling-core's tokenizer interface over one of our tokenizers.
@@ -75,6 +87,14 @@ if _DOCLING_IMPORT_ERROR is None:
         def get_tokenizer(self) -> Any:
             """The token counter given to ``semchunk.chunkerify``."""
             return self.tokenizer.count
+
+    return SimpleNamespace(
+        semchunk=semchunk_module,
+        HierarchicalChunker=HierarchicalChunker,
+        HybridChunker=HybridChunker,
+        BudgetTokenizer=_BudgetTokenizer,
+        RefItem=RefItem,
+    )
 
 
 def _one_line(text: str) -> str:
@@ -188,15 +208,14 @@ class DoclingChunker(Chunker):
         Raises:
             ImportError: docling-core or semchunk is missing.
         """
-        if _DOCLING_IMPORT_ERROR is not None:
-            raise ImportError(_DOCLING_INSTALL_HINT) from _DOCLING_IMPORT_ERROR
+        dl = _docling()
         if self.chunker == "hierarchical":
-            return HierarchicalChunker()
-        adapter = _BudgetTokenizer(tokenizer=self.tokenizer, max_tokens=self.max_tokens)
+            return dl.HierarchicalChunker()
+        adapter = dl.BudgetTokenizer(tokenizer=self.tokenizer, max_tokens=self.max_tokens)
         # repeat_table_header=False: the chunking serializer writes tables as triplets, not
         # Markdown, so docling-core finds no header to repeat and, with it on, wraps the pieces of
         # an oversized table in a fake one-column Markdown table ("| - |\n| ... |").
-        return HybridChunker(
+        return dl.HybridChunker(
             tokenizer=adapter, merge_peers=self.merge_peers, repeat_table_header=False
         )
 
@@ -209,7 +228,7 @@ class DoclingChunker(Chunker):
         ``count`` (one key per tokenizer), so dropping that key after each document keeps the
         memo's benefit within a document and frees it afterwards.
         """
-        memo = getattr(_semchunk_module, "_memoized_token_counters", None)
+        memo = getattr(_docling().semchunk, "_memoized_token_counters", None)
         if isinstance(memo, dict) and self.tokenizer is not None:
             memo.pop(self.tokenizer.count, None)
 
@@ -291,10 +310,11 @@ def _resolve_items(chunk, doc) -> list:
     ``ListItem`` ... in ``meta.doc_items`` into a bare ``DocItem`` (no captions); the item's
     ``self_ref`` survives, so it is resolved against the document again.
     """
+    ref_item = _docling().RefItem
     items = []
     for item in chunk.meta.doc_items:
         try:
-            items.append(RefItem(cref=item.self_ref).resolve(doc))
+            items.append(ref_item(cref=item.self_ref).resolve(doc))
         except (IndexError, KeyError, ValueError):  # a ref the document does not hold: keep the copy
             items.append(item)
     return items
