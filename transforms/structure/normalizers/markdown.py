@@ -264,8 +264,14 @@ def _windowed_blocks(source: str) -> Iterator[Node | None]:
     dropped. A top-level block starts in the parser's initial state (only the document open), so
     from there the parse is the same as the whole document's; front matter is recognized in the
     first window only. Each window's blocks are converted in full and its parse tree freed, so
-    memory follows the window, not the document. A window that holds fewer than three blocks
-    (one huge list or fence) is doubled until it does, or reaches the end.
+    memory follows the window, not the document.
+
+    A window that holds fewer than three blocks ends in a block the window cannot hold. When that
+    block is raw (an HTML block, a fenced or an indented code block), its end depends on its
+    first line alone, so it is found by :func:`_raw_block_end` (a scan for the closing line, the
+    parser's own rule) without parsing the rest of it, and the next window starts after it: a
+    raw block of any size costs one window. Any other block (one huge list, quote or paragraph)
+    doubles the window until it holds three blocks or reaches the end.
     """
     line_starts = LineStarts(source)
     start, size, n = 0, WINDOW_CHARS, len(source)
@@ -276,10 +282,23 @@ def _windowed_blocks(source: str) -> Iterator[Node | None]:
             end = line_break.end() if line_break else n
         last = end == n
         nodes = list(_parser(front_matter=start == 0).tree(source[start:end]).children)
-        if not last and len(nodes) < 3:
-            size *= 2
-            continue
         pos = _Positions(source, start, end, line_starts)
+        if not last and len(nodes) < 3:
+            raw = _raw_tail(source, nodes, pos)
+            if raw is None:
+                size *= 2
+                continue
+            converted, next_start = raw
+            for node in nodes[:-1]:
+                before = _convert(node, pos, 0)
+                if before is not None:
+                    _materialize(before)
+                yield before
+            yield converted
+            if next_start >= n:
+                return
+            start, size = next_start, WINDOW_CHARS
+            continue
         if not last:
             dropped = next((node.srcmap for node in nodes[-2:] if node.srcmap is not None), None)
             next_start = line_starts.line_start(pos.interval(dropped)[0]) if dropped else start
@@ -294,6 +313,86 @@ def _windowed_blocks(source: str) -> Iterator[Node | None]:
         if last:
             return
         start, size = next_start, WINDOW_CHARS
+
+
+#: Parser node names of raw blocks: their end is decided by their first line (see _raw_block_end).
+_RAW = frozenset({"html_block", "fence", "code_block"})
+# CommonMark's HTML block kinds 1 to 5 (as markdown-it reads them: kind 4 needs an upper-case
+# letter) and the line that ends each; kinds 6 and 7 end before a blank line.
+_HTML_ENDS = (
+    (re.compile(r"<(?:script|pre|style|textarea)(?=[ \t\r\n>]|$)", re.I), re.compile(r"</(?:script|pre|style|textarea)>", re.I)),
+    (re.compile(r"<!--"), re.compile(r"-->")),
+    (re.compile(r"<\?"), re.compile(r"\?>")),
+    (re.compile(r"<![A-Z]"), re.compile(r">")),
+    (re.compile(r"<!\[CDATA\["), re.compile(r"\]\]>")),
+)
+# A blank line (only spaces and tabs) after a line break: where HTML blocks of kinds 6 and 7 end.
+_BLANK_LINE = re.compile(r"(?>\r\n?|\n)[ \t]*(?=[\r\n]|\Z)")
+# The first line after a line break indented less than four columns and not blank: what ends an
+# indented code block (a tab reaches column four).
+_UNINDENTED_LINE = re.compile(r"(?>\r\n?|\n) {0,3}[^ \t\r\n]")
+
+
+def _line_end(source: str, position: int) -> int:
+    """The end of the line holding ``position`` (before its line break)."""
+    line_break = LINE_BREAK.search(source, position)
+    return line_break.start() if line_break else len(source)
+
+
+def _raw_block_end(source: str, start: int, name: str, meta) -> int:
+    """Where a top-level raw block that starts on the line at ``start`` ends (the end of its last
+    line, before the line break; ``len(source)`` when it is never closed).
+
+    The rules are markdown-it's: an HTML block of kinds 1-5 runs through the first line (its
+    first included) that holds its end marker, kinds 6 and 7 up to a blank line; a fence
+    through the first line indented less than four columns that holds only the same marker
+    character, at least as many as the opening, and spaces or tabs; an indented code block
+    through its last indented line before a non-blank line indented less than four columns.
+    """
+    first_end = _line_end(source, start)
+    if name == "html_block":
+        first_line = source[start:first_end].lstrip(" \t")
+        for opening, closing in _HTML_ENDS:
+            if opening.match(first_line):
+                found = closing.search(source, start)
+                return _line_end(source, found.end()) if found else len(source)
+        blank = _BLANK_LINE.search(source, first_end)
+        return blank.start() if blank else len(source)
+    if name == "fence":
+        marker, length = str(meta.get("marker", "")), int(meta.get("marker_len", 0))
+        if marker not in ("`", "~") or length < 3:
+            raise ValueError(f"unexpected fence {meta!r}")
+        closing = re.compile(r"(?>\r\n?|\n) {0,3}%s{%d,}[ \t]*(?=[\r\n]|\Z)" % (re.escape(marker), length))
+        found = closing.search(source, first_end)
+        return found.end() if found else len(source)
+    # code_block: back from the line that ends it over blank lines.
+    found = _UNINDENTED_LINE.search(source, first_end)
+    end = found.start() if found else len(source)
+    while end > first_end:
+        cut = max(source.rfind("\n", start, end), source.rfind("\r", start, end))
+        if source[cut + 1 : end].strip(" \t"):
+            break
+        end = cut - 1 if source[cut] == "\n" and source[cut - 1] == "\r" else cut
+    return end
+
+
+def _raw_tail(source: str, nodes: list, pos: "_Positions") -> tuple[Node, int] | None:
+    """When a window's last top-level node is a raw block, that block as a :class:`Node` with its
+    real end (found by :func:`_raw_block_end`) and where the next window starts; else ``None``."""
+    if not nodes or nodes[-1].name not in _RAW or nodes[-1].srcmap is None:
+        return None
+    tail = nodes[-1]
+    converted = _convert(tail, pos, 0)
+    if converted is None:
+        return None
+    end = _raw_block_end(source, converted.start, tail.name, tail.meta)
+    while end > converted.start and source[end - 1] in "\r\n":
+        end -= 1
+    if end < converted.end:  # never expected: the parse of the window saw more of the block
+        return None
+    converted.end = end
+    line_break = LINE_BREAK.match(source, end)
+    return converted, line_break.end() if line_break else len(source)
 
 
 def _materialize(node: Node) -> None:
