@@ -45,7 +45,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from transforms.structure.tree import LINE_BREAK, LineStarts, Node, NormalizedDocument
 from transforms.tokenizers import Tokenizer
@@ -70,6 +70,8 @@ _WORD_START = re.compile(r"\s+")
 _ESTIMATE_SLACK = 16
 #: Texts of up to this many tokens keep their token ends as a list (see ``_Counter``).
 _LIST_TOKENS = 1 << 18
+#: Texts longer than this many code points are encoded a part of about this size at a time (see ``_Counter``).
+_PART_CHARS = 1 << 22
 _NON_SPACE = re.compile(r"\S")
 _CONTAINERS = frozenset({"list", "list_item", "quote"})
 _KIND = {"table_row": "table", "list_item": "list"}
@@ -230,14 +232,48 @@ class _Counter:
         self.additive = ends_of is not None
         self._prefix_cache: dict[tuple[str, ...], int] = {}
         if self.additive:
-            ends = ends_of(text)
-            # A list bisects fastest, but holds a Python int per token (about 36 bytes); a long
-            # text's ends stay in their array (4 bytes a token), bisected through a memoryview.
-            self._ends = ends.tolist() if len(ends) <= _LIST_TOKENS else memoryview(ends)
+            # A long text is encoded a part at a time, cut at stable line starts (pre-token
+            # boundaries, so each part's token ends, moved by its start, are the whole encoding's
+            # own): the ends are never joined into one array, which would hold them twice.
+            self._part_starts: list[int] = []
+            self._part_tokens: list[int] = []  # tokens before each part
+            self._parts: list = []
+            start, tokens = 0, 0
+            for end in self._part_ends(text, lines):
+                ends = ends_of(text[start:end] if (start, end) != (0, len(text)) else text)
+                if start:
+                    ends += start
+                self._part_starts.append(start)
+                self._part_tokens.append(tokens)
+                # A list bisects fastest, but holds a Python int per token (about 36 bytes); a long
+                # text's ends stay in their array (4 bytes a token), bisected through a memoryview.
+                self._parts.append(ends.tolist() if len(ends) <= _LIST_TOKENS else memoryview(ends))
+                start, tokens = end, tokens + len(ends)
+            if len(self._parts) == 1:
+                self._ends = self._parts[0]
+                self.tokens_before = self._tokens_before_whole  # type: ignore[method-assign]
+
+    @staticmethod
+    def _part_ends(text: str, lines: Lines) -> Iterator[int]:
+        """Where the parts of ``text`` end: the first stable line start after every
+        :data:`_PART_CHARS` characters, then the end of the text."""
+        position, n = 0, len(text)
+        while position + _PART_CHARS < n:
+            cut = next((m.end() for m in LINE_BREAK.finditer(text, position + _PART_CHARS)
+                        if lines.is_stable(m.end())), n)
+            if cut >= n:
+                break
+            yield cut
+            position = cut
+        yield n
+
+    def _tokens_before_whole(self, position: int) -> int:
+        return bisect_right(self._ends, position)
 
     def tokens_before(self, position: int) -> int:
         """Tokens of the whole encoding that end at or before ``position`` (additive tokenizers)."""
-        return bisect_right(self._ends, position)
+        k = bisect_right(self._part_starts, position) - 1
+        return self._part_tokens[k] + bisect_right(self._parts[k], position)
 
     def span(self, start: int, end: int) -> int:
         """Tokens of ``text[start:end]``: exact when both ends are stable (or always, if not additive)."""
