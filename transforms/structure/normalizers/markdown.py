@@ -263,8 +263,10 @@ def _windowed_blocks(source: str) -> Iterator[Node | None]:
     window could still extend them) and the next window starts at the line of the first one
     dropped. A top-level block starts in the parser's initial state (only the document open), so
     from there the parse is the same as the whole document's; front matter is recognized in the
-    first window only. Each window's blocks are converted in full and its parse tree freed, so
-    memory follows the window, not the document.
+    first window only. Each window's top-level blocks are converted and its parse tree freed, so
+    memory follows the window, not the document; the children of a block (a list's items, a
+    table's rows, a quote's blocks) are parsed again from the block's own text if the packer
+    asks for them (see :func:`_detached`), which it does only for a block too large for a chunk.
 
     A window that holds fewer than three blocks ends in a block the window cannot hold. When that
     block is raw (an HTML block, a fenced or an indented code block), its end depends on its
@@ -290,10 +292,7 @@ def _windowed_blocks(source: str) -> Iterator[Node | None]:
                 continue
             converted, next_start = raw
             for node in nodes[:-1]:
-                before = _convert(node, pos, 0)
-                if before is not None:
-                    _materialize(before)
-                yield before
+                yield _detached(_convert(node, pos, 0), source, line_starts)
             yield converted
             if next_start >= n:
                 return
@@ -306,10 +305,7 @@ def _windowed_blocks(source: str) -> Iterator[Node | None]:
                 size *= 2
                 continue
         for node in nodes if last else nodes[:-2]:
-            converted = _convert(node, pos, 0)
-            if converted is not None:
-                _materialize(converted)
-            yield converted
+            yield _detached(_convert(node, pos, 0), source, line_starts)
         if last:
             return
         start, size = next_start, WINDOW_CHARS
@@ -393,6 +389,48 @@ def _raw_tail(source: str, nodes: list, pos: "_Positions") -> tuple[Node, int] |
     converted.end = end
     line_break = LINE_BREAK.match(source, end)
     return converted, line_break.end() if line_break else len(source)
+
+
+def _detached(node: Node | None, source: str, line_starts: LineStarts) -> Node | None:
+    """``node`` (a top-level block of a window) without references to the window's parse tree.
+
+    A block with children gets them from a parse of its own text, ``source[node.start:node.end]``,
+    on first use: a top-level block starts in the parser's initial state and its extent is
+    decided, so that parse gives the same children (``tests/test_normalize_markdown.py``
+    compares them with a whole parse's). Children are the bulk of a document's nodes, and the
+    packer looks into a block only when it does not fit a chunk.
+    """
+    if node is not None and node.kind in ("list", "quote", "table"):
+        node.children = LazyChildren(_reparsed_children, node.start, node.end, source, line_starts)
+    return node
+
+
+class _PastTheEnd(_Positions):
+    """:class:`_Positions` for a parse of ``text[offset:limit]`` that stands for a part of a longer
+    parse: an end the parser reports past the parsed text (after expanding a tab) is not cut to
+    ``limit`` but goes on into the text after it, as in the longer parse (one code point a byte:
+    such an end passes the limit by at most three bytes)."""
+
+    def __init__(self, text: str, offset: int, limit: int, line_starts: LineStarts) -> None:
+        super().__init__(text, offset, limit, line_starts)
+        self._parsed_bytes = (limit - offset) if self.ascii else self._last
+
+    def interval(self, srcmap) -> tuple[int, int]:
+        start, end = super().interval(srcmap)
+        past = srcmap[1] - self._parsed_bytes
+        if past > 0:
+            end = min(self.limit + past, len(self.text))
+        return start, end
+
+
+def _reparsed_children(start: int, end: int, source: str, line_starts: LineStarts) -> tuple[Node, ...]:
+    pos = _PastTheEnd(source, start, end, line_starts)
+    for parsed in _parser(front_matter=False).tree(source[start:end]).children:
+        converted = _convert(parsed, pos, 0)
+        if converted is not None and converted.start == start:
+            _materialize(converted)
+            return tuple(converted.children)
+    return ()
 
 
 def _materialize(node: Node) -> None:
