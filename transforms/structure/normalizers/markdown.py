@@ -98,7 +98,9 @@ class _Positions:
             np.not_equal(raw & 0xC0, 0x80, out=lead[: len(raw)])
             del raw
             blocks = lead.reshape(-1, 256)
-            before = np.cumsum(blocks.sum(axis=1, dtype=np.int64)) - blocks.sum(axis=1, dtype=np.int64) + offset
+            per_block = blocks.sum(axis=1, dtype=np.int64)
+            before = np.cumsum(per_block) - per_block + offset
+            del per_block
             # Lead bytes before each position of its block: an inclusive sum minus the byte itself,
             # both modulo 256, which is exact because the result is at most 255.
             within = np.cumsum(blocks, axis=1, dtype=np.uint8)
@@ -225,10 +227,8 @@ def normalize_markdown(content: str) -> NormalizedDocument:
         A verbatim :class:`NormalizedDocument` (``text`` is ``content``); intervals in code points.
     """
     source = content
-    if not content.isascii() and _SURROGATE.search(content):
-        # Lone surrogates cannot cross into the parser; each becomes one "?" so code-point
-        # positions are unchanged.
-        source = content.encode("utf-8", "replace").decode("utf-8")
+    if len(content) > WINDOW_CHARS and not content.isascii() and _SURROGATE.search(content):
+        source = _without_surrogates(content)
     deep = _too_deep(source)
     if deep is not None:
         # The Rust parser recurses once per nesting level and overflows its stack (a crash, not
@@ -243,7 +243,11 @@ def normalize_markdown(content: str) -> NormalizedDocument:
         )
     blocks: list[Node] = []
     if len(source) <= WINDOW_CHARS:
-        pos = _Positions(source)
+        try:
+            pos = _Positions(source)  # encodes a non-ASCII text to UTF-8: fails on a surrogate
+        except UnicodeEncodeError:
+            source = _without_surrogates(content)
+            pos = _Positions(source)
         converted_blocks = (_convert(node, pos, 0) for node in _parser().tree(source).children)
     else:
         converted_blocks = _windowed_blocks(source)
@@ -254,6 +258,12 @@ def normalize_markdown(content: str) -> NormalizedDocument:
             continue
         blocks.append(converted)
     return NormalizedDocument(text=content, blocks=tuple(blocks), content_format="markdown")
+
+
+def _without_surrogates(content: str) -> str:
+    """Lone surrogates cannot cross into the parser; each becomes one "?" so code-point
+    positions are unchanged."""
+    return content.encode("utf-8", "replace").decode("utf-8")
 
 
 def _windowed_blocks(source: str) -> Iterator[Node | None]:
