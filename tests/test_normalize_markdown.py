@@ -233,19 +233,23 @@ def test_a_huge_raw_block_is_ended_by_a_scan_with_the_parser_never_seeing_more_t
     assert max(b.end - b.start for b in raw) > 20 * 300
 
 
-def test_children_of_a_long_documents_blocks_come_from_a_parse_of_the_block_alone(monkeypatch):
-    """Past WINDOW_CHARS, lists, quotes and tables keep no converted children: each parses its own
-    text again when asked, and gets exactly the children of the whole parse (tab-indented
-    lines, where the parser reports ends past a line, included)."""
+@pytest.mark.parametrize("eager", [False, True])
+def test_children_of_a_long_documents_blocks_come_from_a_parse_of_the_block_alone(monkeypatch, eager):
+    """Past WINDOW_CHARS, lists, quotes and tables under EAGER_CHILDREN_CHARS keep no converted
+    children: each parses its own text again when asked, and gets exactly the children of the
+    whole parse (tab-indented lines, where the parser reports ends past a line, included).
+    Larger ones are converted from the window's parse, with the same result."""
     from transforms.structure.normalizers import markdown
     from transforms.structure.tree import LazyChildren
 
     text = (_WINDOW_TRAPS + "- item\n    ```\n\t```\n\tcode\n\n> q\n| a | b |\n|---|---|\n\n") * 4
     whole = _deep(normalize_markdown(text))
     monkeypatch.setattr(markdown, "WINDOW_CHARS", 60)
+    monkeypatch.setattr(markdown, "EAGER_CHILDREN_CHARS", 1 if eager else 4096)
     doc = normalize_markdown(text)
     containers = [b for b in doc.blocks if b.kind in ("list", "quote", "table")]
-    assert containers and all(isinstance(b.children, LazyChildren) and b.children._nodes is None for b in containers)
+    lazy = [isinstance(b.children, LazyChildren) and b.children._nodes is None for b in containers]
+    assert containers and all(lazy) != eager and any(lazy) != eager
     assert _deep(doc) == whole
 
 

@@ -321,6 +321,9 @@ def _windowed_blocks(source: str) -> Iterator[Node | None]:
         start, size = next_start, WINDOW_CHARS
 
 
+#: A long document's list, quote or table of at least this many code points keeps its children
+#: converted (see ``_detached``); a shorter one parses them again if ever asked.
+EAGER_CHILDREN_CHARS = 4096
 #: Parser node names of raw blocks: their end is decided by their first line (see _raw_block_end).
 _RAW = frozenset({"html_block", "fence", "code_block"})
 # CommonMark's HTML block kinds 1 to 5 (as markdown-it reads them: kind 4 needs an upper-case
@@ -408,10 +411,15 @@ def _detached(node: Node | None, source: str, line_starts: LineStarts) -> Node |
     on first use: a top-level block starts in the parser's initial state and its extent is
     decided, so that parse gives the same children (``tests/test_normalize_markdown.py``
     compares them with a whole parse's). Children are the bulk of a document's nodes, and the
-    packer looks into a block only when it does not fit a chunk.
+    packer looks into a block only when it does not fit a chunk. A block of
+    :data:`EAGER_CHILDREN_CHARS` or more, which is likely not to fit, has its children converted
+    now instead (parsing it again would cost a second parse of most of a table-heavy document).
     """
     if node is not None and node.kind in ("list", "quote", "table"):
-        node.children = LazyChildren(_reparsed_children, node.start, node.end, source, line_starts)
+        if node.end - node.start >= EAGER_CHILDREN_CHARS:
+            _materialize(node)  # likely to be split: converted now, from the window's parse
+        else:
+            node.children = LazyChildren(_reparsed_children, node.start, node.end, source, line_starts)
     return node
 
 
