@@ -87,3 +87,11 @@ def test_side_by_side_runs_on_a_tiny_input(capsys):
     table = capsys.readouterr().out
     for row in ("baseline: TokenTextSplitter + validation", "this checkout: RecursiveCharacterTextSplitter"):
         assert f"| {row} |" in table, row
+
+
+def test_chunker_memory_runs_on_a_tiny_input(capsys):
+    import chunker_memory
+
+    assert chunker_memory.main(["--input", str(SAMPLE)]) == 0
+    out = capsys.readouterr().out
+    assert "normalized: peak +" in out and "bytes a character" in out
