@@ -46,6 +46,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Iterator, Mapping
 
 from transforms.structure.tree import LINE_BREAK, LineStarts, Node, NormalizedDocument
@@ -251,8 +252,9 @@ class _Counter:
                 self._parts.append(ends.tolist() if len(ends) <= _LIST_TOKENS else memoryview(ends))
                 start, tokens = end, tokens + len(ends)
             if len(self._parts) == 1:
-                self._ends = self._parts[0]
-                self.tokens_before = self._tokens_before_whole  # type: ignore[method-assign]
+                # One bisection, through a partial (a bound method stored on the instance would
+                # be a reference cycle, keeping the ends alive until the next collection).
+                self.tokens_before = partial(bisect_right, self._parts[0])  # type: ignore[method-assign]
 
     @staticmethod
     def _part_ends(text: str, lines: Lines) -> Iterator[int]:
@@ -267,9 +269,6 @@ class _Counter:
             yield cut
             position = cut
         yield n
-
-    def _tokens_before_whole(self, position: int) -> int:
-        return bisect_right(self._ends, position)
 
     def tokens_before(self, position: int) -> int:
         """Tokens of the whole encoding that end at or before ``position`` (additive tokenizers)."""
