@@ -46,7 +46,6 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Iterator, Mapping
 
 from transforms.structure.tree import LINE_BREAK, LineStarts, Node, NormalizedDocument
@@ -251,10 +250,7 @@ class _Counter:
                 # text's ends stay in their array (4 bytes a token), bisected through a memoryview.
                 self._parts.append(ends.tolist() if len(ends) <= _LIST_TOKENS else memoryview(ends))
                 start, tokens = end, tokens + len(ends)
-            if len(self._parts) == 1:
-                # One bisection, through a partial (a bound method stored on the instance would
-                # be a reference cycle, keeping the ends alive until the next collection).
-                self.tokens_before = partial(bisect_right, self._parts[0])  # type: ignore[method-assign]
+            self._single = self._parts[0] if len(self._parts) == 1 else None
 
     @staticmethod
     def _part_ends(text: str, lines: Lines) -> Iterator[int]:
@@ -272,6 +268,8 @@ class _Counter:
 
     def tokens_before(self, position: int) -> int:
         """Tokens of the whole encoding that end at or before ``position`` (additive tokenizers)."""
+        if self._single is not None:
+            return bisect_right(self._single, position)
         k = bisect_right(self._part_starts, position) - 1
         return self._part_tokens[k] + bisect_right(self._parts[k], position)
 
