@@ -261,7 +261,7 @@ def test_raw_block_ends_agree_with_the_parser_on_random_markdown(monkeypatch):
     pieces = ["<div>\n", "</div>\n", "\n", "\n\n", " \t\n", "text line\n", "<!-- c\n", " --> x\n", "<script>\n",
               "</SCRIPT> t\n", "<pre\n", "</pre>\n", "<?php\n", "?>\n", "<!DOCTYPE x\n", "<!doctype x\n", ">\n",
               "<![CDATA[\n", "]]>\n", "```\n", "````py x\n", "```` \t\n", "~~~\n", "   ```\n", "    ```\n", "\t```\n",
-              "    code\n", "\tcode\n", "  \n", "# H\n", "- item\n", "> q\n", "| a | b |\n|---|---|\n", "para\r\n",
+              "    code\n", "\tcode\n", "  \n", "<pre\x0cx\n", "<pre\u00a0x\n", "# H\n", "- item\n", "> q\n", "| a | b |\n|---|---|\n", "para\r\n",
               "\r", "é😀\n", "<custom-tag>\n", "  <div>\n", "text"]
     rng = random.Random(7)
     for _ in range(400):

@@ -329,7 +329,7 @@ _RAW = frozenset({"html_block", "fence", "code_block"})
 # CommonMark's HTML block kinds 1 to 5 (as markdown-it reads them: kind 4 needs an upper-case
 # letter) and the line that ends each; kinds 6 and 7 end before a blank line.
 _HTML_ENDS = (
-    (re.compile(r"<(?:script|pre|style|textarea)(?=[ \t\r\n>]|$)", re.I), re.compile(r"</(?:script|pre|style|textarea)>", re.I)),
+    (re.compile(r"<(?:script|pre|style|textarea)(?=\s|>|$)", re.I), re.compile(r"</(?:script|pre|style|textarea)>", re.I)),
     (re.compile(r"<!--"), re.compile(r"-->")),
     (re.compile(r"<\?"), re.compile(r"\?>")),
     (re.compile(r"<![A-Z]"), re.compile(r">")),
