@@ -143,3 +143,11 @@ def test_benchmark_rows_picks_rows(tmp_path):
     if importlib.util.find_spec("langchain_text_splitters") is not None:
         expected.append("LangChain TokenTextSplitter")
     assert names[names.index("encode_ordinary"):] == expected
+
+
+def test_chunker_memory_runs_on_a_tiny_input(capsys):
+    import chunker_memory
+
+    assert chunker_memory.main(["--input", str(SAMPLE)]) == 0
+    out = capsys.readouterr().out
+    assert "normalized: peak +" in out and "bytes a character" in out

@@ -178,3 +178,94 @@ def test_byte_offsets_become_code_points_across_blocks(offset):
         got = [positions.code_point(b) for b in range(len(raw) + 3)]
         assert got == expected + [count, count]
         assert positions.interval((0, len(raw) + 5)) == (offset, len(text))
+
+
+# -- long documents: raw blocks of any size cost one window, children are parsed again --------
+
+
+def _deep(doc) -> tuple:
+    """Every block and descendant with all its fields (children parsed if lazy)."""
+
+    def one(n):
+        return (n.kind, n.start, n.end, n.level, n.title, n.language, n.fence, n.header_rows,
+                tuple(one(c) for c in n.children))
+
+    return tuple(one(b) for b in doc.blocks)
+
+
+def _windowed(monkeypatch, text: str, window: int) -> tuple[tuple, list[int]]:
+    """The deep outline of ``text`` parsed in windows of ``window`` characters, and the length of
+    every text handed to the parser."""
+    from transforms.structure.normalizers import markdown
+
+    monkeypatch.setattr(markdown, "WINDOW_CHARS", window)
+    parsed: list[int] = []
+    real_parser = markdown._parser
+    monkeypatch.setattr(markdown, "_parser", lambda front_matter=True: _Spy(real_parser(front_matter), parsed))
+    try:
+        return _deep(normalize_markdown(text)), parsed
+    finally:
+        monkeypatch.undo()
+
+
+_HUGE_RAW = {
+    "unclosed html": "<div>\n" + "<p>raw line é</p>\n" * 3000,
+    "html to a blank line": "<div class='x'>\n" + "<span>raw line</span>\n" * 3000 + "   \n\nAfter.\n",
+    "comment closed late": "<!-- note\n" + "still a comment\n\n" * 2000 + "end --> tail\n\nAfter.\n",
+    "script with blank lines": "<script>\n" + "let a = 1;\n\n" * 2000 + "</SCRIPT>\n\n# After\n",
+    "unclosed fence": "```python\n" + "print('x')  # é\n\n" * 2000,
+    "fence closed by a longer one": "~~~~ text\n" + "~~~\n```\nline\n" * 1500 + "   ~~~~~~ \t\r\n\r\nAfter.\n",
+    "indented code": "    code line\n\n  \n" * 2000 + "Para.\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_HUGE_RAW))
+def test_a_huge_raw_block_is_ended_by_a_scan_with_the_parser_never_seeing_more_than_two_windows(monkeypatch, name):
+    """A raw block (HTML, fenced or indented code) far larger than the window: the same blocks as
+    one whole parse, while no text handed to the parser is longer than two windows (the parse
+    window, hence the normalizer's state, stays bounded: it used to double up to the block)."""
+    text = "# Title\n\nSome text before.\n\n" + _HUGE_RAW[name] + "\n" + "Text after the block.\n\n" * 20
+    whole = _deep(normalize_markdown(text))
+    windowed, parsed = _windowed(monkeypatch, text, 300)
+    assert windowed == whole
+    assert len(text) > 40 * 300 and max(parsed) <= 2 * 300 + 100
+    raw = [b for b in normalize_markdown(text).blocks if b.kind in ("html", "code")]
+    assert max(b.end - b.start for b in raw) > 20 * 300
+
+
+@pytest.mark.parametrize("eager", [False, True])
+def test_children_of_a_long_documents_blocks_come_from_a_parse_of_the_block_alone(monkeypatch, eager):
+    """Past WINDOW_CHARS, lists, quotes and tables under EAGER_CHILDREN_CHARS keep no converted
+    children: each parses its own text again when asked, and gets exactly the children of the
+    whole parse (tab-indented lines, where the parser reports ends past a line, included).
+    Larger ones are converted from the window's parse, with the same result."""
+    from transforms.structure.normalizers import markdown
+    from transforms.structure.tree import LazyChildren
+
+    text = (_WINDOW_TRAPS + "- item\n    ```\n\t```\n\tcode\n\n> q\n| a | b |\n|---|---|\n\n") * 4
+    whole = _deep(normalize_markdown(text))
+    monkeypatch.setattr(markdown, "WINDOW_CHARS", 60)
+    monkeypatch.setattr(markdown, "EAGER_CHILDREN_CHARS", 1 if eager else 4096)
+    doc = normalize_markdown(text)
+    containers = [b for b in doc.blocks if b.kind in ("list", "quote", "table")]
+    lazy = [isinstance(b.children, LazyChildren) and b.children._nodes is None for b in containers]
+    assert containers and all(lazy) != eager and any(lazy) != eager
+    assert _deep(doc) == whole
+
+
+def test_raw_block_ends_agree_with_the_parser_on_random_markdown(monkeypatch):
+    """Random mixes of the lines that open, close and continue raw blocks (with \\r\\n, lone \\r,
+    tabs): windows far smaller than the blocks give exactly the whole parse's blocks."""
+    import random
+
+    pieces = ["<div>\n", "</div>\n", "\n", "\n\n", " \t\n", "text line\n", "<!-- c\n", " --> x\n", "<script>\n",
+              "</SCRIPT> t\n", "<pre\n", "</pre>\n", "<?php\n", "?>\n", "<!DOCTYPE x\n", "<!doctype x\n", ">\n",
+              "<![CDATA[\n", "]]>\n", "```\n", "````py x\n", "```` \t\n", "~~~\n", "   ```\n", "    ```\n", "\t```\n",
+              "    code\n", "\tcode\n", "  \n", "<pre\x0cx\n", "<pre\u00a0x\n", "# H\n", "- item\n", "> q\n", "| a | b |\n|---|---|\n", "para\r\n",
+              "\r", "é😀\n", "<custom-tag>\n", "  <div>\n", "text"]
+    rng = random.Random(7)
+    for _ in range(400):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 60)))
+        whole = _deep(normalize_markdown(text))
+        for window in (5, 40):
+            assert _windowed(monkeypatch, text, window)[0] == whole, (window, text)

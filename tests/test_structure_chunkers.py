@@ -434,3 +434,22 @@ def test_long_documents_chunk_the_same_with_bounded_memory_paths(monkeypatch):
     monkeypatch.setattr(tokenizers, "SEGMENT_CHARS", 1000)
     assert run() == expected
     assert sum(1 for c in expected[0] if c[3] == "prose") > 100
+
+
+def test_a_long_text_is_counted_a_part_at_a_time_with_the_same_chunks(monkeypatch, tokenizer):
+    """Past _PART_CHARS the packer encodes the text a part at a time, cut at stable line starts,
+    and keeps the parts apart (never one joined array): no encode sees much more than a part,
+    and the chunks are exactly those of one whole encode."""
+    from transforms.structure import packing
+
+    section = "# Part {i}\n\nSome prose about part {i}, long enough to need a few tokens. " * 3
+    content = "\n\n".join(section.format(i=i) + "\n\n```\ncode {i}\n```\n\n- a\n- b\n".format(i=i) for i in range(60))
+    chunker = StructureAwareChunker(tokenizer=tokenizer, max_tokens=64, target_tokens=48)
+    whole = [(c.text, c.start_offset, c.token_count, c.metadata) for c in _chunks(chunker, content)]
+    encoded: list[int] = []
+    real = type(tokenizer).token_ends
+    monkeypatch.setattr(type(tokenizer), "token_ends", lambda self, text: encoded.append(len(text)) or real(self, text))
+    monkeypatch.setattr(packing, "_PART_CHARS", 500)
+    parted = [(c.text, c.start_offset, c.token_count, c.metadata) for c in _chunks(chunker, content)]
+    assert parted == whole
+    assert len(encoded) > 10 and max(encoded) < 500 + 200 and sum(encoded) == len(content)

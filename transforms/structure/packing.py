@@ -23,7 +23,8 @@ How a document is cut
     verbatim slice exactly when it has one span.
 
 Counting, linear in the document
-    The tokenizer encodes the whole text once (``Tokenizer.token_ends``). For tiktoken's
+    The tokenizer encodes the whole text once (``Tokenizer.token_ends``; a text longer than
+    ``_PART_CHARS`` a part at a time, cut at such line starts, each part's ends kept apart). For tiktoken's
     cl100k_base and for UTF-8 bytes, a slice that starts and ends at line starts followed by
     text (every tile boundary) has exactly as many tokens as the whole encoding has inside it, and
     such slices add up exactly, so a chunk's count is a difference of two running totals plus its
@@ -45,7 +46,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from transforms.structure.tree import LINE_BREAK, LineStarts, Node, NormalizedDocument
 from transforms.tokenizers import Tokenizer
@@ -70,6 +71,8 @@ _WORD_START = re.compile(r"\s+")
 _ESTIMATE_SLACK = 16
 #: Texts of up to this many tokens keep their token ends as a list (see ``_Counter``).
 _LIST_TOKENS = 1 << 18
+#: Texts longer than this many code points are encoded a part of about this size at a time (see ``_Counter``).
+_PART_CHARS = 1 << 22
 _NON_SPACE = re.compile(r"\S")
 _CONTAINERS = frozenset({"list", "list_item", "quote"})
 _KIND = {"table_row": "table", "list_item": "list"}
@@ -230,14 +233,45 @@ class _Counter:
         self.additive = ends_of is not None
         self._prefix_cache: dict[tuple[str, ...], int] = {}
         if self.additive:
-            ends = ends_of(text)
-            # A list bisects fastest, but holds a Python int per token (about 36 bytes); a long
-            # text's ends stay in their array (4 bytes a token), bisected through a memoryview.
-            self._ends = ends.tolist() if len(ends) <= _LIST_TOKENS else memoryview(ends)
+            # A long text is encoded a part at a time, cut at stable line starts (pre-token
+            # boundaries, so each part's token ends, moved by its start, are the whole encoding's
+            # own): the ends are never joined into one array, which would hold them twice.
+            self._part_starts: list[int] = []
+            self._part_tokens: list[int] = []  # tokens before each part
+            self._parts: list = []
+            start, tokens = 0, 0
+            for end in self._part_ends(text, lines):
+                ends = ends_of(text[start:end] if (start, end) != (0, len(text)) else text)
+                if start:
+                    ends += start
+                self._part_starts.append(start)
+                self._part_tokens.append(tokens)
+                # A list bisects fastest, but holds a Python int per token (about 36 bytes); a long
+                # text's ends stay in their array (4 bytes a token), bisected through a memoryview.
+                self._parts.append(ends.tolist() if len(ends) <= _LIST_TOKENS else memoryview(ends))
+                start, tokens = end, tokens + len(ends)
+            self._single = self._parts[0] if len(self._parts) == 1 else None
+
+    @staticmethod
+    def _part_ends(text: str, lines: Lines) -> Iterator[int]:
+        """Where the parts of ``text`` end: the first stable line start after every
+        :data:`_PART_CHARS` characters, then the end of the text."""
+        position, n = 0, len(text)
+        while position + _PART_CHARS < n:
+            cut = next((m.end() for m in LINE_BREAK.finditer(text, position + _PART_CHARS)
+                        if lines.is_stable(m.end())), n)
+            if cut >= n:
+                break
+            yield cut
+            position = cut
+        yield n
 
     def tokens_before(self, position: int) -> int:
         """Tokens of the whole encoding that end at or before ``position`` (additive tokenizers)."""
-        return bisect_right(self._ends, position)
+        if self._single is not None:
+            return bisect_right(self._single, position)
+        k = bisect_right(self._part_starts, position) - 1
+        return self._part_tokens[k] + bisect_right(self._parts[k], position)
 
     def span(self, start: int, end: int) -> int:
         """Tokens of ``text[start:end]``: exact when both ends are stable (or always, if not additive)."""

@@ -98,7 +98,9 @@ class _Positions:
             np.not_equal(raw & 0xC0, 0x80, out=lead[: len(raw)])
             del raw
             blocks = lead.reshape(-1, 256)
-            before = np.cumsum(blocks.sum(axis=1, dtype=np.int64)) - blocks.sum(axis=1, dtype=np.int64) + offset
+            per_block = blocks.sum(axis=1, dtype=np.int64)
+            before = np.cumsum(per_block) - per_block + offset
+            del per_block
             # Lead bytes before each position of its block: an inclusive sum minus the byte itself,
             # both modulo 256, which is exact because the result is at most 255.
             within = np.cumsum(blocks, axis=1, dtype=np.uint8)
@@ -225,10 +227,8 @@ def normalize_markdown(content: str) -> NormalizedDocument:
         A verbatim :class:`NormalizedDocument` (``text`` is ``content``); intervals in code points.
     """
     source = content
-    if not content.isascii() and _SURROGATE.search(content):
-        # Lone surrogates cannot cross into the parser; each becomes one "?" so code-point
-        # positions are unchanged.
-        source = content.encode("utf-8", "replace").decode("utf-8")
+    if len(content) > WINDOW_CHARS and not content.isascii() and _SURROGATE.search(content):
+        source = _without_surrogates(content)
     deep = _too_deep(source)
     if deep is not None:
         # The Rust parser recurses once per nesting level and overflows its stack (a crash, not
@@ -243,7 +243,11 @@ def normalize_markdown(content: str) -> NormalizedDocument:
         )
     blocks: list[Node] = []
     if len(source) <= WINDOW_CHARS:
-        pos = _Positions(source)
+        try:
+            pos = _Positions(source)  # encodes a non-ASCII text to UTF-8: fails on a surrogate
+        except UnicodeEncodeError:
+            source = _without_surrogates(content)
+            pos = _Positions(source)
         converted_blocks = (_convert(node, pos, 0) for node in _parser().tree(source).children)
     else:
         converted_blocks = _windowed_blocks(source)
@@ -256,6 +260,12 @@ def normalize_markdown(content: str) -> NormalizedDocument:
     return NormalizedDocument(text=content, blocks=tuple(blocks), content_format="markdown")
 
 
+def _without_surrogates(content: str) -> str:
+    """Lone surrogates cannot cross into the parser; each becomes one "?" so code-point
+    positions are unchanged."""
+    return content.encode("utf-8", "replace").decode("utf-8")
+
+
 def _windowed_blocks(source: str) -> Iterator[Node | None]:
     """The top-level blocks of a long document, parsed a window of about :data:`WINDOW_CHARS` at a time.
 
@@ -263,9 +273,17 @@ def _windowed_blocks(source: str) -> Iterator[Node | None]:
     window could still extend them) and the next window starts at the line of the first one
     dropped. A top-level block starts in the parser's initial state (only the document open), so
     from there the parse is the same as the whole document's; front matter is recognized in the
-    first window only. Each window's blocks are converted in full and its parse tree freed, so
-    memory follows the window, not the document. A window that holds fewer than three blocks
-    (one huge list or fence) is doubled until it does, or reaches the end.
+    first window only. Each window's top-level blocks are converted and its parse tree freed, so
+    memory follows the window, not the document; the children of a block (a list's items, a
+    table's rows, a quote's blocks) are parsed again from the block's own text if the packer
+    asks for them (see :func:`_detached`), which it does only for a block too large for a chunk.
+
+    A window that holds fewer than three blocks ends in a block the window cannot hold. When that
+    block is raw (an HTML block, a fenced or an indented code block), its end depends on its
+    first line alone, so it is found by :func:`_raw_block_end` (a scan for the closing line, the
+    parser's own rule) without parsing the rest of it, and the next window starts after it: a
+    raw block of any size costs one window. Any other block (one huge list, quote or paragraph)
+    doubles the window until it holds three blocks or reaches the end.
     """
     line_starts = LineStarts(source)
     start, size, n = 0, WINDOW_CHARS, len(source)
@@ -276,10 +294,20 @@ def _windowed_blocks(source: str) -> Iterator[Node | None]:
             end = line_break.end() if line_break else n
         last = end == n
         nodes = list(_parser(front_matter=start == 0).tree(source[start:end]).children)
-        if not last and len(nodes) < 3:
-            size *= 2
-            continue
         pos = _Positions(source, start, end, line_starts)
+        if not last and len(nodes) < 3:
+            raw = _raw_tail(source, nodes, pos)
+            if raw is None:
+                size *= 2
+                continue
+            converted, next_start = raw
+            for node in nodes[:-1]:
+                yield _detached(_convert(node, pos, 0), source, line_starts)
+            yield converted
+            if next_start >= n:
+                return
+            start, size = next_start, WINDOW_CHARS
+            continue
         if not last:
             dropped = next((node.srcmap for node in nodes[-2:] if node.srcmap is not None), None)
             next_start = line_starts.line_start(pos.interval(dropped)[0]) if dropped else start
@@ -287,13 +315,140 @@ def _windowed_blocks(source: str) -> Iterator[Node | None]:
                 size *= 2
                 continue
         for node in nodes if last else nodes[:-2]:
-            converted = _convert(node, pos, 0)
-            if converted is not None:
-                _materialize(converted)
-            yield converted
+            yield _detached(_convert(node, pos, 0), source, line_starts)
         if last:
             return
         start, size = next_start, WINDOW_CHARS
+
+
+#: A long document's list, quote or table of at least this many code points keeps its children
+#: converted (see ``_detached``); a shorter one parses them again if ever asked.
+EAGER_CHILDREN_CHARS = 4096
+#: Parser node names of raw blocks: their end is decided by their first line (see _raw_block_end).
+_RAW = frozenset({"html_block", "fence", "code_block"})
+# CommonMark's HTML block kinds 1 to 5 (as markdown-it reads them: kind 4 needs an upper-case
+# letter) and the line that ends each; kinds 6 and 7 end before a blank line.
+_HTML_ENDS = (
+    (re.compile(r"<(?:script|pre|style|textarea)(?=\s|>|$)", re.I), re.compile(r"</(?:script|pre|style|textarea)>", re.I)),
+    (re.compile(r"<!--"), re.compile(r"-->")),
+    (re.compile(r"<\?"), re.compile(r"\?>")),
+    (re.compile(r"<![A-Z]"), re.compile(r">")),
+    (re.compile(r"<!\[CDATA\["), re.compile(r"\]\]>")),
+)
+# A blank line (only spaces and tabs) after a line break: where HTML blocks of kinds 6 and 7 end.
+_BLANK_LINE = re.compile(r"(?>\r\n?|\n)[ \t]*(?=[\r\n]|\Z)")
+# The first line after a line break indented less than four columns and not blank: what ends an
+# indented code block (a tab reaches column four).
+_UNINDENTED_LINE = re.compile(r"(?>\r\n?|\n) {0,3}[^ \t\r\n]")
+
+
+def _line_end(source: str, position: int) -> int:
+    """The end of the line holding ``position`` (before its line break)."""
+    line_break = LINE_BREAK.search(source, position)
+    return line_break.start() if line_break else len(source)
+
+
+def _raw_block_end(source: str, start: int, name: str, meta) -> int:
+    """Where a top-level raw block that starts on the line at ``start`` ends (the end of its last
+    line, before the line break; ``len(source)`` when it is never closed).
+
+    The rules are markdown-it's: an HTML block of kinds 1-5 runs through the first line (its
+    first included) that holds its end marker, kinds 6 and 7 up to a blank line; a fence
+    through the first line indented less than four columns that holds only the same marker
+    character, at least as many as the opening, and spaces or tabs; an indented code block
+    through its last indented line before a non-blank line indented less than four columns.
+    """
+    first_end = _line_end(source, start)
+    if name == "html_block":
+        first_line = source[start:first_end].lstrip(" \t")
+        for opening, closing in _HTML_ENDS:
+            if opening.match(first_line):
+                found = closing.search(source, start)
+                return _line_end(source, found.end()) if found else len(source)
+        blank = _BLANK_LINE.search(source, first_end)
+        return blank.start() if blank else len(source)
+    if name == "fence":
+        marker, length = str(meta.get("marker", "")), int(meta.get("marker_len", 0))
+        if marker not in ("`", "~") or length < 3:
+            raise ValueError(f"unexpected fence {meta!r}")
+        closing = re.compile(r"(?>\r\n?|\n) {0,3}%s{%d,}[ \t]*(?=[\r\n]|\Z)" % (re.escape(marker), length))
+        found = closing.search(source, first_end)
+        return found.end() if found else len(source)
+    # code_block: back from the line that ends it over blank lines.
+    found = _UNINDENTED_LINE.search(source, first_end)
+    end = found.start() if found else len(source)
+    while end > first_end:
+        cut = max(source.rfind("\n", start, end), source.rfind("\r", start, end))
+        if source[cut + 1 : end].strip(" \t"):
+            break
+        end = cut - 1 if source[cut] == "\n" and source[cut - 1] == "\r" else cut
+    return end
+
+
+def _raw_tail(source: str, nodes: list, pos: "_Positions") -> tuple[Node, int] | None:
+    """When a window's last top-level node is a raw block, that block as a :class:`Node` with its
+    real end (found by :func:`_raw_block_end`) and where the next window starts; else ``None``."""
+    if not nodes or nodes[-1].name not in _RAW or nodes[-1].srcmap is None:
+        return None
+    tail = nodes[-1]
+    converted = _convert(tail, pos, 0)
+    if converted is None:
+        return None
+    end = _raw_block_end(source, converted.start, tail.name, tail.meta)
+    while end > converted.start and source[end - 1] in "\r\n":
+        end -= 1
+    if end < converted.end:  # never expected: the parse of the window saw more of the block
+        return None
+    converted.end = end
+    line_break = LINE_BREAK.match(source, end)
+    return converted, line_break.end() if line_break else len(source)
+
+
+def _detached(node: Node | None, source: str, line_starts: LineStarts) -> Node | None:
+    """``node`` (a top-level block of a window) without references to the window's parse tree.
+
+    A block with children gets them from a parse of its own text, ``source[node.start:node.end]``,
+    on first use: a top-level block starts in the parser's initial state and its extent is
+    decided, so that parse gives the same children (``tests/test_normalize_markdown.py``
+    compares them with a whole parse's). Children are the bulk of a document's nodes, and the
+    packer looks into a block only when it does not fit a chunk. A block of
+    :data:`EAGER_CHILDREN_CHARS` or more, which is likely not to fit, has its children converted
+    now instead (parsing it again would cost a second parse of most of a table-heavy document).
+    """
+    if node is not None and node.kind in ("list", "quote", "table"):
+        if node.end - node.start >= EAGER_CHILDREN_CHARS:
+            _materialize(node)  # likely to be split: converted now, from the window's parse
+        else:
+            node.children = LazyChildren(_reparsed_children, node.start, node.end, source, line_starts)
+    return node
+
+
+class _PastTheEnd(_Positions):
+    """:class:`_Positions` for a parse of ``text[offset:limit]`` that stands for a part of a longer
+    parse: an end the parser reports past the parsed text (after expanding a tab) is not cut to
+    ``limit`` but goes on into the text after it, as in the longer parse (one code point a byte:
+    such an end passes the limit by at most three bytes)."""
+
+    def __init__(self, text: str, offset: int, limit: int, line_starts: LineStarts) -> None:
+        super().__init__(text, offset, limit, line_starts)
+        self._parsed_bytes = (limit - offset) if self.ascii else self._last
+
+    def interval(self, srcmap) -> tuple[int, int]:
+        start, end = super().interval(srcmap)
+        past = srcmap[1] - self._parsed_bytes
+        if past > 0:
+            end = min(self.limit + past, len(self.text))
+        return start, end
+
+
+def _reparsed_children(start: int, end: int, source: str, line_starts: LineStarts) -> tuple[Node, ...]:
+    pos = _PastTheEnd(source, start, end, line_starts)
+    for parsed in _parser(front_matter=False).tree(source[start:end]).children:
+        converted = _convert(parsed, pos, 0)
+        if converted is not None and converted.start == start:
+            _materialize(converted)
+            return tuple(converted.children)
+    return ()
 
 
 def _materialize(node: Node) -> None:
