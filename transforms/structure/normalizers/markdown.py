@@ -166,7 +166,9 @@ def _convert(node, pos: _Positions, list_depth: int) -> Node | None:
         return None
     name = node.name
     if name == "paragraph":
-        return Node("paragraph", start, end)
+        # A line of only Unicode whitespace CommonMark does not count as blank (form feed,
+        # U+00A0, U+2028, ...) is a paragraph to the parser; it holds no text: no block.
+        return None if text[start:end].isspace() else Node("paragraph", start, end)
     if name in ("heading", "lheading"):
         return Node("heading", start, end, level=int(node.meta.get("level", 1)), title=_inline_text(node))
     if name == "fence":
