@@ -184,7 +184,7 @@ def test_byte_offsets_become_code_points_across_blocks(offset):
 def test_a_line_of_unicode_whitespace_is_no_block(space):
     """CommonMark's blank lines are spaces and tabs only, so the parser makes a paragraph of a line
     holding a form feed or a no-break space: whitespace only, which no block may be."""
-    for text in (f"{space}\n", f"a\n\n{space}\n\nb\n", f"- {space}\n- x\n", f"> {space}\n"):
+    for text in (f"{space}\n", f"a\n\n{space}\n\nb\n", f"- {space}\n- x\n", f"> {space}\n", f"| a |\n|---|\n{space}\n"):
         doc = normalize_markdown(text)
         assert_well_formed(doc)
         assert_no_text_lost(doc)

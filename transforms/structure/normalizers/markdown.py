@@ -214,7 +214,8 @@ def _convert_row(node, pos: _Positions) -> Node | None:
     start = pos.line_start(start)
     while end > start and pos.text[end - 1] in "\r\n":
         end -= 1
-    return Node("table_row", start, end) if end > start else None
+    # (A row of only Unicode whitespace, e.g. a form feed line after a table, holds no text.)
+    return Node("table_row", start, end) if end > start and not pos.text[start:end].isspace() else None
 
 
 def normalize_markdown(content: str) -> NormalizedDocument:
