@@ -269,3 +269,14 @@ def test_raw_block_ends_agree_with_the_parser_on_random_markdown(monkeypatch):
         whole = _deep(normalize_markdown(text))
         for window in (5, 40):
             assert _windowed(monkeypatch, text, window)[0] == whole, (window, text)
+
+
+@pytest.mark.parametrize("space", ["\f", "\v", "\u00a0", "\u2028", "\u3000", "\f\u00a0 "])
+def test_a_line_of_unicode_whitespace_is_no_block(space):
+    """CommonMark's blank lines are spaces and tabs only, so the parser makes a paragraph of a line
+    holding a form feed or a no-break space: whitespace only, which no block may be."""
+    for text in (f"{space}\n", f"a\n\n{space}\n\nb\n", f"- {space}\n- x\n", f"> {space}\n", f"| a |\n|---|\n{space}\n"):
+        doc = normalize_markdown(text)
+        assert_well_formed(doc)
+        assert_no_text_lost(doc)
+    assert outline(normalize_markdown(f"a\n\n{space}\n\nb\n")) == [("paragraph", "a"), ("paragraph", "b")]

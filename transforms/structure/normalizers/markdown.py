@@ -168,7 +168,9 @@ def _convert(node, pos: _Positions, list_depth: int) -> Node | None:
         return None
     name = node.name
     if name == "paragraph":
-        return Node("paragraph", start, end)
+        # A line of only Unicode whitespace CommonMark does not count as blank (form feed,
+        # U+00A0, U+2028, ...) is a paragraph to the parser; it holds no text: no block.
+        return None if text[start:end].isspace() else Node("paragraph", start, end)
     if name in ("heading", "lheading"):
         return Node("heading", start, end, level=int(node.meta.get("level", 1)), title=_inline_text(node))
     if name == "fence":
@@ -214,7 +216,8 @@ def _convert_row(node, pos: _Positions) -> Node | None:
     start = pos.line_start(start)
     while end > start and pos.text[end - 1] in "\r\n":
         end -= 1
-    return Node("table_row", start, end) if end > start else None
+    # (A row of only Unicode whitespace, e.g. a form feed line after a table, holds no text.)
+    return Node("table_row", start, end) if end > start and not pos.text[start:end].isspace() else None
 
 
 def normalize_markdown(content: str) -> NormalizedDocument:
