@@ -459,7 +459,8 @@ def test_a_huge_run_is_never_given_to_tiktoken_whole(cl100k, monkeypatch):
 @given(
     st.lists(
         st.one_of(
-            st.builds(lambda c, n: c * n, st.sampled_from(["a", "xy", "-", "=.", " ", "\t", "\n", " \t", "é", "1"]),
+            st.builds(lambda c, n: c * n, st.sampled_from(["a", "xy", "-", "=.", " ", "\t", "\n", " \t", "é", "1", "aé", "日本",
+                                             "😀", "👨\u200d👩", "\u3000", " \n", "\r\n", "\t\n \r\n", "é1"]),
                       st.integers(0, 1500)),
             unicode_text,
             st.sampled_from(["\n", "\r\n", " ", "'s", "'ll", "\n\n", " a", "!"]),
@@ -622,7 +623,8 @@ def test_slice_counter_counts_of_consecutive_slices(cl100k, reference_cl100k, te
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     filler=st.text("ab .,\n\té데", min_size=0, max_size=3000),
-    run=st.sampled_from(["x", "Q", "aZ", ".", "-", ".-~", " ", "\t", " \t", "\n"]),
+    run=st.sampled_from(["x", "Q", "aZ", ".", "-", ".-~", " ", "\t", " \t", "\n", "é", "aé", "日", "😀",
+                         "!😀", "\u00a0", " \n", "\r\n"]),
     length=st.integers(tk.LONG_RUN_CHARS - 3, tk.LONG_RUN_CHARS + 600),
     at=st.integers(0, 3000),
 )
@@ -643,3 +645,39 @@ def test_may_hold_long_run_across_its_64k_steps(filler):
             text = (filler * 40_000)[:at] + run + filler * 2000
             assert tk._LONG_RUN.search(text) and tk._may_hold_long_run(text), (run[0], at)
     assert not tk._may_hold_long_run(filler * 40_000)
+
+
+@pytest.mark.parametrize(
+    "run",
+    ["é", "😀", "👨\u200d👩\u200d👧\u200d👦", "日本語", "aé", "¡", "\u3000", "\u00a0", " \n", "\t\n \r\n"],
+)
+def test_long_runs_of_any_script_are_encoded_in_windows(cl100k, reference_cl100k, monkeypatch, run):
+    """Regression (hostile pass): a long non-ASCII letter, symbol or mixed-whitespace run is one
+    pre-token, quadratic in tiktoken (200 K of ``é``: 40 s). It must go through the windows of
+    ``_long_stretch`` (no tiktoken call on more than two windows of it) and give the exact tokens."""
+    calls = []
+    real = cl100k._ids
+
+    def spy(text):
+        calls.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(cl100k, "_ids", spy)
+    text = "intro " + run * (12_000 // len(run)) + " outro\n"
+    assert cl100k.encode(text) == reference_cl100k.encode_ordinary(text)
+    assert max(calls) <= 2 * tk.RUN_WINDOW_CHARS + 16, max(calls)
+
+
+def test_run_tables_hold_every_byte_of_their_classes():
+    """The quick check is a superset: every UTF-8 byte of every letter, symbol or whitespace code
+    point maps to 1 in its class's table (else a run of it could be missed)."""
+    import sys
+
+    letters, symbols, spaces = tk._run_tables()
+    for c in range(sys.maxunicode + 1):
+        if 0xD800 <= c <= 0xDFFF:
+            continue
+        ch = chr(c)
+        table = spaces if ch.isspace() else letters if ch.isalpha() else None if ch.isalnum() else symbols
+        if table is not None:
+            assert all(table[b] for b in ch.encode()), hex(c)

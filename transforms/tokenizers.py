@@ -153,9 +153,10 @@ SEGMENT_CHARS = 1 << 16
 # never pattern whitespace.
 # A match is the line feed before the cut, or the space after it (see _cut_at).
 _SAFE_CUT = re.compile(r"[\n ](?:(?<=\n)(?=\S)|(?<=\S ))")
-#: A run of one ASCII character class at least this long (letters, punctuation, spaces and tabs,
-#: line feeds) is one pre-token, on which tiktoken's merge loop takes quadratic time (64 K
-#: letters: 1.4 s; 1 M: minutes). Such a run is encoded in overlapping windows instead.
+#: A run of one character class at least this long (code points) is one pre-token, on which
+#: tiktoken's merge loop takes quadratic time (64 K letters: 1.4 s; 200 K of ``é``: 40 s; 1 M:
+#: minutes). The classes (see :func:`_long_run_pattern`): letters of any script, symbols and
+#: punctuation, horizontal whitespace, line breaks. Such a run is encoded in overlapping windows.
 LONG_RUN_CHARS = 1024
 #: Window and overlap, in code points, for long runs; joined where both windows have the same
 #: token at the same place (see ``TiktokenTokenizer._long_stretch``).
@@ -169,9 +170,41 @@ _DIRECT_CHARS = 4096
 _RUN_MARGIN = 8
 
 
-def _long_run_pattern(length: int) -> re.Pattern:
-    """Runs of at least ``length`` ASCII letters, punctuation, spaces and tabs, or line feeds."""
-    return re.compile(r"[A-Za-z]{%d,}|[!-/:-@\[-`{-~]{%d,}|[ \t]{%d,}|\n{%d,}" % ((length,) * 4))
+def _long_run_pattern(length: int):
+    """Runs of at least ``length`` code points of one cl100k_base pre-token class.
+
+    The classes follow the encoding's pattern (``regex`` syntax, as tiktoken's own): letters
+    (``\\p{L}++``: one piece), symbols and punctuation (``[^\\s\\p{L}\\p{N}]++``: one piece),
+    and whitespace (cut into at most three pieces, see :func:`_run_zones`). Digits are grouped
+    by three and never form a long piece.
+    """
+    import regex
+
+    return regex.compile(r"\p{L}{%d,}|[^\s\p{L}\p{N}]{%d,}|\s{%d,}" % ((length,) * 3))
+
+
+def _run_zones(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The stretches of ``text[start:end]`` that lie inside one long pre-token, minus margins.
+
+    A letter or symbol run is one piece. A whitespace run is at most three: its leading line
+    breaks (a punctuation piece before it takes them, ``[\\r\\n]*``), then everything up to its
+    last line break (``\\s*[\\r\\n]``: the greedy ``\\s*`` gives back only what the line break
+    needs), then the spaces after it (``\\s+(?!\\S)``, the last one maybe joining the next
+    piece). Each part of at least :data:`LONG_RUN_CHARS` code points is a zone; a zone keeps
+    :data:`_RUN_MARGIN` code points away from its part's ends.
+    """
+    zones = []
+    for m in _LONG_RUN.finditer(text, start, end):
+        a, b = m.span()
+        parts = [(a, b)]
+        if text[a].isspace():
+            run = m.group()
+            last = max(run.rfind("\n"), run.rfind("\r"))
+            if last >= 0:
+                lead = len(run) - len(run.lstrip("\r\n"))
+                parts = [(a, a + lead), (a + lead, a + last + 1), (a + last + 1, b)]
+        zones += [(p + _RUN_MARGIN, q - _RUN_MARGIN) for p, q in parts if q - p >= LONG_RUN_CHARS]
+    return zones
 
 
 _LONG_RUN = _long_run_pattern(LONG_RUN_CHARS)
@@ -180,42 +213,52 @@ _LONG_RUN = _long_run_pattern(LONG_RUN_CHARS)
 def _may_hold_long_run(text: str) -> bool:
     """Whether ``text`` holds a :data:`LONG_RUN_CHARS` run of one class (never wrong when it says no).
 
-    The classes are those of :data:`_LONG_RUN` (ASCII letters, punctuation, spaces and tabs, line
-    feeds). The text is read as UTF-8 bytes, 64 K code points at a time (pieces overlapping by a
-    run's length: bounded memory), each byte mapped to its class (``bytes.translate``; every byte
-    of a multi-byte code point to none). A run is ``LONG_RUN_CHARS`` equal class bytes; it holds
-    ``LONG_RUN_CHARS // 16`` consecutive bytes of every 16th, so those are looked at first (a
-    sixteenth of the bytes, where real text almost never has such a streak), and only where they
-    have one is the whole piece searched (``bytes.find``). About 0.2 % of encoding the text.
+    The classes are those of :data:`_LONG_RUN`. The text is read as UTF-8 bytes, 64 K code points
+    at a time (pieces overlapping by a run's length: bounded memory). Each class has a byte table
+    (``bytes.translate``): its ASCII bytes, and every byte of a non-ASCII code point (which may
+    be a letter, a symbol or a space), map to 1. A run of the class is then at least
+    ``LONG_RUN_CHARS`` consecutive 1 bytes; those hold ``LONG_RUN_CHARS // 16`` consecutive
+    bytes of every 16th, so that sample is looked at first (where real text almost never has
+    such a streak), and only where it has one is the whole piece searched (``bytes.find``).
+    Text of a script written without ASCII spaces or punctuation (1,024 bytes of it) passes
+    this check; :meth:`TiktokenTokenizer._long_stretch` then finds no run and encodes it whole.
     """
-    global _RUN_TABLE
     if len(text) < LONG_RUN_CHARS:
         return False
-    if _RUN_TABLE is None:
-        classes = bytearray(256)  # 0: no run class (and every byte of a non-ASCII code point)
-        for c in range(128):
-            ch = chr(c)
-            classes[c] = 1 if ch.isalpha() else 2 if _LONG_RUN_PUNCT.match(ch) else 3 if ch in " \t" else 4 if ch == "\n" else 0
-        _RUN_TABLE = bytes(classes)
+    tables = _run_tables()
     step, stride = 1 << 16, 16
-    sampled = tuple(needle[: LONG_RUN_CHARS // stride] for needle in _RUN_NEEDLES)
+    needle, sampled = b"\x01" * LONG_RUN_CHARS, b"\x01" * (LONG_RUN_CHARS // stride)
     for lo in range(0, max(len(text) - LONG_RUN_CHARS, 0) + 1, step):
         part = text[lo : lo + step + LONG_RUN_CHARS - 1]
         try:
             data = part.encode("utf-8")
         except UnicodeEncodeError:  # lone surrogates (the error handler is slower: only then)
             data = part.encode("utf-8", "surrogatepass")
-        every = data[::stride].translate(_RUN_TABLE)
-        if any(needle in every for needle in sampled):
-            classes = data.translate(_RUN_TABLE)
-            if any(needle in classes for needle in _RUN_NEEDLES):
+        every = data[::stride]
+        for table in tables:
+            if sampled in every.translate(table) and needle in data.translate(table):
                 return True
     return False
 
 
-_RUN_TABLE = None  # per byte: 1 ASCII letter, 2 punctuation, 3 space or tab, 4 line feed, else 0
-_RUN_NEEDLES = tuple(bytes([c]) * LONG_RUN_CHARS for c in (1, 2, 3, 4))
-_LONG_RUN_PUNCT = re.compile(r"[!-/:-@\[-`{-~]")
+def _run_tables() -> tuple[bytes, ...]:
+    """The byte tables of :func:`_may_hold_long_run`: letters, symbols, whitespace."""
+    global _RUN_TABLES
+    if _RUN_TABLES is None:
+        # Any non-ASCII byte may belong to a letter or a symbol. Non-ASCII whitespace (U+0085,
+        # U+00A0, U+1680, U+2000-U+3000) is written with lead bytes C2, E1, E2, E3 only, so other
+        # lead bytes break a whitespace streak (else all non-Latin text with spaces would pass).
+        space_bytes = {0xC2, 0xE1, 0xE2, 0xE3, *range(0x80, 0xC0)}
+        tables = [
+            bytes(1 if b >= 0x80 or member(chr(b)) else 0 for b in range(256))
+            for member in (lambda ch: ch.isalpha(), lambda ch: not ch.isspace() and not ch.isalnum())
+        ]
+        tables.append(bytes(1 if b in space_bytes or (b < 0x80 and chr(b).isspace()) else 0 for b in range(256)))
+        _RUN_TABLES = tuple(tables)
+    return _RUN_TABLES
+
+
+_RUN_TABLES = None
 
 
 def _cut_at(match: re.Match) -> int:
@@ -302,14 +345,11 @@ class TiktokenTokenizer:
         size = max(ranks.values()) + 1
         self._starts_in_token = [0] * size
         self._begins_code_point = [True] * size
-        self._token_bytes = [0] * size
         for token_bytes, rank in ranks.items():
             # code points starting in the token: its bytes that are not continuation bytes (10xxxxxx)
             self._starts_in_token[rank] = len(token_bytes.translate(None, _CONTINUATION_BYTES))
             self._begins_code_point[rank] = token_bytes[0] & 0xC0 != 0x80
-            self._token_bytes[rank] = len(token_bytes)
         self._starts_array = None  # numpy copy of _starts_in_token, made on first token_ends()
-        self._bytes_array = None  # numpy copy of _token_bytes, made on first long run
         self._begins_array = None  # numpy copy of _begins_code_point, made on first slice_counter()
 
     @property
@@ -389,12 +429,14 @@ class TiktokenTokenizer:
         """
         import numpy as np
 
-        zones = [(m.start() + _RUN_MARGIN, m.end() - _RUN_MARGIN) for m in _LONG_RUN.finditer(text, start, end)]
+        zones = _run_zones(text, start, end)
         if not zones:
             yield self._ids(text[start:end])
             return
-        if self._bytes_array is None:
-            self._bytes_array = np.asarray(self._token_bytes, dtype=np.int32)
+        if self._starts_array is None:
+            self._starts_array = np.asarray(self._starts_in_token, dtype=np.int32)
+        if self._begins_array is None:
+            self._begins_array = np.asarray(self._begins_code_point, dtype=np.bool_)
         zone_starts = [z[0] for z in zones]
 
         def window_end(at: int) -> int:
@@ -408,9 +450,11 @@ class TiktokenTokenizer:
         cur = self._ids(text[cur_start:cur_end])
         while cur_end < end:
             zone_start = zones[bisect_right(zone_starts, cur_end) - 1][0]
-            lengths = self._bytes_array[cur]
-            # Code points from each token's start to cur_end (ASCII inside the run: one byte each).
-            to_end = int(lengths.sum()) - (np.cumsum(lengths) - lengths)
+            # Code points from each token's start to cur_end: the code points starting at or
+            # after it. Only tokens that start a code point can be joined at.
+            points = self._starts_array[cur]
+            to_end = int(points.sum()) - (np.cumsum(points) - points)
+            to_end[~self._begins_array[cur]] = -1
             joined = None
             for overlap in (RUN_OVERLAP_CHARS, 2 * RUN_OVERLAP_CHARS):
                 reach = min(cur_end - zone_start, cur_end - cur_start)
@@ -418,10 +462,12 @@ class TiktokenTokenizer:
                 next_start = cur_end - (int(aligned.min()) if len(aligned) else min(overlap, reach))
                 next_end = window_end(next_start)
                 following = self._ids(text[next_start:next_end])
-                next_lengths = self._bytes_array[following]
-                starts = next_start + np.cumsum(next_lengths) - next_lengths
-                mine = cur_end - to_end
-                shared, i, j = np.intersect1d(mine, starts[starts < cur_end], assume_unique=True, return_indices=True)
+                next_points = self._starts_array[following]
+                starts = next_start + np.cumsum(next_points) - next_points
+                starts[~self._begins_array[following]] = -1  # never matches a start of mine
+                mine = np.where(to_end >= 0, cur_end - to_end, -2)
+                usable = (starts >= 0) & (starts < cur_end)
+                shared, i, j = np.intersect1d(mine, np.where(usable, starts, -3), return_indices=True)
                 same = np.flatnonzero(cur[i] == following[j])
                 if len(same):
                     joined = int(i[same[0]]), int(j[same[0]]), int(shared[same[0]]), next_end, following
