@@ -663,39 +663,33 @@ class TokenTextSplitter(Chunker):
     def split(self, document: Document) -> Iterator[Piece]:
         """Yield token windows of ``document.content`` as verbatim slices with offsets.
 
-        The document is encoded once; windows are measured with slice counts
-        (``transforms.tokenizers.SliceCounter``). The token starts stay numpy arrays, a block of
-        a few windows at a time, of which only the few entries a window looks at become Python
-        ints (no per-token Python object).
+        With a tokenizer that gives a ``SliceCounter`` (cl100k_base), :meth:`_windows`. With
+        another, its token starts (``boundaries``) are read once and each window is counted on its
+        own; the starts stay numpy arrays, a block of a few windows at a time, of which only the
+        entries a window looks at become Python ints (no per-token Python object).
         """
         import numpy as np
 
         text = document.content
         tokenizer, size = self.tokenizer, self.chunk_size
         make = getattr(tokenizer, "slice_counter", None)
-        counter = None
         if make is not None:
             yield from self._windows(text, make(text))
             return
-        if make is not None:
-            counter = make(text)
-            count, ends = counter.count, counter.ends
-            # Token starts are made a slice of tokens at a time: no second array as long as ends.
-            all_cuts, total = None, len(ends) + 1
-        else:
-            count, ends = _slice_counter(tokenizer, text), None
-            all_cuts = np.asarray(tokenizer.boundaries(text), dtype=np.int64)
-            total = len(all_cuts)
+        # A tokenizer without a SliceCounter: its token starts, and each window counted on its own.
+        count = _slice_counter(tokenizer, text)
+        all_cuts = np.asarray(tokenizer.boundaries(text), dtype=np.int64)
+        total = len(all_cuts)
         need = size + 2
         cuts = _Cuts(np.zeros(0, dtype=np.int64))  # token starts (plus cuts between code points) still ahead
-        taken = 0  # tokens (with a counter), or entries of all_cuts, already moved into cuts
+        taken = 0  # entries of all_cuts already moved into cuts
 
         def refill(i: int) -> int:
             """Keep at least ``need`` cuts from ``i`` on (or all that are left); return ``i``'s new index."""
             nonlocal taken
             while len(cuts) - i < need and taken < total:
                 stop = taken + max(4 * need, 1 << 16)
-                more = counter.boundaries(taken, stop) if counter is not None else all_cuts[taken:stop]
+                more = all_cuts[taken:stop]
                 cuts.array = np.concatenate((cuts.array[i:], more))
                 taken, i = min(stop, total), 0
             return i
@@ -704,15 +698,7 @@ class TokenTextSplitter(Chunker):
         while i < len(cuts) - 1:
             j = min(i + size, len(cuts) - 1)
             a = cuts[i]
-            hint = None
-            if ends is not None and (counter.begins is not None or cuts.inserted):
-                # Where the whole text's encoding says the budget runs out. (When every token
-                # starts a code point and no cut was inserted, cuts[i + size] is that place, and
-                # the hint would be j: no help to _longest_fit.)
-                t = counter.tokens_before(a) + size - 1
-                if t < len(ends):
-                    hint = i + int(cuts.array[i : j + 1].searchsorted(ends[t], "right")) - 1
-            j = _next_cut(count, cuts, i, j, size, hint)  # may insert a cut into cuts
+            j = _next_cut(count, cuts, i, j, size, None)  # may insert a cut into cuts
             b = cuts[j]
             window = text[a:b]
             if not window.isspace():
