@@ -325,6 +325,8 @@ def _configs(chunk_size: int, chunk_overlap: int) -> list[tuple[str, object]]:
         ("character-any-chars", CharacterTextSplitter(separator="", **kw)),
         ("character-any-tokens", CharacterTextSplitter(separator="", length="tokens", tokenizer=TOK, **kw)),
         ("token", TokenTextSplitter(tokenizer=TOK, **kw)),
+        # A tokenizer without a SliceCounter: TokenTextSplitter's other path.
+        ("token-bytes", TokenTextSplitter(tokenizer=Utf8ByteTokenizer(), **kw)),
     ]
 
 
@@ -343,7 +345,7 @@ def check_invariants(kind: str, splitter, text: str, count) -> None:
         if kind in ("recursive-tokens", "character-any-tokens", "token"):
             n = count(piece.text)
             assert n <= size or len(piece.text) == 1, (piece.text, n, size)
-        elif kind == "recursive-bytes":
+        elif kind in ("recursive-bytes", "token-bytes"):
             n = len(piece.text.encode("utf-8"))
             assert n <= size or len(piece.text) == 1, (piece.text, n, size)
         elif kind in ("recursive-chars", "character-any-chars"):
@@ -363,10 +365,10 @@ def check_invariants(kind: str, splitter, text: str, count) -> None:
         assert (a.start_offset, a.end_offset) != (b.start_offset, b.end_offset), (a, b)
         if overlap == 0:
             assert a.end_offset <= b.start_offset, (a, b)
-        if kind == "token":
+        if kind.startswith("token"):
             assert a.start_offset < b.start_offset and a.end_offset < b.end_offset, (a, b)
     # Coverage: every non-whitespace character is in some chunk.
-    if kind.startswith("recursive") or kind == "token" or kind.startswith("character-any"):
+    if kind.startswith(("recursive", "token", "character-any")):
         covered = bytearray(len(text))
         for piece in pieces:
             covered[piece.start_offset : piece.end_offset] = b"\x01" * (piece.end_offset - piece.start_offset)
