@@ -25,6 +25,7 @@ import importlib.util
 import os
 import re
 from bisect import bisect_right
+from functools import cached_property
 from itertools import accumulate
 from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
 
@@ -349,8 +350,20 @@ class TiktokenTokenizer:
             # code points starting in the token: its bytes that are not continuation bytes (10xxxxxx)
             self._starts_in_token[rank] = len(token_bytes.translate(None, _CONTINUATION_BYTES))
             self._begins_code_point[rank] = token_bytes[0] & 0xC0 != 0x80
-        self._starts_array = None  # numpy copy of _starts_in_token, made on first token_ends()
-        self._begins_array = None  # numpy copy of _begins_code_point, made on first slice_counter()
+
+    @cached_property
+    def _starts_array(self):
+        """``_starts_in_token`` as a numpy ``int32`` array (made on first use)."""
+        import numpy as np
+
+        return np.asarray(self._starts_in_token, dtype=np.int32)
+
+    @cached_property
+    def _begins_array(self):
+        """``_begins_code_point`` as a numpy ``bool`` array (made on first use)."""
+        import numpy as np
+
+        return np.asarray(self._begins_code_point, dtype=np.bool_)
 
     @property
     def encoding(self):
@@ -433,10 +446,6 @@ class TiktokenTokenizer:
         if not zones:
             yield self._ids(text[start:end])
             return
-        if self._starts_array is None:
-            self._starts_array = np.asarray(self._starts_in_token, dtype=np.int32)
-        if self._begins_array is None:
-            self._begins_array = np.asarray(self._begins_code_point, dtype=np.bool_)
         zone_starts = [z[0] for z in zones]
 
         def window_end(at: int) -> int:
@@ -450,11 +459,11 @@ class TiktokenTokenizer:
         cur = self._ids(text[cur_start:cur_end])
         while cur_end < end:
             zone_start = zones[bisect_right(zone_starts, cur_end) - 1][0]
-            # Code points from each token's start to cur_end: the code points starting at or
-            # after it. Only tokens that start a code point can be joined at.
+            # Only tokens that start a code point can be joined at: their indices, and the code
+            # points from each one's start to cur_end (those starting at or after it).
             points = self._starts_array[cur]
-            to_end = int(points.sum()) - (np.cumsum(points) - points)
-            to_end[~self._begins_array[cur]] = -1
+            mine = np.flatnonzero(self._begins_array[cur])
+            to_end = (int(points.sum()) - (np.cumsum(points) - points))[mine]
             joined = None
             for overlap in (RUN_OVERLAP_CHARS, 2 * RUN_OVERLAP_CHARS):
                 reach = min(cur_end - zone_start, cur_end - cur_start)
@@ -464,10 +473,10 @@ class TiktokenTokenizer:
                 following = self._ids(text[next_start:next_end])
                 next_points = self._starts_array[following]
                 starts = next_start + np.cumsum(next_points) - next_points
-                starts[~self._begins_array[following]] = -1  # never matches a start of mine
-                mine = np.where(to_end >= 0, cur_end - to_end, -2)
-                usable = (starts >= 0) & (starts < cur_end)
-                shared, i, j = np.intersect1d(mine, np.where(usable, starts, -3), return_indices=True)
+                theirs = np.flatnonzero(self._begins_array[following] & (starts < cur_end))
+                # Start positions of code-point-starting tokens strictly increase: unique.
+                shared, a, b = np.intersect1d(cur_end - to_end, starts[theirs], assume_unique=True, return_indices=True)
+                i, j = mine[a], theirs[b]
                 same = np.flatnonzero(cur[i] == following[j])
                 if len(same):
                     joined = int(i[same[0]]), int(j[same[0]]), int(shared[same[0]]), next_end, following
@@ -512,8 +521,6 @@ class TiktokenTokenizer:
         """
         import numpy as np
 
-        if self._starts_array is None:
-            self._starts_array = np.asarray(self._starts_in_token, dtype=np.int32)
         dtype = np.int32 if len(text) < 2**31 else np.int64
         def ends_of(ids):
             # The gathered starts are summed in place: one array, not two.
@@ -545,10 +552,6 @@ class TiktokenTokenizer:
         """
         import numpy as np
 
-        if self._starts_array is None:
-            self._starts_array = np.asarray(self._starts_in_token, dtype=np.int32)
-        if self._begins_array is None:
-            self._begins_array = np.asarray(self._begins_code_point, dtype=np.bool_)
         dtype = np.int32 if len(text) < 2**31 else np.int64
         ascii_only = text.isascii()  # then every token starts a code point: no begins array
         if len(text) < _DIRECT_CHARS:
