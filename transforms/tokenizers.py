@@ -529,16 +529,19 @@ class TiktokenTokenizer:
 
         if len(text) < _DIRECT_CHARS:
             return ends_of(self._ids(text))
-        parts, offset = [], 0
+        # As in slice_counter: the segments' ends are written into one array sized for the most
+        # tokens the text can have (one per UTF-8 byte), of which only the pages written become
+        # resident; joining per-segment arrays instead held the ends twice at once.
+        ends = np.empty(len(text) * (1 if text.isascii() else 4), dtype=dtype)
+        n = offset = 0
         for ids in self._encode_segments(text):
-            ends = ends_of(ids)
-            if len(ends):
-                ends += offset
-                offset = int(ends[-1])
-                parts.append(ends)
-        if len(parts) == 1:
-            return parts[0]
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+            if len(ids):
+                part = ends[n : n + len(ids)]
+                np.cumsum(self._starts_array.take(ids), dtype=dtype, out=part)
+                part += offset
+                offset = int(part[-1])
+                n += len(ids)
+        return ends[:n]
 
     def boundaries(self, text: str) -> list[int]:
         """Return the code-point offsets where a token of ``text``'s encoding starts, plus the end."""
