@@ -453,3 +453,55 @@ def test_a_long_text_is_counted_a_part_at_a_time_with_the_same_chunks(monkeypatc
     parted = [(c.text, c.start_offset, c.token_count, c.metadata) for c in _chunks(chunker, content)]
     assert parted == whole
     assert len(encoded) > 10 and max(encoded) < 500 + 200 and sum(encoded) == len(content)
+
+
+@pytest.mark.parametrize("options", [{}, {"overlap_tokens": 12}, {"min_preferred_tokens": 40}])
+def test_chunks_stream_out_a_top_level_section_at_a_time_with_the_same_chunks(monkeypatch, tokenizer, options):
+    """The packer hands a top-level section's chunks out once it is past the next one: the first
+    chunk comes before the last section is packed, and the chunks (small ones merged, overlaps)
+    are exactly those of one pass that hands them all out at the end."""
+    from transforms.structure import packing
+
+    parts = []
+    for i in range(40):
+        body = "Tiny." if i % 3 == 0 else f"Prose of part {i}, long enough to need a few tokens of its own. " * (i % 5 + 1)
+        parts.append(f"# Top {i % 4}\n\n{body}\n\n## Sub {i}\n\nMore words under it, {i}.\n\n- a {i}\n- b\n")
+    content = "\n".join(parts)
+    chunker = StructureAwareChunker(tokenizer=tokenizer, max_tokens=64, target_tokens=48, **options)
+    sections: list[int] = []
+    real_section = packing._Run._section
+    monkeypatch.setattr(packing._Run, "_section", lambda self, node, *a: sections.append(len(a) and a[-2] == ()) or real_section(self, node, *a))
+    chunks, _ = chunker.stream_with_source(_doc(content), tokenizer_identity=tokenizer.identity)
+    first = next(chunks)
+    assert sum(sections) < 10  # top-level sections packed when the first chunk came out, of 40
+    streamed = [first, *chunks]
+    real_done = packing._Run._done_before
+    monkeypatch.setattr(packing._Run, "_done_before", lambda self, top: real_done(self, top) if top is None else [])
+    at_the_end = _chunks(chunker, content)
+    key = lambda c: (c.text, c.start_offset, c.token_count, c.metadata, c.chunk_id)  # noqa: E731
+    assert [key(c) for c in streamed] == [key(c) for c in at_the_end]
+    assert len(streamed) > 30
+    if "min_preferred_tokens" in options:
+        assert any(c.metadata["structure"]["sections"] > 1 for c in streamed)  # sections were merged
+
+
+def test_a_long_texts_token_ends_are_dropped_behind_the_packer(monkeypatch, tokenizer):
+    """Parts of a long text are encoded as the packer reaches them and dropped once every chunk
+    that starts in them is out: while the chunks stream, only a few parts are held at once."""
+    from transforms.structure import packing
+
+    section = "# Part {i}\n\nSome prose about part {i}, long enough to need a few tokens. " * 3
+    content = "\n\n".join(section.format(i=i) + "\n\n```\ncode {i}\n```\n\n- a\n- b\n".format(i=i) for i in range(60))
+    chunker = StructureAwareChunker(tokenizer=tokenizer, max_tokens=64, target_tokens=48)
+    whole = [(c.text, c.start_offset, c.token_count, c.metadata) for c in _chunks(chunker, content)]
+    counters: list = []
+    real_init = packing._Counter.__init__
+    monkeypatch.setattr(packing._Counter, "__init__", lambda self, *a: counters.append(self) or real_init(self, *a))
+    monkeypatch.setattr(packing, "_PART_CHARS", 500)
+    chunks, _ = chunker.stream_with_source(_doc(content), tokenizer_identity=tokenizer.identity)
+    held, streamed = [], []
+    for c in chunks:
+        streamed.append((c.text, c.start_offset, c.token_count, c.metadata))
+        held.append(sum(part is not None for part in counters[0]._parts))
+    assert streamed == whole
+    assert len(counters[0]._parts) > 10 and max(held) <= 4

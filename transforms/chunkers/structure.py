@@ -347,16 +347,20 @@ class StructureAwareChunker(_StructureChunker):
         """Pack an already normalized document (any format) into pieces, in reading order."""
         source, verbatim = normalized.text, normalized.verbatim
         flattened = self._flatten(normalized)
-        chunks = self._packer.pack(flattened)
-        fallbacks: dict[int, str] = {}
-        if self.semantic_refiner is not None:
-            chunks, fallbacks = self._refine(flattened, chunks)
+        if self.semantic_refiner is None:
+            # Packed a top-level section at a time: the document's chunks are never all held.
+            chunks = self._packer.stream(flattened)
+            del normalized, flattened
+            for chunk in chunks:
+                yield _piece(source, verbatim, chunk)
+            return
+        packed, fallbacks = self._refine(flattened, self._packer.pack(flattened))
         # The block tree is not needed for the pieces: let it go before their text is built.
         del normalized, flattened
-        chunks.reverse()
+        packed.reverse()
         i = 0
-        while chunks:
-            piece = _piece(source, verbatim, chunks.pop())
+        while packed:
+            piece = _piece(source, verbatim, packed.pop())
             if i in fallbacks:
                 piece = dataclasses.replace(piece, metadata={**piece.metadata, "model_fallback": fallbacks[i]})
             i += 1

@@ -235,22 +235,40 @@ class _Counter:
         if self.additive:
             # A long text is encoded a part at a time, cut at stable line starts (pre-token
             # boundaries, so each part's token ends, moved by its start, are the whole encoding's
-            # own): the ends are never joined into one array, which would hold them twice.
+            # own): the ends are never joined into one array, which would hold them twice. Parts
+            # are encoded as the packer reaches them and dropped behind it (``forget_before``).
+            self._ends_of = ends_of
+            self._cuts = self._part_ends(text, lines)
             self._part_starts: list[int] = []
             self._part_tokens: list[int] = []  # tokens before each part
             self._parts: list = []
-            start, tokens = 0, 0
-            for end in self._part_ends(text, lines):
-                ends = ends_of(text[start:end] if (start, end) != (0, len(text)) else text)
-                if start:
-                    ends += start
-                self._part_starts.append(start)
-                self._part_tokens.append(tokens)
-                # A list bisects fastest, but holds a Python int per token (about 36 bytes); a long
-                # text's ends stay in their array (4 bytes a token), bisected through a memoryview.
-                self._parts.append(ends.tolist() if len(ends) <= _LIST_TOKENS else memoryview(ends))
-                start, tokens = end, tokens + len(ends)
-            self._single = self._parts[0] if len(self._parts) == 1 else None
+            self._reached, self._tokens = 0, 0  # where the encoded parts end; their tokens
+            self._next_part()
+            self._single = self._parts[0] if self._reached == len(text) and len(self._parts) == 1 else None
+
+    def _next_part(self) -> None:
+        """Encode the next part (a text's first part may be all of it)."""
+        text, start = self.text, self._reached
+        end = next(self._cuts)
+        ends = self._ends_of(text[start:end] if (start, end) != (0, len(text)) else text)
+        if start:
+            ends += start
+        self._part_starts.append(start)
+        self._part_tokens.append(self._tokens)
+        # A list bisects fastest, but holds a Python int per token (about 36 bytes); a long
+        # text's ends stay in their array (4 bytes a token), bisected through a memoryview.
+        self._parts.append(ends.tolist() if len(ends) <= _LIST_TOKENS else memoryview(ends))
+        self._reached, self._tokens = end, self._tokens + len(ends)
+
+    def forget_before(self, position: int) -> None:
+        """Drop the token ends of parts that end at or before ``position``: no count asked from
+        now on starts before it."""
+        if self.additive and self._single is None:
+            parts, starts = self._parts, self._part_starts
+            for k in range(len(parts) - 1):
+                if starts[k + 1] > position:
+                    break
+                parts[k] = None
 
     @staticmethod
     def _part_ends(text: str, lines: Lines) -> Iterator[int]:
@@ -270,6 +288,8 @@ class _Counter:
         """Tokens of the whole encoding that end at or before ``position`` (additive tokenizers)."""
         if self._single is not None:
             return bisect_right(self._single, position)
+        while position >= self._reached and self._reached < len(self.text):
+            self._next_part()
         k = bisect_right(self._part_starts, position) - 1
         return self._part_tokens[k] + bisect_right(self._parts[k], position)
 
@@ -386,7 +406,13 @@ class Packer:
 
     def pack(self, normalized: NormalizedDocument) -> list[PackedChunk]:
         """Return the chunks of ``normalized`` in reading order (empty when it has no blocks)."""
-        return _Run(self, normalized).pack()
+        return list(self.stream(normalized))
+
+    def stream(self, normalized: NormalizedDocument) -> Iterator[PackedChunk]:
+        """:meth:`pack`'s chunks as an iterator: those of a top-level section come out once the
+        packer is past the next one (a chunk changes only within its own top-level section), so
+        a long document's chunks are never all held at once."""
+        return _Run(self, normalized).stream()
 
 
 class _Run:
@@ -399,37 +425,78 @@ class _Run:
         self.lines = Lines(normalized.text)
         self.counter = _Counter(normalized.text, packer.tokenizer, self.lines)
         self.cur: _Open | None = None
-        self.out: list[PackedChunk] = []
+        self.out: list[PackedChunk] = []  # flushed chunks not yet streamed out
+        self.last: PackedChunk | None = None  # the last chunk flushed (a new chunk's overlap starts from it)
         self.last_tiles: list[int] = []  # tile starts of the last flushed chunk (for overlap)
         self.tiles_in_cur: list[int] = []
         self.titles: dict[int, tuple[tuple[Node, ...], tuple[str, ...]]] = {}
 
-    def pack(self) -> list[PackedChunk]:
+    def stream(self) -> Iterator[PackedChunk]:
         root = self.normalized.root
         if not root.children:
-            return []
+            return
         tiles = self.lines.tiles(root.children, 0, len(self.text))
         # Text before the first heading belongs with the first top-level section (top 1).
         first_section = next((i for i, t in enumerate(tiles) if t[0] is not None and t[0].kind == "section"), len(tiles))
         self._tiles(tiles[:first_section], (), 1)
+        previous = 0  # where the top-level section before this one starts
         for top, (node, start, end) in enumerate(tiles[first_section:], start=1):
+            yield from self._done_before(top - 1)
+            self._forget_before(previous)
+            previous = start
             if node is not None and node.kind == "section":
                 self._section(node, start, end, (), top)
             else:  # pragma: no cover - build_sections puts every later block inside a section
                 self._block(node, start, end, (), top)
+        del tiles
         self._flush()
-        if self.p.merge_small_sections and self.p.min_preferred_tokens and not self.p.overlap_tokens:
-            self._merge_small()
-        return self.out
+        yield from self._done_before(None)
 
-    def _merge_small(self) -> None:
-        """Merge each chunk under ``min_preferred_tokens`` into the next, else the previous one.
+    def _forget_before(self, position: int) -> None:
+        """Let the counter drop token ends before ``position`` and before every chunk that may still
+        be counted: those not yet streamed out, the open one, and the last one (overlap)."""
+        for chunk in (self.out[0] if self.out else None, self.last):
+            if chunk is not None:
+                position = min(position, chunk.spans[0][0])
+        cur = self.cur
+        if cur is not None:
+            position = min(position, cur.start, cur.context[0] if cur.context else cur.start)
+        self.counter.forget_before(position)
+
+    def _done_before(self, top: int | None) -> list[PackedChunk]:
+        """Take out of ``out`` the chunks no later step changes, merged (``_merge_small``): those
+        of top-level sections before ``top``, or every one when ``None``.
+
+        Called with ``T - 1`` before top-level section ``T`` is packed: the open chunk and every
+        chunk still to be flushed start in ``T - 1`` or later, and merges never join two top-level
+        sections, so merging the earlier ones now gives what one merge over the whole list gives.
+        With cross-section merges, nothing comes out before the end.
+        """
+        out = self.out
+        if top is None:
+            k = len(out)
+        elif self.p.allow_cross_top_level_merge:
+            return []
+        else:
+            k = 0
+            while k < len(out) and out[k].top < top:
+                k += 1
+            if not k:
+                return []
+        done = out[:k]
+        del out[:k]
+        if self.p.merge_small_sections and self.p.min_preferred_tokens and not self.p.overlap_tokens:
+            self._merge_small(done)
+        return done
+
+    def _merge_small(self, out: list[PackedChunk]) -> None:
+        """Merge each chunk of ``out`` under ``min_preferred_tokens`` into the next, else the previous one.
 
         Only single-span chunks of one top-level section (unless cross-section merges are
         allowed) that stay within ``target_tokens`` together; the merged chunk keeps the first
         one's heading path and prefix. Counts stay exact: both are cut at stable positions.
         """
-        out, counter, p = self.out, self.counter, self.p
+        counter, p = self.counter, self.p
         i = 0
         while i < len(out):
             chunk = out[i]
@@ -565,9 +632,9 @@ class _Run:
         Only within one section, only while the chunk still fits ``limit``.
         """
         cur, budget = self.cur, self.p.overlap_tokens
-        if not budget or not self.out or cur.context is not None or cur.split == "prose":
+        last = self.last
+        if not budget or last is None or cur.context is not None or cur.split == "prose":
             return
-        last = self.out[-1]
         if last.spans[-1][1] != cur.start or last.split == "prose" or last.headings != self._titles(cur.path):
             return
         best = cur.start
@@ -595,21 +662,20 @@ class _Run:
             return
         spans = ((cur.context,) if cur.context else ()) + ((cur.start, cur.end),)
         count = cur.exact_count if cur.exact_count is not None else self._total(cur, cur.end)
-        self.out.append(
-            PackedChunk(
-                spans=spans,
-                headings=self._titles(cur.path),
-                prefix=cur.prefix,
-                prefix_dropped=cur.prefix_dropped,
-                page_no=cur.page_no,
-                kinds=tuple(cur.kinds),
-                sections=cur.sections,
-                split=cur.split,
-                context=cur.context_kind,
-                token_count=count,
-                top=cur.top,
-            )
+        self.last = PackedChunk(
+            spans=spans,
+            headings=self._titles(cur.path),
+            prefix=cur.prefix,
+            prefix_dropped=cur.prefix_dropped,
+            page_no=cur.page_no,
+            kinds=tuple(cur.kinds),
+            sections=cur.sections,
+            split=cur.split,
+            context=cur.context_kind,
+            token_count=count,
+            top=cur.top,
         )
+        self.out.append(self.last)
         self.last_tiles = self.tiles_in_cur
         self.tiles_in_cur = []
 
