@@ -160,7 +160,8 @@ class _StructureChunker(Chunker):
 
     def stream_with_source(self, document: Document, *, tokenizer_identity: str) -> tuple[Iterator[Chunk], str]:
         """:meth:`chunk_with_source` with the chunks as an iterator; the document is normalized here
-        (``ChunkingError`` from the normalizer is raised now), packed at the first ``next``."""
+        (``ChunkingError`` from the normalizer is raised now), packed as the chunks are taken (a
+        top-level section at a time, see ``Packer.stream``)."""
         self.validate_input(document)
         with _cycle_collector_paused():
             normalized = self.normalize(document)
