@@ -453,3 +453,29 @@ def test_a_long_text_is_counted_a_part_at_a_time_with_the_same_chunks(monkeypatc
     parted = [(c.text, c.start_offset, c.token_count, c.metadata) for c in _chunks(chunker, content)]
     assert parted == whole
     assert len(encoded) > 10 and max(encoded) < 500 + 200 and sum(encoded) == len(content)
+
+
+@pytest.mark.parametrize("part_chars", [None, 300])
+def test_non_whitespace_is_counted_as_str_isspace_sees_it(monkeypatch, part_chars):
+    """The coverage count (over UTF-8 bytes, a part at a time) equals a count of the code points
+    that are not ``str.isspace``, for every whitespace character, at part edges and text ends,
+    next to characters that share a whitespace character's lead byte, and with lone surrogates."""
+    import random
+
+    from transforms.structure import validation
+
+    if part_chars is not None:
+        monkeypatch.setattr(validation, "_PART_CHARS", part_chars)
+    rng = random.Random(7)
+    spaces = [chr(c) for c in range(0x3001) if chr(c).isspace()]
+    # Neighbours of whitespace in UTF-8: same lead byte (C2, E1, E2, E3), controls, surrogates.
+    others = ["a", "\x00", "\x08", "\x0e", "\x1b", "\x21", "\x7f", "\x84", "\x86", "\xa1", "é", "\u1681",
+              "\u167f", "\u200b", "\u2027", "\u202a", "\u2030", "\u205e", "\u2060", "\u3001", "\u2fff",
+              "—", "\ud800", "\udfff", "😀"]
+    assert len(spaces) == 29
+    for size in (0, 1, 255, 256, 257, 299, 300, 301, 1000, 5000):
+        for mix in (0.05, 0.5, 0.95):
+            text = "".join(rng.choice(spaces) if rng.random() < mix else rng.choice(others) for _ in range(size))
+            assert validation._non_space(text) == sum(not c.isspace() for c in text), (size, mix)
+        tail = "a" * size + rng.choice(spaces)
+        assert validation._non_space(tail) == size
