@@ -479,3 +479,23 @@ def test_non_whitespace_is_counted_as_str_isspace_sees_it(monkeypatch, part_char
             assert validation._non_space(text) == sum(not c.isspace() for c in text), (size, mix)
         tail = "a" * size + rng.choice(spaces)
         assert validation._non_space(tail) == size
+
+
+def test_pieces_and_packed_chunks_are_built_with_every_field():
+    """Pieces and packed chunks are made without their dataclass __init__: each has exactly its
+    fields, and equals the object the __init__ builds from them."""
+    import dataclasses
+
+    from transforms.chunkers.base import Piece
+    from transforms.structure.packing import PackedChunk
+
+    chunker = StructureAwareChunker(tokenizer=BYTES, max_tokens=60, target_tokens=40)
+    text = "# A\n\none two three\n\n## B\n\n" + "word " * 40 + "\n\n| h |\n|---|\n| r |\n"
+    for content, content_format in ((text, "markdown"), ("<h1>T</h1><p>para</p>", "html")):
+        normalized = chunker.normalize(_doc(content, content_format))
+        packed = chunker._packer.pack(normalized)
+        pieces = list(chunker.split_normalized(normalized))
+        assert len(packed) == len(pieces) > 1 if content_format == "markdown" else len(pieces) == 1
+        for made, cls in [(c, PackedChunk) for c in packed] + [(p, Piece) for p in pieces]:
+            assert set(vars(made)) == {f.name for f in dataclasses.fields(cls)}
+            assert made == cls(**vars(made))

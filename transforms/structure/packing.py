@@ -392,6 +392,9 @@ class Packer:
         return _Run(self, normalized).pack()
 
 
+_new = object.__new__
+
+
 class _Run:
     """One document's packing: the state of :class:`Packer` for a single call."""
 
@@ -598,21 +601,23 @@ class _Run:
             return
         spans = ((cur.context,) if cur.context else ()) + ((cur.start, cur.end),)
         count = cur.exact_count if cur.exact_count is not None else self._total(cur, cur.end)
-        self.out.append(
-            PackedChunk(
-                spans=spans,
-                headings=self._titles(cur.path),
-                prefix=cur.prefix,
-                prefix_dropped=cur.prefix_dropped,
-                page_no=cur.page_no,
-                kinds=tuple(cur.kinds),
-                sections=cur.sections,
-                split=cur.split,
-                context=cur.context_kind,
-                token_count=count,
-                top=cur.top,
-            )
+        # PackedChunk(**fields) without the frozen dataclass's __init__ (an object.__setattr__
+        # per field): the same object, every field set.
+        chunk = _new(PackedChunk)
+        chunk.__dict__.update(
+            spans=spans,
+            headings=self._titles(cur.path),
+            prefix=cur.prefix,
+            prefix_dropped=cur.prefix_dropped,
+            page_no=cur.page_no,
+            kinds=tuple(cur.kinds),
+            sections=cur.sections,
+            split=cur.split,
+            context=cur.context_kind,
+            token_count=count,
+            top=cur.top,
         )
+        self.out.append(chunk)
         self.last_tiles = self.tiles_in_cur
         self.tiles_in_cur = []
 
