@@ -154,21 +154,26 @@ def test_corpus_markdown_parsed_in_small_windows_gives_the_same_blocks(monkeypat
     assert sum(len(d) > 500 for d in documents) > 20
 
 
+@pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("offset", [0, 1, 3])
-def test_byte_offsets_become_code_points_across_blocks(offset):
-    """The compact byte -> code point map (a count per 256-byte block plus one byte per byte)
-    equals a plain running count of UTF-8 lead bytes at every offset, past the end included."""
+def test_byte_offsets_become_code_points_across_blocks(offset, sparse):
+    """The byte -> code point maps (dense: a count per 256-byte block plus one byte per byte;
+    sparse, for text with few non-ASCII characters: the offsets of continuation bytes) equal a
+    plain running count of UTF-8 lead bytes at every offset, past the end included."""
     import random
 
     from transforms.structure.normalizers.markdown import _Positions
 
     rng = random.Random(offset)
-    for size in (1, 255, 256, 257, 700, 3000):
-        text = "é" + "".join(rng.choice(["a", "é", "€", "😀", "\n", " "]) for _ in range(size))
+    alphabet = ["a"] * 1000 + ["é", "€", "😀", "\n", " "] if sparse else ["a", "é", "€", "😀", "\n", " "]
+    for size in (1, 255, 256, 257, 700, 3000, 20000):
+        text = "é" + "".join(rng.choice(alphabet) for _ in range(size))
         positions = _Positions(text, offset, len(text))
         assert not positions.ascii or offset > 0
         if positions.ascii:
             continue
+        if size >= 700:
+            assert (positions._continuation is not None) == sparse  # the map under test
         raw = text[offset:].encode("utf-8")
         expected, count = [], offset
         for byte in raw:

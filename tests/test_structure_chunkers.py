@@ -505,3 +505,49 @@ def test_a_long_texts_token_ends_are_dropped_behind_the_packer(monkeypatch, toke
         held.append(sum(part is not None for part in counters[0]._parts))
     assert streamed == whole
     assert len(counters[0]._parts) > 10 and max(held) <= 4
+
+
+@pytest.mark.parametrize("part_chars", [None, 300])
+def test_non_whitespace_is_counted_as_str_isspace_sees_it(monkeypatch, part_chars):
+    """The coverage count (over UTF-8 bytes, a part at a time) equals a count of the code points
+    that are not ``str.isspace``, for every whitespace character, at part edges and text ends,
+    next to characters that share a whitespace character's lead byte, and with lone surrogates."""
+    import random
+
+    from transforms.structure import validation
+
+    if part_chars is not None:
+        monkeypatch.setattr(validation, "_PART_CHARS", part_chars)
+    rng = random.Random(7)
+    spaces = [chr(c) for c in range(0x3001) if chr(c).isspace()]
+    # Neighbours of whitespace in UTF-8: same lead byte (C2, E1, E2, E3), controls, surrogates.
+    others = ["a", "\x00", "\x08", "\x0e", "\x1b", "\x21", "\x7f", "\x84", "\x86", "\xa1", "é", "\u1681",
+              "\u167f", "\u200b", "\u2027", "\u202a", "\u2030", "\u205e", "\u2060", "\u3001", "\u2fff",
+              "—", "\ud800", "\udfff", "😀"]
+    assert len(spaces) == 29
+    for size in (0, 1, 255, 256, 257, 299, 300, 301, 1000, 5000):
+        for mix in (0.05, 0.5, 0.95):
+            text = "".join(rng.choice(spaces) if rng.random() < mix else rng.choice(others) for _ in range(size))
+            assert validation._non_space(text) == sum(not c.isspace() for c in text), (size, mix)
+        tail = "a" * size + rng.choice(spaces)
+        assert validation._non_space(tail) == size
+
+
+def test_pieces_and_packed_chunks_are_built_with_every_field():
+    """Pieces and packed chunks are made without their dataclass __init__: each has exactly its
+    fields, and equals the object the __init__ builds from them."""
+    import dataclasses
+
+    from transforms.chunkers.base import Piece
+    from transforms.structure.packing import PackedChunk
+
+    chunker = StructureAwareChunker(tokenizer=BYTES, max_tokens=60, target_tokens=40)
+    text = "# A\n\none two three\n\n## B\n\n" + "word " * 40 + "\n\n| h |\n|---|\n| r |\n"
+    for content, content_format in ((text, "markdown"), ("<h1>T</h1><p>para</p>", "html")):
+        normalized = chunker.normalize(_doc(content, content_format))
+        packed = chunker._packer.pack(normalized)
+        pieces = list(chunker.split_normalized(normalized))
+        assert len(packed) == len(pieces) > 1 if content_format == "markdown" else len(pieces) == 1
+        for made, cls in [(c, PackedChunk) for c in packed] + [(p, Piece) for p in pieces]:
+            assert set(vars(made)) == {f.name for f in dataclasses.fields(cls)}
+            assert made == cls(**vars(made))

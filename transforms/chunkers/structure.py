@@ -114,7 +114,10 @@ def _piece(source: str, verbatim_source: bool, chunk: PackedChunk) -> Piece:
     text = chunk.text(source)
     metadata = _structure_metadata(chunk)
     verbatim = verbatim_source and len(chunk.spans) == 1
-    return Piece(
+    # Piece(**fields) without the frozen dataclass's __init__ (one object.__setattr__ per field,
+    # about 3 microseconds a chunk): the same object, every field set.
+    piece = _new(Piece)
+    piece.__dict__.update(
         text=text,
         start_offset=chunk.spans[0][0] if verbatim else None,
         end_offset=chunk.spans[0][1] if verbatim else None,
@@ -125,6 +128,10 @@ def _piece(source: str, verbatim_source: bool, chunk: PackedChunk) -> Piece:
         metadata=metadata,
         content_format=None if verbatim_source else "markdown",
     )
+    return piece
+
+
+_new = object.__new__
 
 
 class _StructureChunker(Chunker):

@@ -109,8 +109,11 @@ def build_embedding_text(text: str, metadata: Mapping[str, Any]) -> str:
         text: The chunk's text.
         metadata: The chunk's metadata.
     """
-    structure = metadata.get("structure") if isinstance(metadata, Mapping) else None
-    if not isinstance(structure, Mapping) or structure.get("embedding") != EMBEDDING_TEXT_VERSION:
+    # (type(x) is dict first: an isinstance check against the Mapping ABC is slow.)
+    structure = metadata.get("structure") if type(metadata) is dict or isinstance(metadata, Mapping) else None
+    if not (type(structure) is dict or isinstance(structure, Mapping)) or (
+        structure.get("embedding") != EMBEDDING_TEXT_VERSION
+    ):
         return text
     return heading_prefix(tuple(structure.get("prefix") or ())) + text
 
@@ -416,6 +419,9 @@ class Packer:
         return _Run(self, normalized).stream()
 
 
+_new = object.__new__
+
+
 class _Run:
     """One document's packing: the state of :class:`Packer` for a single call."""
 
@@ -663,7 +669,10 @@ class _Run:
             return
         spans = ((cur.context,) if cur.context else ()) + ((cur.start, cur.end),)
         count = cur.exact_count if cur.exact_count is not None else self._total(cur, cur.end)
-        self.last = PackedChunk(
+        # PackedChunk(**fields) without the frozen dataclass's __init__ (an object.__setattr__
+        # per field): the same object, every field set.
+        chunk = _new(PackedChunk)
+        chunk.__dict__.update(
             spans=spans,
             headings=self._titles(cur.path),
             prefix=cur.prefix,
@@ -676,7 +685,8 @@ class _Run:
             token_count=count,
             top=cur.top,
         )
-        self.out.append(self.last)
+        self.last = chunk
+        self.out.append(chunk)
         self.last_tiles = self.tiles_in_cur
         self.tiles_in_cur = []
 

@@ -87,17 +87,58 @@ def _spans(structure: dict[str, Any], limit: int) -> list[tuple[int, int]] | Non
     return out
 
 
-#: Every code point Python calls whitespace (str.isspace), for counting them with str.count.
+#: Every code point Python calls whitespace (str.isspace): ASCII 9-13 and 28-32, and 19 above 127,
+#: the last U+3000.
 _WHITESPACE = tuple(c for c in map(chr, range(0x3001)) if c.isspace())
-_ASCII_WHITESPACE = tuple(c for c in _WHITESPACE if c.isascii())
+assert {ord(c) for c in _WHITESPACE if c.isascii()} == {*range(9, 14), *range(28, 33)}
+#: The UTF-8 of each whitespace code point above 127, by its lead byte: the bytes after the lead.
+_WIDE_WHITESPACE: dict[int, tuple[bytes, ...]] = {}
+for _c in _WHITESPACE:
+    if not _c.isascii():
+        _WIDE_WHITESPACE.setdefault(_c.encode()[0], ())
+        _WIDE_WHITESPACE[_c.encode()[0]] += (_c.encode()[1:],)
+del _c
+#: Code points of a text counted at a time (bounds the UTF-8 copy and the byte masks).
+_PART_CHARS = 1 << 20
 
 
 def _non_space(text: str) -> int:
-    """Code points of ``text`` that are not whitespace."""
+    """Code points of ``text`` that are not whitespace (``str.isspace``).
+
+    Counted over the UTF-8 bytes: an ASCII whitespace character is one byte (9-13 or 28-32,
+    counted as bytes up to 32 less those up to 8 and those from 14 to 27), and a wider one is a
+    lead byte followed by its own continuation bytes (found at each occurrence of the few lead
+    bytes they use). Lone surrogates (never whitespace) pass as three bytes of their own.
+    """
     if len(text) < 256:
-        return len(text) - sum(1 for c in text if c.isspace())
-    # (str.isascii() is a flag lookup: an ASCII text is not searched for other whitespace)
-    return len(text) - sum(text.count(c) for c in (_ASCII_WHITESPACE if text.isascii() else _WHITESPACE))
+        return len(text) - sum(map(str.isspace, text))
+    import numpy as np
+
+    whitespace = 0
+    for i in range(0, len(text), _PART_CHARS):
+        part = text[i : i + _PART_CHARS]
+        data = part.encode("utf-8", "surrogatepass")
+        raw = np.frombuffer(data, dtype=np.uint8)
+        whitespace += (
+            int(np.count_nonzero(raw <= 32)) - int(np.count_nonzero(raw <= 8))
+            - int(np.count_nonzero((raw - np.uint8(14)) <= 13))  # 14..27 (wrapping subtraction)
+        )
+        if len(data) == len(part):
+            continue  # ASCII
+        last = len(raw) - 1
+        for lead, tails in _WIDE_WHITESPACE.items():
+            at = np.flatnonzero(raw == lead)
+            if not len(at):
+                continue
+            # (Clamped at the end: the lead itself then stands there, never a continuation byte.)
+            second = raw[np.minimum(at + 1, last)]
+            third = raw[np.minimum(at + 2, last)] if any(len(t) == 2 for t in tails) else None
+            for tail in tails:
+                hit = second == tail[0]
+                if len(tail) == 2:
+                    hit &= third == tail[1]
+                whitespace += int(np.count_nonzero(hit))
+    return len(text) - whitespace
 
 
 class StructureValidator:
@@ -144,7 +185,12 @@ class StructureValidator:
         if spans is None:
             self._previous_main = None
             return self._found(StructureProblem(i, "offset_mismatch", "structure.spans is missing or out of range"))
-        if "".join(source[s:e] for s, e in spans) != chunk.text:
+        text = chunk.text
+        if len(spans) == 1:  # compared in place, without a copy
+            is_concatenation = spans[0][1] - spans[0][0] == len(text) and source.startswith(text, spans[0][0])
+        else:
+            is_concatenation = "".join(source[s:e] for s, e in spans) == text
+        if not is_concatenation:
             self._previous_main = None
             return self._found(
                 StructureProblem(i, "offset_mismatch", f"the text is not the concatenation of its spans {spans[:4]}")

@@ -21,6 +21,7 @@ its ``>`` or marker), which is where a chunk may begin.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from functools import lru_cache
 from typing import Iterator
 
@@ -86,14 +87,25 @@ class _Positions:
         self.limit = len(text) if limit is None else limit
         window = text if offset == 0 and self.limit == len(text) else text[offset : self.limit]
         self.ascii = window.isascii()
+        self.line_start = (line_starts or LineStarts(text)).line_start
+        self._continuation: list[int] | None = None
         if not self.ascii:
             import numpy as np
 
+            raw = np.frombuffer(window.encode("utf-8"), dtype=np.uint8)
+            self._last = len(raw)
+            high = raw >= 0x80
+            if np.count_nonzero(high) <= len(raw) >> 5:
+                # Few non-ASCII characters (most documents): the code point at byte b is b minus
+                # the UTF-8 continuation bytes before it, kept as a sorted list of their offsets
+                # (at most one entry per 32 bytes, so a transient of 8 bytes per non-ASCII byte).
+                high = np.flatnonzero(high)
+                self._continuation = high[(raw[high] & 0xC0) == 0x80].tolist()
+                return
+            del high
             # The code point at byte b is the number of UTF-8 lead bytes before it: kept as one
             # byte per source byte (the count since the start of its 256-byte block, uint8) plus
             # a total per block, not as a 4-byte running sum per byte.
-            raw = np.frombuffer(window.encode("utf-8"), dtype=np.uint8)
-            self._last = len(raw)
             lead = np.zeros(-(-(len(raw) + 1) // 256) * 256, dtype=np.uint8)
             np.not_equal(raw & 0xC0, 0x80, out=lead[: len(raw)])
             del raw
@@ -109,12 +121,13 @@ class _Positions:
             # Memoryviews index to Python ints several times faster than arrays do.
             self._within = memoryview(within.reshape(-1))
             self._before = memoryview(before)
-        self.line_start = (line_starts or LineStarts(text)).line_start
 
     def code_point(self, byte_offset: int) -> int:
         """The code point at a UTF-8 byte offset; offsets past the end (the parser reports some
         after expanding a tab) are the end."""
         b = byte_offset if byte_offset < self._last else self._last
+        if self._continuation is not None:
+            return self.offset + b - bisect_left(self._continuation, b)
         return self._before[b >> 8] + self._within[b]
 
     def interval(self, srcmap) -> tuple[int, int]:
@@ -125,9 +138,15 @@ class _Positions:
             end += self.offset
             limit = self.limit
             return (start if start < limit else limit), (end if end < limit else limit)
-        last, before, within = self._last, self._before, self._within
+        last = self._last
         start = start if start < last else last
         end = end if end < last else last
+        continuation = self._continuation
+        if continuation is not None:
+            offset = self.offset
+            return (offset + start - bisect_left(continuation, start),
+                    offset + end - bisect_left(continuation, end))
+        before, within = self._before, self._within
         return before[start >> 8] + within[start], before[end >> 8] + within[end]
 
 
