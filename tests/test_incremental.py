@@ -262,3 +262,24 @@ def test_output_inside_previous_is_an_option_error(capsys, tmp_path):
     docs = write_documents(tmp_path / "in" / "docs.parquet", V1[:1])
     assert main(["--input", str(docs), "--output", str(previous / "chunks" / "next"), "--previous", str(previous)]) == 2
     assert "must not be inside --previous" in capsys.readouterr().err
+
+
+def test_arrow_tables_are_coded_as_ipc_and_their_size_is_estimated_without_encoding(monkeypatch):
+    """Beam samples element sizes on every edge: for tables that must not encode (pickle) them."""
+    import apache_beam as beam
+
+    from transforms.beam import ArrowTableCoder
+    from transforms.documents import CHUNK_SCHEMA
+
+    row = {field.name: None for field in CHUNK_SCHEMA}
+    row.update(chunk_id="c", document_id="d", chunk_index=0, text="t" * 1000, embedding_text="é" * 500,
+               headings=["h"])
+    table = pa.Table.from_pylist([row, {**row, "chunk_index": 1}], schema=CHUNK_SCHEMA)
+    coder = beam.coders.registry.get_coder(pa.Table)
+    assert isinstance(coder, ArrowTableCoder)
+    decoded = coder.decode(coder.encode(table))
+    assert decoded.schema == CHUNK_SCHEMA and decoded.equals(table)
+    monkeypatch.setattr(ArrowTableCoder, "encode", lambda self, value: pytest.fail("encoded to estimate"))
+    impl = coder.get_impl()
+    assert impl.estimate_size(table) == table.nbytes > 3000
+    assert impl.get_estimated_size_and_observables(table)[0] == table.nbytes
