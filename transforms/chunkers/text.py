@@ -730,7 +730,7 @@ class TokenTextSplitter(Chunker):
         """
         n, size, overlap = len(text), self.chunk_size, self.chunk_overlap
         ends, begins, total = counter.ends, counter.begins, len(counter.ends)
-        count, safe, tokens_before = counter.count, counter.safe_cut, counter.tokens_before
+        count, safe, tokens_before = counter.count, counter.safe_token_start, counter.tokens_before
 
         def start_of(t: int) -> int:
             return int(ends[t - 1]) if t > 0 else 0
