@@ -218,11 +218,13 @@ def _may_hold_long_run(text: str) -> bool:
     at a time (pieces overlapping by a run's length: bounded memory). Each class has a byte table
     (``bytes.translate``): its ASCII bytes, and every byte of a non-ASCII code point (which may
     be a letter, a symbol or a space), map to 1. A run of the class is then at least
-    ``LONG_RUN_CHARS`` consecutive 1 bytes; those hold ``LONG_RUN_CHARS // 16`` consecutive
-    bytes of every 16th, so that sample is looked at first (where real text almost never has
-    such a streak), and only where it has one is the whole piece searched (``bytes.find``).
-    Text of a script written without ASCII spaces or punctuation (1,024 bytes of it) passes
-    this check; :meth:`TiktokenTokenizer._long_stretch` then finds no run and encodes it whole.
+    ``LONG_RUN_CHARS`` consecutive 1 bytes; and every 16th code point of the piece holds
+    ``LONG_RUN_CHARS // 16`` consecutive code points of the run, which are at least as many
+    consecutive 1 bytes. So that sample (a sixteenth of the piece to encode) is looked at first
+    (real text almost never has such a streak), and only where it has one is the whole piece
+    encoded and searched (``bytes.find``). Text of a script written without ASCII spaces or
+    punctuation (1,024 code points of it) passes this check;
+    :meth:`TiktokenTokenizer._long_stretch` then finds no run and encodes it whole.
     """
     if len(text) < LONG_RUN_CHARS:
         return False
@@ -231,14 +233,16 @@ def _may_hold_long_run(text: str) -> bool:
     needle, sampled = b"\x01" * LONG_RUN_CHARS, b"\x01" * (LONG_RUN_CHARS // stride)
     for lo in range(0, max(len(text) - LONG_RUN_CHARS, 0) + 1, step):
         part = text[lo : lo + step + LONG_RUN_CHARS - 1]
-        try:
-            data = part.encode("utf-8")
-        except UnicodeEncodeError:  # lone surrogates (the error handler is slower: only then)
-            data = part.encode("utf-8", "surrogatepass")
-        every = data[::stride]
+        every, data = part[::stride].encode("utf-8", "surrogatepass"), None
         for table in tables:
-            if sampled in every.translate(table) and needle in data.translate(table):
-                return True
+            if sampled in every.translate(table):
+                if data is None:
+                    try:
+                        data = part.encode("utf-8")
+                    except UnicodeEncodeError:  # lone surrogates (the error handler is slower: only then)
+                        data = part.encode("utf-8", "surrogatepass")
+                if needle in data.translate(table):
+                    return True
     return False
 
 
@@ -554,10 +558,12 @@ class TiktokenTokenizer:
 
         dtype = np.int32 if len(text) < 2**31 else np.int64
         ascii_only = text.isascii()  # then every token starts a code point: no begins array
+        starts, begins_of = self._starts_array, self._begins_array
         if len(text) < _DIRECT_CHARS:
-            ids = self._ids(text)
-            ends = np.cumsum(self._starts_array[ids], dtype=dtype)
-            return SliceCounter(self, text, ends, None if ascii_only else self._begins_array[ids])
+            index = self._ids(text).astype(np.intp)  # (numpy converts uint32 ids once per gather)
+            ends = starts.take(index).astype(dtype, copy=False)
+            ends.cumsum(out=ends)
+            return SliceCounter(self, text, ends, None if ascii_only else begins_of.take(index))
         # Segments are written into arrays sized for the most tokens the text can have (one per
         # UTF-8 byte): only the pages written become resident, and no second copy is made.
         bound = len(text) * (1 if ascii_only else 4)
@@ -566,12 +572,17 @@ class TiktokenTokenizer:
         n = offset = 0
         for ids in self._encode_segments(text):
             if len(ids):
+                index = ids.astype(np.intp)
                 part = ends[n : n + len(ids)]
-                np.cumsum(self._starts_array[ids], dtype=dtype, out=part)
+                if dtype is np.int32:  # the table's own type: gathered straight into place
+                    starts.take(index, out=part)
+                else:
+                    part[:] = starts.take(index)
+                part.cumsum(out=part)
                 part += offset
                 offset = int(part[-1])
                 if begins is not None:
-                    begins[n : n + len(ids)] = self._begins_array[ids]
+                    begins_of.take(index, out=begins[n : n + len(ids)])
                 n += len(ids)
         return SliceCounter(self, text, ends[:n], None if begins is None else begins[:n])
 

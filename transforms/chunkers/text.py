@@ -737,6 +737,7 @@ class TokenTextSplitter(Chunker):
 
         a = ti = 0  # the window's start, and the first token that ends after it
         at_start = True  # whether a is where token ti starts
+        a_safe = True  # safe(a) when known (a is where the previous window ended), else None
         last = 0  # where the previous window ended: a window must reach past it
         while a < n:
             tj = ti + size
@@ -747,9 +748,10 @@ class TokenTextSplitter(Chunker):
                     while tj > ti and not begins[tj]:
                         tj -= 1
                 b = start_of(tj)
+            b_safe = None
             if b <= a or b <= last:
                 fits = False  # (b <= last: the local count allows more than the whole encoding)
-            elif at_start and safe(a) and safe(b):
+            elif at_start and (safe(a) if a_safe is None else a_safe) and (b_safe := safe(b)):
                 fits = True  # tj - ti <= size tokens, exactly
             else:
                 fits = count(a, b) <= size
@@ -761,7 +763,7 @@ class TokenTextSplitter(Chunker):
                 ahead = ahead[ahead > a][:size]
                 cuts = [a, *(int(c) for c in ahead)] if len(ahead) else [a, n]
                 k = _next_cut(count, cuts, 0, len(cuts) - 1, size)
-                b = cuts[k]
+                b, b_safe = cuts[k], None
                 tj = tokens_before(b)
             window = text[a:b]
             if not window.isspace():
@@ -793,6 +795,7 @@ class TokenTextSplitter(Chunker):
                 at_start = b == start_of(tj) and (begins is None or tj >= total or bool(begins[tj]))
             else:
                 a, ti, at_start = start_of(nt), nt, True
+            a_safe = b_safe if a == b else None
 
 
 class _Cuts:
