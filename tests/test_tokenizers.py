@@ -681,3 +681,88 @@ def test_run_tables_hold_every_byte_of_their_classes():
         table = spaces if ch.isspace() else letters if ch.isalpha() else None if ch.isalnum() else symbols
         if table is not None:
             assert all(table[b] for b in ch.encode()), hex(c)
+
+
+# Cuts at token starts inside pre-tokens (the window ends of TokenTextSplitter)
+
+_INNER_FRAGMENTS = [
+    # contractions (case-insensitive in the pattern), some of them two tokens: "'Ll" is "'L" "l"
+    "tokenizer", "Unbelievably", "ama", "'s", "'S", "'ll", "'LL", "'Ll", "'lL", "'Ve", "'VE", "'vE", "'rE",
+    "'re", "'t", "'", "o'clock", "n't", "\n  ", "\n\n  ", "\r\n   ", " \n  ",
+    "(", "((", ")", "[", "\"", "-", "--", "...", "**", "==", "_", "/", ".", ",", "$", "#",
+    "1", "12", "123", "1234567", "2023", "0.5", "v1.2.3", " ", "  ", "   ", "\n", "\n\n", "\r\n", "\t",
+    "\n    ", "\n\t", "é", "ß", "²", "데이터", "🎉", "\u00a0", "\x1c", "http://example.com/a_b?c=1",
+]
+inner_text = st.lists(
+    st.one_of(st.sampled_from(_INNER_FRAGMENTS), st.text("aZ09.,'(_- \n", max_size=6)), min_size=1, max_size=50
+).map("".join)
+
+
+def _token_starts(encoding: tiktoken.Encoding, text: str) -> list[int]:
+    """Code-point offsets in ``(0, len(text))`` where a token of ``text``'s encoding starts."""
+    cut, offsets, data = 0, [], text.encode("utf-8")
+    for token in encoding.encode_ordinary(text):
+        cut += len(encoding.decode_single_token_bytes(token))
+        if 0 < cut < len(data) and data[cut] & 0xC0 != 0x80:
+            offsets.append(len(data[:cut].decode("utf-8")))
+    return offsets
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=inner_text)
+def test_token_start_cuts_split_the_encoding_exactly(reference_cl100k, text):
+    # Wherever a token starts and the rule allows a cut, the whole text's tokens are the tokens
+    # of the text before it followed by those of the text after it.
+    whole = reference_cl100k.encode_ordinary(text)
+    for p in _token_starts(reference_cl100k, text):
+        if tk._token_start_cut(text, p):
+            left = reference_cl100k.encode_ordinary(text[:p])
+            assert left + reference_cl100k.encode_ordinary(text[p:]) == whole, (p, text[:p], text[p:])
+
+
+def test_token_start_cuts_examples(reference_cl100k):
+    # The rule's cases, each at a token start of its text, and what it refuses.
+    def cut(text: str, p: int) -> bool:
+        assert p in _token_starts(reference_cl100k, text), (text, p)
+        return tk._token_start_cut(text, p)
+
+    assert cut("a tokenization of words", 7)  # inside a letter run: " token" | "ization"
+    assert cut("x (Unbelievably) y", 5)  # "Un" | "belie"
+    assert cut("x (Unbelievably) y", 3)  # after punctuation, before a letter: " (" | "Un"
+    assert cut("x =====;=====;;;;;;;;;;;===== y", 8)  # inside a punctuation run: ";" | "====="
+    assert cut("n = 1234567;", 7)  # digits, grouped by three from the run's start: "123" | "456"
+    assert cut("x 2023", 2)  # after a space that follows a letter, before a digit
+    assert cut("x\n\n    y", 3)  # after a line feed, before the indentation of a line
+    assert cut("x    y", 4)  # before the last space of a run after a letter: "   " | " y"
+    assert cut("x\n    y", 5)  # the same after a line break ("\n   ": one piece, BPE splits it there)
+    assert not cut("x\n\t   y", 5)  # spaces after a tab
+    assert not cut("x\n    ", 2)  # indentation that runs to the text's end
+    assert not cut("word'Veryunbelievable", 7)  # "'Ve" is a contraction piece: "ryun..." is not
+    assert not cut("word'Veryunbelievable", 5)  # "'" | "Ve": from "Ve" on, one letter piece
+
+
+def test_no_cl100k_token_ends_with_a_line_break_then_blanks(cl100k):
+    # _token_start_cut relies on it: a piece of whitespace that ends with a line break and
+    # spaces is encoded as the whitespace up to the line break, then the spaces.
+    ranks = cl100k.encoding._mergeable_ranks
+    assert [t for t in ranks if re.search(rb"[\r\n][ \t]+\Z", t)] == []
+
+
+def test_every_cl100k_token_is_its_own_bpe_result(cl100k):
+    # _token_start_cut relies on it: tiktoken encodes a piece that is a token as that token
+    # without merging, which is what merging its bytes (lowest rank first, leftmost on ties,
+    # as tiktoken's byte_pair_merge does) gives too.
+    ranks = cl100k.encoding._mergeable_ranks
+    not_own = []
+    for token, rank in ranks.items():
+        parts = [token[i : i + 1] for i in range(len(token))]
+        while len(parts) > 1:
+            found = [(ranks.get(parts[i] + parts[i + 1]), i) for i in range(len(parts) - 1)]
+            best = min(((r, i) for r, i in found if r is not None), default=None)
+            if best is None:
+                break
+            i = best[1]
+            parts[i : i + 2] = [parts[i] + parts[i + 1]]
+        if parts != [token]:
+            not_own.append(rank)
+    assert len(ranks) == 100_256 and not_own == []

@@ -218,11 +218,13 @@ def _may_hold_long_run(text: str) -> bool:
     at a time (pieces overlapping by a run's length: bounded memory). Each class has a byte table
     (``bytes.translate``): its ASCII bytes, and every byte of a non-ASCII code point (which may
     be a letter, a symbol or a space), map to 1. A run of the class is then at least
-    ``LONG_RUN_CHARS`` consecutive 1 bytes; those hold ``LONG_RUN_CHARS // 16`` consecutive
-    bytes of every 16th, so that sample is looked at first (where real text almost never has
-    such a streak), and only where it has one is the whole piece searched (``bytes.find``).
-    Text of a script written without ASCII spaces or punctuation (1,024 bytes of it) passes
-    this check; :meth:`TiktokenTokenizer._long_stretch` then finds no run and encodes it whole.
+    ``LONG_RUN_CHARS`` consecutive 1 bytes; and every 16th code point of the piece holds
+    ``LONG_RUN_CHARS // 16`` consecutive code points of the run, which are at least as many
+    consecutive 1 bytes. So that sample (a sixteenth of the piece to encode) is looked at first
+    (real text almost never has such a streak), and only where it has one is the whole piece
+    encoded and searched (``bytes.find``). Text of a script written without ASCII spaces or
+    punctuation (1,024 code points of it) passes this check;
+    :meth:`TiktokenTokenizer._long_stretch` then finds no run and encodes it whole.
     """
     if len(text) < LONG_RUN_CHARS:
         return False
@@ -231,14 +233,16 @@ def _may_hold_long_run(text: str) -> bool:
     needle, sampled = b"\x01" * LONG_RUN_CHARS, b"\x01" * (LONG_RUN_CHARS // stride)
     for lo in range(0, max(len(text) - LONG_RUN_CHARS, 0) + 1, step):
         part = text[lo : lo + step + LONG_RUN_CHARS - 1]
-        try:
-            data = part.encode("utf-8")
-        except UnicodeEncodeError:  # lone surrogates (the error handler is slower: only then)
-            data = part.encode("utf-8", "surrogatepass")
-        every = data[::stride]
+        every, data = part[::stride].encode("utf-8", "surrogatepass"), None
         for table in tables:
-            if sampled in every.translate(table) and needle in data.translate(table):
-                return True
+            if sampled in every.translate(table):
+                if data is None:
+                    try:
+                        data = part.encode("utf-8")
+                    except UnicodeEncodeError:  # lone surrogates (the error handler is slower: only then)
+                        data = part.encode("utf-8", "surrogatepass")
+                if needle in data.translate(table):
+                    return True
     return False
 
 
@@ -557,10 +561,12 @@ class TiktokenTokenizer:
 
         dtype = np.int32 if len(text) < 2**31 else np.int64
         ascii_only = text.isascii()  # then every token starts a code point: no begins array
+        starts, begins_of = self._starts_array, self._begins_array
         if len(text) < _DIRECT_CHARS:
-            ids = self._ids(text)
-            ends = np.cumsum(self._starts_array[ids], dtype=dtype)
-            return SliceCounter(self, text, ends, None if ascii_only else self._begins_array[ids])
+            index = self._ids(text).astype(np.intp)  # (numpy converts uint32 ids once per gather)
+            ends = starts.take(index).astype(dtype, copy=False)
+            ends.cumsum(out=ends)
+            return SliceCounter(self, text, ends, None if ascii_only else begins_of.take(index))
         # Segments are written into arrays sized for the most tokens the text can have (one per
         # UTF-8 byte): only the pages written become resident, and no second copy is made.
         bound = len(text) * (1 if ascii_only else 4)
@@ -569,16 +575,22 @@ class TiktokenTokenizer:
         n = offset = 0
         for ids in self._encode_segments(text):
             if len(ids):
+                index = ids.astype(np.intp)
                 part = ends[n : n + len(ids)]
-                np.cumsum(self._starts_array[ids], dtype=dtype, out=part)
+                if dtype is np.int32:  # the table's own type: gathered straight into place
+                    starts.take(index, out=part)
+                else:
+                    part[:] = starts.take(index)
+                part.cumsum(out=part)
                 part += offset
                 offset = int(part[-1])
                 if begins is not None:
-                    begins[n : n + len(ids)] = self._begins_array[ids]
+                    begins_of.take(index, out=begins[n : n + len(ids)])
                 n += len(ids)
         return SliceCounter(self, text, ends[:n], None if begins is None else begins[:n])
 
 
+_BLANKS = re.compile("[ \t]*")
 _ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
@@ -600,6 +612,98 @@ def _alnum_cut(before: str, after: str) -> bool:
     if before >= "\x80" or after >= "\x80" or not before.isalnum():
         return False
     return not after.isalnum() or after.isalpha() != before.isalpha()
+
+
+def _token_start_cut(text: str, p: int) -> bool:
+    """Whether a cut at ``p`` (``0 < p < len(text)``), where a token of the whole text's
+    cl100k_base encoding starts, is safe although it may fall inside a pre-token (a piece of
+    cl100k_base's pattern): the tokens of ``text[:p]`` and of ``text[p:]`` are then the whole
+    encoding's tokens before and after ``p``. Only for token starts: inside a piece, an offset
+    where no token starts is never a safe cut.
+
+    Besides :func:`_alnum_cut`, with ``before = text[p - 1]`` and ``after = text[p]`` ASCII:
+
+    * inside a letter run (two letters) that is not within two letters of an apostrophe before
+      it (``'s``, ``'ll``, ``'re``: a contraction piece may end inside the run);
+    * after ASCII punctuation other than ``'``, before a letter or digit;
+    * inside a punctuation run (two punctuation characters, ``after`` not ``'``), when the
+      character after ``after`` is ASCII and not a letter (or there is none);
+
+    and four cuts that are piece boundaries of the whole text (safe by the pattern alone):
+
+    * inside a run of ASCII digits, a multiple of three digits after its start (digits are
+      grouped by three from the run's start, ``\\p{N}{1,3}+``), the run not preceded by a
+      non-ASCII character;
+    * after a space that follows a non-space character, before a digit (the space is a piece
+      of its own, ``\\s``, and ``\\s++$`` takes the same one space from the text that ends there);
+    * after a line feed, before spaces or tabs that end at a non-space character (no line break
+      among them: ``\\s*[\\r\\n]`` ends the whitespace before them at that line feed, as
+      ``\\s++$`` does in the text that ends there);
+    * between two spaces, the second followed by a non-space character, in a run of spaces that
+      follows a non-space character, a line break or the text's start: ``\\s+(?!\\S)`` leaves
+      the run's last space to the next piece, and ``\\s++$`` takes the same spaces from the
+      text that ends there; after a line break it takes the whitespace up to that line break
+      too (one piece where the whole text has two, ``\\s*[\\r\\n]`` and the spaces), which
+      BPE splits at the line break all the same, because no cl100k_base token ends with a line
+      break followed by spaces or tabs (so none, and no merge, spans it; tested).
+
+    Why. (1) BPE: within one piece tiktoken merges, leftmost first, the adjacent pair whose
+    bytes form the lowest-ranked token; any consecutive tokens of that result are the BPE
+    result of their own bytes (rust-gems ``bpe``, "Corollary II": no merge crossed their
+    outer boundaries, and every merge within them was the lowest-ranked one available there).
+    tiktoken gives a piece that is itself a token that token without merging, which agrees
+    because every cl100k_base token is its own BPE result (``tests/test_tokenizers.py`` checks
+    all 100,256). So a piece cut at a token start encodes as the whole piece's tokens on each
+    side. (2) The pattern: the pieces of ``text[p:]`` are the whole text's from ``p`` on, the
+    piece around ``p`` starting at ``p``: the pattern has no lookbehind; in a letter run the
+    letter piece (``\\p{L}++``, possessive) runs on to the run's end as in the whole text, and
+    no contraction starts there (``after`` is a letter, or a digit, or punctuation that is not
+    an apostrophe); a digit run starts its groups of three at ``p``, where the whole text's
+    digit run starts too (punctuation precedes ``p``); in a punctuation run the punctuation
+    piece runs on as in the whole text, and the letter piece, whose optional first character
+    ``after`` could be, does not match (no letter follows). The pieces of ``text[:p]`` are the
+    whole text's up to ``p``, the last one cut there: each alternative of the pattern reads one
+    class of characters (letters, digits, punctuation, whitespace) and at most one character
+    past its run, except the letter piece's optional first character and the contraction's two
+    or three characters; so what an alternative tried before ``p`` finds depends on the text
+    after ``p`` only through a letter piece that starts at the punctuation before ``p`` (it
+    becomes a one-character punctuation piece, the same one-byte token) or a contraction (none
+    can reach ``p``: no apostrophe two letters before ``p``, none before ``p`` in the other
+    cases); and none of these pieces is whitespace that ``\\s++$`` would take.
+    """
+    before, after = text[p - 1], text[p]
+    if before >= "\x80" or after >= "\x80":
+        return False
+    if before.isalnum():
+        if not after.isalnum() or after.isalpha() != before.isalpha():
+            return True  # _alnum_cut
+        if before.isalpha():
+            return "'" not in text[max(p - 3, 0) : p - 1]
+        start = p - 1  # two digits: the start of their run
+        while start > 0 and "0" <= text[start - 1] <= "9":
+            start -= 1
+        return (p - start) % 3 == 0 and (start == 0 or text[start - 1] < "\x80")
+    if before == " ":
+        if "0" <= after <= "9":
+            return p < 2 or not text[p - 2].isspace()
+        if after == " " and p + 1 < len(text) and not text[p + 1].isspace():
+            start = p - 1  # the run of spaces before p: after a non-space character or a line break
+            while start > 0 and text[start - 1] == " ":
+                start -= 1
+            return start == 0 or not text[start - 1].isspace() or text[start - 1] in "\r\n"
+        return False
+    if before == "\n":
+        if after in " \t":
+            end = _BLANKS.match(text, p).end()
+            return end < len(text) and not text[end].isspace()
+        return False
+    if before in _ASCII_PUNCTUATION:
+        if after.isalnum():
+            return before != "'"
+        if after in _ASCII_PUNCTUATION and after != "'":
+            following = text[p + 1 : p + 2]
+            return following < "\x80" and not following.isalpha()
+    return False
 
 
 class SliceCounter:
@@ -754,6 +858,17 @@ class SliceCounter:
         return (c == " " and not d.isspace()) or (d == "\n" and not c.isspace()) or _alnum_cut(d, c)
 
     _safe = safe_cut
+
+    def safe_token_start(self, p: int) -> bool:
+        """Whether ``p``, a code-point offset where a token of the whole encoding starts (the
+        caller knows it does; its first byte starts a code point), is a safe cut:
+        :meth:`safe_cut`, or a cut inside a pre-token by :func:`_token_start_cut`. Between two
+        such offsets a slice's tokens are the whole encoding's."""
+        text = self.text
+        if p <= 0 or p >= len(text):
+            return True
+        c, d = text[p], text[p - 1]
+        return (c == " " and not d.isspace()) or (d == "\n" and not c.isspace()) or _token_start_cut(text, p)
 
     def _last_cut(self, lo: int, b: int) -> int | None:
         """A safe cut in ``(lo, b)``, as late as is quick to find, or ``None``.
