@@ -722,7 +722,8 @@ class TokenTextSplitter(Chunker):
         (moved back to a token that starts a code point). When both ends are token starts where
         cl100k_base's tokenization cannot change (``SliceCounter.safe_token_start``: on
         ``docs.parquet`` all but about 1.4% of window ends), its exact count is the difference of
-        the token indices, with no encoding at all; else it is counted (``SliceCounter.count``). A window that does not fit is cut by :func:`_next_cut` over its
+        the token indices, with no encoding at all; else it is counted (``SliceCounter.count``).
+        A window that does not fit is cut by :func:`_next_cut` over its
         own token starts (bisection, and between code points when a step alone is too long); a
         window that ends between code points is followed by one that starts there, without
         overlap. The next window starts ``chunk_overlap`` tokens before the end, or later when
