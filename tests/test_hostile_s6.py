@@ -52,7 +52,10 @@ def test_symbol_run_with_information_separators_is_encoded_in_windows(cl100k, mo
 # held as two code points: below _DIRECT_CHARS encode is tiktoken's encode_ordinary, whose own
 # fallback joins the pair into one character (U+1F600: 2 tokens), while count and _ids turn each
 # lone surrogate into U+FFFD (one token for both here). encode of a longer text goes through
-# _ids, so encode is not even consistent with itself by length.
+# _ids, so encode is not even consistent with itself by length. The same root cause is the known
+# xfail test_structure_properties.py::test_bug_surrogate_pair_code_points_are_counted_unlike_tiktoken
+# (Parquet strings cannot hold surrogates); encode is not used by the job. Left failing (strict).
+@pytest.mark.xfail(strict=True, reason="known: encode keeps tiktoken's surrogate-pair join; count uses U+FFFD each")
 def test_encode_agrees_with_count_on_a_surrogate_pair(cl100k):
     text = "\ud83d\ude00"
     assert cl100k.encode(text) == cl100k._ids(text).tolist()
