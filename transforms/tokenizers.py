@@ -254,9 +254,11 @@ def _run_tables() -> tuple[bytes, ...]:
         # U+00A0, U+1680, U+2000-U+3000) is written with lead bytes C2, E1, E2, E3 only, so other
         # lead bytes break a whitespace streak (else all non-Latin text with spaces would pass).
         space_bytes = {0xC2, 0xE1, 0xE2, 0xE3, *range(0x80, 0xC0)}
+        # Symbols: ASCII that is neither alphanumeric nor the pattern's \s (U+001C..U+001F are
+        # str.isspace() but symbols to the pattern: a run of them among punctuation is one piece).
         tables = [
             bytes(1 if b >= 0x80 or member(chr(b)) else 0 for b in range(256))
-            for member in (lambda ch: ch.isalpha(), lambda ch: not ch.isspace() and not ch.isalnum())
+            for member in (lambda ch: ch.isalpha(), lambda ch: ch not in " \t\n\x0b\x0c\r" and not ch.isalnum())
         ]
         tables.append(bytes(1 if b in space_bytes or (b < 0x80 and chr(b).isspace()) else 0 for b in range(256)))
         _RUN_TABLES = tuple(tables)
