@@ -1,5 +1,5 @@
-"""Hostile pass on stop 6 (safe token starts, streaming packer, sparse byte-offset map, UTF-8
-non-whitespace count, direct string columns, Arrow table coder): failures found, as tests."""
+"""Hostile inputs for the cl100k_base tokenizer that once failed: the long-run check missing a
+symbol run through U+001C..U+001F, and encode against count on a surrogate pair (known, xfail)."""
 
 from __future__ import annotations
 
