@@ -22,8 +22,8 @@ def cl100k() -> TiktokenTokenizer:
 # the streak of every table. The segment then goes to tiktoken as one piece, whose merge loop is
 # quadratic (measured on a busy machine: 64 K code points 1.4 s, 128 K 5.5 s, while "!" * 128 K
 # takes 0.05 s through the windows); a few hundred KB of such text stalls a worker for minutes.
-# Pre-existing (the tables did not change in this stop), but the docstring's claim "never wrong
-# when it says no" is false for it.
+# (It made the docstring's claim "never wrong when it says no" false; the windows themselves are
+# tested in test_tokenizers.py::test_long_runs_of_any_script_are_encoded_in_windows.)
 @pytest.mark.parametrize("separator", ["\x1c", "\x1d", "\x1e", "\x1f"])
 def test_may_hold_long_run_sees_symbol_runs_through_information_separators(separator):
     text = ("!" * 1000 + separator) * 3
@@ -31,23 +31,7 @@ def test_may_hold_long_run_sees_symbol_runs_through_information_separators(separ
     assert tk._may_hold_long_run(text)
 
 
-def test_symbol_run_with_information_separators_is_encoded_in_windows(cl100k, monkeypatch):
-    # The consequence: the whole run reaches tiktoken in one call (the quadratic case).
-    calls = []
-    real = cl100k._ids
-
-    def spy(text):
-        calls.append(len(text))
-        return real(text)
-
-    monkeypatch.setattr(cl100k, "_ids", spy)
-    text = "intro " + ("!" * 1000 + "\x1c") * 12 + " outro\n"
-    encoded = cl100k.encode(text)
-    assert encoded == cl100k._encoding.encode_ordinary(text)
-    assert max(calls) <= 2 * tk.RUN_WINDOW_CHARS + 16, max(calls)
-
-
-# Shows (pre-existing, noticed in this pass): TiktokenTokenizer.encode disagrees with count (and
+# Shows: TiktokenTokenizer.encode disagrees with count (and
 # with token_ends / slice_counter, which the chunkers and validation use) on a surrogate pair
 # held as two code points: below _DIRECT_CHARS encode is tiktoken's encode_ordinary, whose own
 # fallback joins the pair into one character (U+1F600: 2 tokens), while count and _ids turn each

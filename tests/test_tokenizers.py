@@ -649,7 +649,9 @@ def test_may_hold_long_run_across_its_64k_steps(filler):
 
 @pytest.mark.parametrize(
     "run",
-    ["é", "😀", "👨\u200d👩\u200d👧\u200d👦", "日本語", "aé", "¡", "\u3000", "\u00a0", " \n", "\t\n \r\n"],
+    ["é", "😀", "👨\u200d👩\u200d👧\u200d👦", "日本語", "aé", "¡", "\u3000", "\u00a0", " \n", "\t\n \r\n",
+     # U+001C..U+001F are whitespace to str.isspace but symbols to the pattern: one punctuation run
+     "!" * 1000 + "\x1c", "?" * 500 + "\x1f"],
 )
 def test_long_runs_of_any_script_are_encoded_in_windows(cl100k, reference_cl100k, monkeypatch, run):
     """Regression (hostile pass): a long non-ASCII letter, symbol or mixed-whitespace run is one
