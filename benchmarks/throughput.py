@@ -275,6 +275,17 @@ def _docling_peer(documents, encoding) -> tuple[dict, dict]:
     return {"docling-core HybridChunker": run}, {"docling-core HybridChunker": {"over_budget": over}}
 
 
+def _ratio_lines(best: dict[str, float], outputs: dict[str, int], checks: dict[str, dict],
+                 megabytes: float, base: float) -> list[str]:
+    """One Markdown table row per measured row: seconds, MB/s, ratio to ``base`` seconds, output, violations."""
+    lines = []
+    for name, seconds in best.items():
+        unit = "tokens" if name.startswith("encode") else "chunks"
+        lines.append(f"| {name} | {seconds:.2f} | {megabytes / seconds:.2f} | {base / seconds:.2f} | "
+                     f"{outputs[name]:,} {unit} | {_violations(checks.get(name))} |")
+    return lines
+
+
 def _interleave(rows: dict[str, Callable[[], int]], rounds: int) -> tuple[dict[str, float], dict[str, int]]:
     best = {name: float("inf") for name in rows}
     outputs: dict[str, int] = {}
@@ -615,11 +626,8 @@ def main(argv: list[str] | None = None) -> int:
             "| row | seconds | MB/s | ratio to encode_ordinary | output | violations (checked once) |",
             "|---|---:|---:|---:|---:|---|",
         ]
-        for name in rows:
-            unit = "tokens" if name.startswith("encode") else "chunks"
-            lines.append(f"| {name} | {best[name]:.2f} | {megabytes / best[name]:.2f} | {base / best[name]:.2f} | "
-                         f"{outputs[name]:,} {unit} | {_violations(checks.get(name))} |")
-            bars.append((name, base / best[name]))
+        lines += _ratio_lines(best, outputs, checks, megabytes, base)
+        bars += [(name, base / best[name]) for name in best]
 
     # -- docling -------------------------------------------------------------------------------
     dl_documents = [] if "docling" in skip else _load(args.docling_input, None, docling=True)
@@ -649,12 +657,8 @@ def main(argv: list[str] | None = None) -> int:
             "| row | seconds | MB/s | ratio to encode_ordinary of the export | output | violations |",
             "|---|---:|---:|---:|---:|---|",
         ]
-        for name in dl_rows:
-            unit = "tokens" if name.startswith("encode") else "chunks"
-            lines.append(f"| {name} | {dl_best[name]:.2f} | {md_megabytes / dl_best[name]:.2f} | "
-                         f"{dl_base / dl_best[name]:.2f} | {dl_out[name]:,} {unit} | {_violations(dl_checks.get(name))} |")
-            if not name.startswith("encode"):
-                bars.append((f"docling: {name}", dl_base / dl_best[name]))
+        lines += _ratio_lines(dl_best, dl_out, dl_checks, md_megabytes, dl_base)
+        bars += [(f"docling: {name}", dl_base / dl_best[name]) for name in dl_best if not name.startswith("encode")]
 
     # -- job -----------------------------------------------------------------------------------
     if "job" not in skip:
