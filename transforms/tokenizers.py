@@ -25,7 +25,7 @@ import importlib.util
 import os
 import re
 from bisect import bisect_right
-from functools import cached_property
+from functools import cached_property, lru_cache
 from itertools import accumulate
 from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
 
@@ -246,26 +246,21 @@ def _may_hold_long_run(text: str) -> bool:
     return False
 
 
+@lru_cache(maxsize=1)
 def _run_tables() -> tuple[bytes, ...]:
     """The byte tables of :func:`_may_hold_long_run`: letters, symbols, whitespace."""
-    global _RUN_TABLES
-    if _RUN_TABLES is None:
-        # Any non-ASCII byte may belong to a letter or a symbol. Non-ASCII whitespace (U+0085,
-        # U+00A0, U+1680, U+2000-U+3000) is written with lead bytes C2, E1, E2, E3 only, so other
-        # lead bytes break a whitespace streak (else all non-Latin text with spaces would pass).
-        space_bytes = {0xC2, 0xE1, 0xE2, 0xE3, *range(0x80, 0xC0)}
-        # Symbols: ASCII that is neither alphanumeric nor the pattern's \s (U+001C..U+001F are
-        # str.isspace() but symbols to the pattern: a run of them among punctuation is one piece).
-        tables = [
-            bytes(1 if b >= 0x80 or member(chr(b)) else 0 for b in range(256))
-            for member in (lambda ch: ch.isalpha(), lambda ch: ch not in " \t\n\x0b\x0c\r" and not ch.isalnum())
-        ]
-        tables.append(bytes(1 if b in space_bytes or (b < 0x80 and chr(b).isspace()) else 0 for b in range(256)))
-        _RUN_TABLES = tuple(tables)
-    return _RUN_TABLES
-
-
-_RUN_TABLES = None
+    # Any non-ASCII byte may belong to a letter or a symbol. Non-ASCII whitespace (U+0085,
+    # U+00A0, U+1680, U+2000-U+3000) is written with lead bytes C2, E1, E2, E3 only, so other
+    # lead bytes break a whitespace streak (else all non-Latin text with spaces would pass).
+    space_bytes = {0xC2, 0xE1, 0xE2, 0xE3, *range(0x80, 0xC0)}
+    # Symbols: ASCII that is neither alphanumeric nor the pattern's \s (U+001C..U+001F are
+    # str.isspace() but symbols to the pattern: a run of them among punctuation is one piece).
+    tables = [
+        bytes(1 if b >= 0x80 or member(chr(b)) else 0 for b in range(256))
+        for member in (lambda ch: ch.isalpha(), lambda ch: ch not in " \t\n\x0b\x0c\r" and not ch.isalnum())
+    ]
+    tables.append(bytes(1 if b in space_bytes or (b < 0x80 and chr(b).isspace()) else 0 for b in range(256)))
+    return tuple(tables)
 
 
 def _cut_at(match: re.Match) -> int:
