@@ -4,7 +4,8 @@
         [--rounds 3] [--workdir /tmp/rechunk-incremental] [--out benchmarks/results/incremental.md]
 
 Builds a second version of the corpus in which every document whose position in id order is a
-multiple of ``1/changed`` has one sentence appended (10% by default), runs the job once on the
+multiple of ``1/changed`` has one sentence appended (10% by default) and ``--removed`` documents
+(5 by default, spread over the id order) are gone, runs the job once on the
 original corpus (the previous run), then, interleaved over ``--rounds`` rounds in this one
 process so that both see the same machine: a full run on the second version, the incremental
 run on it with ``--previous``, and runs on a one-document file, without and with a one-document
@@ -17,8 +18,9 @@ its wall time, and the same fraction is given by CPU time: on a shared machine t
 one run vary with the others' load, its CPU time much less.
 
 It then checks that the incremental output equals the full run's: the same chunk rows (every
-column), dead-letter rows and manifest rows, as sets; and that ``documents_skipped_unchanged`` is
-the number of unchanged documents. Prints a Markdown table (best round of each) and writes it
+column), dead-letter rows and manifest rows, as sets; that ``deleted/`` lists, per document, the
+previous run's chunk ids the full run no longer has (in chunk order, ``document_removed`` for the
+removed documents); and that ``documents_skipped_unchanged`` is the number of unchanged documents. Prints a Markdown table (best round of each) and writes it
 to ``--out`` when given. The fraction the issue asks for is
 ``(incremental - start-up) / (full - start-up)``.
 """
@@ -60,8 +62,22 @@ def _rows(folder: Path) -> list[tuple]:
     return sorted(tuple((k, json.dumps(v, sort_keys=True)) for k, v in sorted(row.items())) for row in rows)
 
 
-def make_versions(source: Path, workdir: Path, changed: float) -> tuple[Path, Path, Path, int]:
-    """The corpus as given, its edited second version, a one-document file; and how many changed."""
+def _expected_deleted(previous: Path, full: Path) -> list[tuple]:
+    """``deleted/`` rows as the contract defines them, from the previous run's chunks and the full run's."""
+    old = ds.dataset(str(previous / "chunks"), format="parquet").to_table(
+        columns=["document_id", "chunk_index", "chunk_id"]).to_pylist()
+    new = ds.dataset(str(full / "chunks"), format="parquet").to_table(columns=["document_id", "chunk_id"])
+    kept, live = set(new.column("chunk_id").to_pylist()), set(new.column("document_id").to_pylist())
+    gone: dict[str, list[tuple[int, str]]] = {}
+    for row in old:
+        if row["chunk_id"] not in kept:
+            gone.setdefault(row["document_id"], []).append((row["chunk_index"], row["chunk_id"]))
+    return sorted((doc, [c for _, c in sorted(ids)], doc not in live) for doc, ids in gone.items())
+
+
+def make_versions(source: Path, workdir: Path, changed: float, removed: int) -> tuple[Path, Path, Path, int, set[str]]:
+    """The corpus as given, its second version (edited, with ``removed`` documents gone), a
+    one-document file; and how many documents of the second version changed, the removed ids."""
     table = pq.read_table(source)
     # The versions keep the source's row groups (docs.parquet: 256 documents each), as the job reads them.
     metadata = pq.ParquetFile(source).metadata
@@ -71,22 +87,26 @@ def make_versions(source: Path, workdir: Path, changed: float) -> tuple[Path, Pa
     step = max(1, round(1 / changed))
     order = sorted(range(len(ids)), key=lambda i: ids[i])
     edited = set(order[::step])
+    # Removed documents sit half a step after edited ones, so no edited document is removed.
+    gone = set(order[step // 2::max(1, len(order) // max(1, removed))][:removed]) - edited
     new_contents = [
         c + "\n\nThis paragraph was added for the incremental benchmark.\n" if i in edited else c
         for i, c in enumerate(contents)
     ]
     v1, v2, tiny = workdir / "v1.parquet", workdir / "v2.parquet", workdir / "tiny.parquet"
     pq.write_table(table, v1, row_group_size=row_group_size)
-    pq.write_table(table.set_column(table.schema.get_field_index("content"), "content",
-                                    pa.array(new_contents, pa.string())), v2, row_group_size=row_group_size)
+    second = table.set_column(table.schema.get_field_index("content"), "content", pa.array(new_contents, pa.string()))
+    second = second.take([i for i in range(len(ids)) if i not in gone])
+    pq.write_table(second, v2, row_group_size=row_group_size)
     pq.write_table(table.slice(0, 1), tiny)
-    return v1, v2, tiny, len(edited)
+    return v1, v2, tiny, len(edited), {ids[i] for i in gone}
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--input", default=str(REPO.parent / "shared" / "data" / "corpus" / "docs.parquet"))
     parser.add_argument("--changed", type=float, default=0.10)
+    parser.add_argument("--removed", type=int, default=5, help="documents gone from the second version")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workdir", default="/tmp/rechunk-incremental")
     parser.add_argument("--out")
@@ -94,7 +114,7 @@ def main(argv: list[str] | None = None) -> None:
     workdir = Path(args.workdir)
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
-    v1, v2, tiny, n_changed = make_versions(Path(args.input), workdir, args.changed)
+    v1, v2, tiny, n_changed, removed_ids = make_versions(Path(args.input), workdir, args.changed, args.removed)
     _run(["--input", str(v1), "--output", str(workdir / "previous")])
     _run(["--input", str(tiny), "--output", str(workdir / "tiny-previous")])
 
@@ -118,6 +138,13 @@ def main(argv: list[str] | None = None) -> None:
     for sub in ("chunks", "dead_letter", "documents"):
         if _rows(full / sub) != _rows(inc / sub):
             sys.exit(f"incremental {sub}/ differs from the full run's")
+    deleted = sorted((r["document_id"], r["chunk_ids"], r["document_removed"])
+                     for r in ds.dataset(str(inc / "deleted"), format="parquet").to_table().to_pylist())
+    if deleted != _expected_deleted(workdir / "previous", full):
+        sys.exit("incremental deleted/ differs from the previous run's chunks the full run no longer has")
+    # Every document gone from the input is listed as removed (so is one dead-lettered only now).
+    if not removed_ids <= {doc for doc, _, removed in deleted if removed}:
+        sys.exit(f"deleted/ does not mark every removed document: {sorted(removed_ids)}")
     report = json.loads((inc / "report.json").read_text())
     documents = report["documents_read"]
     if report["documents_skipped_unchanged"] != documents - n_changed:
@@ -131,7 +158,7 @@ def main(argv: list[str] | None = None) -> None:
     own = (best["incremental"] - best["start-up, incremental"]) / (best["full"] - best["start-up"])
     lines = [
         f"Input: `{args.input}` ({documents} documents), {n_changed} changed "
-        f"({n_changed / documents:.1%}); {args.rounds} interleaved rounds, best of each.",
+        f"({n_changed / documents:.1%}), {len(removed_ids)} removed; {args.rounds} interleaved rounds, best of each.",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}.",
         "",
         "| run | wall s (best) | all rounds | CPU s (least) | all rounds |",
@@ -143,7 +170,9 @@ def main(argv: list[str] | None = None) -> None:
         f"Incremental / full: {best['incremental'] / best['full']:.3f}; without the start-up: "
         f"**{fraction:.3f}**; without the incremental graph's own start-up (one document with "
         f"`--previous`): **{own:.3f}**. Skipped unchanged: {report['documents_skipped_unchanged']}; "
-        f"chunks, dead letter and manifest equal the full run's row for row.",
+        f"chunks, dead letter and manifest equal the full run's row for row; `deleted/` lists the "
+        f"{len(deleted)} documents whose previous chunk ids the full run no longer has "
+        f"({sum(r for _, _, r in deleted)} with no chunk left).",
         "",
         f"By CPU seconds (user + system of the job's process; what a shared machine's load changes least): "
         f"incremental without the start-up over full without it: **{cpu_fraction:.3f}**.",

@@ -80,11 +80,12 @@ def test_incremental_benchmark_runs_on_a_tiny_input(tmp_path):
     import incremental
 
     out = tmp_path / "incremental.md"
-    incremental.main(["--input", str(SAMPLE), "--changed", "0.5", "--rounds", "1",
+    incremental.main(["--input", str(SAMPLE), "--changed", "0.5", "--removed", "1", "--rounds", "1",
                       "--workdir", str(tmp_path / "work"), "--out", str(out)])
     text = out.read_text()
     assert "| incremental |" in text and "| start-up, incremental |" in text
-    assert "Skipped unchanged: 3;" in text  # 7 documents, every second one in id order edited
+    # 7 documents: every second one in id order edited (4), the second removed, 2 left unchanged
+    assert "(6 documents), 4 changed (66.7%), 1 removed;" in text and "Skipped unchanged: 2;" in text
     assert "By CPU seconds" in text
 
 
