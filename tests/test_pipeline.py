@@ -230,11 +230,16 @@ def test_metadata_is_made_plain_json():
     assert doc.metadata == {"score": None, "n": [1, None], "seen": "2024-05-01", "raw": "ok", "weight": None}
 
 
+def _table_rows(table, rename):
+    """A table's rows as the job's read makes them (after ``read_row_group``)."""
+    from transforms.beam import _release_rows, _table_columns
+
+    return _release_rows(_table_columns(table, rename), table.num_rows)
+
+
 def test_table_rows_keep_invalid_utf8_as_bytes_per_value():
     import numpy as np
     import pyarrow as pa
-
-    from transforms.beam import _table_rows
 
     items = [b"fine", b"lone \xed\xa0\x80", b"x"]
     offsets = np.cumsum([0] + [len(b) for b in items]).astype(np.int32)
@@ -279,8 +284,6 @@ def test_page_number_that_does_not_fit_int32_dead_letters_the_document():
 
 def test_table_rows_read_dictionary_and_large_string_columns():
     import pyarrow as pa
-
-    from transforms.beam import _table_rows
 
     table = pa.table({
         "id": pa.array(["a", "b"], pa.large_string()),
