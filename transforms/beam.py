@@ -324,12 +324,15 @@ def _read_row_group(
         # still allocated when the rows were handed on. Decoding is about 0.1 s of CPU for all
         # of docs.parquet either way.
         table = parquet.read_row_group(index, columns=columns, use_threads=False)
+    # Arrow's pool (mimalloc) keeps freed buffers resident: hand back the read's (the compressed
+    # and decompressed pages, 2 times the table for one 50 MB document) before the Python
+    # values are made, and the table's and the conversions' casts before the rows go on.
+    pool = pa.default_memory_pool()
+    pool.release_unused()
     num_rows = table.num_rows
     values = _table_columns(table, rename)
     del table
-    # Arrow's pool (mimalloc) keeps freed buffers (the decompressed pages, the conversions'
-    # casts) resident: hand them back before the rows are chunked.
-    pa.default_memory_pool().release_unused()
+    pool.release_unused()
     return values, num_rows
 
 
