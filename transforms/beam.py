@@ -859,10 +859,11 @@ class ChunkDocuments(beam.PTransform):
         progress_seconds: Log documents and chunks per second at this interval
             (``transforms.progress``); 0 never.
 
-    There is no Reshuffle before chunking: work spreads over workers by the read's splits (row
-    groups). On docs.parquet with two ``multi_processing`` workers both did the same CPU time
-    without one (16.7 and 16.2 s), and a reshuffle made the runner hold every document (peak
-    1,025 MiB against 675; in ``in_memory`` mode memory grew with the corpus).
+    There is no Reshuffle of documents before chunking: work spreads over workers by row groups
+    (the read reshuffles ``(file, row group)`` pairs, see :class:`ReadParquetRows`). On
+    docs.parquet with two ``multi_processing`` workers both did the same CPU time without one
+    (16.7 and 16.2 s), and a reshuffle made the runner hold every document (peak 1,025 MiB
+    against 675; in ``in_memory`` mode memory grew with the corpus).
     """
 
     def __init__(self, spec: Mapping[str, Any], tokenizer_identity, *, progress_seconds: float = 0) -> None:
