@@ -3,6 +3,7 @@ files and row groups, on every running mode, and no Arrow data held while the ro
 
 from __future__ import annotations
 
+import math
 import weakref
 
 import apache_beam as beam
@@ -15,7 +16,13 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from transforms.beam import ReadDocumentIds, ReadDocuments, ReadParquetRows, _ReadRowGroupDoFn, _RowGroupsDoFn
+from transforms.beam import (
+    ReadDocumentIds,
+    ReadDocuments,
+    ReadParquetRows,
+    _ReadRowGroupsDoFn,
+    _RowGroupRangesDoFn,
+)
 
 
 def _invalid_utf8_strings(items: list[bytes]) -> pa.Array:
@@ -42,15 +49,29 @@ def files(tmp_path):
     return folder, expected
 
 
-def test_row_groups_are_listed_in_file_order(files):
+def _ranges(path):
+    return list(_RowGroupRangesDoFn().process(FileSystems.match([str(path)])[0].metadata_list[0]))
+
+
+def test_row_groups_are_cut_into_byte_ranges_as_beams_splits(files, tmp_path):
     folder, _ = files
-    path = str(folder / "a.parquet")
-    metadata = FileSystems.match([path])[0].metadata_list[0]
-    assert list(_RowGroupsDoFn().process(metadata)) == [(path, i) for i in range(7)]
-    empty = FileSystems.match([str(folder / "d.parquet")])[0].metadata_list[0]
-    assert list(_RowGroupsDoFn().process(empty)) == []
-    none = FileSystems.match([str(folder / "c.parquet")])[0].metadata_list[0]
-    assert list(_RowGroupsDoFn().process(none)) == []
+    assert _ranges(folder / "a.parquet") == [(str(folder / "a.parquet"), 0, 7)]  # under 1 MiB: one range
+    assert _ranges(folder / "c.parquet") == [] and _ranges(folder / "d.parquet") == []
+    # 12 row groups of 300,000 bytes: Beam's split size for 3.6 MB is 1000 * sqrt(size) bytes
+    # (1.9 MB), and each range holds the row groups that start in it.
+    path = tmp_path / "big.parquet"
+    rows = [{"id": f"{i:02d}", "content": f"{i:02d}" + "x" * 299_998} for i in range(12)]
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=1, compression="none", use_dictionary=False)
+    split = max(2**20, 1000 * math.isqrt(path.stat().st_size))
+    starts = [pq.ParquetFile(path).metadata.row_group(i).column(0).data_page_offset for i in range(12)]
+    expected, start = [], 0
+    for i in range(1, 13):
+        if i == 12 or starts[i] // split != starts[start] // split:
+            expected.append((str(path), start, i))
+            start = i
+    assert _ranges(path) == expected and len(expected) == 2
+    read = [row for r in _ranges(path) for row in _ReadRowGroupsDoFn(None, {}).process(r)]
+    assert read == rows
 
 
 def _key(row):
@@ -69,11 +90,11 @@ def test_every_row_of_every_row_group_once_in_each_running_mode(files, mode):
         assert_that(ids, equal_to([{"id": r["doc_id"]} for r in expected]), label="ids")
 
 
-def test_rows_within_a_row_group_come_in_file_order(files):
+def test_rows_within_a_range_come_in_file_order(files):
     folder, expected = files
     path = str(folder / "a.parquet")
-    rows = [row for i in range(7) for row in _ReadRowGroupDoFn(None, {}).process((path, i))]
-    assert rows == expected[:20]
+    assert list(_ReadRowGroupsDoFn(None, {}).process((path, 0, 7))) == expected[:20]
+    assert list(_ReadRowGroupsDoFn(None, {}).process((path, 2, 4))) == expected[6:12]
 
 
 def test_a_pattern_that_matches_nothing_fails_when_the_pipeline_is_built(tmp_path):
@@ -100,7 +121,7 @@ def test_no_arrow_data_is_held_when_the_first_row_is_yielded(tmp_path, monkeypat
 
     monkeypatch.setattr(pq.ParquetFile, "read_row_group", spy)
     before = pa.total_allocated_bytes()
-    rows = _ReadRowGroupDoFn(None, {}).process((str(path), 0))
+    rows = _ReadRowGroupsDoFn(None, {}).process((str(path), 0, 1))
     first = next(rows)
     assert first == {"id": "big", "content": content}
     assert len(held) == 2 and [ref() for ref in held] == [None, None]

@@ -21,13 +21,14 @@ import apache_beam as beam
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from apache_beam.io import fileio
+from apache_beam.io import fileio, iobase
 from apache_beam.io.fileio import EmptyMatchTreatment
 from apache_beam.io.filesystem import CompressionTypes, FileMetadata
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.parquetio import ReadFromParquetBatched, WriteToParquetBatched
 from apache_beam.metrics import Metrics
 from apache_beam.pvalue import AsDict, AsList, AsSingleton, TaggedOutput
+from apache_beam.transforms.util import ReshufflePerKey
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
@@ -235,20 +236,23 @@ class ReadDocumentIds(beam.PTransform):
 class ReadParquetRows(beam.PTransform):
     """Rows of Parquet files as dicts, read a row group at a time and not held while processed.
 
-    Beam's ``fileio.MatchFiles`` lists the files (any Beam filesystem); a DoFn reads each file's
-    footer and emits one ``(path, row group index)`` per row group, in index order; a
-    ``Reshuffle`` spreads them over workers (as the splits of Beam's Parquet source did); a DoFn
-    reads one row group with pyarrow (``ParquetFile.read_row_group``), converts it to Python
-    values (:func:`_table_columns`), drops the Arrow table and hands Arrow's unused memory back
-    before it yields the first row. Beam's ``ReadFromParquetBatched`` keeps the table in its
-    reader's frame while the rows are processed downstream in the same fused stage: for a row
-    group holding one 50 MB document, 50 MB of Arrow data and the pool's pages (+157 MiB RSS
-    measured) held while the document is chunked.
+    Beam's ``fileio.MatchFiles`` lists the files (any Beam filesystem). A DoFn reads each file's
+    footer and cuts the file into byte ranges as Beam's Parquet source does (its split size,
+    ``iobase.Read.get_desired_chunk_size`` of the file's size: 1 MiB, or 1,000 times the square
+    root of the size in bytes when larger), each range holding the row groups that start in it:
+    one ``(path, first row group, stop row group)`` per range that holds any, in file order. A
+    ``ReshufflePerKey`` keyed by these spreads them over workers, and a DoFn reads each range's
+    row groups one at a time with pyarrow (``ParquetFile.read_row_group``), converts one to
+    Python values (:func:`_table_columns`), drops the Arrow table and hands Arrow's unused memory
+    back before it yields the row group's first row. (Beam's ``ReadFromParquetBatched`` keeps
+    the table in its reader's frame while the rows are processed downstream in the same fused
+    stage: for a row group holding one 50 MB document, 50 MB of Arrow data and the pool's pages,
+    +157 MiB RSS measured, held while the document is chunked.)
 
     A row's values are released as the row is yielded: the DoFn holds only the rows of its row
-    group not yet processed. Rows come in file order within a row group; row groups come in the
-    runner's order. A file of 0 bytes holds no rows (as with Beam's file sources); a file with no
-    row group, or empty ones, gives no rows.
+    group not yet processed. Rows come in file order within a range; ranges come in the runner's
+    order. A file of 0 bytes holds no rows (as with Beam's file sources); a file with no row
+    group, or empty ones, gives no rows.
 
     Args:
         file_pattern: A file pattern on any Beam filesystem.
@@ -276,41 +280,60 @@ class ReadParquetRows(beam.PTransform):
         return (
             pbegin
             | "Match files" >> fileio.MatchFiles(self._file_pattern, EmptyMatchTreatment.ALLOW)
-            | "Row groups" >> beam.ParDo(_RowGroupsDoFn())
-            | "Spread row groups" >> beam.Reshuffle()
-            | "Read row group" >> beam.ParDo(_ReadRowGroupDoFn(self._columns, self._rename))
+            | "Row group ranges" >> beam.ParDo(_RowGroupRangesDoFn())
+            # Keyed by the range itself, not by Beam's random keys: the same spread on every run
+            # (the FnApiRunner deals keys to its workers in turn; ranges of about equal bytes, as
+            # Beam's splits, so that dealing them in turn balances the workers).
+            | "Key ranges" >> beam.Map(lambda row_groups: (row_groups, None))
+            | "Spread ranges" >> ReshufflePerKey()
+            | "Range" >> beam.Keys()
+            | "Read row groups" >> beam.ParDo(_ReadRowGroupsDoFn(self._columns, self._rename))
         )
 
 
 def _open_parquet(path: str):
-    """The file as Beam's Parquet source opens it (``FileBasedSource.open_file``): through Beam's
-    filesystems with their own read buffers (16 MiB on GCS)."""
+    """The file as Beam's Parquet source opens it (``FileBasedSource.open_file``), through Beam's
+    filesystems (with their own read buffers, e.g. GCS's)."""
     return FileSystems.open(path, "application/octet-stream", compression_type=CompressionTypes.AUTO)
 
 
-class _RowGroupsDoFn(beam.DoFn):
-    """``(path, row group index)`` for each row group of one matched file, in index order."""
+class _RowGroupRangesDoFn(beam.DoFn):
+    """``(path, start, stop)``: the row groups ``start <= i < stop`` of one matched file that start
+    in one byte range of Beam's split size, for each such range, in file order."""
 
-    def process(self, metadata: FileMetadata) -> Iterator[tuple[str, int]]:
-        count = 0
+    def process(self, metadata: FileMetadata) -> Iterator[tuple[str, int, int]]:
+        offsets: list[int] = []
         if metadata.size_in_bytes > 0:  # as Beam's file sources: a file of 0 bytes holds no rows
             with _open_parquet(metadata.path) as f, pq.ParquetFile(f) as parquet:
-                count = parquet.metadata.num_row_groups
-        for index in range(count):
-            yield metadata.path, index
+                offsets = [_row_group_offset(parquet.metadata.row_group(i))
+                           for i in range(parquet.metadata.num_row_groups)]
+        chunk = iobase.Read.get_desired_chunk_size(metadata.size_in_bytes)
+        start = 0
+        for index in range(1, len(offsets) + 1):
+            if index == len(offsets) or offsets[index] // chunk != offsets[start] // chunk:
+                yield metadata.path, start, index
+                start = index
 
 
-class _ReadRowGroupDoFn(beam.DoFn):
-    """Rows of one row group (see :class:`ReadParquetRows`)."""
+def _row_group_offset(row_group: pq.RowGroupMetaData) -> int:
+    """Where a row group starts in its file (as Beam's ``_ParquetUtils.get_offset``)."""
+    first = row_group.column(0)
+    return first.dictionary_page_offset if first.has_dictionary_page else first.data_page_offset
+
+
+class _ReadRowGroupsDoFn(beam.DoFn):
+    """Rows of a range of row groups (see :class:`ReadParquetRows`)."""
 
     def __init__(self, columns: list[str] | None, rename: Mapping[str, str]) -> None:
         self._columns = columns
         self._rename = rename
 
-    def process(self, descriptor: tuple[str, int]) -> Iterator[dict[str, Any]]:
-        path, index = descriptor
-        columns, num_rows = _read_row_group(path, index, self._columns, self._rename)
-        yield from _release_rows(columns, num_rows)
+    def process(self, row_groups: tuple[str, int, int]) -> Iterator[dict[str, Any]]:
+        path, start, stop = row_groups
+        for index in range(start, stop):
+            columns, num_rows = _read_row_group(path, index, self._columns, self._rename)
+            yield from _release_rows(columns, num_rows)
+            del columns
 
 
 def _read_row_group(
