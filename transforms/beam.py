@@ -883,7 +883,7 @@ class ChunkDocuments(beam.PTransform):
             (``transforms.progress``); 0 never.
 
     There is no Reshuffle of documents before chunking: work spreads over workers by row groups
-    (the read reshuffles ``(file, row group)`` pairs, see :class:`ReadParquetRows`). On
+    (the read reshuffles ranges of row groups, see :class:`ReadParquetRows`). On
     docs.parquet with two ``multi_processing`` workers both did the same CPU time without one
     (16.7 and 16.2 s), and a reshuffle made the runner hold every document (peak 1,025 MiB
     against 675; in ``in_memory`` mode memory grew with the corpus).
