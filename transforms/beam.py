@@ -123,7 +123,8 @@ class DocumentCoder(beam.coders.Coder):
 
     Without it, a Document edge has Beam's default coder, whose size estimate pickles each
     sampled element whole: for a 50 MB document, a pickle of the whole content (and the
-    pickler's growing buffer, left resident by the allocator) between admission and chunking.
+    pickler's growing buffer, left resident by the allocator) between admission and chunking
+    (+48 MiB RSS for a 50 M-character Markdown document held at 4 bytes a character).
     This coder's estimate is the content's length in code points plus the id's. Registered for
     ``Document``, it is used where a PCollection is typed so (``.with_output_types(Document)``).
     """
