@@ -239,8 +239,9 @@ class ReadParquetRows(beam.PTransform):
 
     Beam's ``fileio.MatchFiles`` lists the files (any Beam filesystem). A DoFn reads each file's
     footer and cuts the file into byte ranges as Beam's Parquet source does (its split size,
-    ``iobase.Read.get_desired_chunk_size`` of the file's size: 1 MiB, or 1,000 times the square
-    root of the size in bytes when larger), each range holding the row groups that start in it:
+    ``iobase.Read.get_desired_chunk_size`` of the file's size, where Beam takes all files'
+    together: 1 MiB, or 1,000 times the square root of the size in bytes when larger), each range
+    holding the row groups that start in it:
     one ``(path, first row group, stop row group)`` per range that holds any, in file order. A
     ``ReshufflePerKey`` keyed by these spreads them over workers, and a DoFn reads each range's
     row groups one at a time with pyarrow (``ParquetFile.read_row_group``), converts one to
