@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import weakref
 
-import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -34,7 +33,8 @@ def _invalid_utf8_strings(items: list[bytes]) -> pa.Array:
 
 @pytest.fixture
 def files(tmp_path):
-    """Three Parquet files (7 row groups of 3 rows, 1 of 3 rows, none) and a file of 0 bytes."""
+    """Parquet files of 20 rows in 7 row groups, of 3 rows in one, of one empty row group and of
+    no row group, and a file of 0 bytes."""
     folder = tmp_path / "in"
     folder.mkdir()
     many = [{"doc_id": f"m{i:02d}", "text": f"text {i}", "n": i} for i in range(20)]
@@ -43,6 +43,8 @@ def files(tmp_path):
     pq.write_table(one, folder / "b.parquet")
     with pq.ParquetWriter(folder / "c.parquet", one.schema):
         pass  # no row group at all
+    pq.write_table(one.slice(0, 0), folder / "e.parquet")  # one row group of no rows
+    assert pq.ParquetFile(folder / "e.parquet").metadata.num_row_groups == 1
     (folder / "d.parquet").write_bytes(b"")
     expected = many + [{"doc_id": "o1", "text": "x", "n": 1}, {"doc_id": "o2", "text": b"bad \xff", "n": 2},
                        {"doc_id": "o3", "text": "z", "n": 3}]
@@ -72,10 +74,6 @@ def test_row_groups_are_cut_into_byte_ranges_as_beams_splits(files, tmp_path):
     assert _ranges(path) == expected and len(expected) == 2
     read = [row for r in _ranges(path) for row in _ReadRowGroupsDoFn(None, {}).process(r)]
     assert read == rows
-
-
-def _key(row):
-    return row["doc_id"]
 
 
 @pytest.mark.parametrize("mode", ["in_memory", "multi_processing"])
