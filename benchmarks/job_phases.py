@@ -34,7 +34,11 @@ def _stage_label(name: str) -> str:
     for part in parts:
         part = part.removeprefix("ref_AppliedPTransform_").split("/")[0]
         label = part.split("-ParDo")[0].rsplit("_", 1)[0].replace("-", " ")
-        if label and not label.startswith("ref_PCollection") and label not in labels:
+        # A transform nested in one already listed ("Read documents Read Parquet ...") is not
+        # listed again: the list stays short enough to show every top-level transform.
+        if label and not label.startswith("ref_PCollection") and not any(
+            label == known or label.startswith(known + " ") for known in labels
+        ):
             labels.append(label)
     return ", ".join(labels)[:160]
 

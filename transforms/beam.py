@@ -14,14 +14,21 @@ import base64
 import functools
 import json
 import math
+import pickle
 from typing import Any, Iterator, Mapping
 
 import apache_beam as beam
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from apache_beam.io import fileio, iobase
+from apache_beam.io.fileio import EmptyMatchTreatment
+from apache_beam.io.filesystem import CompressionTypes, FileMetadata
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.parquetio import ReadFromParquetBatched, WriteToParquetBatched
 from apache_beam.metrics import Metrics
 from apache_beam.pvalue import AsDict, AsList, AsSingleton, TaggedOutput
+from apache_beam.transforms.util import ReshufflePerKey
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
@@ -59,6 +66,7 @@ __all__ = [
     "ChunkDocuments",
     "ReadDocumentIds",
     "ReadDocuments",
+    "ReadParquetRows",
     "WriteChunks",
     "WriteDeadLetter",
 ]
@@ -110,6 +118,36 @@ class ArrowTableCoder(beam.coders.Coder):
 beam.coders.registry.register_coder(pa.Table, ArrowTableCoder)
 
 
+class DocumentCoder(beam.coders.Coder):
+    """:class:`Document` records pickled, with a size estimate that encodes nothing.
+
+    Without it, a Document edge has Beam's default coder, whose size estimate pickles each
+    sampled element whole: for a 50 MB document, a pickle of the whole content (and the
+    pickler's growing buffer, left resident by the allocator) between admission and chunking
+    (+48 MiB RSS for a 50 M-character Markdown document held at 4 bytes a character).
+    This coder's estimate is the content's length in code points plus the id's. Registered for
+    ``Document``, it is used where a PCollection is typed so (``.with_output_types(Document)``).
+    """
+
+    def encode(self, document: Document) -> bytes:
+        return pickle.dumps(document, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def decode(self, encoded: bytes) -> Document:
+        return pickle.loads(encoded)
+
+    def estimate_size(self, document: Document) -> int:
+        return len(document.content) + len(document.id)
+
+    def is_deterministic(self) -> bool:
+        return False
+
+    def to_type_hint(self):
+        return Document
+
+
+beam.coders.registry.register_coder(Document, DocumentCoder)
+
+
 def _counter(name: str):
     return Metrics.counter(METRICS_NAMESPACE, name)
 
@@ -147,15 +185,19 @@ class _DeadLetterCounter:
 
 
 class ReadDocuments(beam.PTransform):
-    """Read document rows from Parquet files with Beam's ``ReadFromParquetBatched``.
+    """Read document rows from Parquet files, one row group at a time (:class:`ReadParquetRows`).
 
     Output: one ``dict`` per row, with columns renamed by ``column_map`` (``{"content": "text"}``
-    reads the ``text`` column as ``content``). Row groups arrive as Arrow tables (Beam's faster
-    path) and are turned into rows here, one value at a time for string columns.
+    reads the ``text`` column as ``content``). A string value that is not valid UTF-8 stays
+    ``bytes`` (admission dead-letters its row).
 
     Args:
         file_pattern: A file pattern on any Beam filesystem.
         column_map: Contract column name -> the input's column name.
+
+    Raises:
+        IOError: When the pipeline is built, if ``file_pattern`` matches no file (as Beam's
+            ``ReadFromParquet``).
     """
 
     def __init__(self, file_pattern: str, *, column_map: Mapping[str, str] | None = None) -> None:
@@ -164,11 +206,7 @@ class ReadDocuments(beam.PTransform):
         self._rename = {source: target for target, source in (column_map or {}).items()}
 
     def expand(self, pbegin):
-        return (
-            pbegin
-            | "Read Parquet" >> ReadFromParquetBatched(self._file_pattern)
-            | "Rows" >> beam.FlatMap(_table_rows, self._rename)
-        )
+        return pbegin | "Read Parquet" >> ReadParquetRows(self._file_pattern, rename=self._rename)
 
 
 class ReadDocumentIds(beam.PTransform):
@@ -180,6 +218,9 @@ class ReadDocumentIds(beam.PTransform):
     Args:
         file_pattern: A file pattern on any Beam filesystem.
         column_map: Contract column name -> the input's column name (only ``id`` is used).
+
+    Raises:
+        IOError: When the pipeline is built, if ``file_pattern`` matches no file.
     """
 
     def __init__(self, file_pattern: str, *, column_map: Mapping[str, str] | None = None) -> None:
@@ -188,19 +229,159 @@ class ReadDocumentIds(beam.PTransform):
         self._source = (column_map or {}).get("id", "id")
 
     def expand(self, pbegin):
-        return (
-            pbegin
-            | "Read Parquet" >> ReadFromParquetBatched(self._file_pattern, columns=[self._source])
-            | "Rows" >> beam.FlatMap(_table_rows, {self._source: "id"})
+        return pbegin | "Read Parquet" >> ReadParquetRows(
+            self._file_pattern, columns=[self._source], rename={self._source: "id"}
         )
 
 
-def _table_rows(table: pa.Table, rename: Mapping[str, str]) -> Iterator[dict[str, Any]]:
-    """Rows of one record batch as dicts, renamed; a value that is not valid UTF-8 stays bytes.
+class ReadParquetRows(beam.PTransform):
+    """Rows of Parquet files as dicts, read a row group at a time and not held while processed.
 
-    String columns are read as binary and decoded value by value, so one bad value becomes a
-    dead-letter row (``invalid_content`` ...) instead of failing the whole batch, as
-    ``Table.to_pylist`` would. A contract-named column replaced by a mapped one is dropped.
+    Beam's ``fileio.MatchFiles`` lists the files (any Beam filesystem). A DoFn reads each file's
+    footer and cuts the file into byte ranges as Beam's Parquet source does (its split size,
+    ``iobase.Read.get_desired_chunk_size`` of the file's size, where Beam takes all files'
+    together: 1 MiB, or 1,000 times the square root of the size in bytes when larger), each range
+    holding the row groups that start in it:
+    one ``(path, first row group, stop row group)`` per range that holds any, in file order. A
+    ``ReshufflePerKey`` keyed by these spreads them over workers, and a DoFn reads each range's
+    row groups one at a time with pyarrow (``ParquetFile.read_row_group``), converts one to
+    Python values (:func:`_table_columns`), drops the Arrow table and hands Arrow's unused memory
+    back before it yields the row group's first row. (Beam's ``ReadFromParquetBatched`` keeps
+    the table in its reader's frame while the rows are processed downstream in the same fused
+    stage: for a row group holding one 50 MB document, 50 MB of Arrow data and the pool's pages,
+    +157 MiB RSS measured, held while the document is chunked.)
+
+    A row's values are released as the row is yielded: the DoFn holds only the rows of its row
+    group not yet processed. Rows come in file order within a range; ranges come in the runner's
+    order. A file of 0 bytes holds no rows (as with Beam's file sources); a file with no row
+    group, or empty ones, gives no rows.
+
+    Args:
+        file_pattern: A file pattern on any Beam filesystem.
+        columns: Read only these columns (``None``: all).
+        rename: Input column name -> output name; an output name that is also an input column's
+            name drops that column (the mapped one wins).
+
+    Raises:
+        IOError: When the pipeline is built, if ``file_pattern`` matches no file (as Beam's
+            file sources with ``validate=True``). Files gone by the time the job runs give no rows.
+    """
+
+    def __init__(
+        self, file_pattern: str, *, columns: list[str] | None = None, rename: Mapping[str, str] | None = None
+    ) -> None:
+        super().__init__()
+        self._file_pattern = file_pattern
+        self._columns = None if columns is None else list(columns)
+        self._rename = dict(rename or {})
+
+    def expand(self, pbegin):
+        # As Beam's FileBasedSource(validate=True): fail when the pipeline is built, not mid-run.
+        if not FileSystems.match([self._file_pattern], limits=[1])[0].metadata_list:
+            raise IOError(f"No files found based on the file pattern {self._file_pattern}")
+        return (
+            pbegin
+            | "Match files" >> fileio.MatchFiles(self._file_pattern, EmptyMatchTreatment.ALLOW)
+            | "Row group ranges" >> beam.ParDo(_RowGroupRangesDoFn())
+            # Keyed by the range itself, not by Beam's random keys: the same spread on every run
+            # (the FnApiRunner deals keys to its workers in turn; ranges of about equal bytes, as
+            # Beam's splits, so that dealing them in turn balances the workers).
+            | "Key ranges" >> beam.Map(lambda row_groups: (row_groups, None))
+            | "Spread ranges" >> ReshufflePerKey()
+            | "Range" >> beam.Keys()
+            | "Read row groups" >> beam.ParDo(_ReadRowGroupsDoFn(self._columns, self._rename))
+        )
+
+
+def _open_parquet(path: str):
+    """The file as Beam's Parquet source opens it (``FileBasedSource.open_file``), through Beam's
+    filesystems (with their own read buffers, e.g. GCS's)."""
+    return FileSystems.open(path, "application/octet-stream", compression_type=CompressionTypes.AUTO)
+
+
+class _RowGroupRangesDoFn(beam.DoFn):
+    """``(path, start, stop)``: the row groups ``start <= i < stop`` of one matched file that start
+    in one byte range of Beam's split size, for each such range, in file order."""
+
+    def process(self, metadata: FileMetadata) -> Iterator[tuple[str, int, int]]:
+        offsets: list[int] = []
+        if metadata.size_in_bytes > 0:  # as Beam's file sources: a file of 0 bytes holds no rows
+            with _open_parquet(metadata.path) as f, pq.ParquetFile(f) as parquet:
+                offsets = [_row_group_offset(parquet.metadata.row_group(i))
+                           for i in range(parquet.metadata.num_row_groups)]
+        chunk = iobase.Read.get_desired_chunk_size(metadata.size_in_bytes)
+        start = 0
+        for index in range(1, len(offsets) + 1):
+            if index == len(offsets) or offsets[index] // chunk != offsets[start] // chunk:
+                yield metadata.path, start, index
+                start = index
+
+
+def _row_group_offset(row_group: pq.RowGroupMetaData) -> int:
+    """Where a row group starts in its file (as Beam's ``_ParquetUtils.get_offset``)."""
+    first = row_group.column(0)
+    return first.dictionary_page_offset if first.has_dictionary_page else first.data_page_offset
+
+
+class _ReadRowGroupsDoFn(beam.DoFn):
+    """Rows of a range of row groups (see :class:`ReadParquetRows`)."""
+
+    def __init__(self, columns: list[str] | None, rename: Mapping[str, str]) -> None:
+        self._columns = columns
+        self._rename = rename
+
+    def process(self, row_groups: tuple[str, int, int]) -> Iterator[dict[str, Any]]:
+        path, start, stop = row_groups
+        for index in range(start, stop):
+            columns, num_rows = _read_row_group(path, index, self._columns, self._rename)
+            yield from _release_rows(columns, num_rows)
+            del columns
+
+
+def _read_row_group(
+    path: str, index: int, columns: list[str] | None, rename: Mapping[str, str]
+) -> tuple[dict[str, list[Any]], int]:
+    """One row group's columns as Python values (renamed), and its row count; nothing of Arrow's
+    is referenced when this returns, and the pool's unused memory is handed back."""
+    with _open_parquet(path) as f, pq.ParquetFile(f) as parquet:
+        # One thread: with Arrow's thread pool some of the read's buffers (3 times a 5 MB
+        # column, measured) are freed by pool threads after the table is returned, so they were
+        # still allocated when the rows were handed on. Decoding is about 0.1 s of CPU for all
+        # of docs.parquet either way.
+        table = parquet.read_row_group(index, columns=columns, use_threads=False)
+    # Arrow's pool (mimalloc) keeps freed buffers resident: hand back the read's (the compressed
+    # and decompressed pages, 2 times the table for one 50 MB document) before the Python
+    # values are made, and the table's and the conversions' casts before the rows go on.
+    pool = pa.default_memory_pool()
+    pool.release_unused()
+    num_rows = table.num_rows
+    values = _table_columns(table, rename)
+    del table
+    pool.release_unused()
+    return values, num_rows
+
+
+def _release_rows(columns: dict[str, list[Any]], num_rows: int) -> Iterator[dict[str, Any]]:
+    """Rows of ``columns`` as dicts; each row's values are dropped from ``columns`` as it is
+    yielded, so a processed row (a document already chunked downstream) is not held."""
+    names = list(columns)
+    for i in range(num_rows):
+        row = {}
+        for name in names:
+            values = columns[name]
+            row[name] = values[i]
+            values[i] = None
+        yield row
+        del row
+
+
+def _table_columns(table: pa.Table, rename: Mapping[str, str]) -> dict[str, list[Any]]:
+    """Columns of one table as Python lists, renamed; a value that is not valid UTF-8 stays bytes.
+
+    A string column whose values are not all valid UTF-8 is decoded value by value, so one bad
+    value becomes a dead-letter row (``invalid_content`` ...) instead of failing the whole
+    batch, as ``Table.to_pylist`` would. A contract-named column replaced by a mapped one is
+    dropped. See :func:`_column_values`.
     """
     shadowed = set(rename.values())
     columns: dict[str, list[Any]] = {}
@@ -208,12 +389,7 @@ def _table_rows(table: pa.Table, rename: Mapping[str, str]) -> Iterator[dict[str
         if name in shadowed and name not in rename:
             continue
         columns[rename.get(name, name)] = _column_values(column)
-    names = list(columns)
-    # Arrow's pool (mimalloc) keeps the conversions' freed buffers (the binary casts, a
-    # decompressed row group's pages) resident: hand them back before the rows are chunked.
-    pa.default_memory_pool().release_unused()
-    for i in range(table.num_rows):
-        yield {name: columns[name][i] for name in names}
+    return columns
 
 
 def _is_text_type(arrow_type: pa.DataType) -> bool:
@@ -470,7 +646,7 @@ class AdmitDocuments(beam.PTransform):
         )
         return rows | "Admit" >> beam.ParDo(
             _AdmitDoFn(self._max_document_chars), AsDict(duplicates), AsSingleton(self._identity)
-        ).with_outputs(DEAD_LETTER, main="documents")
+        ).with_output_types(Document).with_outputs(DEAD_LETTER, main="documents")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -708,10 +884,11 @@ class ChunkDocuments(beam.PTransform):
         progress_seconds: Log documents and chunks per second at this interval
             (``transforms.progress``); 0 never.
 
-    There is no Reshuffle before chunking: work spreads over workers by the read's splits (row
-    groups). On docs.parquet with two ``multi_processing`` workers both did the same CPU time
-    without one (16.7 and 16.2 s), and a reshuffle made the runner hold every document (peak
-    1,025 MiB against 675; in ``in_memory`` mode memory grew with the corpus).
+    There is no Reshuffle of documents before chunking: work spreads over workers by row groups
+    (the read reshuffles ranges of row groups, see :class:`ReadParquetRows`). On
+    docs.parquet with two ``multi_processing`` workers both did the same CPU time without one
+    (16.7 and 16.2 s), and a reshuffle made the runner hold every document (peak 1,025 MiB
+    against 675; in ``in_memory`` mode memory grew with the corpus).
     """
 
     def __init__(self, spec: Mapping[str, Any], tokenizer_identity, *, progress_seconds: float = 0) -> None:
@@ -879,7 +1056,7 @@ class CompareWithPrevious(beam.PTransform):
         )
         selected = documents | "Select changed" >> beam.ParDo(
             _SelectChangedDoFn(self._spec, self._progress_seconds), AsSingleton(self._identity), AsDict(manifest)
-        ).with_outputs(KEPT_MANIFEST, _KEPT_IDS, main="documents")
+        ).with_output_types(Document).with_outputs(KEPT_MANIFEST, _KEPT_IDS, main="documents")
         kept = (
             pipeline
             | "Read previous chunks"
