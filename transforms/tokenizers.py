@@ -778,24 +778,32 @@ class SliceCounter:
         return self.tokens_before(offset)
 
     def count_from(self, a: int, tokens_a: int, a_safe: bool, b: int) -> tuple[int, int]:
-        """``(count(a, b), t)`` for a caller that counts several slices from one start ``a`` and
-        knows ``tokens_a == tokens_before(a)`` and ``a_safe == safe_cut(a)``.
+        """``(count(a, b), t)`` for a caller that counts slices from a start ``a`` it knows
+        ``tokens_a == tokens_before(a)`` and ``a_safe == safe_cut(a)`` of.
 
-        The count is :meth:`count`'s, by the same decomposition (so the same exact number), with
-        the start's token index and safety not looked up again. ``t`` is ``tokens_before`` of an
-        offset ``p`` with ``a <= p <= b`` (where the whole encoding's tokens of the slice end; ``a``
-        when none was looked up), for :meth:`tokens_from` of an offset past ``b``.
+        The count is :meth:`count`'s, by the same decomposition (the same exact number), with the
+        start's token index and safety not looked up again and the index of the first safe cut
+        after an unsafe start stepped to from ``tokens_a`` (:meth:`tokens_from`). ``t`` is
+        ``tokens_before(p)`` of an offset ``a <= p <= b`` (where the middle of the slice ends, or
+        ``a``), for :meth:`tokens_from` of an offset past ``b``.
         """
-        if b - a < 64 or not a_safe:
-            return self.count(a, b), tokens_a
+        if b - a < 64:
+            return self._edge(a, b), tokens_a
+        head, first, t_first = 0, a, tokens_a
+        if not a_safe:
+            match = _SAFE_CUT.search(self.text, a, min(b, a + self.EDGE_CHARS))
+            first = _cut_at(match) if match else b
+            if first >= b:
+                return self._tokenizer.count(self.text[a:b]), tokens_a
+            head, t_first = self._edge(a, first), self.tokens_from(tokens_a, first)
         if self._safe(b):
             t = self.tokens_before(b)
-            return t - tokens_a, t
-        last = self._last_cut(a, b)
+            return head + t - t_first, t
+        last = self._last_cut(first, b)
         if last is None:
-            return self.count(a, b), tokens_a
+            return head + self._tokenizer.count(self.text[first:b]), t_first
         t = self.tokens_before(last)
-        return t - tokens_a + self._edge(last, b), t
+        return head + t - t_first + self._edge(last, b), t
 
     def count(self, a: int, b: int) -> int:
         """Exact number of tokens of ``text[a:b]``."""

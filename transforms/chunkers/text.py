@@ -522,7 +522,7 @@ class RecursiveCharacterTextSplitter(_MergingSplitter):
             lo = s if s >= floor else _skip_space(text, floor, n)
             t = ts + size - 1
             limit = n if t >= total else int(ends[t])
-            s_safe = safe(s)
+            s_safe = text[s - 1] == "\n" or safe(s)  # (s is not whitespace: after a line feed is safe)
             cut = first = None
             while limit > lo:
                 if limit >= n:
