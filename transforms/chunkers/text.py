@@ -557,16 +557,17 @@ class RecursiveCharacterTextSplitter(_MergingSplitter):
                     cut = self._local_fit(text, s, first if first is not None else n, count)
                 else:
                     cut = min((h for sep in searched if (h := text.find(sep, s + 1)) != -1), default=n)
-                b, tb = _strip(text, s, cut)[1], ts
+                b, tb = _strip(text, s, cut)[1], None
             yield s, b
             floor, after = b, cut
             nxt = cut
             if overlap and cut < n:
                 shared = self._overlap_start(text, s, b, searched, anywhere, ends, tokens_before, count)
                 if shared is not None:
-                    nxt, tb = shared, ts
+                    nxt, tb = shared, None
             s = _skip_space(text, nxt, n)
-            ts = tokens_from(tb, s)
+            # (From where the chunk's tokens were counted to, a line break or two away; else searched.)
+            ts = tokens_before(s) if tb is None else tokens_from(tb, s)
 
     def _overlap_start(self, text, a, b, searched, anywhere, ends, tokens_before, count) -> int | None:
         """Where the chunk after ``text[a:b]`` starts inside it (``chunk_overlap``), or ``None``."""
