@@ -457,6 +457,52 @@ def test_nasty_expected_shapes():
         assert "".join(p.text for p in pieces) == NASTY["emoji-run"]
 
 
+class _WholeCounts:
+    """cl100k_base without ``slice_counter``: the recursive splitter then reads the token ends
+    from ``token_ends`` and counts every slice by encoding it whole (``_PlainIndex``)."""
+
+    def __init__(self, tokenizer: TiktokenTokenizer) -> None:
+        self.identity, self.count = tokenizer.identity, tokenizer.count
+        self.boundaries, self.token_ends = tokenizer.boundaries, tokenizer.token_ends
+
+
+def _same_chunks_with_whole_counts(text: str, chunk_size: int, chunk_overlap: int) -> None:
+    document = Document(id="doc", content=text)
+    # The default separators, and "" alone or nearly: chunks then end where the whole encoding
+    # says the budget runs out, so an edge miscounted by one token changes them.
+    for separators in (None, ["\n\n", ""], [""]):
+        kw = {"chunk_size": chunk_size, "chunk_overlap": chunk_overlap, "separators": separators}
+        fast = RecursiveCharacterTextSplitter(length="tokens", tokenizer=TOK, **kw)
+        exact = RecursiveCharacterTextSplitter(length="tokens", tokenizer=_WholeCounts(TOK), **kw)
+        got = [(p.start_offset, p.end_offset) for p in fast.split(document)]
+        assert got == [(p.start_offset, p.end_offset) for p in exact.split(document)], separators
+
+
+_LONG_FRAGMENTS = _FRAGMENTS + [
+    "It's the end. ", "We'll see!\n\n", "3.14159 ", "x = f(a, b)  # c\n", "\u2028", "\u2029", "\x0b", "\x0c",
+    "\x85", "?!...", "---\n", "«quoted»", "合并 ", "Ⅻ²",
+]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=st.lists(st.one_of(st.sampled_from(_LONG_FRAGMENTS), st.text("ab .,'\n\t1", max_size=30)), max_size=400).map("".join),
+    size=st.sampled_from([(8, 0), (24, 6), (64, 0), (64, 16), (200, 50)]),
+)
+def test_recursive_tokens_slice_counter_counts_as_whole_encodings(text, size):
+    # The SliceCounter's shortcuts (count_from: a chunk start's index and safety given once, the
+    # middle a difference of token indices) decide every chunk as exact whole counts would.
+    _same_chunks_with_whole_counts(text, *size)
+
+
+@pytest.mark.parametrize("size", [(512, 0), (512, 64), (100, 30)])
+def test_recursive_tokens_slice_counter_counts_as_whole_encodings_real(corpus, size):
+    for document in corpus:
+        _same_chunks_with_whole_counts(document.content, *size)
+    for name in ("crlf", "cjk-hangul", "endoftext", "emoji-run"):
+        _same_chunks_with_whole_counts(NASTY[name], *size)
+
+
 @pytest.mark.parametrize("size", [(256, 0), (128, 32)])
 def test_invariants_real_documents(reference_count, corpus, size):
     for document in corpus:

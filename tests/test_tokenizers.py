@@ -768,3 +768,42 @@ def test_every_cl100k_token_is_its_own_bpe_result(cl100k):
         if parts != [token]:
             not_own.append(rank)
     assert len(ranks) == 100_256 and not_own == []
+
+
+# Whitespace of every kind the pattern knows (and Python's isspace), line ends, contractions,
+# digit runs, CJK, emoji and punctuation runs: where a slice's edges are hardest to count.
+_HOSTILE_EDGES = [
+    " ", "  ", "   ", "\t", " \t", "\n", "\n\n", "\r\n", "\r\n\r\n", "\r", "\x0b", "\x0c", "\x85",
+    "\u00a0", "\u2028", "\u2029", "\u3000", "\u2003", "\x1c", "word", "Word", "x", "it's", "we'll",
+    "'re", "n't", "'", "1", "12", "123", "1234567", "3.14", "v2", "2x", "中文字符", "데이터", "합니다",
+    "🎉", "👩\u200d👩\u200d👧\u200d👦", "e\u0301", "²", ".", "...", "!!!", "?!.", "---", "—", "«»",
+    ".\n\n", ":\n", "(", ")", "[1]", "#", "http://a.b/c?d=1", "<|endoftext|>",
+]
+hostile_text = st.lists(
+    st.one_of(st.sampled_from(_HOSTILE_EDGES), st.sampled_from(_PROSE),
+              st.text(st.characters(blacklist_categories=("Cs",)), max_size=4)),
+    min_size=10,
+    max_size=120,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.one_of(hostile_text, long_text, alnum_text.map(lambda t: t * 4)), data=st.data())
+def test_slice_counter_count_from_and_tokens_from_are_exact(cl100k, reference_cl100k, text, data):
+    # count_from (a start's index and safety given once, as the recursive splitter does) is the
+    # exact count of every slice from that start; its index is tokens_before of a point inside
+    # the slice, from which tokens_from steps to tokens_before of any later offset.
+    counter = cl100k.slice_counter(text)
+    n = len(text)
+    starts = [m.end() for m in re.finditer(r"\s+", text)] + [0]
+    for _ in range(6):
+        a = data.draw(st.sampled_from(starts) | st.integers(0, n))
+        tokens_a = counter.tokens_before(a)
+        for b in sorted({data.draw(st.integers(a, n)) for _ in range(4)} | {n}):
+            expected = len(reference_cl100k.encode_ordinary(text[a:b]))
+            for a_safe in {counter.safe_cut(a), False}:  # an unsafe start may always be said unsafe
+                k, t = counter.count_from(a, tokens_a, a_safe, b)
+                assert k == expected, (a, b, a_safe)
+                assert tokens_a <= t <= counter.tokens_before(b), (a, b, t)
+                c = data.draw(st.integers(b, n))
+                assert counter.tokens_from(t, c) == counter.tokens_before(c), (t, c)

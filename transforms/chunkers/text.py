@@ -83,27 +83,49 @@ def _skip_space(text: str, start: int, end: int) -> int:
 
 
 def _token_index(tokenizer: Tokenizer, text: str):
-    """``(ends, tokens_before, count)`` of one encoding of ``text``.
+    """One encoding of ``text``, with :class:`SliceCounter`'s reading methods.
 
     ``ends``: per token, the code-point offset where it ends (non-decreasing numpy array);
     ``tokens_before(offset)``: how many tokens end at or before ``offset``; ``count(a, b)``: the
-    exact tokens of ``text[a:b]``. With cl100k_base a :class:`SliceCounter` (a slice costs a few
-    characters of encoding at its edges); a tokenizer with ``token_ends`` (UTF-8 bytes) or only
-    ``boundaries`` gives the ends from those, and counts each slice on its own.
+    exact tokens of ``text[a:b]``; ``safe_cut``, ``count_from`` and ``tokens_from`` as
+    :class:`SliceCounter`'s. With cl100k_base the :class:`SliceCounter` itself (a slice costs a
+    few characters of encoding at its edges); a tokenizer with ``token_ends`` (UTF-8 bytes) or
+    only ``boundaries`` gives a :class:`_PlainIndex`, which counts each slice on its own.
     """
     import numpy as np
 
     make = getattr(tokenizer, "slice_counter", None)
     if make is not None:
-        counter = make(text)
-        return counter.ends, counter.tokens_before, counter.count
+        return make(text)
     token_ends = getattr(tokenizer, "token_ends", None)
     if token_ends is not None:
         ends = np.asarray(token_ends(text), dtype=np.int64)
     else:
         ends = np.asarray(list(tokenizer.boundaries(text))[1:], dtype=np.int64)
-    count = tokenizer.count
-    return ends, lambda offset: int(ends.searchsorted(offset, "right")), lambda a, b: count(text[a:b])
+    return _PlainIndex(tokenizer, text, ends)
+
+
+class _PlainIndex:
+    """:func:`_token_index` for a tokenizer without ``slice_counter``: the token ends, and every
+    slice counted on its own (``safe_cut`` is never true, so ``count_from`` is ``count``)."""
+
+    def __init__(self, tokenizer: Tokenizer, text: str, ends) -> None:
+        self.text, self.ends, self._count = text, ends, tokenizer.count
+
+    def tokens_before(self, offset: int) -> int:
+        return int(self.ends.searchsorted(offset, "right"))
+
+    def tokens_from(self, t: int, offset: int) -> int:
+        return self.tokens_before(offset)
+
+    def count(self, a: int, b: int) -> int:
+        return self._count(self.text[a:b])
+
+    def safe_cut(self, p: int) -> bool:
+        return False
+
+    def count_from(self, a: int, tokens_a: int, a_safe: bool, b: int) -> tuple[int, int]:
+        return self._count(self.text[a:b]), tokens_a
 
 
 def _slice_counter(tokenizer: Tokenizer, text: str) -> Callable[[int, int], int]:
@@ -488,15 +510,19 @@ class RecursiveCharacterTextSplitter(_MergingSplitter):
         separators = self.separators
         anywhere = "" in separators
         searched = list(separators[: separators.index("")] if anywhere else separators)
-        ends, tokens_before, count = _token_index(self.tokenizer, text)
+        index = _token_index(self.tokenizer, text)
+        ends, tokens_before, count = index.ends, index.tokens_before, index.count
+        count_from, tokens_from, safe = index.count_from, index.tokens_from, index.safe_cut
         total = len(ends)
         s = _skip_space(text, 0, n)
+        ts = tokens_before(s)  # tokens_before(s), kept up to date with s
         floor = after = 0  # the previous chunk's end, and where the text after it starts
         while s < n:
             # A cut must lie after lo: after s, and after the first non-space past the previous chunk.
             lo = s if s >= floor else _skip_space(text, floor, n)
-            t = tokens_before(s) + size - 1
+            t = ts + size - 1
             limit = n if t >= total else int(ends[t])
+            s_safe = text[s - 1] == "\n" or safe(s)  # (s is not whitespace: after a line feed is safe)
             cut = first = None
             while limit > lo:
                 if limit >= n:
@@ -512,8 +538,11 @@ class RecursiveCharacterTextSplitter(_MergingSplitter):
                         break
                 if first is None:
                     first = c
-                a, b = _strip(text, s, c)
-                k = count(a, b)
+                # s is not whitespace (and c > s): only the end is stripped.
+                b = c
+                while text[b - 1].isspace():
+                    b -= 1
+                k, tb = count_from(s, ts, s_safe, b)
                 if k <= size:
                     cut = c
                     break
@@ -522,20 +551,23 @@ class RecursiveCharacterTextSplitter(_MergingSplitter):
             if cut is None:
                 if s < floor:  # started inside the previous chunk: start after it instead
                     s = _skip_space(text, after, n)
+                    ts = tokens_before(s)
                     continue
                 if anywhere:
                     cut = self._local_fit(text, s, first if first is not None else n, count)
                 else:
                     cut = min((h for sep in searched if (h := text.find(sep, s + 1)) != -1), default=n)
-            a, b = _strip(text, s, cut)
-            yield a, b
+                b, tb = _strip(text, s, cut)[1], None
+            yield s, b
             floor, after = b, cut
             nxt = cut
             if overlap and cut < n:
-                shared = self._overlap_start(text, a, b, searched, anywhere, ends, tokens_before, count)
+                shared = self._overlap_start(text, s, b, searched, anywhere, ends, tokens_before, count)
                 if shared is not None:
-                    nxt = shared
+                    nxt, tb = shared, None
             s = _skip_space(text, nxt, n)
+            # (From where the chunk's tokens were counted to, a line break or two away; else searched.)
+            ts = tokens_before(s) if tb is None else tokens_from(tb, s)
 
     def _overlap_start(self, text, a, b, searched, anywhere, ends, tokens_before, count) -> int | None:
         """Where the chunk after ``text[a:b]`` starts inside it (``chunk_overlap``), or ``None``."""
