@@ -314,6 +314,10 @@ def _check_filesystem(flag: str, path: str) -> None:
 
 def _check_output(output: str) -> None:
     _check_filesystem("--output", output)
+    # Beam's file sinks find their own temporary files by pattern (a folder "out [1]" failed the
+    # job at its very end), and a later run could not take this output as --previous.
+    if any(c in output for c in "*?[]{}"):
+        raise OptionError(f"--output {output}: a directory, not a pattern; its name must not hold * ? [ ] {{ }}")
     if "://" not in output and os.path.exists(output) and not os.path.isdir(output):
         raise OptionError(f"--output {output}: is a file, not a directory")
     for sub in ("chunks", "dead_letter", "documents", "deleted"):
@@ -541,12 +545,15 @@ def parse_job(argv: Sequence[str]) -> Job:
     # The runner's own options first: they need no filesystem, and listing gs:// without them
     # (no project, no credentials) can take minutes.
     _check_runner(options, tokenizer=spec["tokenizer"])
-    _check_input(job_opts.input, column_map)
+    # Beam's match reads a trailing "/" as every file in the folder: say so before the workers'
+    # absolute path drops the "/" (which left the folder itself, read as a file mid-pipeline).
+    pattern = job_opts.input + "*" if job_opts.input.endswith("/") else job_opts.input
+    _check_input(pattern, column_map)
     output = job_opts.output.rstrip("/") or "/"
     _check_output(output)
     previous = _check_previous(job_opts.previous, output) if job_opts.previous is not None else None
     return Job(
-        input=job_opts.input,
+        input=pattern,
         output=output,
         spec=spec,
         tokenizer_identity=tokenizer.identity,
