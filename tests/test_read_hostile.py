@@ -59,7 +59,8 @@ def test_a_file_of_many_row_groups_has_its_footer_parsed_once_per_range(tmp_path
 @pytest.fixture
 def mixed(tmp_path):
     """Files whose schemas differ (string, large_string, string_view, dictionary, binary, int ids,
-    nested extra columns, invalid UTF-8) and layouts (one-row row groups, empty row groups, none),
+    nested extra columns, invalid UTF-8, no column at all) and layouts (one-row row groups, empty
+    row groups, none),
     with the rows a reader must give, renamed to the contract's names."""
     folder = tmp_path / "in [x] ü"
     folder.mkdir()
@@ -93,6 +94,7 @@ def mixed(tmp_path):
     expected += [{"id": f"h{i}", "content": f"hole {i}"} for i in range(3)]
     with pq.ParquetWriter(folder / "none.parquet", schema):
         pass
+    pq.write_table(pa.table({"a": [1]}).drop_columns(["a"]), folder / "no column.parquet")  # a row group of no column
     return folder, expected
 
 
@@ -175,3 +177,19 @@ def test_an_output_folder_named_like_a_pattern_is_an_option_error(tmp_path, caps
     assert main(["--input", str(docs), "--output", str(tmp_path / name)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"rechunk: error: --output {tmp_path / name}: a directory, not a pattern")
+
+
+def test_gs_files_read_as_local_ones(gcs, mixed, tmp_path):
+    """Through Beam's GCS filesystem (the emulator): the same rows, and a file over Beam's split
+    size cut into the same ranges of row groups as on local disk."""
+    folder, expected = mixed
+    big = tmp_path / "big.parquet"
+    rows = [{"id": f"g{i:02d}", "content": f"{i:02d}" + "x" * 299_998} for i in range(12)]
+    pq.write_table(pa.Table.from_pylist(rows), big, row_group_size=1, compression="none", use_dictionary=False)
+    for path in [*folder.iterdir(), big]:
+        gcs.upload(path, f"hostile/in x/{path.name}")
+    remote = FileSystems.match([gcs.url("hostile/in x/big.parquet")])[0].metadata_list[0]
+    local_ranges = [r[1:] for r in _RowGroupRangesDoFn().process(FileSystems.match([str(big)])[0].metadata_list[0])]
+    assert [r[1:] for r in _RowGroupRangesDoFn().process(remote)] == local_ranges and len(local_ranges) == 2
+    with BeamTestPipeline(options=PipelineOptions(runner="DirectRunner")) as p:
+        assert_that(p | ReadDocuments(gcs.url("hostile/in x/*.parquet")), equal_to(expected + rows))

@@ -331,7 +331,10 @@ class _RowGroupRangesDoFn(beam.DoFn):
 
 
 def _row_group_offset(row_group: pq.RowGroupMetaData) -> int:
-    """Where a row group starts in its file (as Beam's ``_ParquetUtils.get_offset``)."""
+    """Where a row group starts in its file (as Beam's ``_ParquetUtils.get_offset``); 0 for a row
+    group of no column (a file of no column: it holds no data)."""
+    if row_group.num_columns == 0:
+        return 0
     first = row_group.column(0)
     return first.dictionary_page_offset if first.has_dictionary_page else first.data_page_offset
 
