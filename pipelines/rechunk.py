@@ -312,12 +312,16 @@ def _check_filesystem(flag: str, path: str) -> None:
         raise OptionError(f"{flag} {path}: no Beam filesystem for this path ({_one_line(err, 120)})") from None
 
 
-def _check_output(output: str) -> None:
-    _check_filesystem("--output", output)
-    # Beam's file sinks find their own temporary files by pattern (a folder "out [1]" failed the
-    # job at its very end), and a later run could not take this output as --previous.
+def _check_output_name(output: str) -> None:
+    """Beam's file sinks find their own temporary files by pattern (a folder "out [1]" failed the
+    job at its very end), and a later run could not take such an output as --previous."""
     if any(c in output for c in "*?[]{}"):
         raise OptionError(f"--output {output}: a directory, not a pattern; its name must not hold * ? [ ] {{ }}")
+
+
+def _check_output(output: str) -> None:
+    _check_filesystem("--output", output)
+    _check_output_name(output)
     if "://" not in output and os.path.exists(output) and not os.path.isdir(output):
         raise OptionError(f"--output {output}: is a file, not a directory")
     for sub in ("chunks", "dead_letter", "documents", "deleted"):

@@ -179,6 +179,15 @@ def test_an_output_folder_named_like_a_pattern_is_an_option_error(tmp_path, caps
     assert len(err) == 1 and err[0].startswith(f"rechunk: error: --output {tmp_path / name}: a directory, not a pattern")
 
 
+def test_a_parse_output_folder_named_like_a_pattern_is_an_option_error(tmp_path, capsys):
+    from pipelines.parse import main as parse_main
+
+    (tmp_path / "a.md").write_text("# Title\n\nSome text.\n")
+    assert parse_main(["--input", str(tmp_path / "*.md"), "--output", str(tmp_path / "out [1]")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--output" in err[0] and "a directory, not a pattern" in err[0]
+
+
 def test_gs_files_read_as_local_ones(gcs, mixed, tmp_path):
     """Through Beam's GCS filesystem (the emulator): the same rows, and a file over Beam's split
     size cut into the same ranges of row groups as on local disk."""
