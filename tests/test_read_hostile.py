@@ -27,12 +27,6 @@ def _invalid_utf8(items: list[bytes]) -> pa.Array:
     )
 
 
-def _read_file(path) -> list[dict]:
-    """Every row of one file, through the read's two DoFns."""
-    metadata = FileSystems.match([str(path)])[0].metadata_list[0]
-    return [row for r in _RowGroupRangesDoFn().process(metadata) for row in _ReadRowGroupsDoFn(None, {}).process(r)]
-
-
 def test_a_file_of_many_row_groups_has_its_footer_parsed_once_per_range(tmp_path, monkeypatch):
     """Each row group used to be read by opening the file and parsing its whole footer again: a
     file of n row groups cost n footers of n row groups (8,000 one-row row groups: 145 s)."""
@@ -79,10 +73,13 @@ def mixed(tmp_path):
     write("binary.parquet", pa.table({"id": pa.array([b"b0", b"b1"]), "content": pa.array([b"bin 0", None])}))
     write("ints.parquet", pa.table({"id": pa.array([7, None], pa.int64()), "content": ["seven", "no id"],
                                     "meta": pa.array([{"a": 1}, None])}))
-    dictionary = pa.DictionaryArray.from_arrays(pa.array([0, 1, None], pa.int32()), _invalid_utf8([b"dict 0", b"dict \xff"]))
+    dictionary = pa.DictionaryArray.from_arrays(
+        pa.array([0, 1, None], pa.int32()), _invalid_utf8([b"dict 0", b"dict \xff"])
+    )
     pq.write_table(pa.table({"id": pa.array(["k0", "k1", "k2"]).dictionary_encode(), "content": dictionary}),
                    folder / "dict.parquet")
-    expected += [{"id": "k0", "content": "dict 0"}, {"id": "k1", "content": b"dict \xff"}, {"id": "k2", "content": None}]
+    expected += [{"id": "k0", "content": "dict 0"}, {"id": "k1", "content": b"dict \xff"},
+                 {"id": "k2", "content": None}]
     pq.write_table(pa.table({"id": ["u0", "u1"], "content": _invalid_utf8([b"ok", b"\xed\xa0\x80 surrogate"])}),
                    folder / "invalid.parquet")
     expected += [{"id": "u0", "content": "ok"}, {"id": "u1", "content": b"\xed\xa0\x80 surrogate"}]
@@ -114,7 +111,8 @@ def _layouts(folder, rows: list[dict]) -> list[str]:
     3 over 4 files, and 7 files of varied row-group sizes. Returns the four patterns."""
     table = pa.Table.from_pylist(rows)
     patterns = []
-    for name, files, sizes in [("one", 1, [10**6]), ("single", 1, [1]), ("four", 4, [3]), ("seven", 7, [1, 2, 5, 1000])]:
+    layouts = [("one", 1, [10**6]), ("single", 1, [1]), ("four", 4, [3]), ("seven", 7, [1, 2, 5, 1000])]
+    for name, files, sizes in layouts:
         (folder / name).mkdir(parents=True)
         per = -(-table.num_rows // files)
         for i in range(files):
@@ -136,7 +134,9 @@ def test_chunk_ids_and_dead_letters_do_not_depend_on_the_row_group_layout(tmp_pa
         mode = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"] if i == 2 else []
         assert main(["--input", pattern, "--output", str(out), "--progress-seconds", "0", *mode]) == 0
         chunks = sorted((c["chunk_id"], c["document_id"], c["chunk_index"]) for c in read_output(out, "chunks"))
-        dead = sorted((d["document_id"] or "", d["reason"], d["payload"] or "") for d in read_output(out, "dead_letter"))
+        dead = sorted(
+            (d["document_id"] or "", d["reason"], d["payload"] or "") for d in read_output(out, "dead_letter")
+        )
         report = json.loads((out / "report.json").read_text())
         figures = {k: report[k] for k in ("documents_read", "documents_chunked", "documents_dead_lettered",
                                            "chunks_written", "dead_letter_by_reason")}
@@ -152,7 +152,8 @@ def test_runtime_type_checks_pass_dead_letter_rows(tmp_path):
     # beam.Pipeline: Beam's TestPipeline runs a copy through the runner API, which drops the hints.
     with beam.Pipeline(options=options) as p:
         identity = p | "identity" >> beam.Create(["tok"])
-        admitted = p | "rows" >> beam.Create([{"id": "a", "content": "x"}, {"id": "b", "content": None}]) | AdmitDocuments(identity)
+        rows = p | "rows" >> beam.Create([{"id": "a", "content": "x"}, {"id": "b", "content": None}])
+        admitted = rows | AdmitDocuments(identity)
         assert_that(admitted.documents | "ids" >> beam.Map(lambda d: d.id), equal_to(["a"]), label="documents")
         assert_that(admitted.dead_letter | "reasons" >> beam.Map(lambda d: d.reason), equal_to(["null_content"]),
                     label="dead letter")
@@ -176,7 +177,8 @@ def test_an_output_folder_named_like_a_pattern_is_an_option_error(tmp_path, caps
     pq.write_table(pa.table({"id": ["a"], "content": ["text"]}), docs)
     assert main(["--input", str(docs), "--output", str(tmp_path / name)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"rechunk: error: --output {tmp_path / name}: a directory, not a pattern")
+    assert len(err) == 1
+    assert err[0].startswith(f"rechunk: error: --output {tmp_path / name}: a directory, not a pattern")
 
 
 def test_a_parse_output_folder_named_like_a_pattern_is_an_option_error(tmp_path, capsys):
@@ -202,3 +204,15 @@ def test_gs_files_read_as_local_ones(gcs, mixed, tmp_path):
     assert [r[1:] for r in _RowGroupRangesDoFn().process(remote)] == local_ranges and len(local_ranges) == 2
     with BeamTestPipeline(options=PipelineOptions(runner="DirectRunner")) as p:
         assert_that(p | ReadDocuments(gcs.url("hostile/in x/*.parquet")), equal_to(expected + rows))
+
+
+def test_an_incremental_run_passes_beams_runtime_type_check(tmp_path):
+    """The comparison with --previous has tagged outputs too (kept manifest rows, kept ids)."""
+    docs = tmp_path / "docs.parquet"
+    pq.write_table(pa.table({"id": ["a", "b", "c"], "content": ["first text", "second text", None]}), docs)
+    assert main(["--input", str(docs), "--output", str(tmp_path / "v1"), "--progress-seconds", "0"]) == 0
+    argv = ["--input", str(docs), "--output", str(tmp_path / "v2"), "--previous", str(tmp_path / "v1"),
+            "--progress-seconds", "0", "--performance_runtime_type_check"]
+    assert main(argv) == 0
+    report = json.loads((tmp_path / "v2" / "report.json").read_text())
+    assert report["documents_skipped_unchanged"] == 2 and report["documents_dead_lettered"] == 1
