@@ -45,6 +45,7 @@ from apache_beam.options.pipeline_options import (
     SparkRunnerOptions,
     StandardOptions,
     TestOptions,
+    TypeOptions,
 )
 from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
 
@@ -423,6 +424,11 @@ def _check_runner(options: PipelineOptions, *, tokenizer: str | None = None) -> 
     workers = options.view_as(DirectOptions).direct_num_workers
     if workers is not None and workers < 0:
         raise OptionError(f"--direct_num_workers must be >= 0 (0: one per core), got {workers}")
+    if options.view_as(TypeOptions).runtime_type_check:
+        raise OptionError(
+            "--runtime_type_check: Beam 2.77's own file sink fails it when the job ends (its "
+            "WriteImpl/FinalizeWrite step); use --performance_runtime_type_check"
+        )
     _check_cluster_runner(options, runner, tokenizer)
     # Beam's own checks of every option view, which beam.Pipeline() would raise as a traceback.
     errors = PipelineOptionsValidator(options, runner).validate()

@@ -206,6 +206,16 @@ def test_gs_files_read_as_local_ones(gcs, mixed, tmp_path):
         assert_that(p | ReadDocuments(gcs.url("hostile/in x/*.parquet")), equal_to(expected + rows))
 
 
+def test_beams_older_runtime_type_check_is_an_option_error(tmp_path, capsys):
+    """It fails in Beam's own Parquet sink (FinalizeWrite) once the whole job has run."""
+    docs = tmp_path / "docs.parquet"
+    pq.write_table(pa.table({"id": ["a"], "content": ["text"]}), docs)
+    assert main(["--input", str(docs), "--output", str(tmp_path / "out"), "--runtime_type_check"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("rechunk: error: --runtime_type_check: ")
+    assert "--performance_runtime_type_check" in err[0]
+
+
 def test_an_incremental_run_passes_beams_runtime_type_check(tmp_path):
     """The comparison with --previous has tagged outputs too (kept manifest rows, kept ids)."""
     docs = tmp_path / "docs.parquet"
