@@ -36,6 +36,7 @@ from pipelines.rechunk import (
     OptionError,
     RechunkOptions,
     _check_filesystem,
+    _check_output_name,
     _check_runner,
     _one_line,
     _unknown_options,
@@ -226,6 +227,7 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
     _check_filesystem("--input", pattern)
     output = own.output.rstrip("/") or "/"
     _check_filesystem("--output", output)
+    _check_output_name(output)
     if _inside_pattern(_worker_path(output), pattern):
         raise OptionError(
             f"--output {own.output}: inside --input {own.input}; its files would be read as raw files by the next run"

@@ -45,6 +45,7 @@ from apache_beam.options.pipeline_options import (
     SparkRunnerOptions,
     StandardOptions,
     TestOptions,
+    TypeOptions,
 )
 from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
 
@@ -312,8 +313,16 @@ def _check_filesystem(flag: str, path: str) -> None:
         raise OptionError(f"{flag} {path}: no Beam filesystem for this path ({_one_line(err, 120)})") from None
 
 
+def _check_output_name(output: str) -> None:
+    """Beam's file sinks find their own temporary files by pattern (a folder "out [1]" failed the
+    job at its very end), and a later run could not take such an output as --previous."""
+    if any(c in output for c in "*?[]{}"):
+        raise OptionError(f"--output {output}: a directory, not a pattern; its name must not hold * ? [ ] {{ }}")
+
+
 def _check_output(output: str) -> None:
     _check_filesystem("--output", output)
+    _check_output_name(output)
     if "://" not in output and os.path.exists(output) and not os.path.isdir(output):
         raise OptionError(f"--output {output}: is a file, not a directory")
     for sub in ("chunks", "dead_letter", "documents", "deleted"):
@@ -415,6 +424,11 @@ def _check_runner(options: PipelineOptions, *, tokenizer: str | None = None) -> 
     workers = options.view_as(DirectOptions).direct_num_workers
     if workers is not None and workers < 0:
         raise OptionError(f"--direct_num_workers must be >= 0 (0: one per core), got {workers}")
+    if options.view_as(TypeOptions).runtime_type_check:
+        raise OptionError(
+            "--runtime_type_check: Beam 2.77's own file sink fails it when the job ends (its "
+            "WriteImpl/FinalizeWrite step); use --performance_runtime_type_check"
+        )
     _check_cluster_runner(options, runner, tokenizer)
     # Beam's own checks of every option view, which beam.Pipeline() would raise as a traceback.
     errors = PipelineOptionsValidator(options, runner).validate()
@@ -541,12 +555,15 @@ def parse_job(argv: Sequence[str]) -> Job:
     # The runner's own options first: they need no filesystem, and listing gs:// without them
     # (no project, no credentials) can take minutes.
     _check_runner(options, tokenizer=spec["tokenizer"])
-    _check_input(job_opts.input, column_map)
+    # Beam's match reads a trailing "/" as every file in the folder: say so before the workers'
+    # absolute path drops the "/" (which left the folder itself, read as a file mid-pipeline).
+    pattern = job_opts.input + "*" if job_opts.input.endswith("/") else job_opts.input
+    _check_input(pattern, column_map)
     output = job_opts.output.rstrip("/") or "/"
     _check_output(output)
     previous = _check_previous(job_opts.previous, output) if job_opts.previous is not None else None
     return Job(
-        input=job_opts.input,
+        input=pattern,
         output=output,
         spec=spec,
         tokenizer_identity=tokenizer.identity,

@@ -1,0 +1,228 @@
+"""Hostile inputs for the job's own Parquet read (``ReadParquetRows``) and what surrounds it:
+row-group layouts, schemas that differ file by file, odd paths, Beam's runtime type checks."""
+
+from __future__ import annotations
+
+import json
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from pipelines.rechunk import main
+from tests.conftest import REPO, read_output
+from transforms.beam import AdmitDocuments, ReadDocuments, _ReadRowGroupsDoFn, _RowGroupRangesDoFn
+
+
+def _invalid_utf8(items: list[bytes]) -> pa.Array:
+    offsets = np.cumsum([0] + [len(b) for b in items]).astype(np.int32)
+    return pa.Array.from_buffers(
+        pa.string(), len(items), [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(items))]
+    )
+
+
+def test_a_file_of_many_row_groups_has_its_footer_parsed_once_per_range(tmp_path, monkeypatch):
+    """Each row group used to be read by opening the file and parsing its whole footer again: a
+    file of n row groups cost n footers of n row groups (8,000 one-row row groups: 145 s)."""
+    path = tmp_path / "tiny.parquet"
+    rows = [{"id": f"d{i:03d}", "content": f"document {i}"} for i in range(300)]
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=1)
+    parsed = []
+    init = pq.ParquetFile.__init__
+
+    def spy(self, source, *args, metadata=None, **kwargs):
+        if metadata is None:
+            parsed.append(source)
+        init(self, source, *args, metadata=metadata, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "__init__", spy)
+    metadata = FileSystems.match([str(path)])[0].metadata_list[0]
+    ranges = list(_RowGroupRangesDoFn().process(metadata))
+    assert ranges == [(str(path), 0, 300)] and len(parsed) == 1
+    parsed.clear()
+    assert list(_ReadRowGroupsDoFn(None, {}).process(ranges[0])) == rows
+    assert len(parsed) == 1  # one footer for the range, not one per row group
+
+
+@pytest.fixture
+def mixed(tmp_path):
+    """Files whose schemas differ (string, large_string, string_view, dictionary, binary, int ids,
+    nested extra columns, invalid UTF-8, no column at all) and layouts (one-row row groups, empty
+    row groups, none),
+    with the rows a reader must give, renamed to the contract's names."""
+    folder = tmp_path / "in [x] ü"
+    folder.mkdir()
+    expected = []
+
+    def write(name, table, **kwargs):
+        pq.write_table(table, folder / name, **kwargs)
+        expected.extend(table.to_pylist() if name != "invalid.parquet" else [])
+
+    write("plain.parquet", pa.table({"id": [f"p{i}" for i in range(12)], "content": [f"plain {i}" for i in range(12)]}),
+          row_group_size=1)
+    write("large.parquet", pa.table({"id": pa.array(["l0", "l1"], pa.large_string()),
+                                     "content": pa.array(["large 0", "large 1"], pa.large_string()), "n": [1, 2]}))
+    write("view.parquet", pa.table({"id": pa.array(["v0"], pa.string_view()),
+                                    "content": pa.array(["view 0"], pa.string_view())}))
+    write("binary.parquet", pa.table({"id": pa.array([b"b0", b"b1"]), "content": pa.array([b"bin 0", None])}))
+    write("ints.parquet", pa.table({"id": pa.array([7, None], pa.int64()), "content": ["seven", "no id"],
+                                    "meta": pa.array([{"a": 1}, None])}))
+    dictionary = pa.DictionaryArray.from_arrays(
+        pa.array([0, 1, None], pa.int32()), _invalid_utf8([b"dict 0", b"dict \xff"])
+    )
+    pq.write_table(pa.table({"id": pa.array(["k0", "k1", "k2"]).dictionary_encode(), "content": dictionary}),
+                   folder / "dict.parquet")
+    expected += [{"id": "k0", "content": "dict 0"}, {"id": "k1", "content": b"dict \xff"},
+                 {"id": "k2", "content": None}]
+    pq.write_table(pa.table({"id": ["u0", "u1"], "content": _invalid_utf8([b"ok", b"\xed\xa0\x80 surrogate"])}),
+                   folder / "invalid.parquet")
+    expected += [{"id": "u0", "content": "ok"}, {"id": "u1", "content": b"\xed\xa0\x80 surrogate"}]
+    schema = pa.schema([("id", pa.string()), ("content", pa.string())])
+    with pq.ParquetWriter(folder / "holes.parquet", schema) as writer:  # empty row groups between rows
+        for i in range(3):
+            writer.write_table(schema.empty_table())
+            writer.write_table(pa.table({"id": [f"h{i}"], "content": [f"hole {i}"]}, schema=schema))
+    expected += [{"id": f"h{i}", "content": f"hole {i}"} for i in range(3)]
+    with pq.ParquetWriter(folder / "none.parquet", schema):
+        pass
+    pq.write_table(pa.table({"a": [1]}).drop_columns(["a"]), folder / "no column.parquet")  # a row group of no column
+    return folder, expected
+
+
+@pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")  # Beam's regex of "[[]"
+@pytest.mark.parametrize("mode", ["in_memory", "multi_processing"])
+def test_files_of_differing_schemas_and_layouts_give_every_row_once(mixed, mode):
+    folder, expected = mixed
+    options = PipelineOptions(runner="DirectRunner", direct_running_mode=mode, direct_num_workers=2)
+    # The folder's name holds "[x]": a glob character class unless escaped as "[[]".
+    pattern = str(folder).replace("[", "[[]") + "/*.parquet"
+    with BeamTestPipeline(options=options) as p:
+        assert_that(p | ReadDocuments(pattern), equal_to(expected))
+
+
+def _layouts(folder, rows: list[dict]) -> list[str]:
+    """The same rows as Parquet in four layouts: one row group, one-row row groups, row groups of
+    3 over 4 files, and 7 files of varied row-group sizes. Returns the four patterns."""
+    table = pa.Table.from_pylist(rows)
+    patterns = []
+    layouts = [("one", 1, [10**6]), ("single", 1, [1]), ("four", 4, [3]), ("seven", 7, [1, 2, 5, 1000])]
+    for name, files, sizes in layouts:
+        (folder / name).mkdir(parents=True)
+        per = -(-table.num_rows // files)
+        for i in range(files):
+            pq.write_table(table.slice(i * per, per), folder / name / f"part {i}.parquet",
+                           row_group_size=sizes[i % len(sizes)])
+        patterns.append(str(folder / name / "*.parquet"))
+    return patterns
+
+
+def test_chunk_ids_and_dead_letters_do_not_depend_on_the_row_group_layout(tmp_path):
+    rows = pq.read_table(REPO / "sample" / "docs.parquet").to_pylist()
+    rows += [{"id": "dup", "content": "a", "content_format": None, "metadata": None},
+             {"id": "dup", "content": "b", "content_format": None, "metadata": None},
+             {"id": None, "content": "no id", "content_format": None, "metadata": None},
+             {"id": "nul", "content": None, "content_format": "text", "metadata": "[1]"}]
+    outcomes = []
+    for i, pattern in enumerate(_layouts(tmp_path / "in", rows)):
+        out = tmp_path / f"out{i}"
+        mode = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"] if i == 2 else []
+        assert main(["--input", pattern, "--output", str(out), "--progress-seconds", "0", *mode]) == 0
+        chunks = sorted((c["chunk_id"], c["document_id"], c["chunk_index"]) for c in read_output(out, "chunks"))
+        dead = sorted(
+            (d["document_id"] or "", d["reason"], d["payload"] or "") for d in read_output(out, "dead_letter")
+        )
+        report = json.loads((out / "report.json").read_text())
+        figures = {k: report[k] for k in ("documents_read", "documents_chunked", "documents_dead_lettered",
+                                           "chunks_written", "dead_letter_by_reason")}
+        outcomes.append((chunks, dead, figures))
+    assert outcomes[0][2]["documents_read"] == len(rows) and len(outcomes[0][1]) == 4
+    assert all(outcome == outcomes[0] for outcome in outcomes[1:])
+
+
+def test_runtime_type_checks_pass_dead_letter_rows(tmp_path):
+    """Beam's runtime type checks check a ParDo's tagged outputs against its main output's hint:
+    admission's ParDo, hinted ``Document``, failed the job on its first dead-letter row."""
+    options = PipelineOptions(runner="DirectRunner", performance_runtime_type_check=True)
+    # beam.Pipeline: Beam's TestPipeline runs a copy through the runner API, which drops the hints.
+    with beam.Pipeline(options=options) as p:
+        identity = p | "identity" >> beam.Create(["tok"])
+        rows = p | "rows" >> beam.Create([{"id": "a", "content": "x"}, {"id": "b", "content": None}])
+        admitted = rows | AdmitDocuments(identity)
+        assert_that(admitted.documents | "ids" >> beam.Map(lambda d: d.id), equal_to(["a"]), label="documents")
+        assert_that(admitted.dead_letter | "reasons" >> beam.Map(lambda d: d.reason), equal_to(["null_content"]),
+                    label="dead letter")
+
+
+def test_an_input_folder_with_a_trailing_slash_reads_its_files(tmp_path, capsys):
+    """Beam's match reads "DIR/" as "DIR/*"; the check did, but the workers' absolute path
+    dropped the "/" and the job failed mid-pipeline reading the folder itself as a file."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    pq.write_table(pa.table({"id": ["a", "b"], "content": ["first", "second"]}), folder / "docs.parquet")
+    out = tmp_path / "out"
+    assert main(["--input", f"{folder}/", "--output", str(out), "--progress-seconds", "0"]) == 0
+    assert sorted(c["document_id"] for c in read_output(out, "chunks")) == ["a", "b"]
+
+
+@pytest.mark.parametrize("name", ["out [1]", "out*", "out?", "out{a,b}"])
+def test_an_output_folder_named_like_a_pattern_is_an_option_error(tmp_path, capsys, name):
+    """Beam's file sinks find their own files by pattern: "out [1]" failed the job at its end."""
+    docs = tmp_path / "docs.parquet"
+    pq.write_table(pa.table({"id": ["a"], "content": ["text"]}), docs)
+    assert main(["--input", str(docs), "--output", str(tmp_path / name)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith(f"rechunk: error: --output {tmp_path / name}: a directory, not a pattern")
+
+
+def test_a_parse_output_folder_named_like_a_pattern_is_an_option_error(tmp_path, capsys):
+    from pipelines.parse import main as parse_main
+
+    (tmp_path / "a.md").write_text("# Title\n\nSome text.\n")
+    assert parse_main(["--input", str(tmp_path / "*.md"), "--output", str(tmp_path / "out [1]")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--output" in err[0] and "a directory, not a pattern" in err[0]
+
+
+def test_gs_files_read_as_local_ones(gcs, mixed, tmp_path):
+    """Through Beam's GCS filesystem (the emulator): the same rows, and a file over Beam's split
+    size cut into the same ranges of row groups as on local disk."""
+    folder, expected = mixed
+    big = tmp_path / "big.parquet"
+    rows = [{"id": f"g{i:02d}", "content": f"{i:02d}" + "x" * 299_998} for i in range(12)]
+    pq.write_table(pa.Table.from_pylist(rows), big, row_group_size=1, compression="none", use_dictionary=False)
+    for path in [*folder.iterdir(), big]:
+        gcs.upload(path, f"hostile/in x/{path.name}")
+    remote = FileSystems.match([gcs.url("hostile/in x/big.parquet")])[0].metadata_list[0]
+    local_ranges = [r[1:] for r in _RowGroupRangesDoFn().process(FileSystems.match([str(big)])[0].metadata_list[0])]
+    assert [r[1:] for r in _RowGroupRangesDoFn().process(remote)] == local_ranges and len(local_ranges) == 2
+    with BeamTestPipeline(options=PipelineOptions(runner="DirectRunner")) as p:
+        assert_that(p | ReadDocuments(gcs.url("hostile/in x/*.parquet")), equal_to(expected + rows))
+
+
+def test_beams_older_runtime_type_check_is_an_option_error(tmp_path, capsys):
+    """It fails in Beam's own Parquet sink (FinalizeWrite) once the whole job has run."""
+    docs = tmp_path / "docs.parquet"
+    pq.write_table(pa.table({"id": ["a"], "content": ["text"]}), docs)
+    assert main(["--input", str(docs), "--output", str(tmp_path / "out"), "--runtime_type_check"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("rechunk: error: --runtime_type_check: ")
+    assert "--performance_runtime_type_check" in err[0]
+
+
+def test_an_incremental_run_passes_beams_runtime_type_check(tmp_path):
+    """The comparison with --previous has tagged outputs too (kept manifest rows, kept ids)."""
+    docs = tmp_path / "docs.parquet"
+    pq.write_table(pa.table({"id": ["a", "b", "c"], "content": ["first text", "second text", None]}), docs)
+    assert main(["--input", str(docs), "--output", str(tmp_path / "v1"), "--progress-seconds", "0"]) == 0
+    argv = ["--input", str(docs), "--output", str(tmp_path / "v2"), "--previous", str(tmp_path / "v1"),
+            "--progress-seconds", "0", "--performance_runtime_type_check"]
+    assert main(argv) == 0
+    report = json.loads((tmp_path / "v2" / "report.json").read_text())
+    assert report["documents_skipped_unchanged"] == 2 and report["documents_dead_lettered"] == 1
