@@ -277,7 +277,8 @@ class ReadParquetRows(beam.PTransform):
 
     Raises:
         IOError: When the pipeline is built, if ``file_pattern`` matches no file (as Beam's
-            file sources with ``validate=True``). Files gone by the time the job runs give no rows.
+            file sources with ``validate=True``). A file removed before the running job lists the
+            files gives no rows; one removed after that fails the job (as with Beam's reader).
     """
 
     def __init__(
