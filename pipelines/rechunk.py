@@ -173,6 +173,8 @@ def _parse_column_map(text: str | None) -> dict[str, str]:
             raise OptionError(
                 f"--column-map: expected NAME=COLUMN with NAME one of {', '.join(DOCUMENT_COLUMNS)}, got {item!r}"
             )
+        if target.strip() in mapping:
+            raise OptionError(f"--column-map: {target.strip()} is mapped twice in {text!r}")
         mapping[target.strip()] = source.strip()
     if len(set(mapping.values())) < len(mapping):
         raise OptionError(f"--column-map: two names map to the same column in {text!r}")
@@ -183,6 +185,14 @@ def _parse_column_map(text: str | None) -> dict[str, str]:
                 f"map {source} elsewhere too, or choose another column"
             )
     return mapping
+
+
+def _has_files(folder: str) -> bool:
+    """Whether ``folder`` is a folder holding a file (for an error's hint; never raises)."""
+    try:
+        return bool(FileSystems.match([folder.rstrip("/") + "/*"], limits=[1])[0].metadata_list)
+    except Exception:  # no such folder, or a filesystem error: no hint
+        return False
 
 
 def _check_input_schema(pattern: str, path: str, column_map: dict[str, str]) -> None:
@@ -197,8 +207,9 @@ def _check_input_schema(pattern: str, path: str, column_map: dict[str, str]) -> 
         with FileSystems.open(path) as f, pq.ParquetFile(f) as parquet:
             all_names = list(parquet.schema_arrow.names)
     except Exception as err:  # pyarrow's ArrowInvalid, or an IO error by scheme
+        hint = f"; for the files in a folder write {path.rstrip('/')}/" if path == pattern and _has_files(path) else ""
         raise OptionError(
-            f"--input {pattern}: {path} is not a readable Parquet file ({_one_line(err, 160)})"
+            f"--input {pattern}: {path} is not a readable Parquet file ({_one_line(err, 160)}){hint}"
         ) from None
     names = set(all_names)
     has = ", ".join(sorted(names)) or "no columns"

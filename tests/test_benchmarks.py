@@ -152,3 +152,34 @@ def test_chunker_memory_runs_on_a_tiny_input(capsys):
     assert chunker_memory.main(["--input", str(SAMPLE)]) == 0
     out = capsys.readouterr().out
     assert "normalized: peak +" in out and "bytes a character" in out
+
+
+def test_check_output_reads_a_folder_with_a_column_map_and_finds_a_lost_document(tmp_path, capsys):
+    """check_output.py on a run of renamed columns in a folder (``DIR/``, ``--column-map``): no
+    problem; with one document's chunks removed from the output, it finds that document."""
+    import check_output
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    from pipelines.rechunk import main as rechunk
+
+    table = pq.read_table(SAMPLE)
+    table = table.rename_columns(["doc_id" if n == "id" else "body" if n == "content" else n for n in table.column_names])
+    folder = tmp_path / "in"
+    folder.mkdir()
+    pq.write_table(table.slice(0, 3), folder / "a.parquet")
+    pq.write_table(table.slice(3), folder / "b.parquet")
+    out = tmp_path / "out"
+    mapping = "id=doc_id,content=body"
+    assert rechunk(["--input", f"{folder}/", "--output", str(out), "--column-map", mapping]) == 0
+    argv = ["--input", f"{folder}/", "--output", str(out), "--column-map", mapping]
+    assert check_output.main(argv) == 0
+    chunks = ds.dataset(str(out / "chunks")).to_table()
+    first = chunks.column("document_id")[0].as_py()
+    kept = chunks.filter(ds.field("document_id") != first)
+    for path in (out / "chunks").glob("*.parquet"):
+        path.unlink()
+    pq.write_table(kept, out / "chunks" / "kept.parquet")
+    capsys.readouterr()
+    assert check_output.main(argv) == 1
+    assert "1 documents neither chunked nor dead-lettered" in capsys.readouterr().out

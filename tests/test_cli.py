@@ -223,6 +223,7 @@ def test_config_values_of_the_wrong_type(capsys, tmp_path, docs, config, message
     [
         ("content_format=format", "--column-map content_format=format: "),
         ("id=doc,content=doc", "two names map to the same column"),
+        ("content=text,content=source,id=doc_id", "content is mapped twice in"),
         ("content=id", "content=id would read the id column as content"),
     ],
 )
@@ -261,3 +262,12 @@ def test_cluster_runner_option_mistakes(capsys, monkeypatch, tmp_path, docs, ext
     monkeypatch.delenv("CLOUDSDK_COMPUTE_REGION", raising=False)
     line = _error(capsys, ["--input", str(docs), "--output", str(tmp_path / "o"), *extra])
     assert message.format(docs=docs) in line
+
+
+def test_a_folder_given_as_input_without_its_slash_says_how(capsys, tmp_path, docs):
+    """A folder of Parquet files named without the trailing "/" is an option error that says to add it."""
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "a.parquet").write_bytes(Path(docs).read_bytes())
+    line = _error(capsys, ["--input", str(folder), "--output", str(tmp_path / "o")])
+    assert line.endswith(f"; for the files in a folder write {folder}/")
