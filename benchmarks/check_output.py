@@ -55,12 +55,8 @@ def _documents(pattern: str, column_map: str) -> list[dict]:
     """The input rows' ``id``, ``content`` and ``content_format`` (renamed as ``--column-map`` says)."""
     sources = {"id": "id", "content": "content", "content_format": "content_format"}
     sources.update(item.split("=", 1) for item in column_map.split(",") if item)
-    rows = []
-    for path in sorted(glob.glob(pattern + ("*" if pattern.endswith("/") else ""))):
-        table = pq.read_table(path)
-        table = table.select([c for c in sources.values() if c in table.column_names])
-        rows += [{name: row.get(column) for name, column in sources.items()} for row in table.to_pylist()]
-    return rows
+    rows = _rows(pattern + "*" if pattern.endswith("/") else pattern)
+    return [{name: row.get(column) for name, column in sources.items()} for row in rows]
 
 
 def main(argv: list[str] | None = None) -> int:

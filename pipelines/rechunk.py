@@ -190,7 +190,7 @@ def _parse_column_map(text: str | None) -> dict[str, str]:
 def _has_files(folder: str) -> bool:
     """Whether ``folder`` is a folder holding a file (for an error's hint; never raises)."""
     try:
-        return bool(FileSystems.match([folder.rstrip("/") + "/*"], limits=[1])[0].metadata_list)
+        return bool(FileSystems.match([folder + "/*"], limits=[1])[0].metadata_list)
     except Exception:  # no such folder, or a filesystem error: no hint
         return False
 
@@ -207,7 +207,7 @@ def _check_input_schema(pattern: str, path: str, column_map: dict[str, str]) -> 
         with FileSystems.open(path) as f, pq.ParquetFile(f) as parquet:
             all_names = list(parquet.schema_arrow.names)
     except Exception as err:  # pyarrow's ArrowInvalid, or an IO error by scheme
-        hint = f"; for the files in a folder write {path.rstrip('/')}/" if path == pattern and _has_files(path) else ""
+        hint = f"; for the files in a folder write {path}/" if path == pattern and _has_files(path) else ""
         raise OptionError(
             f"--input {pattern}: {path} is not a readable Parquet file ({_one_line(err, 160)}){hint}"
         ) from None

@@ -395,7 +395,6 @@ def _release_rows(columns: dict[str, list[Any]], num_rows: int) -> Iterator[dict
             row[name] = values[i]
             values[i] = None
         yield row
-        del row
 
 
 def _table_columns(table: pa.Table, rename: Mapping[str, str]) -> dict[str, list[Any]]:
