@@ -781,9 +781,8 @@ class SliceCounter:
         """``(count(a, b), t)`` for a caller that counts slices from a start ``a`` it knows
         ``tokens_a == tokens_before(a)`` and ``a_safe == safe_cut(a)`` of.
 
-        The count is :meth:`count`'s, by the same decomposition (the same exact number), with the
-        start's token index and safety not looked up again and the index of the first safe cut
-        after an unsafe start stepped to from ``tokens_a`` (:meth:`tokens_from`). ``t`` is
+        The start's token index and safety are not looked up again, and the index of the first
+        safe cut after an unsafe start is stepped to from ``tokens_a`` (:meth:`tokens_from`). ``t`` is
         ``tokens_before(p)`` of an offset ``a <= p <= b`` (where the middle of the slice ends, or
         ``a``), for :meth:`tokens_from` of an offset past ``b``.
         """
@@ -792,6 +791,8 @@ class SliceCounter:
         head, first, t_first = 0, a, tokens_a
         if not a_safe:
             match = _SAFE_CUT.search(self.text, a, min(b, a + self.EDGE_CHARS))
+            # A cut whose characters are inside [a, b) (one at a itself is a safe cut of the
+            # whole text too: the space case looks at the character before a).
             first = _cut_at(match) if match else b
             if first >= b:
                 return self._tokenizer.count(self.text[a:b]), tokens_a
@@ -806,24 +807,12 @@ class SliceCounter:
         return head + t - t_first + self._edge(last, b), t
 
     def count(self, a: int, b: int) -> int:
-        """Exact number of tokens of ``text[a:b]``."""
-        text = self.text
+        """Exact number of tokens of ``text[a:b]``: the edges up to the first and from the last
+        safe cut inside it encoded alone, the middle a difference of token indices (see
+        :meth:`count_from`)."""
         if b - a < 64:
             return self._edge(a, b)
-        if self._safe(a):
-            first = a
-        else:
-            match = _SAFE_CUT.search(text, a, min(b, a + self.EDGE_CHARS))
-            # A cut whose characters are inside [a, b) (one at a itself is a safe cut of the
-            # whole text too: the space case looks at the character before a).
-            first = _cut_at(match) if match else b
-            if first >= b:
-                return self._tokenizer.count(text[a:b])
-        last = b if self._safe(b) else self._last_cut(first, b)
-        if last is None:
-            return self._edge(a, first) + self._tokenizer.count(text[first:b])
-        middle = self.tokens_before(last) - self.tokens_before(first)
-        return self._edge(a, first) + middle + self._edge(last, b)
+        return self.count_from(a, self.tokens_before(a), self._safe(a), b)[0]
 
     def counts(self, points: Sequence[int]) -> list[int]:
         """Exact token counts of ``text[points[k]:points[k + 1]]`` for each ``k``: consecutive slices.
