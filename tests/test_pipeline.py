@@ -7,6 +7,8 @@ from pathlib import Path
 
 import apache_beam as beam
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
@@ -15,7 +17,7 @@ from pipelines.config import resolve_config
 from transforms import chunkers as chunkers_module
 from transforms.beam import DEAD_LETTER, AdmitDocuments, ChunkDocuments
 from transforms.chunkers.base import Chunker
-from transforms.documents import chunk_id
+from transforms.documents import chunk_id, unescape_payload
 
 DOCLING_SAMPLE = Path(__file__).resolve().parent.parent / "sample" / "docs.parquet"
 
@@ -194,7 +196,19 @@ def test_row_to_document_normalizes_format_and_merges_columns():
         id="7", content="Hi there.", content_format="markdown", metadata={"a": 1, "lang": "fr", "year": 2024}
     )
     bad = _row_to_document({"id": "b", "content": b"\xff\xfe"}, {}, "tok")
-    assert (bad.reason, bad.payload) == ("invalid_content", "\\xff\\xfe")  # lossless, readable
+    assert (bad.reason, bad.payload) == ("invalid_content", "\\xff\\xfe")  # readable
+    # The text "\xff" and the byte 0xff give different payloads, and each payload gives its bytes back.
+    raw = b"a\\xff \xff\\\xfe \xc3\xa9"
+    bad = _row_to_document({"id": "b", "content": raw}, {}, "tok")
+    assert bad.payload == "a\\\\xff \\xff\\\\\\xfe \u00e9"
+    assert unescape_payload(bad.payload) == raw
+
+
+@given(st.binary(max_size=64) | st.lists(st.sampled_from([b"\\", b"x", b"ff", b"\xff", b"\xc3\xa9", b"\xc3", b"a"])).map(b"".join))
+def test_escaped_payload_gives_the_bytes_back(raw):
+    from transforms.documents import escape_bytes
+
+    assert unescape_payload(escape_bytes(raw)) == raw
 
 
 @pytest.mark.parametrize(

@@ -42,6 +42,7 @@ from transforms.documents import (
     DOCUMENT_COLUMNS,
     Chunk,
     DeadLetter,
+    escape_bytes,
     Document,
     dumps_metadata,
 )
@@ -554,7 +555,7 @@ def _row_to_document(
     if content is not None:
         payload = content
     elif isinstance(raw_content, (bytes, bytearray)):
-        payload = bytes(raw_content).decode("utf-8", "backslashreplace")  # lossless, readable
+        payload = escape_bytes(bytes(raw_content))  # readable, and unescape_payload gives the bytes back
     else:
         payload = None if raw_content is None else str(raw_content)
 

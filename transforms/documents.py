@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -26,6 +27,8 @@ __all__ = [
     "Document",
     "chunk_id",
     "document_hash",
+    "escape_bytes",
+    "unescape_payload",
 ]
 
 #: The input's own columns (every other column is carried into metadata).
@@ -208,6 +211,29 @@ class DeadLetter:
             "chunker": self.chunker,
             "tokenizer": self.tokenizer,
         }
+
+
+_ESCAPE = re.compile(rb"\\(\\|x[0-9a-f]{2})")
+
+
+def escape_bytes(raw: bytes) -> str:
+    """Bytes that are not UTF-8 as a readable string that :func:`unescape_payload` turns back into them.
+
+    The valid UTF-8 runs stay as they are; each byte that is not part of one becomes ``\\xNN``
+    (Python's ``backslashreplace``), and each backslash already in ``raw`` is doubled first, so
+    that an escape in the output is never confused with the text ``\\xff``. This is the
+    dead-letter ``payload`` of a document whose ``content`` is bytes that are not UTF-8
+    (reason ``invalid_content``).
+    """
+    return raw.replace(b"\\", b"\\\\").decode("utf-8", "backslashreplace")
+
+
+def unescape_payload(payload: str) -> bytes:
+    """The exact bytes behind an :func:`escape_bytes` string: ``\\\\`` is one backslash, ``\\xNN`` byte NN."""
+    return _ESCAPE.sub(
+        lambda m: b"\\" if m.group(1) == b"\\" else bytes([int(m.group(1)[1:], 16)]),
+        payload.encode("utf-8", "surrogatepass"),
+    )
 
 
 def dumps_metadata(metadata: Mapping[str, Any]) -> str:
