@@ -98,7 +98,7 @@ class RechunkOptions(PipelineOptions):
     @classmethod
     def _add_argparse_args(cls, parser) -> None:
         parser.add_argument("--input", help="File pattern of document Parquet files (any Beam filesystem).")
-        parser.add_argument("--output", help="Output directory: chunks/, dead_letter/, report.json.")
+        parser.add_argument("--output", help="Output directory: chunks/, dead_letter/, documents/, deleted/ (with --previous), report.json.")
         parser.add_argument("--config", help="YAML or JSON chunking configuration. Default: configs/default.yaml.")
         parser.add_argument(
             "--tokenizer",
@@ -558,7 +558,7 @@ def parse_job(argv: Sequence[str]) -> Job:
     if not job_opts.input:
         raise OptionError("--input is required: a file pattern of document Parquet files")
     if not job_opts.output:
-        raise OptionError("--output is required: the directory to write chunks/, dead_letter/ and report.json")
+        raise OptionError("--output is required: the directory to write chunks/, dead_letter/, documents/ and report.json")
     column_map = _parse_column_map(job_opts.column_map)
     max_document_chars = _max_document_chars(job_opts.max_document_chars)
     progress_seconds = _progress_seconds(job_opts.progress_seconds)
@@ -658,6 +658,11 @@ def run(job: Job) -> dict[str, Any] | None:
     return report
 
 
+def _count(n: int, noun: str) -> str:
+    """``n`` and ``noun``, the noun without its ``s`` when ``n`` is 1 (``1 document``, ``2 documents``)."""
+    return f"{n} {noun[:-1] if n == 1 else noun}"
+
+
 def _summary(report: dict[str, Any], output: str) -> str:
     reasons = ", ".join(f"{k} {v}" for k, v in report["dead_letter_by_reason"].items()) or "none"
     tokens = report["token_count"]
@@ -667,13 +672,13 @@ def _summary(report: dict[str, Any], output: str) -> str:
     )
     return "\n".join(
         [
-            f"rechunk: {report['documents_read']} documents read, {report['documents_chunked']} chunked, "
+            f"rechunk: {_count(report['documents_read'], 'documents')} read, {report['documents_chunked']} chunked, "
             f"{report['documents_dead_lettered']} dead-lettered ({report['documents_partially_rejected']} partly)",
-            f"rechunk: {report['chunks_written']} chunks written to {output}/chunks/ "
+            f"rechunk: {_count(report['chunks_written'], 'chunks')} written to {output}/chunks/ "
             f"({sizes}of max {report['max_tokens']}, {report['tokenizer']})",
-            f"rechunk: {report['dead_letter_rows']} dead-letter rows in {output}/dead_letter/ ({reasons})",
-            *([f"rechunk: {report['documents_skipped_unchanged']} unchanged documents kept from "
-               f"{inc['previous']} without chunking; {inc['chunks_deleted']} previous chunk ids listed in "
+            f"rechunk: {_count(report['dead_letter_rows'], 'dead-letter rows')} in {output}/dead_letter/ ({reasons})",
+            *([f"rechunk: {_count(report['documents_skipped_unchanged'], 'unchanged documents')} kept from "
+               f"{inc['previous']} without chunking; {_count(inc['chunks_deleted'], 'previous chunk ids')} listed in "
                f"{output}/deleted/"] if (inc := report.get("incremental")) else []),
             f"rechunk: report in {output}/report.json ({report['wall_seconds']} s)",
         ]

@@ -112,6 +112,8 @@ def test_runs_and_reports(capsys, tmp_path, docs):
     assert main(["--input", str(docs), "--output", str(out), "--max-tokens", "4"]) == 0
     summary = capsys.readouterr().out
     assert f"{out}/chunks/" in summary and f"{out}/report.json" in summary
+    assert "rechunk: 1 document read, 1 chunked" in summary and "rechunk: 2 chunks written" in summary
+    assert "rechunk: 0 dead-letter rows in" in summary
     report = json.loads((out / "report.json").read_text())
     assert report["documents_read"] == 1 and report["documents_chunked"] == 1
     assert report["chunks_written"] == len(read_output(out, "chunks")) == 2
