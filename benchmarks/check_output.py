@@ -56,7 +56,22 @@ def _documents(pattern: str, column_map: str) -> list[dict]:
     sources = {"id": "id", "content": "content", "content_format": "content_format"}
     sources.update(item.split("=", 1) for item in column_map.split(",") if item)
     rows = _rows(pattern + "*" if pattern.endswith("/") else pattern)
-    return [{name: row.get(column) for name, column in sources.items()} for row in rows]
+    return [{name: _as_job_reads(name, row.get(column)) for name, column in sources.items()} for row in rows]
+
+
+def _as_job_reads(name: str, value):
+    """A value as the job reads it: UTF-8 bytes as text (``None`` if not UTF-8: the job dead-letters
+    such a row), an integer id in decimal, ``content_format`` stripped and lower-cased."""
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            value = bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    if name == "id" and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if name == "content_format" and isinstance(value, str):
+        return value.strip().lower()
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     encoding = _encoding()
     report = json.loads(Path(args.output, "report.json").read_text())
     max_tokens = report["max_tokens"]
-    documents = {r["id"]: r for r in _documents(args.input, args.column_map)}
+    rows = _documents(args.input, args.column_map)
+    documents = {r["id"]: r for r in rows}  # a duplicate id's rows are all dead-lettered
     chunks = _rows(f"{args.output}/chunks/*.parquet")
     dead = _rows(f"{args.output}/dead_letter/*.parquet")
     problems: list[str] = []
@@ -119,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         return counts[int(q * (len(counts) - 1))] if counts else 0
 
     print(json.dumps({
-        "documents": len(documents),
+        "documents": len(rows),  # input rows, as the report's documents_read
         "chunks": len(chunks),
         "dead_letter_rows": len(dead),
         "dead_letter_by_reason": dict(sorted(collections.Counter(d["reason"] for d in dead).items())),

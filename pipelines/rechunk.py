@@ -23,6 +23,7 @@ never tries to download its binary.
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
@@ -161,6 +162,16 @@ def _unknown_options(argv: Sequence[str], *, exclude: tuple[type, ...] = ()) -> 
         cls._add_argparse_args(parser)
     _, unknown = parser.parse_known_args(list(argv))
     return unknown
+
+
+def _check_given_once(argv: Sequence[str]) -> None:
+    """The job's own options once each: argparse would keep the last of a repeated one silently."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    RechunkOptions._add_argparse_args(parser)
+    for action in parser._actions:
+        given = [a for a in argv if a.split("=", 1)[0] in action.option_strings]
+        if len(given) > 1:
+            raise OptionError(f"{action.option_strings[0]} is given {len(given)} times; give it once")
 
 
 def _parse_column_map(text: str | None) -> dict[str, str]:
@@ -347,6 +358,17 @@ def _check_output(output: str) -> None:
             )
 
 
+def _create_output(output: str) -> None:
+    """Create a local ``--output`` (the writers would anyway): a path that cannot be a directory
+    (under a file, or where the user may not write) is an option error here, not a traceback at
+    the first write. Called once every other check has passed."""
+    if "://" not in output:
+        try:
+            os.makedirs(output, exist_ok=True)
+        except OSError as err:
+            raise OptionError(f"--output {output}: cannot create the directory ({_one_line(err)})") from None
+
+
 def _check_previous(previous: str, output: str) -> str:
     """The ``--previous`` directory, checked: another directory than ``--output``, holding a
     finished rechunk run (its ``report.json``) whose ``chunks/`` and ``documents/`` are whole.
@@ -526,11 +548,14 @@ def _check_cluster_runner(options: PipelineOptions, runner, tokenizer: str | Non
         raise OptionError(f"--region is required with {name}: the Dataflow region, e.g. europe-west1")
     # Beam falls back from one location to the other; with neither valid it would try to create a bucket.
     validator = PipelineOptionsValidator(options, runner)
-    if all(validator.validate_gcs_path(cloud, flag) for flag in ("temp_location", "staging_location")):
+    errors = {flag: validator.validate_gcs_path(cloud, flag) for flag in ("temp_location", "staging_location")}
+    if all(errors.values()):
         if cloud.temp_location is None and cloud.staging_location is None:
             raise OptionError(f"--temp_location is required with {name}: a gs://BUCKET/PATH for temporary files")
         flag = "temp_location" if cloud.temp_location is not None else "staging_location"
-        raise OptionError(f"--{flag} {getattr(cloud, flag)}: {name} needs a gs://BUCKET/PATH here")
+        raise OptionError(
+            f"--{flag} {getattr(cloud, flag)}: {name} needs a gs://BUCKET/PATH here ({_one_line(errors[flag][0], 200)})"
+        )
     job_opts = options.view_as(RechunkOptions)
     hf_path = tokenizer[3:] if tokenizer and tokenizer.startswith("hf:") else None
     for where, path in (
@@ -553,6 +578,7 @@ def parse_job(argv: Sequence[str]) -> Job:
     if unknown:
         kind = "option" if unknown[0].startswith("-") else "argument"
         raise OptionError(f"unrecognized {kind} {unknown[0]} (see rechunk --help)")
+    _check_given_once(argv)
     options = PipelineOptions(list(argv))
     job_opts = options.view_as(RechunkOptions)
     if not job_opts.input:
@@ -573,6 +599,7 @@ def parse_job(argv: Sequence[str]) -> Job:
     output = job_opts.output.rstrip("/") or "/"
     _check_output(output)
     previous = _check_previous(job_opts.previous, output) if job_opts.previous is not None else None
+    _create_output(output)
     return Job(
         input=pattern,
         output=output,

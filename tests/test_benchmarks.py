@@ -183,3 +183,30 @@ def test_check_output_reads_a_folder_with_a_column_map_and_finds_a_lost_document
     capsys.readouterr()
     assert check_output.main(argv) == 1
     assert "1 documents neither chunked nor dead-lettered" in capsys.readouterr().out
+
+
+def test_check_output_reads_the_input_as_the_job_does(tmp_path, capsys):
+    """Binary content (UTF-8 or not), integer ids, a duplicate id and a format in capitals: no
+    problem, and ``documents`` counts input rows as the report's ``documents_read`` does."""
+    import check_output
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipelines.rechunk import main as rechunk
+
+    table = pa.table({
+        "id": pa.array([1, 2, 3, 3, 4], pa.int64()),
+        "content": pa.array([b"# A\n\nText one.", b"plain \xc3\xa9 text", b"dup", b"dup", b"\xff\xfe"], pa.binary()),
+        "content_format": [" Markdown ", "text", "text", "text", "text"],
+    })
+    source = tmp_path / "in.parquet"
+    pq.write_table(table, source)
+    out = tmp_path / "out"
+    assert rechunk(["--input", str(source), "--output", str(out)]) == 0
+    capsys.readouterr()
+    assert check_output.main(["--input", str(source), "--output", str(out)]) == 0
+    printed = capsys.readouterr().out
+    summary = json.loads(printed[: printed.rindex("}") + 1])
+    report = json.loads((out / "report.json").read_text())
+    assert summary["documents"] == report["documents_read"] == 5
+    assert summary["dead_letter_by_reason"] == {"duplicate_document_id": 2, "invalid_content": 1}

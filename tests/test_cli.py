@@ -49,6 +49,8 @@ def _write(path: Path, text: str) -> str:
         (["--max_tokn", "5"], "unrecognized option --max_tokn"),
         (["--previous", "/no/such/dir"], "--previous /no/such/dir: no readable report.json there"),
         (["--config", "/no/such.yaml"], "--config /no/such.yaml: cannot read the file"),
+        (["--max-tokens", "100", "--max_tokens=200"], "--max-tokens is given 2 times; give it once"),
+        (["--previous", "/a", "--previous", "/b"], "--previous is given 2 times; give it once"),
     ],
 )
 def test_option_mistakes(capsys, tmp_path, docs, argv_tail, message):
@@ -184,6 +186,11 @@ def test_output_that_is_a_file(capsys, tmp_path, docs):
     assert f"--output {docs}: is a file, not a directory" in line
 
 
+def test_output_that_cannot_be_created(capsys, tmp_path, docs):
+    line = _error(capsys, ["--input", str(docs), "--output", str(docs / "out")])
+    assert f"--output {docs / 'out'}: cannot create the directory" in line
+
+
 def test_output_on_a_filesystem_beam_does_not_have(capsys, docs):
     line = _error(capsys, ["--input", str(docs), "--output", "gcs://bucket/out"])
     assert "--output gcs://bucket/out: no Beam filesystem for this path" in line
@@ -244,6 +251,7 @@ DATAFLOW = ["--runner=DataflowRunner", "--project=rechunk-test", "--region=europ
         ([a for a in DATAFLOW if not a.startswith("--region")], "--region is required with DataflowRunner"),
         ([a for a in DATAFLOW if not a.startswith("--temp")], "--temp_location is required with DataflowRunner"),
         ([*DATAFLOW[:3], "--temp_location=/tmp/beam"], "--temp_location /tmp/beam: DataflowRunner needs a gs://BUCKET/PATH here"),
+        ([*DATAFLOW[:3], "--temp_location=gs://b/tmp"], "--temp_location gs://b/tmp: DataflowRunner needs a gs://BUCKET/PATH here (Invalid GCS bucket"),
         ([*DATAFLOW[:3], "--staging_location=gs://bkt"], "--staging_location gs://bkt: DataflowRunner needs a gs://BUCKET/PATH here"),
         (DATAFLOW, "--input {docs}: DataflowRunner workers cannot read local paths; use gs://"),
         (["--runner=PortableRunner"], "--job_endpoint is required with PortableRunner"),

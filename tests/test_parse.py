@@ -19,6 +19,7 @@ from docling_core.types.doc import DoclingDocument  # noqa: E402
 from pipelines.rechunk import main  # noqa: E402
 from tests.conftest import read_output  # noqa: E402
 from transforms.parsing import (  # noqa: E402
+    PARSE_INSTALL_HINT,
     PDF_MODELS_HINT,
     ConverterProcess,
     FileConverter,
@@ -300,7 +301,7 @@ def test_without_docling_the_job_says_what_to_install(capsys, raw, tmp_path, mon
 
     monkeypatch.setitem(sys.modules, "docling.backend.html_backend", None)  # import fails as if not installed
     line = _error(capsys, ["parse", "--input", f"{raw}/*", "--output", str(tmp_path / "o")])
-    assert line == "rechunk parse: error: rechunk parse needs Docling's converters: pip install 'rechunk[parse]'"
+    assert line == f"rechunk parse: error: {PARSE_INSTALL_HINT}" and "pip install -e '.[parse]'" in line
 
 
 def test_pdf_artifacts_path_without_the_pdf_pipeline_is_an_option_error(capsys, raw, tmp_path, monkeypatch):

@@ -8,7 +8,7 @@ row of the chunk job's input (``id``, ``content``, ``content_format``, ``metadat
 The offline formats go through Docling's ``SimplePipeline`` with the format's declarative backend,
 the same pair Docling's ``DocumentConverter`` picks for them. ``DocumentConverter`` itself is not
 imported for them: in docling-slim 2.143 its module imports torch (the audio pipeline's), so the
-light install (``pip install 'rechunk[parse]'``, no torch) could not load it. PDFs need the layout
+light install (the ``parse`` extra, no torch) could not load it. PDFs need the layout
 models, which Docling would fetch from the Hugging Face Hub; here they are only ever read from a
 local folder (``pdf_artifacts_path``), with ``HF_HUB_OFFLINE=1``, and a PDF without that folder is
 a :class:`ParseFailure` that says what to install: never a download attempt.
@@ -82,7 +82,7 @@ PARSE_REASONS = {
     "conversion_timeout": "Docling did not finish converting the file within --max-file-seconds (its converter process was stopped)",
 }
 
-PARSE_INSTALL_HINT = "rechunk parse needs Docling's converters: pip install 'rechunk[parse]'"
+PARSE_INSTALL_HINT = "rechunk parse needs Docling's converters: install the parse extra (in a clone: .venv/bin/pip install -e '.[parse]')"
 PDF_MODELS_HINT = (
     "PDF conversion needs Docling's layout models on local disk: pip install 'docling-slim[format-pdf,models-local]' "
     "(with a CPU torch, e.g. torch==2.13.0 from the CPU index), fetch the models once on a machine with network "
