@@ -127,6 +127,28 @@ def test_oversized_code_is_split_between_lines_and_the_fence_reopened():
     assert all(BYTES.count(c.embedding_text) <= 50 for c in chunks)
 
 
+def test_a_closing_fence_is_never_a_part_of_its_own():
+    # Without the rule, 32 bytes gave a last part "```python\n```\n": the fence re-opened and closed
+    # on nothing (and 21 bytes a part "```\n"). The closing fence goes with the last line of code.
+    text = "## Code\n\n```python\nline_one = 1\nline_two = 2\n```\n"
+    assert _table(_chunks(_bytes(max_tokens=32, target_tokens=32), text)) == [
+        ("## Code\n\n```python\nline_one = 1\n", "", ("Code",), 0, None, None),
+        ("```python\nline_two = 2\n```\n", "", ("Code",), None, "code_fence", "code"),
+    ]
+    assert _table(_chunks(_bytes(max_tokens=21, target_tokens=21), text)) == [
+        ("## Code\n\n```python\n", "", ("Code",), 0, None, None),
+        ("line_one = 1\n", "Code\n\n", ("Code",), 19, None, "code"),
+        ("line_two = 2\n```\n", "", ("Code",), 32, None, "code"),
+    ]
+    # A tilde fence, and a block whose last line is code, not a fence (no closing fence: kept as is).
+    tilde = "~~~\nline_one = 1\nline_two = 2\n~~~~\n"
+    assert [c.text for c in _chunks(_bytes(max_tokens=24, target_tokens=24), tilde)] == [
+        "~~~\nline_one = 1\n", "~~~\nline_two = 2\n~~~~\n"]
+    unclosed = "```\nline_one = 1\nline_two = 2\n"
+    assert [c.text for c in _chunks(_bytes(max_tokens=20, target_tokens=20), unclosed)] == [
+        "```\nline_one = 1\n", "```\nline_two = 2\n"]
+
+
 TABLE = "## Data\n\n| key | value |\n|-----|-------|\n" + "".join(f"| k{i} | v{i} |\n" for i in range(6))
 
 

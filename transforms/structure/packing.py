@@ -226,6 +226,13 @@ class Lines(LineStarts):
         return [(node, at, cuts[i + 1][1] if i + 1 < len(cuts) else hi) for i, (node, at) in enumerate(cuts)]
 
 
+def _closes(line: str, fence: str) -> bool:
+    """Whether ``line`` is the closing fence of a code block opened by ``fence`` (e.g. ``"```python"``):
+    only the opening fence's character (backtick or tilde), at least three of them."""
+    closing = line.strip()
+    return len(closing) >= 3 and closing[0] in "`~" and fence.lstrip()[:1] == closing[0] and closing == closing[0] * len(closing)
+
+
 class _Counter:
     """Token counts of slices of one text, from a single encoding when the tokenizer allows."""
 
@@ -862,6 +869,8 @@ class _Run:
                 if fence is not None and not self._fits_context(path, fence):
                     fence = None
                 cuts = [start, *lines]
+                if len(cuts) > 2 and _closes(self.text[cuts[-1]:end], node.fence):
+                    cuts.pop()  # the closing fence stays with the last line of code, never a part of its own
                 tiles = [(node, s, cuts[i + 1] if i + 1 < len(cuts) else end) for i, s in enumerate(cuts)]
                 fences = [(None, None)] + [(fence, "code_fence") if fence else (None, None)] * len(lines)
                 self._tiles(tiles, path, top, contexts=fences, split="code")
