@@ -24,8 +24,14 @@ How a document is cut
 
 Counting, linear in the document
     The tokenizer encodes the whole text once (``Tokenizer.token_ends``; a text longer than
-    ``_PART_CHARS`` a part at a time, cut at such line starts, each part's ends kept apart, encoded
-    when the packer reaches it and dropped once it is behind every chunk still to come out). For tiktoken's
+    ``_PART_CHARS`` a part at a time, cut at such line starts, or inside a long line where the
+    tokenizer says its encoding cannot change (``part_cut``), each part's ends kept apart, encoded
+    when the packer reaches it and dropped once it is behind every chunk still to come out). A
+    tile far too long to fit is known not to fit without encoding it (``max_token_chars``: no
+    token spans more code points, so a slice holds at least its length over that many tokens),
+    and chunks come out from inside a section as soon as no merge can change them (after a
+    chunk that is not mergeable, or at once without merges): a 50 MB line is never encoded or
+    held whole. For tiktoken's
     cl100k_base and for UTF-8 bytes, a slice that starts and ends at line starts followed by
     text (every tile boundary) has exactly as many tokens as the whole encoding has inside it, and
     such slices add up exactly, so a chunk's count is a difference of two running totals plus its
