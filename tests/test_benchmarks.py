@@ -210,3 +210,25 @@ def test_check_output_reads_the_input_as_the_job_does(tmp_path, capsys):
     report = json.loads((out / "report.json").read_text())
     assert summary["documents"] == report["documents_read"] == 5
     assert summary["dead_letter_by_reason"] == {"duplicate_document_id": 2, "invalid_content": 1}
+
+
+def test_chunks_sha256_ignores_file_and_row_order_but_not_values(tmp_path):
+    """benchmarks/chunks_sha256.py: the same rows split over files in another order hash alike;
+    one changed value (of any column) changes the hash."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from chunks_sha256 import chunks_sha256
+
+    rows = [{"chunk_id": f"c{i}", "text": f"text {i}", "token_count": i, "headings": ["A", str(i)]} for i in range(6)]
+    for name, parts in (("a", [rows[:4], rows[4:]]), ("b", [rows[5:][::-1] + rows[:2], rows[2:5][::-1]])):
+        (tmp_path / name / "chunks").mkdir(parents=True)
+        for k, part in enumerate(parts):
+            pq.write_table(pa.Table.from_pylist(part), tmp_path / name / "chunks" / f"part-{k}.parquet")
+    first, second = chunks_sha256(tmp_path / "a"), chunks_sha256(tmp_path / "b")
+    assert first == second and first[0] == 6 and first[1] == ["chunk_id", "headings", "text", "token_count"]
+    for column, value in (("text", "text 3!"), ("token_count", 30), ("headings", ["A", "x"])):
+        changed = [dict(r, **{column: value}) if r["chunk_id"] == "c3" else r for r in rows]
+        (tmp_path / column / "chunks").mkdir(parents=True)
+        pq.write_table(pa.Table.from_pylist(changed), tmp_path / column / "chunks" / "part-0.parquet")
+        assert chunks_sha256(tmp_path / column)[2] != first[2]

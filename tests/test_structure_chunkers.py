@@ -573,3 +573,111 @@ def test_pieces_and_packed_chunks_are_built_with_every_field():
         for made, cls in [(c, PackedChunk) for c in packed] + [(p, Piece) for p in pieces]:
             assert set(vars(made)) == {f.name for f in dataclasses.fields(cls)}
             assert made == cls(**vars(made))
+
+
+def _long_lines_document(seed: int, chars: int) -> str:
+    """Markdown with two long lines of random words (no line break inside), between short blocks."""
+    import random
+
+    rng = random.Random(seed)
+    words = ["".join(rng.choice("abcdefghij") for _ in range(rng.randint(1, 9))) for _ in range(300)]
+    line = lambda: " ".join(rng.choice(words) for _ in range(chars // 6))[:chars]  # noqa: E731
+    return f"Intro words.\n\n{line()}\n\nA short paragraph.\n\n# Heading\n\n{line()}\n\n- a\n- b\n"
+
+
+@pytest.mark.parametrize("options", [{}, {"min_preferred_tokens": 20}, {"overlap_tokens": 12}])
+@pytest.mark.parametrize("budget", ["tiktoken", "utf8"])
+def test_a_long_line_is_packed_a_part_at_a_time_with_the_same_chunks(monkeypatch, tokenizer, options, budget):
+    """A line far longer than a part is encoded a part at a time (cut where the tokenizer says
+    its encoding cannot change), its fit test encodes nothing ahead (the lower bound of
+    ``max_token_chars``), and its chunks come out while it is packed, the parts behind dropped:
+    the chunks are exactly those of one whole encode held to the end, with no part encoded
+    twice; counts recounted with tiktoken, texts are slices of the content."""
+    from transforms.structure import packing
+
+    budget_tokenizer = tokenizer if budget == "tiktoken" else Utf8ByteTokenizer()
+    content = _long_lines_document(4, 60_000 if budget == "tiktoken" else 20_000)
+    chunker = StructureAwareChunker(tokenizer=budget_tokenizer, max_tokens=64, target_tokens=48, **options)
+    from transforms.chunkers import structure
+
+    packed: list = []  # the packer's chunks, with its own counts (the Chunk's count is the job's)
+    real_piece = structure._piece
+    monkeypatch.setattr(structure, "_piece", lambda source, verbatim, chunk: packed.append(chunk) or real_piece(source, verbatim, chunk))
+    key = lambda c: (c.text, c.start_offset, c.end_offset, c.metadata, c.chunk_id, packed[c.chunk_index].token_count)  # noqa: E731
+
+    class Plain:
+        """The same tokenizer without part cuts or a token length bound: the unchanged path."""
+
+        identity = budget_tokenizer.identity
+        count = budget_tokenizer.count
+        token_ends = budget_tokenizer.token_ends
+        boundaries = budget_tokenizer.boundaries
+
+        def __init__(self, inner):
+            self.count, self.token_ends, self.boundaries = inner.count, inner.token_ends, inner.boundaries
+
+    with monkeypatch.context() as unchanged:
+        unchanged.setattr(packing._Run, "_release", lambda self: [])
+        reference = StructureAwareChunker(tokenizer=Plain(budget_tokenizer), max_tokens=64, target_tokens=48, **options)
+        expected = [key(c) for c in _chunks(reference, content)]
+    packed.clear()
+
+    counters: list = []
+    encoded: list[int] = []
+    real_init = packing._Counter.__init__
+    monkeypatch.setattr(packing._Counter, "__init__", lambda self, *a: counters.append(self) or real_init(self, *a))
+    real_ends = type(budget_tokenizer).token_ends
+    monkeypatch.setattr(type(budget_tokenizer), "token_ends", lambda self, text: encoded.append(len(text)) or real_ends(self, text))
+    monkeypatch.setattr(packing, "_PART_CHARS", 500)
+    chunks, _ = chunker.stream_with_source(_doc(content), tokenizer_identity=budget_tokenizer.identity)
+    streamed, held, reached = [], [], []
+    for c in chunks:
+        streamed.append(c)
+        held.append(sum(part is not None for part in counters[0]._parts))
+        reached.append(counters[0]._reached)
+    assert [key(c) for c in streamed] == expected
+    counter = counters[0]
+    assert len(counter._parts) > 20 and counter.encoded_again == 0
+    assert max(encoded) < 1000 and sum(encoded) == len(content)  # each part encoded once, none much longer
+    # Parts behind the packer dropped while the lines are packed: held are only those it reads
+    # ahead (its candidate cuts, 64 * max_tokens + 1024; and near a line's end, where the lower
+    # bound no longer rules the rest out, max_token_chars * (max_tokens + 1)).
+    ahead = 64 * 64 + 1024 + budget_tokenizer.max_token_chars * 65
+    assert max(held) <= ahead // 500 + 4 < len(counter._parts) // 3
+    # Chunks of the first long line came out before it was encoded to its end (no whole-tile fit
+    # test; its section's chunks are not held until the section ends).
+    first_end = content.index("\n\nA short")
+    assert sum(1 for r in reached if r < first_end) > 50
+    assert len(packed) == len(streamed)
+    for c, p in zip(streamed, packed):
+        assert content[c.start_offset : c.end_offset] == c.text
+        if budget == "tiktoken":
+            assert p.token_count == len(tokenizer.encoding.encode_ordinary(c.embedding_text)) <= 64
+        else:
+            assert p.token_count == len(c.embedding_text.encode("utf-8")) <= 64
+    assert sum(1 for c in streamed if c.metadata["structure"].get("split") == "prose") > 20
+
+
+def test_a_dropped_part_asked_again_is_encoded_again_exactly(tokenizer):
+    """A count behind the packer (none is asked, but if one were) encodes the dropped part again."""
+    from transforms.structure import packing
+
+    content = _long_lines_document(5, 6_000)
+    lines = packing.Lines(content)
+    whole = packing._Counter(content, tokenizer, lines)
+    points = list(range(0, len(content) + 1, 97)) + [len(content)]
+    expected = [whole.tokens_before(p) for p in points]
+    old = packing._PART_CHARS
+    packing._PART_CHARS = 400
+    try:
+        parted = packing._Counter(content, tokenizer, lines)
+        assert parted.tokens_before(len(content)) == expected[-1]
+        parted.forget_before(len(content))
+        assert sum(part is not None for part in parted._parts) == 1 and len(parted._parts) > 10
+        assert [parted.tokens_before(p) for p in points] == expected
+        assert parted.encoded_again == len(parted._parts) - 1
+    finally:
+        packing._PART_CHARS = old
+    for s, e in [(0, len(content)), (3, 5000), (100, 101), (17, 4000)]:
+        assert whole.at_least(s, e) <= whole.span(s, e)
+        assert whole.exceeds(s, e, 10) == (whole.span(s, e) > 10)

@@ -807,3 +807,33 @@ def test_slice_counter_count_from_and_tokens_from_are_exact(cl100k, reference_cl
                 assert tokens_a <= t <= counter.tokens_before(b), (a, b, t)
                 c = data.draw(st.integers(b, n))
                 assert counter.tokens_from(t, c) == counter.tokens_before(c), (t, c)
+
+
+def test_part_cuts_leave_the_encoding_unchanged_and_token_ends_are_max_token_chars_apart(tokenizer):
+    """``part_cut`` (where the packer cuts a long line into parts) is at or after the position
+    asked, and the two sides' token ends, the second moved by the cut, are the whole text's;
+    consecutive token ends are at most ``max_token_chars`` apart (the packer's lower bound)."""
+    import random
+
+    import numpy as np
+
+    from transforms.tokenizers import Utf8ByteTokenizer
+
+    rng = random.Random(11)
+    pieces = ["word", " ", "  ", "\n", "\n\n", "12345", "don't", "é", "😀", "--", "...", "\t", "x" * 40, " " * 300]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 400))) for _ in range(60)]
+    texts += ["a" * 5000, " " * 3000 + "b", "-" * 2000 + " x", "1" * 999]
+    for budget in (tokenizer, Utf8ByteTokenizer()):
+        assert budget.max_token_chars == (128 if budget is tokenizer else 1)
+        for text in texts:
+            whole = np.asarray(budget.token_ends(text))
+            steps = np.diff(np.concatenate([[0], whole]))
+            assert len(whole) == 0 or steps.max() <= budget.max_token_chars
+            for position in sorted(rng.sample(range(len(text) + 1), min(8, len(text) + 1))):
+                cut = budget.part_cut(text, position)
+                assert position <= cut <= len(text)
+                if 0 < cut < len(text):
+                    joined = np.concatenate([budget.token_ends(text[:cut]), np.asarray(budget.token_ends(text[cut:])) + cut])
+                    assert joined.tolist() == whole.tolist(), (text, cut)
+    assert tokenizer.part_cut("abc def", 1) == 3 and tokenizer.part_cut("abcdef", 1) == 6
+    assert tokenizer.part_cut("ab\ncd", 3) == 3 and tokenizer.part_cut("ab \n cd", 1) == 2

@@ -351,6 +351,11 @@ class TiktokenTokenizer:
             # code points starting in the token: its bytes that are not continuation bytes (10xxxxxx)
             self._starts_in_token[rank] = len(token_bytes.translate(None, _CONTINUATION_BYTES))
             self._begins_code_point[rank] = token_bytes[0] & 0xC0 != 0x80
+        #: The most code points that start inside one token (cl100k_base: 128). Consecutive
+        #: entries of :meth:`token_ends` differ by at most this, so any ``text[s:e]`` holds at
+        #: least ``(e - s) // max_token_chars`` of its token ends: a lower bound on a count that
+        #: needs no encoding (``transforms.structure.packing`` uses it).
+        self.max_token_chars = max(self._starts_in_token)
 
     @cached_property
     def _starts_array(self):
@@ -543,6 +548,16 @@ class TiktokenTokenizer:
                 offset = int(part[-1])
                 n += len(ids)
         return ends[:n]
+
+    def part_cut(self, text: str, position: int) -> int:
+        """The first offset at or after ``position`` where ``text`` can be cut with no change to
+        its encoding: :meth:`token_ends` of the two sides, the second moved by the cut, are
+        those of the whole text. A :data:`_SAFE_CUT` point (the rule :meth:`_encode_segments`
+        relies on), or ``len(text)`` when there is none."""
+        match = _SAFE_CUT.search(text, max(position - 1, 0))
+        while match is not None and _cut_at(match) < position:
+            match = _SAFE_CUT.search(text, match.end())
+        return _cut_at(match) if match is not None else len(text)
 
     def boundaries(self, text: str) -> list[int]:
         """Return the code-point offsets where a token of ``text``'s encoding starts, plus the end."""
@@ -920,6 +935,8 @@ class Utf8ByteTokenizer:
     """One token per UTF-8 byte: an explicit byte budget, not an estimate of any model's tokens."""
 
     identity = "utf8-bytes:v1"
+    #: A token is one byte: one code point starts in it at most (see ``TiktokenTokenizer``).
+    max_token_chars = 1
 
     def count(self, text: str) -> int:
         """Return ``len(text.encode("utf-8"))``; a code point counts its 1 to 4 bytes."""
@@ -935,6 +952,10 @@ class Utf8ByteTokenizer:
 
         data = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
         return np.cumsum((data & 0xC0) != 0x80, dtype=np.int64)
+
+    def part_cut(self, text: str, position: int) -> int:
+        """Any offset is a cut with no change to the encoding: ``min(position, len(text))``."""
+        return min(max(position, 0), len(text))
 
     def boundaries(self, text: str) -> list[int]:
         """Every code-point offset: a code point is never split."""

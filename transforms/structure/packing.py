@@ -24,8 +24,14 @@ How a document is cut
 
 Counting, linear in the document
     The tokenizer encodes the whole text once (``Tokenizer.token_ends``; a text longer than
-    ``_PART_CHARS`` a part at a time, cut at such line starts, each part's ends kept apart, encoded
-    when the packer reaches it and dropped once it is behind every chunk still to come out). For tiktoken's
+    ``_PART_CHARS`` a part at a time, cut at such line starts, or inside a long line where the
+    tokenizer says its encoding cannot change (``part_cut``), each part's ends kept apart, encoded
+    when the packer reaches it and dropped once it is behind every chunk still to come out). A
+    tile far too long to fit is known not to fit without encoding it (``max_token_chars``: no
+    token spans more code points, so a slice holds at least its length over that many tokens),
+    and chunks come out from inside a section as soon as no merge can change them (after a
+    chunk that is not mergeable, or at once without merges): a 50 MB line is never encoded or
+    held whole. For tiktoken's
     cl100k_base and for UTF-8 bytes, a slice that starts and ends at line starts followed by
     text (every tile boundary) has exactly as many tokens as the whole encoding has inside it, and
     such slices add up exactly, so a chunk's count is a difference of two running totals plus its
@@ -243,16 +249,22 @@ class _Counter:
         ends_of = getattr(tokenizer, "token_ends", None)
         self.additive = ends_of is not None
         self._prefix_cache: dict[tuple[str, ...], int] = {}
+        self._context_cache: dict[tuple[int, int], int] = {}
+        # The most code points that start in one token, if the tokenizer says (see ``exceeds``).
+        self._token_chars = getattr(tokenizer, "max_token_chars", None) if self.additive else None
+        self.encoded_again = 0  # parts encoded a second time after they were dropped (tests)
         if self.additive:
             # A long text is encoded a part at a time, cut at stable line starts (pre-token
             # boundaries, so each part's token ends, moved by its start, are the whole encoding's
             # own): the ends are never joined into one array, which would hold them twice. Parts
             # are encoded as the packer reaches them and dropped behind it (``forget_before``).
             self._ends_of = ends_of
-            self._cuts = self._part_ends(text, lines)
+            # (A static method: a generator holding ``self`` would be a reference cycle.)
+            self._cuts = self._part_ends(text, lines, getattr(tokenizer, "part_cut", None))
             self._part_starts: list[int] = []
             self._part_tokens: list[int] = []  # tokens before each part
             self._parts: list = []
+            self._forgotten = 0  # parts before this one are dropped
             self._reached, self._tokens = 0, 0  # where the encoded parts end; their tokens
             self._next_part()
             self._single = self._parts[0] if self._reached == len(text) and len(self._parts) == 1 else None
@@ -261,34 +273,48 @@ class _Counter:
         """Encode the next part (a text's first part may be all of it)."""
         text, start = self.text, self._reached
         end = next(self._cuts)
+        ends = self._encode(start, end)
+        self._part_starts.append(start)
+        self._part_tokens.append(self._tokens)
+        self._parts.append(ends)
+        self._reached, self._tokens = end, self._tokens + len(ends)
+
+    def _encode(self, start: int, end: int):
+        """The token ends of ``text[start:end]`` (a part), moved by ``start``."""
+        text = self.text
         ends = self._ends_of(text[start:end] if (start, end) != (0, len(text)) else text)
         if start:
             ends += start
-        self._part_starts.append(start)
-        self._part_tokens.append(self._tokens)
         # A list bisects fastest, but holds a Python int per token (about 36 bytes); a long
         # text's ends stay in their array (4 bytes a token), bisected through a memoryview.
-        self._parts.append(ends.tolist() if len(ends) <= _LIST_TOKENS else memoryview(ends))
-        self._reached, self._tokens = end, self._tokens + len(ends)
+        return ends.tolist() if len(ends) <= _LIST_TOKENS else memoryview(ends)
 
     def forget_before(self, position: int) -> None:
         """Drop the token ends of parts that end at or before ``position``: no count asked from
         now on starts before it."""
         if self.additive and self._single is None:
             parts, starts = self._parts, self._part_starts
-            for k in range(len(parts) - 1):
-                if starts[k + 1] > position:
-                    break
+            k = self._forgotten
+            while k < len(parts) - 1 and starts[k + 1] <= position:
                 parts[k] = None
+                k += 1
+            self._forgotten = k
 
     @staticmethod
-    def _part_ends(text: str, lines: Lines) -> Iterator[int]:
-        """Where the parts of ``text`` end: the first stable line start after every
-        :data:`_PART_CHARS` characters, then the end of the text."""
+    def _part_ends(text: str, lines: Lines, part_cut) -> Iterator[int]:
+        """Where the parts of ``text`` end, then the end of the text: after every
+        :data:`_PART_CHARS` code points, the first stable line start within as many more, else
+        the tokenizer's first cut with no change to the encoding (``part_cut``: in a long line),
+        else the first stable line start further on."""
         position, n = 0, len(text)
         while position + _PART_CHARS < n:
-            cut = next((m.end() for m in LINE_BREAK.finditer(text, position + _PART_CHARS)
-                        if lines.is_stable(m.end())), n)
+            lo = position + _PART_CHARS
+            hi = min(lo + _PART_CHARS, n)
+            cut = next((m.end() for m in LINE_BREAK.finditer(text, lo, hi) if lines.is_stable(m.end())), None)
+            if cut is None and part_cut is not None:
+                cut = part_cut(text, lo)
+            if cut is None or cut >= n:
+                cut = next((m.end() for m in LINE_BREAK.finditer(text, lo) if lines.is_stable(m.end())), n)
             if cut >= n:
                 break
             yield cut
@@ -302,13 +328,39 @@ class _Counter:
         while position >= self._reached and self._reached < len(self.text):
             self._next_part()
         k = bisect_right(self._part_starts, position) - 1
-        return self._part_tokens[k] + bisect_right(self._parts[k], position)
+        part = self._parts[k]
+        if part is None:
+            # Dropped too early (no caller asks behind the packer): encoded again, still exact.
+            self.encoded_again += 1
+            part = self._parts[k] = self._encode(self._part_starts[k], self._part_starts[k + 1])
+            self._forgotten = min(self._forgotten, k)
+        return self._part_tokens[k] + bisect_right(part, position)
 
     def span(self, start: int, end: int) -> int:
         """Tokens of ``text[start:end]``: exact when both ends are stable (or always, if not additive)."""
         if self.additive:
             return self.tokens_before(end) - self.tokens_before(start)
         return self.tokenizer.count(self.text[start:end])
+
+    def at_least(self, start: int, end: int) -> int:
+        """A lower bound on ``span(start, end)`` that needs no encoding (0 if the tokenizer gives
+        no ``max_token_chars``): consecutive token ends are at most ``max_token_chars`` code
+        points apart, and the last is the text's end, so any ``(start, end]`` holds at least
+        ``(end - start) // max_token_chars`` of them."""
+        return (end - start) // self._token_chars if self._token_chars else 0
+
+    def exceeds(self, start: int, end: int, limit: int) -> bool:
+        """Whether ``span(start, end) > limit``, without encoding up to ``end`` when
+        :meth:`at_least` already says so (a huge tile's fit test)."""
+        return self.at_least(start, end) > limit or self.span(start, end) > limit
+
+    def context(self, span: tuple[int, int]) -> int:
+        """``span(*span)`` for a repeated header or fence, remembered: asked again for every part
+        while the packer is far past it (its token ends may be dropped by then)."""
+        count = self._context_cache.get(span)
+        if count is None:
+            count = self._context_cache[span] = self.span(*span)
+        return count
 
     def exact(self, text: str) -> int:
         return self.tokenizer.count(text)
@@ -440,6 +492,9 @@ class _Run:
         self.counter = _Counter(normalized.text, packer.tokenizer, self.lines)
         self.cur: _Open | None = None
         self.out: list[PackedChunk] = []  # flushed chunks not yet streamed out
+        # How many chunks at the start of ``out`` no later step changes (see ``_flush``).
+        self.final = 0
+        self.merging = packer.merge_small_sections and bool(packer.min_preferred_tokens) and not packer.overlap_tokens
         self.last: PackedChunk | None = None  # the last chunk flushed (a new chunk's overlap starts from it)
         self.last_tiles: list[int] = []  # tile starts of the last flushed chunk (for overlap)
         self.tiles_in_cur: list[int] = []
@@ -452,16 +507,16 @@ class _Run:
         tiles = self.lines.tiles(root.children, 0, len(self.text))
         # Text before the first heading belongs with the first top-level section (top 1).
         first_section = next((i for i, t in enumerate(tiles) if t[0] is not None and t[0].kind == "section"), len(tiles))
-        self._tiles(tiles[:first_section], (), 1)
+        yield from self._tiles(tiles[:first_section], (), 1)
         previous = 0  # where the top-level section before this one starts
         for top, (node, start, end) in enumerate(tiles[first_section:], start=1):
             yield from self._done_before(top - 1)
             self._forget_before(previous)
             previous = start
             if node is not None and node.kind == "section":
-                self._section(node, start, end, (), top)
-            else:  # pragma: no cover - build_sections puts every later block inside a section
-                self._block(node, start, end, (), top)
+                yield from self._section(node, start, end, (), top)
+            elif not self._block(node, start, end, (), top):  # pragma: no cover - build_sections puts every later block inside a section
+                yield from self._split(node, start, end, (), top, context=None, context_kind=None)
         del tiles
         self._flush()
         yield from self._done_before(None)
@@ -476,6 +531,15 @@ class _Run:
         if cur is not None:
             position = min(position, cur.start, cur.context[0] if cur.context else cur.start)
         self.counter.forget_before(position)
+
+    def _release(self) -> list[PackedChunk]:
+        """Take out of ``out`` its first ``final`` chunks (merged), which no later step changes,
+        and let the counter drop the token ends behind every chunk that may still be counted.
+        Called inside a section, where a long paragraph or section makes many chunks."""
+        k, self.final = self.final, 0
+        done = self._take(k)
+        self._forget_before(len(self.text))
+        return done
 
     def _done_before(self, top: int | None) -> list[PackedChunk]:
         """Take out of ``out`` the chunks no later step changes, merged (``_merge_small``): those
@@ -497,9 +561,15 @@ class _Run:
                 k += 1
             if not k:
                 return []
+        return self._take(k)
+
+    def _take(self, k: int) -> list[PackedChunk]:
+        """The first ``k`` chunks of ``out``, taken out, small ones merged (``_merge_small``)."""
+        out = self.out
         done = out[:k]
         del out[:k]
-        if self.p.merge_small_sections and self.p.min_preferred_tokens and not self.p.overlap_tokens:
+        self.final = max(self.final - k, 0)
+        if self.merging:
             self._merge_small(done)
         return done
 
@@ -551,13 +621,17 @@ class _Run:
 
     # -- counting --------------------------------------------------------------------------
 
-    def _total(self, cur: _Open, end: int) -> int:
-        """Tokens of the embedding text of ``cur`` extended to ``end``."""
+    def _total(self, cur: _Open, end: int, cap: int | None = None) -> int:
+        """Tokens of the embedding text of ``cur`` extended to ``end``; with ``cap``, any number
+        over ``cap`` when the text alone is provably longer (``_Counter.exceeds``: a huge tile's
+        fit test encodes nothing ahead)."""
         counter = self.counter
         if counter.additive and cur.exact_count is None:
+            if cap is not None and counter.exceeds(cur.start, end, cap):
+                return cap + 1
             total = counter.prefix(cur.prefix) + counter.span(cur.start, end)
             if cur.context is not None:
-                total += counter.span(*cur.context)
+                total += counter.context(cur.context)
             return total
         return counter.exact(self._embedding(cur, end))
 
@@ -628,7 +702,7 @@ class _Run:
                 top=top, has_body=False, kinds=[], sections=0, page_no=None, context=context,
                 context_kind=context_kind, split=split,
             )
-            if self._total(cur, end) <= limit:
+            if self._total(cur, end, limit) <= limit:
                 if dry_run:
                     return True
                 self.cur = cur
@@ -661,7 +735,7 @@ class _Run:
         original = cur.start
         while best < original:
             cur.start = best
-            if self._total(cur, end) <= limit:
+            if self._total(cur, end, limit) <= limit:
                 return
             later = [t for t in self.last_tiles if best < t < original]
             best = later[0] if later else original
@@ -694,12 +768,16 @@ class _Run:
         )
         self.last = chunk
         self.out.append(chunk)
+        if not self.merging or not self._mergeable(chunk):
+            # No merge joins a chunk that is not mergeable, nor two chunks on either side of it
+            # (merges join neighbours, both mergeable): the chunks up to it are final.
+            self.final = len(self.out)
         self.last_tiles = self.tiles_in_cur
         self.tiles_in_cur = []
 
     # -- sections and blocks ---------------------------------------------------------------
 
-    def _section(self, section: Node, start: int, end: int, path: tuple[Node, ...], top: int) -> None:
+    def _section(self, section: Node, start: int, end: int, path: tuple[Node, ...], top: int) -> Iterator[PackedChunk]:
         inner = path + (section,)
         cur = self.cur
         if cur is not None:
@@ -708,7 +786,7 @@ class _Run:
                 and self._can_join(top)
                 and cur.context is None
                 and cur.exact_count is None
-                and self._total(cur, end) <= self.p.target_tokens
+                and self._total(cur, end, self.p.target_tokens) <= self.p.target_tokens
             ):
                 self._extend(section, end, body=True, section=True, path=inner)
                 return
@@ -718,7 +796,7 @@ class _Run:
             section, start, end, inner, 1, top, limit=self.p.max_tokens, allow_dropping=False
         ):
             return
-        self._tiles(self.lines.tiles(section.children, start, end), inner, top)
+        yield from self._tiles(self.lines.tiles(section.children, start, end), inner, top)
 
     def _tiles(
         self,
@@ -728,7 +806,7 @@ class _Run:
         *,
         contexts: list[tuple[tuple[int, int] | None, str | None]] | None = None,
         split: str | None = None,
-    ) -> None:
+    ) -> Iterator[PackedChunk]:
         """Pack tiles in order: subsections, headings and blocks (or the parts of a split block).
 
         ``contexts`` gives, per tile, the repeated header or fence a chunk opening at it starts
@@ -742,9 +820,11 @@ class _Run:
         fast = counter.additive and not self.p.overlap_tokens
         i, n = 0, len(tiles)
         while i < n:
+            if self.final:
+                yield from self._release()
             node, s, e = tiles[i]
             if node is not None and node.kind == "section":
-                self._section(node, s, e, path, top)
+                yield from self._section(node, s, e, path, top)
                 i += 1
                 continue
             cur = self.cur
@@ -753,23 +833,29 @@ class _Run:
                 opening["context"], opening["context_kind"] = contexts[i]
             if not (fast and cur is not None and cur.has_body and cur.exact_count is None
                     and cur.end == s and self._can_join(top)):
-                self._block(node, s, e, path, top, **opening)
+                if not self._block(node, s, e, path, top, **opening):
+                    yield from self._split(node, s, e, path, top, context=opening.get("context"),
+                                           context_kind=opening.get("context_kind"))
                 i += 1
                 continue
             # Tokens the chunk may still take, as a bound on the running count at a tile end.
-            room = self.p.target_tokens - counter.prefix(cur.prefix) + counter.tokens_before(cur.start)
+            base = counter.tokens_before(cur.start)
+            room = self.p.target_tokens - counter.prefix(cur.prefix) + base
             if cur.context is not None:
-                room -= counter.span(*cur.context)
+                room -= counter.context(cur.context)
             j = i
             while j < n:
                 tile = tiles[j][0]
                 if tile is not None and tile.kind in ("section", "heading"):
                     break
-                if counter.tokens_before(tiles[j][2]) > room:
+                # (tokens_before(tile end) > room, without encoding far ahead for a huge tile)
+                if counter.at_least(cur.start, tiles[j][2]) > room - base or counter.tokens_before(tiles[j][2]) > room:
                     break
                 j += 1
             if j == i:
-                self._block(node, s, e, path, top, **opening)
+                if not self._block(node, s, e, path, top, **opening):
+                    yield from self._split(node, s, e, path, top, context=opening.get("context"),
+                                           context_kind=opening.get("context_kind"))
                 i += 1
                 continue
             # What _extend does per tile, once for the run (no overlap here: tile starts unused).
@@ -794,18 +880,19 @@ class _Run:
         context: tuple[int, int] | None = None,
         context_kind: str | None = None,
         split: str | None = None,
-    ) -> None:
-        """Add one tile: to the open chunk if it fits, else to a new chunk, else split it."""
+    ) -> bool:
+        """Add one tile: to the open chunk if it fits, else to a new chunk; ``False`` when it
+        does not fit even alone and is to be split (the caller then calls :meth:`_split`)."""
         heading = _own_heading(node, path)
         cur = self.cur
         if cur is not None and not self._can_join(top):
             self._flush()
             cur = None
         if cur is not None and cur.exact_count is None:
-            total = self._total(cur, end)
+            total = self._total(cur, end, max(self.p.target_tokens, self.p.max_tokens))
             if total <= self.p.target_tokens or (not cur.has_body and total <= self.p.max_tokens):
                 self._extend(node, end, body=not heading, path=path)
-                return
+                return True
         displayed = 1 if heading else 0
         opening = dict(limit=self.p.max_tokens, context=context, context_kind=context_kind, split=split)
         if cur is not None and (
@@ -818,15 +905,15 @@ class _Run:
             self._flush()
             cur = None
         if cur is None and self._open(node, start, end, path, displayed, top, **opening):
-            return
+            return True
         if not self.p.split_oversized:
             self._flush()
             self.cur = _Open(start=start, end=start, path=path, prefix=(), prefix_dropped=0, top=top,
                              has_body=False, kinds=[], sections=0, page_no=None, split=None)
             self._extend(node, end, body=True)
             self._flush()
-            return
-        self._split(node, start, end, path, top, context=context, context_kind=context_kind)
+            return True
+        return False
 
     def _split(
         self,
@@ -838,18 +925,19 @@ class _Run:
         *,
         context: tuple[int, int] | None,
         context_kind: str | None,
-    ) -> None:
-        """Split a tile that does not fit ``max_tokens`` even alone, by its kind."""
+    ) -> Iterator[PackedChunk]:
+        """Split a tile that does not fit ``max_tokens`` even alone, by its kind; yields the
+        chunks that become final meanwhile (see :meth:`_release`)."""
         kind = node.kind if node is not None else "paragraph"
         # Where the block itself starts: its tile may begin earlier, with blank lines before it.
         own = max(start, self.lines.line_start(node.start)) if node is not None else start
         if kind in _CONTAINERS and node.children:
             tiles = self.lines.tiles(node.children, start, end)
             if len(tiles) == 1 and tiles[0][0] is not None and tiles[0][0] is not node:
-                self._split(tiles[0][0], start, end, path, top, context=context, context_kind=context_kind)
+                yield from self._split(tiles[0][0], start, end, path, top, context=context, context_kind=context_kind)
                 return
             if len(tiles) > 1:
-                self._tiles(tiles, path, top, contexts=[(context, context_kind)] * len(tiles), split=kind)
+                yield from self._tiles(tiles, path, top, contexts=[(context, context_kind)] * len(tiles), split=kind)
                 return
         if kind == "table" and node.children:
             tiles = self.lines.tiles(node.children, start, end)
@@ -860,7 +948,7 @@ class _Run:
             if len(tiles) > 1:
                 body = [(header, "table_header") if header is not None and s >= header_end else (None, None)
                         for _, s, _ in tiles]
-                self._tiles(tiles, path, top, contexts=body, split="table")
+                yield from self._tiles(tiles, path, top, contexts=body, split="table")
                 return
         if kind == "code":
             lines = self.lines.stable_between(own, end)
@@ -872,8 +960,8 @@ class _Run:
                 if len(cuts) > 2 and _closes(self.text[cuts[-1]:end], node.fence):
                     cuts.pop()  # the closing fence stays with the last line of code, never a part of its own
                 tiles = [(node, s, cuts[i + 1] if i + 1 < len(cuts) else end) for i, s in enumerate(cuts)]
-                fences = [(None, None)] + [(fence, "code_fence") if fence else (None, None)] * len(lines)
-                self._tiles(tiles, path, top, contexts=fences, split="code")
+                fences = [(None, None)] + [(fence, "code_fence") if fence else (None, None)] * (len(cuts) - 1)
+                yield from self._tiles(tiles, path, top, contexts=fences, split="code")
                 return
         paragraphs = [
             m.end() for m in _BLANK_LINES.finditer(self.text, own, end)
@@ -890,13 +978,13 @@ class _Run:
                 fence = (own, paragraphs[0])
                 if self._fits_context(path, fence):
                     contexts = [(None, None)] + [(fence, "directive")] * (len(tiles) - 1)
-            self._tiles(tiles, path, top, contexts=contexts, split=kind)
+            yield from self._tiles(tiles, path, top, contexts=contexts, split=kind)
             return
-        self._split_prose(node, start, end, path, top, context=context, context_kind=context_kind)
+        yield from self._split_prose(node, start, end, path, top, context=context, context_kind=context_kind)
 
     def _fits_context(self, path: tuple[Node, ...], context: tuple[int, int]) -> bool:
         """Whether a repeated header or fence leaves at least half the budget for rows or lines."""
-        return self.counter.span(*context) + self.counter.prefix(self._titles(path)) <= self.p.max_tokens // 2
+        return self.counter.context(context) + self.counter.prefix(self._titles(path)) <= self.p.max_tokens // 2
 
     # -- prose -----------------------------------------------------------------------------
 
@@ -910,8 +998,9 @@ class _Run:
         *,
         context: tuple[int, int] | None,
         context_kind: str | None,
-    ) -> None:
-        """Cut ``[start, end)`` at sentence ends, then line starts, words, tokens; each part counted whole."""
+    ) -> Iterator[PackedChunk]:
+        """Cut ``[start, end)`` at sentence ends, then line starts, words, tokens; each part counted
+        whole. Yields the chunks that become final meanwhile (see :meth:`_release`)."""
         text, counter = self.text, self.counter
         cur = self.cur
         if cur is not None and cur.has_body:
@@ -929,7 +1018,7 @@ class _Run:
         # the heading line); its later parts carry the title in the prefix like any block's.
         heading = _own_heading(node, path)
         titles, dropped = path_titles(path[:-1] if heading else path)
-        if context is not None and counter.span(*context) + counter.prefix(titles) > self.p.max_tokens // 2:
+        if context is not None and counter.context(context) + counter.prefix(titles) > self.p.max_tokens // 2:
             context, context_kind = None, None
         position = start
         if self.cur is None:
@@ -989,6 +1078,8 @@ class _Run:
                     context_kind=context_kind, split="prose", exact_count=count,
                 )
             self._flush()
+            if self.final:
+                yield from self._release()
             position = cut
             if first and heading:
                 titles, dropped = path_titles(path)
@@ -1016,9 +1107,7 @@ class _Run:
         """
         text, counter = self.text, self.counter
         target, limit = self.p.target_tokens, self.p.max_tokens
-        if not counter.additive or (
-            counter.tokens_before(end) - counter.tokens_before(position) <= limit
-        ):  # the rest may fit: count it whole (with an additive tokenizer only when it is near)
+        if not counter.additive or not counter.exceeds(position, end, limit):  # the rest may fit: count it whole (with an additive tokenizer only when it is near)
             whole = counter.exact(head + text[position:end])
             if whole <= limit:
                 return end, whole
