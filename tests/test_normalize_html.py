@@ -387,3 +387,38 @@ def test_blocks_inside_pre_keep_their_lines_apart():
     assert normalize_html("<pre>five\nsix<h2>seven</h2>eight <p>e</p>f</pre>").text == (
         "```\nfive\nsix\nseven\neight \ne\nf\n```\n"
     )
+
+
+_NAVIGATION_XPATH = (
+    "//nav | //*[@role='navigation'] | //*[contains(concat(' ', normalize-space(@class), ' '), ' sphinxsidebar ')"
+    " or contains(concat(' ', normalize-space(@class), ' '), ' related ')"
+    " or contains(concat(' ', normalize-space(@class), ' '), ' navheader ')"
+    " or contains(concat(' ', normalize-space(@class), ' '), ' navfooter ')]"
+)
+_CLASS_VALUES = ["related", " related ", "x related", "related\tx", "x\nnavheader", "\u00a0related", "related\u00a0",
+                 "relatedx", "xrelated", "sphinxsidebar wide", "navfooter", "RELATED", "related\f", "", "nav"]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(["div", "nav", "p", "section", "ul", "li", "span"]),
+                          st.sampled_from([None, "navigation", "Navigation", "main"]),
+                          st.one_of(st.none(), st.sampled_from(_CLASS_VALUES)),
+                          st.integers(min_value=0, max_value=2)),
+                min_size=1, max_size=12))
+def test_navigation_elements_are_those_of_the_xpath_expression(elements):
+    """The walk that finds navigation elements finds the XPath expression's elements, in its order
+    (nested ones, classes with XML and other whitespace, a role of another case)."""
+    from lxml import etree
+
+    from transforms.structure.normalizers.html import _navigation, _parser
+
+    html, open_tags = "<html><body>", []
+    for tag, role, names, closes in elements:
+        attributes = (f' role="{role}"' if role else "") + (f' class="{names}"' if names is not None else "")
+        html += f"<{tag}{attributes}>text<!-- c -->"
+        open_tags.append(tag)
+        for _ in range(min(closes, len(open_tags))):
+            html += f"</{open_tags.pop()}>tail"
+    root = etree.fromstring((html + "</body></html>").encode("utf-8"), _parser())
+    path = root.getroottree().getpath
+    assert [path(e) for e in _navigation(root)] == [path(e) for e in etree.XPath(_NAVIGATION_XPATH)(root)]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import shared
 from tests.test_normalize_text import assert_no_text_lost, assert_well_formed, outline
@@ -285,3 +287,70 @@ def test_a_line_of_unicode_whitespace_is_no_block(space):
         assert_well_formed(doc)
         assert_no_text_lost(doc)
     assert outline(normalize_markdown(f"a\n\n{space}\n\nb\n")) == [("paragraph", "a"), ("paragraph", "b")]
+
+
+# -- the conversion's fast paths give what the general code gives --------------------------------
+
+
+def test_a_whitespace_only_paragraph_is_found_by_regex_exactly_as_by_isspace():
+    """``_convert`` tests a paragraph for text with ``\\S`` (no copy of the paragraph) where it
+    used ``str.isspace``: the two agree on every code point."""
+    from transforms.structure.normalizers.markdown import _NOT_SPACE
+
+    disagree = [c for c in range(0x110000) if (_NOT_SPACE.match(chr(c)) is None) != chr(c).isspace()]
+    assert disagree == []
+
+
+_TITLE_PIECES = ["# ", "## ", "###### ", "Title", " *em* ", "`co  de`", "\\*", "&amp;", "<b>x</b>", "[l](u)", "  ",
+                 "\t", "é😀", " #", "\n", "\n===\n", "\n---\n", "\r\n", "- ", "> ", "1. ", "![i](s)", "**", "x", "\u00a0"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_TITLE_PIECES), min_size=1, max_size=25))
+def test_heading_titles_from_the_one_text_node_path_equal_the_general_ones(pieces):
+    """A heading's title is its text nodes' contents joined, whitespace collapsed; the short path
+    for a heading with one text node gives exactly that."""
+    from transforms.structure.normalizers.markdown import _SPACE, _inline_text, _parser
+
+    text = "".join(pieces)
+    for node in _parser().tree(text).walk():
+        if node.name in ("heading", "lheading"):
+            parts = [c.meta.get("content", "") for c in node.walk() if c.name == "text"]
+            assert _inline_text(node) == _SPACE.sub(" ", " ".join(parts)).strip()
+
+
+def test_the_conversion_uses_the_interval_of_a_parse_that_stands_for_a_longer_one():
+    """``_convert`` shifts ASCII intervals itself, except for ``_PastTheEnd``, whose ends may go
+    past the parsed text (the parser expanding a tab)."""
+    from transforms.structure.normalizers.markdown import _convert, _PastTheEnd, _Positions
+    from transforms.structure.tree import LineStarts
+
+    class Parsed:  # a parser node: a code block reported two bytes past the parsed "\tcode"
+        name, srcmap, meta, children = "code_block", (0, 7), {}, []
+
+    source = "x\n\tcode  \nmore\n"
+    past = _PastTheEnd(source, 2, 7, LineStarts(source))
+    assert past.shift_only is False and past.interval((0, 7)) == (2, 9)
+    converted = _convert(Parsed(), past, 0)
+    assert (converted.kind, converted.start, converted.end) == ("code", 2, 9)
+    plain = _convert(Parsed(), _Positions(source, 2, 7), 0)
+    assert (plain.start, plain.end) == (2, 7)
+
+
+_OLD_DEEP_CANDIDATE = r"\n(?:[ \t]*(?:>|[-+*]|\d{1,9}[.)])(?=[ \t>])){8}|\n[ \t]{%d}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["\n", "> ", ">", "- ", "* ", "+\t", "1. ", "12) ", "١. ", " ", "\t", "x", "-", "\r"]),
+                max_size=60),
+       st.integers(min_value=1, max_value=3))
+def test_the_deep_line_candidates_are_those_of_the_pattern_without_the_lookahead(pieces, nesting):
+    """The lookahead that turns lines away early changes no match (checked at small nestings)."""
+    import re
+
+    from transforms.structure.normalizers import markdown
+
+    text = "".join(pieces)
+    new = re.compile(markdown._DEEP_CANDIDATE.pattern.replace("{8}", "{%d}" % nesting).replace("{400}", "{%d}" % (2 * nesting)))
+    old = re.compile(_OLD_DEEP_CANDIDATE.replace("{8}", "{%d}" % nesting) % (2 * nesting))
+    assert [m.span() for m in new.finditer(text)] == [m.span() for m in old.finditer(text)]

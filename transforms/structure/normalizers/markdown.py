@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from functools import lru_cache
+from itertools import repeat
 from typing import Iterator
 
 from transforms.structure.tree import LINE_BREAK, LazyChildren, LineStarts, Node, NormalizedDocument
@@ -42,8 +43,11 @@ _DEEP_LINE = re.compile(
 
 
 # Lines that could: eight container markers in a row, or deep indentation. A pattern that starts
-# with a literal line break is scanned fast, and almost no line gets past its first characters.
-_DEEP_CANDIDATE = re.compile(r"\n(?:[ \t]*(?:>|[-+*]|\d{1,9}[.)])(?=[ \t>])){8}|\n[ \t]{%d}" % (4 * MAX_NESTING))
+# with a literal line break is scanned fast, and almost no line gets past its first characters
+# (the lookahead, a character both alternatives start with, turns most lines away in one test).
+_DEEP_CANDIDATE = re.compile(
+    r"\n(?=[ \t>+*\-\d])(?:(?:[ \t]*(?:>|[-+*]|\d{1,9}[.)])(?=[ \t>])){8}|[ \t]{%d})" % (4 * MAX_NESTING)
+)
 
 
 def _too_deep(text: str) -> int | None:
@@ -87,6 +91,8 @@ class _Positions:
         self.limit = len(text) if limit is None else limit
         window = text if offset == 0 and self.limit == len(text) else text[offset : self.limit]
         self.ascii = window.isascii()
+        #: Whether :meth:`interval` is only a shift and a cut at the limit (``_convert`` inlines it).
+        self.shift_only = self.ascii
         self.line_start = (line_starts or LineStarts(text)).line_start
         self._continuation: list[int] | None = None
         if not self.ascii:
@@ -152,23 +158,30 @@ class _Positions:
 
 
 def _inline_text(node) -> str:
+    children = node.children
+    if len(children) == 1:
+        # The usual heading (every one of docs.parquet's): one text node, nothing under it.
+        only = children[0]
+        if only.name == "text" and not only.children:
+            return _SPACE.sub(" ", only.meta.get("content", "")).strip()
     parts = [child.meta.get("content", "") for child in node.walk() if child.name == "text"]
     return _SPACE.sub(" ", " ".join(parts)).strip()
 
 
-def _children(node, pos: _Positions, depth: int, end: int, after: int = -1) -> LazyChildren:
-    """The block children of ``node`` inside ``(after, end]``, converted on first use."""
-    return LazyChildren(_convert_children, node, pos, depth, end, after)
+# A character that is not whitespace (re's \s for str is str.isspace's set): found without a copy.
+_NOT_SPACE = re.compile(r"\S")
 
 
 def _convert_children(node, pos: _Positions, depth: int, end: int, after: int) -> list[Node]:
     out: list[Node] = []
+    last_end = None
     for child in node.children:
         converted = _convert(child, pos, depth)
         if converted is not None and after < converted.start and converted.end <= end:
-            if out and converted.start < out[-1].end:
+            if last_end is not None and converted.start < last_end:
                 continue  # two blocks on one line (e.g. "> - a"): the first holds the line
             out.append(converted)
+            last_end = converted.end
     return out
 
 
@@ -178,7 +191,17 @@ def _convert(node, pos: _Positions, list_depth: int) -> Node | None:
     if srcmap is None:
         return None
     text = pos.text
-    start, end = pos.interval(srcmap)
+    if pos.shift_only:  # (_Positions.interval's first case, inline: most blocks are converted here)
+        start, end = srcmap
+        offset, limit = pos.offset, pos.limit
+        start += offset
+        end += offset
+        if start > limit:
+            start = limit
+        if end > limit:
+            end = limit
+    else:
+        start, end = pos.interval(srcmap)
     if start and text[start - 1] != "\n":
         start = pos.line_start(start)
     while end > start and text[end - 1] in "\r\n":
@@ -189,43 +212,57 @@ def _convert(node, pos: _Positions, list_depth: int) -> Node | None:
     if name == "paragraph":
         # A line of only Unicode whitespace CommonMark does not count as blank (form feed,
         # U+00A0, U+2028, ...) is a paragraph to the parser; it holds no text: no block.
-        return None if text[start:end].isspace() else Node("paragraph", start, end)
-    if name in ("heading", "lheading"):
+        if text[start].isspace() and _NOT_SPACE.search(text, start, end) is None:
+            return None
+        return Node("paragraph", start, end)
+    kind = _KINDS.get(name)
+    if kind is None:
+        return Node("paragraph", start, end)
+    if kind == "heading":
         return Node("heading", start, end, level=int(node.meta.get("level", 1)), title=_inline_text(node))
-    if name == "fence":
-        line_end = pos.text.find("\n", start)
-        first_line = pos.text[start : line_end if line_end != -1 else end].rstrip("\r").strip()
+    if kind == "list":
+        return Node("list", start, end, LazyChildren(_convert_children, node, pos, list_depth + 1, end, -1),
+                    level=list_depth + 1)
+    if kind == "list_item":
+        return Node("list_item", start, end, LazyChildren(_convert_children, node, pos, list_depth, end, start))
+    if kind == "fence":
+        line_end = text.find("\n", start)
+        first_line = text[start : line_end if line_end != -1 else end].rstrip("\r").strip()
         info = str(node.meta.get("info", "")).strip()
         return Node("code", start, end, fence=first_line, language=info.split()[0] if info else "")
-    if name == "code_block":
-        return Node("code", start, end)
-    if name == "blockquote":
-        return Node("quote", start, end, _children(node, pos, list_depth, end))
-    if name in ("bullet_list", "ordered_list"):
-        return Node("list", start, end, _children(node, pos, list_depth + 1, end), level=list_depth + 1)
-    if name == "list_item":
-        return Node("list_item", start, end, _children(node, pos, list_depth, end, after=start))
-    if name == "table":
-        has_header = any(part.name == "thead" and part.srcmap is not None for part in node.children)
+    if kind == "quote":
+        return Node("quote", start, end, LazyChildren(_convert_children, node, pos, list_depth, end, -1))
+    if kind == "table":
+        return _convert_table(node, pos, start, end)
+    return Node(kind, start, end)  # code (indented), rule, html
 
-        def rows() -> list[Node]:
-            out: list[Node] = []
-            for part in node.children:
-                if part.srcmap is None:
-                    continue
-                for row in (_convert_row(part, pos),) if part.name == "thead" else map(
-                    lambda r: _convert_row(r, pos), part.children
-                ):
-                    if row is not None and row.end <= end and (not out or row.start >= out[-1].end):
-                        out.append(row)
-            return out
 
-        return Node("table", start, end, LazyChildren(rows), header_rows=1 if has_header else 0)
-    if name == "hr" or name == "front_matter":
-        return Node("rule", start, end)
-    if name == "html_block":
-        return Node("html", start, end)
-    return Node("paragraph", start, end)
+#: Parser node names (other than ``paragraph``) and what :func:`_convert` makes of them; any
+#: other name is a paragraph.
+_KINDS = {
+    "heading": "heading", "lheading": "heading", "fence": "fence", "code_block": "code",
+    "blockquote": "quote", "bullet_list": "list", "ordered_list": "list", "list_item": "list_item",
+    "table": "table", "hr": "rule", "front_matter": "rule", "html_block": "html",
+}
+
+
+def _convert_table(node, pos: _Positions, start: int, end: int) -> Node:
+    parts = node.children
+    has_header = any(part.name == "thead" and part.srcmap is not None for part in parts)
+
+    def rows() -> list[Node]:
+        out: list[Node] = []
+        for part in parts:
+            if part.srcmap is None:
+                continue
+            for row in (_convert_row(part, pos),) if part.name == "thead" else map(
+                lambda r: _convert_row(r, pos), part.children
+            ):
+                if row is not None and row.end <= end and (not out or row.start >= out[-1].end):
+                    out.append(row)
+        return out
+
+    return Node("table", start, end, LazyChildren(rows), header_rows=1 if has_header else 0)
 
 
 def _convert_row(node, pos: _Positions) -> Node | None:
@@ -270,7 +307,9 @@ def normalize_markdown(content: str) -> NormalizedDocument:
         except UnicodeEncodeError:
             source = _without_surrogates(content)
             pos = _Positions(source)
-        converted_blocks = (_convert(node, pos, 0) for node in _parser().tree(source).children)
+        nodes = _parser().tree(source).children
+        converted_blocks = map(_convert, nodes, repeat(pos, len(nodes)), repeat(0, len(nodes)))
+        del nodes
     else:
         converted_blocks = _windowed_blocks(source)
     for converted in converted_blocks:
@@ -453,6 +492,7 @@ class _PastTheEnd(_Positions):
 
     def __init__(self, text: str, offset: int, limit: int, line_starts: LineStarts) -> None:
         super().__init__(text, offset, limit, line_starts)
+        self.shift_only = False  # its interval goes past the limit
         self._parsed_bytes = (limit - offset) if self.ascii else self._last
 
     def interval(self, srcmap) -> tuple[int, int]:
