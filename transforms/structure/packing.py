@@ -623,11 +623,12 @@ class _Run:
 
     def _total(self, cur: _Open, end: int, cap: int | None = None) -> int:
         """Tokens of the embedding text of ``cur`` extended to ``end``; with ``cap``, any number
-        over ``cap`` when the text alone is provably longer (``_Counter.exceeds``: a huge tile's
-        fit test encodes nothing ahead)."""
+        over ``cap`` when the text alone is provably longer (``_Counter.at_least``: a huge tile's
+        fit test encodes nothing ahead). Otherwise the exact count, from one ``span`` (callers
+        only compare it with limits of at most ``cap``)."""
         counter = self.counter
         if counter.additive and cur.exact_count is None:
-            if cap is not None and counter.exceeds(cur.start, end, cap):
+            if cap is not None and counter.at_least(cur.start, end) > cap:
                 return cap + 1
             total = counter.prefix(cur.prefix) + counter.span(cur.start, end)
             if cur.context is not None:
