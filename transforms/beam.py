@@ -42,9 +42,9 @@ from transforms.documents import (
     DOCUMENT_COLUMNS,
     Chunk,
     DeadLetter,
-    escape_bytes,
     Document,
     dumps_metadata,
+    escape_bytes,
 )
 from transforms.incremental import DELETED_SCHEMA, MANIFEST_SCHEMA, id_key, manifest_row, stale_chunk_ids, unchanged_key
 from transforms.progress import shared_progress
