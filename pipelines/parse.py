@@ -41,6 +41,8 @@ from pipelines.rechunk import (
     _one_line,
     _unknown_options,
     _worker_path,
+    check_given_once,
+    create_output,
 )
 from transforms.parsing import (
     DEFAULT_MAX_FILE_BYTES,
@@ -101,11 +103,7 @@ def _own_options(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--max-file-seconds", "--max_file_seconds", dest="max_file_seconds")
     parser.add_argument("--pdf-artifacts-path", "--pdf_artifacts_path", dest="pdf_artifacts_path")
     own, rest = parser.parse_known_args(list(argv))
-    # argparse keeps the last of a repeated option; a second --input or --output is a mistake.
-    for action in parser._actions:
-        given = [a for a in argv if a in action.option_strings or a.split("=", 1)[0] in action.option_strings]
-        if len(given) > 1:
-            raise OptionError(f"{action.option_strings[0]} is given {len(given)} times; give it once")
+    check_given_once(argv, parser)
     return own, rest
 
 
@@ -244,11 +242,7 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
         raise OptionError(f"--input {own.input}: no file matches")
     if "://" not in output and os.path.exists(output) and not os.path.isdir(output):
         raise OptionError(f"--output {output}: is a file, not a directory")
-    if "://" not in output:
-        try:  # the job creates it anyway; a path that cannot be a directory fails here, not in the writers
-            os.makedirs(output, exist_ok=True)
-        except OSError as err:
-            raise OptionError(f"--output {output}: cannot create the directory ({_one_line(err)})") from None
+    create_output(output)
     for sub in ("parsed", "dead_letter"):
         try:
             existing = FileSystems.match([f"{output}/{sub}/*"])[0].metadata_list

@@ -164,10 +164,13 @@ def _unknown_options(argv: Sequence[str], *, exclude: tuple[type, ...] = ()) -> 
     return unknown
 
 
-def _check_given_once(argv: Sequence[str]) -> None:
-    """The job's own options once each: argparse would keep the last of a repeated one silently."""
-    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    RechunkOptions._add_argparse_args(parser)
+def check_given_once(argv: Sequence[str], parser: argparse.ArgumentParser) -> None:
+    """Each of ``parser``'s options at most once in ``argv`` (``--opt V`` or ``--opt=V``, under any
+    of its names): argparse would keep the last of a repeated one silently.
+
+    Raises:
+        OptionError: Naming the repeated option and how many times it is given.
+    """
     for action in parser._actions:
         given = [a for a in argv if a.split("=", 1)[0] in action.option_strings]
         if len(given) > 1:
@@ -358,10 +361,10 @@ def _check_output(output: str) -> None:
             )
 
 
-def _create_output(output: str) -> None:
+def create_output(output: str) -> None:
     """Create a local ``--output`` (the writers would anyway): a path that cannot be a directory
     (under a file, or where the user may not write) is an option error here, not a traceback at
-    the first write. Called once every other check has passed."""
+    the first write. Used by both jobs once their other checks of it have passed."""
     if "://" not in output:
         try:
             os.makedirs(output, exist_ok=True)
@@ -578,7 +581,9 @@ def parse_job(argv: Sequence[str]) -> Job:
     if unknown:
         kind = "option" if unknown[0].startswith("-") else "argument"
         raise OptionError(f"unrecognized {kind} {unknown[0]} (see rechunk --help)")
-    _check_given_once(argv)
+    own = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    RechunkOptions._add_argparse_args(own)
+    check_given_once(argv, own)
     options = PipelineOptions(list(argv))
     job_opts = options.view_as(RechunkOptions)
     if not job_opts.input:
@@ -599,7 +604,7 @@ def parse_job(argv: Sequence[str]) -> Job:
     output = job_opts.output.rstrip("/") or "/"
     _check_output(output)
     previous = _check_previous(job_opts.previous, output) if job_opts.previous is not None else None
-    _create_output(output)
+    create_output(output)
     return Job(
         input=pattern,
         output=output,
