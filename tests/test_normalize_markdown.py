@@ -320,8 +320,8 @@ def test_heading_titles_from_the_one_text_node_path_equal_the_general_ones(piece
 
 
 def test_the_conversion_uses_the_interval_of_a_parse_that_stands_for_a_longer_one():
-    """``_convert`` shifts ASCII intervals itself, except for ``_PastTheEnd``, whose ends may go
-    past the parsed text (the parser expanding a tab)."""
+    """``_convert`` takes a block's interval from its positions: ``_PastTheEnd``'s ends may go past
+    the parsed text (the parser expanding a tab), a plain ASCII window's are cut at its limit."""
     from transforms.structure.normalizers.markdown import _convert, _PastTheEnd, _Positions
     from transforms.structure.tree import LineStarts
 
@@ -330,7 +330,7 @@ def test_the_conversion_uses_the_interval_of_a_parse_that_stands_for_a_longer_on
 
     source = "x\n\tcode  \nmore\n"
     past = _PastTheEnd(source, 2, 7, LineStarts(source))
-    assert past.shift_only is False and past.interval((0, 7)) == (2, 9)
+    assert past.interval((0, 7)) == (2, 9)
     converted = _convert(Parsed(), past, 0)
     assert (converted.kind, converted.start, converted.end) == ("code", 2, 9)
     plain = _convert(Parsed(), _Positions(source, 2, 7), 0)

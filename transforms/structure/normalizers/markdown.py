@@ -23,7 +23,6 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from functools import lru_cache
-from itertools import repeat
 from typing import Iterator
 
 from transforms.structure.tree import LINE_BREAK, LazyChildren, LineStarts, Node, NormalizedDocument
@@ -91,8 +90,6 @@ class _Positions:
         self.limit = len(text) if limit is None else limit
         window = text if offset == 0 and self.limit == len(text) else text[offset : self.limit]
         self.ascii = window.isascii()
-        #: Whether :meth:`interval` is only a shift and a cut at the limit (``_convert`` inlines it).
-        self.shift_only = self.ascii
         self.line_start = (line_starts or LineStarts(text)).line_start
         self._continuation: list[int] | None = None
         if not self.ascii:
@@ -191,17 +188,7 @@ def _convert(node, pos: _Positions, list_depth: int) -> Node | None:
     if srcmap is None:
         return None
     text = pos.text
-    if pos.shift_only:  # (_Positions.interval's first case, inline: most blocks are converted here)
-        start, end = srcmap
-        offset, limit = pos.offset, pos.limit
-        start += offset
-        end += offset
-        if start > limit:
-            start = limit
-        if end > limit:
-            end = limit
-    else:
-        start, end = pos.interval(srcmap)
+    start, end = pos.interval(srcmap)
     if start and text[start - 1] != "\n":
         start = pos.line_start(start)
     while end > start and text[end - 1] in "\r\n":
@@ -307,9 +294,7 @@ def normalize_markdown(content: str) -> NormalizedDocument:
         except UnicodeEncodeError:
             source = _without_surrogates(content)
             pos = _Positions(source)
-        nodes = _parser().tree(source).children
-        converted_blocks = map(_convert, nodes, repeat(pos, len(nodes)), repeat(0, len(nodes)))
-        del nodes
+        converted_blocks = (_convert(node, pos, 0) for node in _parser().tree(source).children)
     else:
         converted_blocks = _windowed_blocks(source)
     for converted in converted_blocks:
@@ -492,7 +477,6 @@ class _PastTheEnd(_Positions):
 
     def __init__(self, text: str, offset: int, limit: int, line_starts: LineStarts) -> None:
         super().__init__(text, offset, limit, line_starts)
-        self.shift_only = False  # its interval goes past the limit
         self._parsed_bytes = (limit - offset) if self.ascii else self._last
 
     def interval(self, srcmap) -> tuple[int, int]:
