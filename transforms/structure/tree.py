@@ -53,6 +53,7 @@ __all__ = [
     "Node",
     "NormalizationError",
     "NormalizedDocument",
+    "StreamedChildren",
     "build_sections",
     "check_blocks",
 ]
@@ -122,6 +123,34 @@ class LazyChildren(abc.Sequence):
 
     def __repr__(self) -> str:
         return repr(self._get())
+
+
+class StreamedChildren(abc.Iterable):
+    """A huge block's children, made again on every iteration and never all held at once.
+
+    For a block too large to keep its children in memory (a Markdown list or table of many
+    megabytes, see ``normalizers.markdown``): each ``iter()`` calls ``make(*args)`` afresh and
+    yields the children in order, so what is alive at a time is one window of them. It has no
+    ``len`` and no indexing; it is always true (a block is only streamed when it has children).
+    Code that walks a tree must iterate children once per pass and not keep them.
+    """
+
+    __slots__ = ("_make", "_args")
+
+    def __init__(self, make: Callable[..., Iterable["Node"]], *args) -> None:
+        self._make = make
+        self._args = args
+
+    def __iter__(self) -> Iterator["Node"]:
+        return iter(self._make(*self._args))
+
+    def __bool__(self) -> bool:
+        return True
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"StreamedChildren({getattr(self._make, '__name__', self._make)!r})"
 
 
 @dataclass(slots=True)
