@@ -1,7 +1,7 @@
 """Peak memory of the job: the corpus once and four times over, and single 50 MB documents.
 
     python benchmarks/memory.py [--corpus ../shared/data/corpus/docs.parquet] [--copies 1 4]
-                                [--document-mb 50] [--only corpus|documents] [--work DIR] [-- JOB OPTIONS]
+                                [--document-mb 50] [--only corpus|documents] [--documents NAME ...] [--work DIR] [-- JOB OPTIONS]
 
 Every row is a fresh ``python -m pipelines.rechunk`` with the default runner (the in_memory
 FnApiRunner: the whole job in one process), measured by ``benchmarks/measure_job.py``: wall time,
@@ -13,8 +13,10 @@ temporary folder (``--work``, removed afterwards unless given), never to the rep
     grow with N.
 (b) single documents of ``--document-mb`` million characters, each alone in its file:
     ``markdown`` (the corpus's real Markdown documents joined by blank lines), ``letters`` (one
-    run of a-z without whitespace: a single pre-token) and ``words`` (random words of 1 to 10
-    letters on one line). ``tiny`` (one short Markdown document) gives the constant: the job's
+    run of a-z without whitespace: a single pre-token), ``words`` (random words of 1 to 10
+    letters on one line), and three Markdown documents that are one huge block of short children:
+    ``table`` (a pipe table of rows like ``| 7 | word |``), ``list`` (a bullet list of one-word
+    items) and ``code`` (one fenced code block of lines like ``x = 7``). ``tiny`` (one short Markdown document) gives the constant: the job's
     own footprint. The figure to read is ``(peak - tiny) / size``: the bound asked for is 3.
 
 Prints a Markdown table (and a JSON line per run on stderr).
@@ -59,8 +61,19 @@ def corpus_copies(corpus: str, copies: int, path: Path) -> int:
     return sum(len(c) for c in columns["content"] if c)
 
 
+def _repeat(head: str, line, chars: int, tail: str = "") -> str:
+    """``head``, then ``line(i)`` for i = 0, 1, ... up to ``chars`` code points, then ``tail``."""
+    parts, total, i = [head], len(head) + len(tail), 0
+    while total < chars:
+        parts.append(line(i))
+        total += len(parts[-1])
+        i += 1
+    parts.append(tail)
+    return "".join(parts)
+
+
 def single_documents(corpus: str, chars: int, folder: Path) -> dict[str, tuple[Path, int]]:
-    """``tiny``, ``markdown``, ``letters`` and ``words`` documents; name -> (path, characters)."""
+    """The single documents of (b); name -> (path, characters)."""
     import pyarrow.parquet as pq
 
     table = pq.read_table(corpus, columns=["content", "content_format"])
@@ -83,6 +96,10 @@ def single_documents(corpus: str, chars: int, folder: Path) -> dict[str, tuple[P
         "markdown": ("\n\n".join(parts)[:chars], "markdown"),
         "letters": (("abcdefghijklmnopqrstuvwxyz" * (chars // 26 + 1))[:chars], "text"),
         "words": (" ".join(words)[:chars], "text"),
+        "table": (_repeat("| n | word |\n|---|---|\n", lambda i: f"| {i % 10} | {vocabulary[i % 5000]} |\n", chars),
+                  "markdown"),
+        "list": (_repeat("", lambda i: f"- {vocabulary[i % 5000]}\n", chars), "markdown"),
+        "code": (_repeat("```python\n", lambda i: f"x = {i % 10}\n", chars, "```\n"), "markdown"),
     }
     out = {}
     for name, (content, fmt) in documents.items():
@@ -111,6 +128,8 @@ def main() -> None:
     parser.add_argument("--copies", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--document-mb", type=float, default=50.0, help="millions of characters per document")
     parser.add_argument("--only", choices=("corpus", "documents"))
+    parser.add_argument("--documents", nargs="+", metavar="NAME",
+                        help="only these single documents (markdown letters words table list code; tiny always runs)")
     parser.add_argument("--work", help="folder for the inputs and outputs (default: a temporary one, removed)")
     parser.add_argument("job_options", nargs=argparse.REMAINDER, help="after --: options for every job run")
     args = parser.parse_args()
@@ -125,6 +144,8 @@ def main() -> None:
             tiny = _row("tiny", path, chars, work, job_options, None)
             rows.append(tiny)
             for name, (path, chars) in documents.items():
+                if args.documents and name not in args.documents:
+                    continue
                 rows.append(_row(f"{name} {args.document_mb:g} M", path, chars, work, job_options, tiny["high_water_mib"]))
         if args.only != "documents":
             for copies in args.copies:
