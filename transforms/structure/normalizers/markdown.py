@@ -25,7 +25,7 @@ from bisect import bisect_left
 from functools import lru_cache
 from typing import Iterator
 
-from transforms.structure.tree import LINE_BREAK, LazyChildren, LineStarts, Node, NormalizedDocument
+from transforms.structure.tree import LINE_BREAK, LazyChildren, LineStarts, Node, NormalizedDocument, StreamedChildren
 
 __all__ = ["normalize_markdown"]
 
@@ -252,10 +252,12 @@ def _convert_table(node, pos: _Positions, start: int, end: int) -> Node:
     return Node("table", start, end, LazyChildren(rows), header_rows=1 if has_header else 0)
 
 
-def _convert_row(node, pos: _Positions) -> Node | None:
-    if node.srcmap is None:
+def _convert_row(node, pos: _Positions, shift: int = 0) -> Node | None:
+    """A table row; ``shift`` bytes are subtracted from the parser's offsets (a synthetic prefix)."""
+    srcmap = node.srcmap
+    if srcmap is None:
         return None
-    start, end = pos.interval(node.srcmap)
+    start, end = pos.interval((srcmap[0] - shift, srcmap[1] - shift) if shift else srcmap)
     start = pos.line_start(start)
     while end > start and pos.text[end - 1] in "\r\n":
         end -= 1
@@ -342,7 +344,7 @@ def _windowed_blocks(source: str) -> Iterator[Node | None]:
         nodes = list(_parser(front_matter=start == 0).tree(source[start:end]).children)
         pos = _Positions(source, start, end, line_starts)
         if not last and len(nodes) < 3:
-            raw = _raw_tail(source, nodes, pos)
+            raw = _raw_tail(source, nodes, pos) or _streamed_tail(source, nodes, pos, line_starts)
             if raw is None:
                 size *= 2
                 continue
@@ -501,3 +503,200 @@ def _materialize(node: Node) -> None:
     """Convert every lazily converted descendant of ``node`` now (releasing the parser's nodes)."""
     for child in node.children:
         _materialize(child)
+
+
+# -- huge lists and tables: read a window at a time, children streamed --------------------------
+
+
+class _NotStreamable(Exception):
+    """A window's parse is not what streaming a list or table relies on (never expected)."""
+
+
+def _window_end(source: str, start: int, size: int) -> int:
+    """The end of a window of about ``size`` code points from ``start``: after a line break."""
+    if start + size >= len(source):
+        return len(source)
+    line_break = LINE_BREAK.search(source, start + size)
+    return line_break.end() if line_break else len(source)
+
+
+def _trimmed_end(source: str, start: int, end: int) -> int:
+    while end > start and source[end - 1] in "\r\n":
+        end -= 1
+    return end
+
+
+def _list_windows(source: str, start: int, size: int, line_starts: LineStarts, convert: bool):
+    """The items of the top-level list that starts on the line at ``start``, a window at a time.
+
+    Yields ``(items, end, block, pos)`` per window: the window's items as materialized
+    :class:`Node` objects (``None`` unless ``convert``), the list's end if it ends in this
+    window (else ``None``), and the window's parser node of the list and its positions.
+
+    A window starts on the line of an item of the list (the first: the list's own line) and,
+    like :func:`_windowed_blocks`, drops its last two items (the text after the window could
+    extend them) unless the list ends inside it; the next window starts at the first dropped
+    item's line. From an item's line the parser reads the same items as from the list's start:
+    an item's extent depends on its own lines and those after it. The list ends where the
+    window's parse shows another block after it (another list when the bullet character or the
+    ordered delimiter changes) or at the end of the text. A window holding fewer than three
+    items doubles until it holds three (a single item of more than a window is parsed whole).
+    """
+    n = len(source)
+    kind = None
+    window = size
+    while True:
+        end = _window_end(source, start, window)
+        last = end == n
+        nodes = _parser(front_matter=start == 0).tree(source[start:end]).children
+        first = nodes[0] if nodes else None
+        if first is None or first.name not in ("bullet_list", "ordered_list") or first.srcmap is None:
+            raise _NotStreamable(f"no list at {start}")
+        this_kind = (first.name, first.meta.get("marker"))
+        if kind is None:
+            kind = this_kind
+        elif this_kind != kind:
+            raise _NotStreamable(f"a list of another kind at {start}")
+        pos = _Positions(source, start, end, line_starts)
+        if line_starts.line_start(pos.interval(first.srcmap)[0]) != start:
+            raise _NotStreamable(f"the list does not start at {start}")
+        items = [item for item in first.children if item.srcmap is not None]
+        ended = last or len(nodes) > 1
+        if not ended:
+            if len(items) < 3:
+                window *= 2
+                continue
+            next_start = line_starts.line_start(pos.interval(items[-2].srcmap)[0])
+            if next_start <= start:
+                window *= 2
+                continue
+            items = items[:-2]
+        converted = None
+        if convert:
+            converted = []
+            for item in items:
+                node = _convert(item, pos, 1)
+                if node is not None:
+                    _materialize(node)
+                converted.append(node)
+        list_end = None
+        if ended:
+            block = _convert(first, pos, 0)
+            if block is None:
+                raise _NotStreamable(f"an empty list at {start}")
+            list_end = block.end
+        yield converted, list_end, first, pos
+        if ended:
+            return
+        start, window = next_start, size
+
+
+def _table_windows(source: str, start: int, size: int, line_starts: LineStarts, convert: bool):
+    """The rows of the top-level table that starts on the line at ``start``, a window at a time.
+
+    Yields as :func:`_list_windows` does (rows: ``table_row`` nodes, the header row first). Rows
+    are lines: the first window is parsed from the header line; every later window of body
+    lines is parsed behind a copy of the header and delimiter lines (a table body cannot be
+    parsed alone) and the parser's byte offsets are moved back by the copy's UTF-8 length. The
+    table ends where the parser ends it (a blank line, a line that starts another block or is
+    indented four columns; a line without a pipe is still a row): before a window's last line,
+    or at the end of the text.
+    """
+    n = len(source)
+    window = size
+    prefix = None
+    shift = 0
+    block_end = start
+    body_start = start
+    while True:
+        end = _window_end(source, body_start, window)
+        last = end == n
+        text = source[body_start:end] if prefix is None else prefix + source[body_start:end]
+        nodes = _parser(front_matter=body_start == 0 and prefix is None).tree(text).children
+        del text
+        first = nodes[0] if nodes else None
+        if first is None or first.name != "table" or first.srcmap is None:
+            if prefix is None and not last:
+                window *= 2  # the window does not reach the delimiter line yet
+                continue
+            raise _NotStreamable(f"no table at {start}")
+        pos = _Positions(source, body_start, end, line_starts)
+        parts = [part for part in first.children if part.srcmap is not None]
+        head = parts[0] if parts and parts[0].name == "thead" else None
+        if head is None:
+            raise _NotStreamable(f"a table without a header at {start}")
+        rows = [] if prefix is not None else [head]
+        for part in parts:
+            if part.name == "tbody":
+                rows.extend(row for row in part.children if row.srcmap is not None)
+        table_end = first.srcmap[1] - shift
+        if table_end > 0:  # else no line of this window is a row: the table ended before it
+            block_end = _trimmed_end(source, body_start, pos.interval((0, table_end))[1])
+        ended = last or len(nodes) > 1 or block_end <= line_starts.line_start(end - 1)
+        converted = None
+        if convert:
+            converted = [(_convert_row(head, pos) if row is head else _convert_row(row, pos, shift)) for row in rows]
+        yield converted, (block_end if ended else None), first, pos
+        if ended:
+            return
+        if prefix is None:
+            header_end = _trimmed_end(source, start, pos.interval(head.srcmap)[1])
+            line_break = LINE_BREAK.match(source, header_end)
+            if line_break is None:
+                raise _NotStreamable(f"no line break after the table header at {header_end}")
+            prefix = source[start : line_break.end()]
+            shift = len(prefix.encode("utf-8"))
+        body_start, window = end, size
+
+
+#: A top-level list or table that a window of ``WINDOW_CHARS`` cannot hold is read a window of
+#: this many code points at a time (see ``_streamed_tail``): the parser's tree of a dense table
+#: takes several hundred bytes per character.
+STREAM_WINDOW_CHARS = 1 << 16
+
+
+def _streamed_tail(source: str, nodes: list, pos: _Positions, line_starts: LineStarts) -> tuple[Node, int] | None:
+    """When a window's last top-level node is a list or a table, that block as a :class:`Node`
+    with its real end and where the next window starts; else ``None``.
+
+    The block's extent is found by reading it a window of :data:`STREAM_WINDOW_CHARS` at a time
+    (:func:`_list_windows`, :func:`_table_windows`). A block that ends in its first window is
+    converted as any other block (:func:`_detached`); a longer one gets
+    :class:`~transforms.structure.tree.StreamedChildren` that read it again, a window at a time,
+    on every iteration, so only one window of its items or rows is alive at a time.
+    """
+    tail = nodes[-1] if nodes else None
+    if tail is None or tail.srcmap is None or tail.name not in ("bullet_list", "ordered_list", "table"):
+        return None
+    converted = _convert(tail, pos, 0)
+    if converted is None:
+        return None
+    windows = _table_windows if tail.name == "table" else _list_windows
+    size = STREAM_WINDOW_CHARS
+    block = None
+    try:
+        for count, (_, end, parsed, window_pos) in enumerate(windows(source, converted.start, size, line_starts, False)):
+            if end is not None and count == 0:
+                block = _detached(_convert(parsed, window_pos, 0), source, line_starts)
+            del parsed, window_pos
+    except _NotStreamable:
+        return None
+    if block is None:
+        block = Node(converted.kind, converted.start, end,
+                     StreamedChildren(_streamed_children, windows, source, converted.start, end, size, line_starts),
+                     level=converted.level, header_rows=converted.header_rows)
+    line_break = LINE_BREAK.search(source, block.end)
+    return block, line_break.end() if line_break else len(source)
+
+
+def _streamed_children(windows, source: str, start: int, end: int, size: int,
+                       line_starts: LineStarts) -> Iterator[Node]:
+    """The items or rows of a streamed block, in order (filtered as ``_convert_children`` and
+    ``_convert_table`` filter them)."""
+    previous_end = None
+    for children, _, _, _ in windows(source, start, size, line_starts, True):
+        for child in children:
+            if child is None or child.end > end or (previous_end is not None and child.start < previous_end):
+                continue
+            previous_end = child.end
+            yield child
