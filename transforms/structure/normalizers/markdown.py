@@ -65,9 +65,14 @@ _SPACE = re.compile(r"\s+")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-#: Markdown longer than this many code points is parsed a window of top-level blocks at a time
-#: (see ``_windowed_blocks``): the parser's tree takes about 15 bytes per byte of source.
+#: Markdown longer than this many code points, or of more than ``WINDOW_LINES`` lines, is parsed
+#: a window of top-level blocks at a time (see ``_windowed_blocks``): the parser's tree takes
+#: about 15 bytes per byte of prose, but 2.5 to 7 KB per line of a list of short items or a table
+#: of short rows.
 WINDOW_CHARS = 1 << 20
+#: The most lines (``"\\n"``) a window of ``WINDOW_CHARS`` holds; a window of another size holds
+#: as many in proportion (at least one).
+WINDOW_LINES = 1 << 13
 
 
 @lru_cache(maxsize=2)
@@ -252,12 +257,10 @@ def _convert_table(node, pos: _Positions, start: int, end: int) -> Node:
     return Node("table", start, end, LazyChildren(rows), header_rows=1 if has_header else 0)
 
 
-def _convert_row(node, pos: _Positions, shift: int = 0) -> Node | None:
-    """A table row; ``shift`` bytes are subtracted from the parser's offsets (a synthetic prefix)."""
-    srcmap = node.srcmap
-    if srcmap is None:
+def _convert_row(node, pos: _Positions) -> Node | None:
+    if node.srcmap is None:
         return None
-    start, end = pos.interval((srcmap[0] - shift, srcmap[1] - shift) if shift else srcmap)
+    start, end = pos.interval(node.srcmap)
     start = pos.line_start(start)
     while end > start and pos.text[end - 1] in "\r\n":
         end -= 1
@@ -275,7 +278,8 @@ def normalize_markdown(content: str) -> NormalizedDocument:
         A verbatim :class:`NormalizedDocument` (``text`` is ``content``); intervals in code points.
     """
     source = content
-    if len(content) > WINDOW_CHARS and not content.isascii() and _SURROGATE.search(content):
+    windowed = len(content) > WINDOW_CHARS or content.count("\n") > WINDOW_LINES
+    if windowed and not content.isascii() and _SURROGATE.search(content):
         source = _without_surrogates(content)
     deep = _too_deep(source)
     if deep is not None:
@@ -290,7 +294,7 @@ def normalize_markdown(content: str) -> NormalizedDocument:
             diagnostics=(f"line {line} nests more than {MAX_NESTING} block quotes or lists: read as plain paragraphs",),
         )
     blocks: list[Node] = []
-    if len(source) <= WINDOW_CHARS:
+    if not windowed:
         try:
             pos = _Positions(source)  # encodes a non-ASCII text to UTF-8: fails on a surrogate
         except UnicodeEncodeError:
@@ -336,10 +340,7 @@ def _windowed_blocks(source: str) -> Iterator[Node | None]:
     line_starts = LineStarts(source)
     start, size, n = 0, WINDOW_CHARS, len(source)
     while start < n:
-        end = n
-        if start + size < n:
-            line_break = LINE_BREAK.search(source, start + size)
-            end = line_break.end() if line_break else n
+        end = _window_end(source, start, size)
         last = end == n
         nodes = list(_parser(front_matter=start == 0).tree(source[start:end]).children)
         pos = _Positions(source, start, end, line_starts)
@@ -513,11 +514,20 @@ class _NotStreamable(Exception):
 
 
 def _window_end(source: str, start: int, size: int) -> int:
-    """The end of a window of about ``size`` code points from ``start``: after a line break."""
-    if start + size >= len(source):
-        return len(source)
-    line_break = LINE_BREAK.search(source, start + size)
-    return line_break.end() if line_break else len(source)
+    """The end of a window from ``start`` (a line start): after the first line break at or past
+    ``start + size`` code points, or after the ``"\\n"`` that ends its ``WINDOW_LINES * size //
+    WINDOW_CHARS``-th line if that comes first; ``len(source)`` when neither is in the text."""
+    n = len(source)
+    end = n
+    if start + size < n:
+        line_break = LINE_BREAK.search(source, start + size)
+        end = line_break.end() if line_break else n
+    lines = max(1, WINDOW_LINES * size // WINDOW_CHARS)
+    if source.count("\n", start, end) > lines:
+        end = start
+        for _ in range(lines):
+            end = source.find("\n", end) + 1
+    return end
 
 
 def _trimmed_end(source: str, start: int, end: int) -> int:
@@ -526,12 +536,35 @@ def _trimmed_end(source: str, start: int, end: int) -> int:
     return end
 
 
-def _list_windows(source: str, start: int, size: int, line_starts: LineStarts, convert: bool):
+class _Prefixed(_Positions):
+    """:class:`_Positions` of ``text[offset:limit]`` parsed behind a synthetic prefix of ``shift``
+    UTF-8 bytes: the parser's offsets are moved back by ``shift`` first."""
+
+    def __init__(self, text: str, offset: int, limit: int, line_starts: LineStarts, shift: int) -> None:
+        super().__init__(text, offset, limit, line_starts)
+        self.shift = shift
+
+    def interval(self, srcmap) -> tuple[int, int]:
+        shift = self.shift
+        return super().interval((srcmap[0] - shift, srcmap[1] - shift))
+
+
+def _parse_window(source: str, start: int, end: int, prefix: str, line_starts: LineStarts):
+    """The top-level parser nodes of ``prefix + source[start:end]`` and the positions that map
+    their offsets to code points of ``source`` (a node inside the prefix maps before ``start``)."""
+    front_matter = start == 0 and not prefix
+    nodes = _parser(front_matter=front_matter).tree(prefix + source[start:end] if prefix else source[start:end]).children
+    shift = len(prefix.encode("utf-8"))
+    pos = _Prefixed(source, start, end, line_starts, shift) if shift else _Positions(source, start, end, line_starts)
+    return nodes, pos, shift
+
+
+def _list_windows(source: str, start: int, size: int, line_starts: LineStarts, convert: bool, loose: str = ""):
     """The items of the top-level list that starts on the line at ``start``, a window at a time.
 
     Yields ``(items, end, block, pos)`` per window: the window's items as materialized
     :class:`Node` objects (``None`` unless ``convert``), the list's end if it ends in this
-    window (else ``None``), and the window's parser node of the list and its positions.
+    window (else ``None``), the window's parser node of the list and its positions.
 
     A window starts on the line of an item of the list (the first: the list's own line) and,
     like :func:`_windowed_blocks`, drops its last two items (the text after the window could
@@ -541,14 +574,22 @@ def _list_windows(source: str, start: int, size: int, line_starts: LineStarts, c
     window's parse shows another block after it (another list when the bullet character or the
     ordered delimiter changes) or at the end of the text. A window holding fewer than three
     items doubles until it holds three (a single item of more than a window is parsed whole).
+
+    One thing a window does not see is whether the whole list is loose (CommonMark: a blank line
+    between two of its items, or between two blocks of one), which decides whether an item's
+    paragraphs are paragraphs or bare text with trailing whitespace cut (the parser's tight
+    list). A list is loose when any window of it is; ``loose``, when given, is an item of the
+    list (``"-    x"``) that :func:`_streamed_tail` found so: every window is then parsed behind
+    that item and a blank line, which makes the window's list loose too.
     """
     n = len(source)
     kind = None
     window = size
+    prefix = f"{loose}\n\n" if loose else ""
     while True:
         end = _window_end(source, start, window)
         last = end == n
-        nodes = _parser(front_matter=start == 0).tree(source[start:end]).children
+        nodes, pos, shift = _parse_window(source, start, end, prefix, line_starts)
         first = nodes[0] if nodes else None
         if first is None or first.name not in ("bullet_list", "ordered_list") or first.srcmap is None:
             raise _NotStreamable(f"no list at {start}")
@@ -557,10 +598,9 @@ def _list_windows(source: str, start: int, size: int, line_starts: LineStarts, c
             kind = this_kind
         elif this_kind != kind:
             raise _NotStreamable(f"a list of another kind at {start}")
-        pos = _Positions(source, start, end, line_starts)
-        if line_starts.line_start(pos.interval(first.srcmap)[0]) != start:
+        items = [item for item in first.children if item.srcmap is not None and item.srcmap[0] >= shift]
+        if not items or line_starts.line_start(pos.interval(items[0].srcmap)[0]) != start:
             raise _NotStreamable(f"the list does not start at {start}")
-        items = [item for item in first.children if item.srcmap is not None]
         ended = last or len(nodes) > 1
         if not ended:
             if len(items) < 3:
@@ -570,17 +610,19 @@ def _list_windows(source: str, start: int, size: int, line_starts: LineStarts, c
             if next_start <= start:
                 window *= 2
                 continue
-            items = items[:-2]
+        kept = items if ended else items[:-2]
         converted = None
         if convert:
             converted = []
-            for item in items:
+            for item in kept:
                 node = _convert(item, pos, 1)
                 if node is not None:
                     _materialize(node)
                 converted.append(node)
         list_end = None
-        if ended:
+        if ended and prefix:
+            list_end = start  # (not the list's end: the list node starts in the prefix; unused)
+        elif ended:
             block = _convert(first, pos, 0)
             if block is None:
                 raise _NotStreamable(f"an empty list at {start}")
@@ -591,61 +633,60 @@ def _list_windows(source: str, start: int, size: int, line_starts: LineStarts, c
         start, window = next_start, size
 
 
-def _table_windows(source: str, start: int, size: int, line_starts: LineStarts, convert: bool):
+def _is_loose(items) -> bool:
+    """Whether a window's list is loose: an item holds a paragraph node (a tight list's
+    paragraphs are bare inline text)."""
+    return any(child.name == "paragraph" for item in items for child in item.children)
+
+
+def _table_windows(source: str, start: int, size: int, line_starts: LineStarts, convert: bool, loose: str = ""):
     """The rows of the top-level table that starts on the line at ``start``, a window at a time.
 
     Yields as :func:`_list_windows` does (rows: ``table_row`` nodes, the header row first). Rows
     are lines: the first window is parsed from the header line; every later window of body
     lines is parsed behind a copy of the header and delimiter lines (a table body cannot be
-    parsed alone) and the parser's byte offsets are moved back by the copy's UTF-8 length. The
-    table ends where the parser ends it (a blank line, a line that starts another block or is
-    indented four columns; a line without a pipe is still a row): before a window's last line,
-    or at the end of the text.
+    parsed alone; the copy's last line break is ``"\\n"``, so that a ``"\\r"`` there does not
+    join a window's first ``"\\n"`` into one line break) and the parser's byte offsets are moved
+    back by the copy's UTF-8 length. The table ends where the parser ends it (a blank line, a
+    line that starts another block or is indented four columns; a line without a pipe is still
+    a row; the parser has no cap on rows or cells): before a window's last line, or at the end
+    of the text. ``loose`` is unused (a list's).
     """
     n = len(source)
     window = size
-    prefix = None
-    shift = 0
-    block_end = start
+    prefix = ""
     body_start = start
+    block_end = start
     while True:
         end = _window_end(source, body_start, window)
         last = end == n
-        text = source[body_start:end] if prefix is None else prefix + source[body_start:end]
-        nodes = _parser(front_matter=body_start == 0 and prefix is None).tree(text).children
-        del text
+        nodes, pos, shift = _parse_window(source, body_start, end, prefix, line_starts)
         first = nodes[0] if nodes else None
         if first is None or first.name != "table" or first.srcmap is None:
-            if prefix is None and not last:
+            if not prefix and not last:
                 window *= 2  # the window does not reach the delimiter line yet
                 continue
             raise _NotStreamable(f"no table at {start}")
-        pos = _Positions(source, body_start, end, line_starts)
         parts = [part for part in first.children if part.srcmap is not None]
         head = parts[0] if parts and parts[0].name == "thead" else None
         if head is None:
             raise _NotStreamable(f"a table without a header at {start}")
-        rows = [] if prefix is not None else [head]
+        rows = [] if prefix else [head]
         for part in parts:
             if part.name == "tbody":
                 rows.extend(row for row in part.children if row.srcmap is not None)
-        table_end = first.srcmap[1] - shift
-        if table_end > 0:  # else no line of this window is a row: the table ended before it
-            block_end = _trimmed_end(source, body_start, pos.interval((0, table_end))[1])
+        if first.srcmap[1] > shift:  # else no line of this window is a row: the table ended before it
+            block_end = _trimmed_end(source, body_start, pos.interval(first.srcmap)[1])
         ended = last or len(nodes) > 1 or block_end <= line_starts.line_start(end - 1)
-        converted = None
-        if convert:
-            converted = [(_convert_row(head, pos) if row is head else _convert_row(row, pos, shift)) for row in rows]
+        converted = [_convert_row(row, pos) for row in rows] if convert else None
         yield converted, (block_end if ended else None), first, pos
         if ended:
             return
-        if prefix is None:
+        if not prefix:
             header_end = _trimmed_end(source, start, pos.interval(head.srcmap)[1])
-            line_break = LINE_BREAK.match(source, header_end)
-            if line_break is None:
+            if LINE_BREAK.match(source, header_end) is None:
                 raise _NotStreamable(f"no line break after the table header at {header_end}")
-            prefix = source[start : line_break.end()]
-            shift = len(prefix.encode("utf-8"))
+            prefix = source[start:header_end] + "\n"
         body_start, window = end, size
 
 
@@ -674,27 +715,33 @@ def _streamed_tail(source: str, nodes: list, pos: _Positions, line_starts: LineS
     windows = _table_windows if tail.name == "table" else _list_windows
     size = STREAM_WINDOW_CHARS
     block = None
+    loose = False
     try:
         for count, (_, end, parsed, window_pos) in enumerate(windows(source, converted.start, size, line_starts, False)):
             if end is not None and count == 0:
                 block = _detached(_convert(parsed, window_pos, 0), source, line_starts)
+            loose = loose or (parsed.name != "table" and _is_loose(parsed.children))
             del parsed, window_pos
     except _NotStreamable:
         return None
     if block is None:
+        marker = str(tail.meta.get("marker", ""))
+        # An item whose content starts at column five or six: no item line (indented at most three
+        # columns) after the blank line can continue it.
+        item = "" if tail.name == "table" or not loose else f"{marker}    x" if tail.name == "bullet_list" else f"1{marker}    x"
         block = Node(converted.kind, converted.start, end,
-                     StreamedChildren(_streamed_children, windows, source, converted.start, end, size, line_starts),
+                     StreamedChildren(_streamed_children, windows, source, converted.start, end, size, line_starts, item),
                      level=converted.level, header_rows=converted.header_rows)
     line_break = LINE_BREAK.search(source, block.end)
     return block, line_break.end() if line_break else len(source)
 
 
-def _streamed_children(windows, source: str, start: int, end: int, size: int,
-                       line_starts: LineStarts) -> Iterator[Node]:
+def _streamed_children(windows, source: str, start: int, end: int, size: int, line_starts: LineStarts,
+                       loose: str) -> Iterator[Node]:
     """The items or rows of a streamed block, in order (filtered as ``_convert_children`` and
     ``_convert_table`` filter them)."""
     previous_end = None
-    for children, _, _, _ in windows(source, start, size, line_starts, True):
+    for children, _, _, _ in windows(source, start, size, line_starts, True, loose):
         for child in children:
             if child is None or child.end > end or (previous_end is not None and child.start < previous_end):
                 continue
