@@ -16,6 +16,14 @@ unclosed fence runs to the end of the document, heading levels may skip, and ``\
 ``\\r`` are line breaks. Intervals are converted from UTF-8 bytes to code points, and every block's
 start is moved back to the start of its line (so a block inside a quote or an item starts with
 its ``>`` or marker), which is where a chunk may begin.
+
+A document longer than ``WINDOW_CHARS`` code points (or ``WINDOW_LINES`` lines) is parsed a
+window of top-level blocks at a time, with the same blocks as one parse. A top-level list or
+table longer than a window is read a window of items or rows at a time: its ``children`` are a
+:class:`~transforms.structure.tree.StreamedChildren` that parses it again on each iteration
+(no ``len``, no indexing), so the normalizer's memory follows the window, not the block. A
+list item of more than a window (one item holding a huge sub-list) and a huge list inside a
+block quote are still parsed whole.
 """
 
 from __future__ import annotations
@@ -276,6 +284,12 @@ def normalize_markdown(content: str) -> NormalizedDocument:
 
     Returns:
         A verbatim :class:`NormalizedDocument` (``text`` is ``content``); intervals in code points.
+        The ``children`` of a top-level list or table longer than a window (see the module
+        docstring) are :class:`~transforms.structure.tree.StreamedChildren`: iterate them, once
+        per pass; every iteration parses the block again.
+
+    Raises nothing for any text (a document too deeply nested for the parser is read as plain
+    paragraphs, with a diagnostic).
     """
     source = content
     windowed = len(content) > WINDOW_CHARS or content.count("\n") > WINDOW_LINES
@@ -330,12 +344,20 @@ def _windowed_blocks(source: str) -> Iterator[Node | None]:
     table's rows, a quote's blocks) are parsed again from the block's own text if the packer
     asks for them (see :func:`_detached`), which it does only for a block too large for a chunk.
 
+    A window ends at the first line break past ``WINDOW_CHARS`` code points, or after
+    ``WINDOW_LINES`` lines if that comes first (a list of short items or a table of short rows
+    makes a parse tree of kilobytes a line; see :func:`_window_end`).
+
     A window that holds fewer than three blocks ends in a block the window cannot hold. When that
     block is raw (an HTML block, a fenced or an indented code block), its end depends on its
     first line alone, so it is found by :func:`_raw_block_end` (a scan for the closing line, the
     parser's own rule) without parsing the rest of it, and the next window starts after it: a
-    raw block of any size costs one window. Any other block (one huge list, quote or paragraph)
-    doubles the window until it holds three blocks or reaches the end.
+    raw block of any size costs one window. When it is a list or a GFM table, its extent is
+    found by parsing it a window of :data:`STREAM_WINDOW_CHARS` at a time, items or rows, and
+    its children are :class:`~transforms.structure.tree.StreamedChildren` that parse it so
+    again on every iteration (:func:`_streamed_tail`): a list or table of any size costs one
+    window at a time. Any other block (one huge quote or paragraph, a list whose one item is
+    longer than a window) doubles the window until it holds three blocks or reaches the end.
     """
     line_starts = LineStarts(source)
     start, size, n = 0, WINDOW_CHARS, len(source)
