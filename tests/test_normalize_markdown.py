@@ -532,3 +532,27 @@ def test_a_window_of_many_short_lines_ends_after_its_share_of_window_lines(monke
     windowed, parsed, streamed = _streamed(monkeypatch, text, 4000, 1000)
     assert windowed == whole and streamed == 1
     assert max(parsed) < 40 * 60
+
+
+def test_a_streamed_block_whose_window_does_not_parse_as_before_falls_back_to_a_whole_parse(monkeypatch):
+    """If a later reading of a streamed list meets a window unlike the first reading's, the
+    remaining items come from one parse of the whole list: the children are still the same."""
+    from transforms.structure.normalizers import markdown
+    from transforms.structure.tree import StreamedChildren
+
+    text = "".join(f"- item {i}\n" for i in range(400)) + "\nAfter.\n"
+    whole = _deep(normalize_markdown(text))
+    monkeypatch.setattr(markdown, "WINDOW_CHARS", 200)
+    monkeypatch.setattr(markdown, "STREAM_WINDOW_CHARS", 200)
+    doc = normalize_markdown(text)
+    assert isinstance(doc.blocks[0].children, StreamedChildren)
+    real = markdown._list_windows
+
+    def failing(*args):
+        for count, window in enumerate(real(*args)):
+            if count == 3:
+                raise markdown._NotStreamable("test")
+            yield window
+
+    monkeypatch.setattr(doc.blocks[0].children, "_args", (failing,) + doc.blocks[0].children._args[1:])
+    assert _deep(doc) == whole

@@ -761,11 +761,20 @@ def _streamed_tail(source: str, nodes: list, pos: _Positions, line_starts: LineS
 def _streamed_children(windows, source: str, start: int, end: int, size: int, line_starts: LineStarts,
                        loose: str) -> Iterator[Node]:
     """The items or rows of a streamed block, in order (filtered as ``_convert_children`` and
-    ``_convert_table`` filter them)."""
+    ``_convert_table`` filter them).
+
+    Should a window not parse as the first reading's did (never seen; the loose item it is parsed
+    behind is the only difference), the rest of the children come from a parse of the whole block.
+    """
     previous_end = None
-    for children, _, _, _ in windows(source, start, size, line_starts, True, loose):
-        for child in children:
-            if child is None or child.end > end or (previous_end is not None and child.start < previous_end):
-                continue
-            previous_end = child.end
-            yield child
+    try:
+        for children, _, _, _ in windows(source, start, size, line_starts, True, loose):
+            for child in children:
+                if child is None or child.end > end or (previous_end is not None and child.start < previous_end):
+                    continue
+                previous_end = child.end
+                yield child
+    except _NotStreamable:
+        for child in _reparsed_children(start, end, source, line_starts):
+            if previous_end is None or child.start >= previous_end:
+                yield child
