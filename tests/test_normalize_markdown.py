@@ -489,10 +489,8 @@ def test_random_lists_and_tables_read_in_windows_give_the_whole_parses_blocks(te
     """Random lists (markers, nesting, lazy and blank lines, CRLF, lone CR, tabs, non-ASCII) and
     tables (escaped pipes, ragged rows, rows without pipes, every kind of ending): streamed,
     the same blocks as one whole parse."""
-    import pytest as _pytest
-
     whole = _deep(normalize_markdown(text))
-    with _pytest.MonkeyPatch.context() as monkeypatch:
+    with pytest.MonkeyPatch.context() as monkeypatch:
         assert _streamed(monkeypatch, text, *windows)[0] == whole
 
 
@@ -556,3 +554,16 @@ def test_a_streamed_block_whose_window_does_not_parse_as_before_falls_back_to_a_
 
     monkeypatch.setattr(doc.blocks[0].children, "_args", (failing,) + doc.blocks[0].children._args[1:])
     assert _deep(doc) == whole
+
+
+@pytest.mark.parametrize("line_break", ["\n", "\r\n", "\r"])
+def test_a_table_ends_at_a_blank_line_that_ends_a_window(monkeypatch, line_break):
+    """A blank line ends a table even as the last line of a window: the pipe lines after it are a
+    paragraph (parsed behind the header they would be rows). Every window size from 10 to 90 code
+    points puts a window's end on the blank line."""
+    text = ("| a | b |\n|---|---|\n" + "| 1 | 2 |\n" * 30 + "\n" + "| 3 | 4 |\n" * 30 + "\nAfter.\n").replace("\n", line_break)
+    whole = _deep(normalize_markdown(text))
+    assert [b[0] for b in whole] == ["table", "paragraph", "paragraph"]
+    for stream_window in range(10, 90):
+        windowed, _, streamed = _streamed(monkeypatch, text, 40, stream_window)
+        assert windowed == whole and streamed == 1, stream_window
