@@ -78,7 +78,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 #: about 15 bytes per byte of prose, but 2.5 to 7 KB per line of a list of short items or a table
 #: of short rows.
 WINDOW_CHARS = 1 << 20
-#: The most lines (``"\\n"``) a window of ``WINDOW_CHARS`` holds; a window of another size holds
+#: The most lines (``"\n"``) a window of ``WINDOW_CHARS`` holds; a window of another size holds
 #: as many in proportion (at least one).
 WINDOW_LINES = 1 << 13
 
