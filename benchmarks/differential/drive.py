@@ -9,7 +9,10 @@ CRLF, U+2028, NBSP, lone surrogates, huge table cells and code lines, nested lis
 tiny paragraphs; ``--fixed`` adds named ones) in every content format, K random configurations
 each, cl100k_base or UTF-8 bytes, and runs ``harness.py`` in both checkouts (one subprocess
 each, the checkout first on ``PYTHONPATH``). ``--part-chars`` sets ``packing._PART_CHARS`` in
-both, so a short document is packed a part at a time. Every field of every chunk and of the
+both, so a short document is packed a part at a time. ``--window-chars`` sets the Markdown
+normalizer's ``WINDOW_CHARS`` (and ``STREAM_WINDOW_CHARS``) in both, so a short document is
+parsed a window at a time; ``--huge-blocks`` adds to each Markdown document a list and a table of
+hundreds of items and rows (``gen.huge_blocks``). Every field of every chunk and of the
 packer's chunks is compared; prints the differences and each side's CPU seconds.
 """
 
@@ -86,6 +89,8 @@ def main() -> None:
     ap.add_argument("seed", type=int)
     ap.add_argument("docs", type=int)
     ap.add_argument("--part-chars", type=int, default=None)
+    ap.add_argument("--window-chars", type=int, default=None)
+    ap.add_argument("--huge-blocks", action="store_true")
     ap.add_argument("--size", type=int, default=400)
     ap.add_argument("--configs", type=int, default=6)
     ap.add_argument("--fixed", action="store_true")
@@ -101,7 +106,10 @@ def main() -> None:
         docs += [(name, text, fmt) for name, text in gen.FIXED for fmt in ("markdown", "text", "rst")]
     for i in range(args.docs):
         fmt = rng.choice(["markdown", "markdown", "text", "rst", "html"])
-        docs.append((f"r{args.seed}-{i}", gen.document(rng, fmt, rng.choice([10, 50, 200, args.size])), fmt))
+        text = gen.document(rng, fmt, rng.choice([10, 50, 200, args.size]))
+        if args.huge_blocks and fmt == "markdown":
+            text = gen.huge_blocks(rng, text)
+        docs.append((f"r{args.seed}-{i}", text, fmt))
     for name, text, fmt in docs:
         for j, params in enumerate(configs(rng, args.configs)):
             tok = rng.choice(["tiktoken:cl100k_base", "utf8-bytes"])
@@ -112,14 +120,14 @@ def main() -> None:
             cases.append((f"{name}/{fmt}/{j}/{tok}", text, fmt, tok, "structure", params))
         if args.heading:
             cases.append((f"{name}/{fmt}/heading", text, fmt, "utf8-bytes", "heading", {}))
-    spec = {"part_chars": args.part_chars, "cases": cases}
+    spec = {"part_chars": args.part_chars, "window_chars": args.window_chars, "cases": cases}
     tmp = tempfile.mkdtemp(prefix="hostile-")
     pa, a_path = run(NEW, spec, tmp, "x")
     pb, b_path = run(REF, spec, tmp, "x")
     pa.wait(); pb.wait()
     diffs, cpu_new, cpu_ref, a, b = compare(spec, a_path, b_path)
     errs = sum(1 for r in a.values() if r[0] == "err")
-    print(f"seed={args.seed} part_chars={args.part_chars} docs={len(docs)} cases={len(cases)} diffs={len(diffs)} "
+    print(f"seed={args.seed} part_chars={args.part_chars} window_chars={args.window_chars} docs={len(docs)} cases={len(cases)} diffs={len(diffs)} "
           f"errs(both)={errs} cpu new={cpu_new:.1f}s ref={cpu_ref:.1f}s tmp={tmp}")
     for case_id, case, ra, rb in diffs[:10]:
         print("DIFF", case_id, case[5], len(case[1]), "new:", ra[0], (ra[1] if ra[0] == "err" else len(ra[1])),

@@ -117,6 +117,30 @@ def document(rng: random.Random, fmt: str, size: int) -> str:
     return text
 
 
+def huge_blocks(rng: random.Random, text: str) -> str:
+    """``text`` with a long list (nested items, lazy and blank lines, marker changes) and a long
+    table (escaped pipes, ragged rows, rows without pipes) inserted at random block boundaries."""
+    e = nl(rng)
+    marker = rng.choice(["- ", "* ", "1. ", "2) "])
+    items = []
+    for _ in range(rng.randint(100, 600)):
+        item = marker + words(rng, rng.randint(0, 12))
+        if rng.random() < .2:
+            item += e + rng.choice(["   - ", "    1. ", "lazy ", "   ", "\t- "]) + words(rng, rng.randint(0, 6))
+        if rng.random() < .05:
+            item += e
+        items.append(item)
+    cols = rng.randint(1, 4)
+    rows = ["| " + " | ".join(words(rng, 2) for _ in range(cols)) + " |", "|" + "|".join("---" for _ in range(cols)) + "|"]
+    for _ in range(rng.randint(100, 600)):
+        rows.append(rng.choice(["| ", "", "  |"]) + rng.choice([" | ", " \\| ", "|"]).join(words(rng, 2) for _ in range(rng.randint(1, 5))))
+    blocks = [e.join(items), e.join(rows)]
+    parts = text.split("\n\n")
+    for huge in blocks:
+        parts.insert(rng.randint(0, len(parts)), huge)
+    return "\n\n".join(parts)
+
+
 FIXED = [
     ("empty", ""),
     ("spaces", "   \n\n \t \n"),

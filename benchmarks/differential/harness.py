@@ -27,6 +27,11 @@ def main() -> None:
 
     if spec.get("part_chars"):
         packing._PART_CHARS = spec["part_chars"]
+    if spec.get("window_chars"):
+        from transforms.structure.normalizers import markdown
+
+        markdown.WINDOW_CHARS = spec["window_chars"]
+        markdown.STREAM_WINDOW_CHARS = spec["window_chars"]  # (a name main does not read)
     tokenizers = {}
     packed: list = []
     real_piece = structure._piece

@@ -16,6 +16,14 @@ unclosed fence runs to the end of the document, heading levels may skip, and ``\
 ``\\r`` are line breaks. Intervals are converted from UTF-8 bytes to code points, and every block's
 start is moved back to the start of its line (so a block inside a quote or an item starts with
 its ``>`` or marker), which is where a chunk may begin.
+
+A document longer than ``WINDOW_CHARS`` code points (or ``WINDOW_LINES`` lines) is parsed a
+window of top-level blocks at a time, with the same blocks as one parse. A top-level list or
+table longer than a window is read a window of items or rows at a time: its ``children`` are a
+:class:`~transforms.structure.tree.StreamedChildren` that parses it again on each iteration
+(no ``len``, no indexing), so the normalizer's memory follows the window, not the block. A
+list item of more than a window (one item holding a huge sub-list) and a huge list inside a
+block quote are still parsed whole.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from bisect import bisect_left
 from functools import lru_cache
 from typing import Iterator
 
-from transforms.structure.tree import LINE_BREAK, LazyChildren, LineStarts, Node, NormalizedDocument
+from transforms.structure.tree import LINE_BREAK, LazyChildren, LineStarts, Node, NormalizedDocument, StreamedChildren
 
 __all__ = ["normalize_markdown"]
 
@@ -65,9 +73,14 @@ _SPACE = re.compile(r"\s+")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-#: Markdown longer than this many code points is parsed a window of top-level blocks at a time
-#: (see ``_windowed_blocks``): the parser's tree takes about 15 bytes per byte of source.
+#: Markdown longer than this many code points, or of more than ``WINDOW_LINES`` lines, is parsed
+#: a window of top-level blocks at a time (see ``_windowed_blocks``): the parser's tree takes
+#: about 15 bytes per byte of prose, but 2.5 to 7 KB per line of a list of short items or a table
+#: of short rows.
 WINDOW_CHARS = 1 << 20
+#: The most lines (``"\n"``) a window of ``WINDOW_CHARS`` holds; a window of another size holds
+#: as many in proportion (at least one).
+WINDOW_LINES = 1 << 13
 
 
 @lru_cache(maxsize=2)
@@ -271,9 +284,16 @@ def normalize_markdown(content: str) -> NormalizedDocument:
 
     Returns:
         A verbatim :class:`NormalizedDocument` (``text`` is ``content``); intervals in code points.
+        The ``children`` of a top-level list or table longer than a window (see the module
+        docstring) are :class:`~transforms.structure.tree.StreamedChildren`: iterate them, once
+        per pass; every iteration parses the block again.
+
+    Raises nothing for any text (a document too deeply nested for the parser is read as plain
+    paragraphs, with a diagnostic).
     """
     source = content
-    if len(content) > WINDOW_CHARS and not content.isascii() and _SURROGATE.search(content):
+    windowed = len(content) > WINDOW_CHARS or content.count("\n") > WINDOW_LINES
+    if windowed and not content.isascii() and _SURROGATE.search(content):
         source = _without_surrogates(content)
     deep = _too_deep(source)
     if deep is not None:
@@ -288,7 +308,7 @@ def normalize_markdown(content: str) -> NormalizedDocument:
             diagnostics=(f"line {line} nests more than {MAX_NESTING} block quotes or lists: read as plain paragraphs",),
         )
     blocks: list[Node] = []
-    if len(source) <= WINDOW_CHARS:
+    if not windowed:
         try:
             pos = _Positions(source)  # encodes a non-ASCII text to UTF-8: fails on a surrogate
         except UnicodeEncodeError:
@@ -324,25 +344,30 @@ def _windowed_blocks(source: str) -> Iterator[Node | None]:
     table's rows, a quote's blocks) are parsed again from the block's own text if the packer
     asks for them (see :func:`_detached`), which it does only for a block too large for a chunk.
 
+    A window ends at the first line break past ``WINDOW_CHARS`` code points, or after
+    ``WINDOW_LINES`` lines if that comes first (a list of short items or a table of short rows
+    makes a parse tree of kilobytes a line; see :func:`_window_end`).
+
     A window that holds fewer than three blocks ends in a block the window cannot hold. When that
     block is raw (an HTML block, a fenced or an indented code block), its end depends on its
     first line alone, so it is found by :func:`_raw_block_end` (a scan for the closing line, the
     parser's own rule) without parsing the rest of it, and the next window starts after it: a
-    raw block of any size costs one window. Any other block (one huge list, quote or paragraph)
-    doubles the window until it holds three blocks or reaches the end.
+    raw block of any size costs one window. When it is a list or a GFM table, its extent is
+    found by parsing it a window of :data:`STREAM_WINDOW_CHARS` at a time, items or rows, and
+    its children are :class:`~transforms.structure.tree.StreamedChildren` that parse it so
+    again on every iteration (:func:`_streamed_tail`): a list or table of any size costs one
+    window at a time. Any other block (one huge quote or paragraph, a list whose one item is
+    longer than a window) doubles the window until it holds three blocks or reaches the end.
     """
     line_starts = LineStarts(source)
     start, size, n = 0, WINDOW_CHARS, len(source)
     while start < n:
-        end = n
-        if start + size < n:
-            line_break = LINE_BREAK.search(source, start + size)
-            end = line_break.end() if line_break else n
+        end = _window_end(source, start, size)
         last = end == n
         nodes = list(_parser(front_matter=start == 0).tree(source[start:end]).children)
         pos = _Positions(source, start, end, line_starts)
         if not last and len(nodes) < 3:
-            raw = _raw_tail(source, nodes, pos)
+            raw = _raw_tail(source, nodes, pos) or _streamed_tail(source, nodes, pos, line_starts)
             if raw is None:
                 size *= 2
                 continue
@@ -501,3 +526,255 @@ def _materialize(node: Node) -> None:
     """Convert every lazily converted descendant of ``node`` now (releasing the parser's nodes)."""
     for child in node.children:
         _materialize(child)
+
+
+# -- huge lists and tables: read a window at a time, children streamed --------------------------
+
+
+class _NotStreamable(Exception):
+    """A window's parse is not what streaming a list or table relies on (never expected)."""
+
+
+def _window_end(source: str, start: int, size: int) -> int:
+    """The end of a window from ``start`` (a line start): after the first line break at or past
+    ``start + size`` code points, or after the ``"\\n"`` that ends its ``WINDOW_LINES * size //
+    WINDOW_CHARS``-th line if that comes first; ``len(source)`` when neither is in the text."""
+    n = len(source)
+    end = n
+    if start + size < n:
+        line_break = LINE_BREAK.search(source, start + size)
+        end = line_break.end() if line_break else n
+    lines = max(1, WINDOW_LINES * size // WINDOW_CHARS)
+    if source.count("\n", start, end) > lines:
+        end = start
+        for _ in range(lines):
+            end = source.find("\n", end) + 1
+    return end
+
+
+def _trimmed_end(source: str, start: int, end: int) -> int:
+    while end > start and source[end - 1] in "\r\n":
+        end -= 1
+    return end
+
+
+class _Prefixed(_Positions):
+    """:class:`_Positions` of ``text[offset:limit]`` parsed behind a synthetic prefix of ``shift``
+    UTF-8 bytes: the parser's offsets are moved back by ``shift`` first."""
+
+    def __init__(self, text: str, offset: int, limit: int, line_starts: LineStarts, shift: int) -> None:
+        super().__init__(text, offset, limit, line_starts)
+        self.shift = shift
+
+    def interval(self, srcmap) -> tuple[int, int]:
+        shift = self.shift
+        return super().interval((srcmap[0] - shift, srcmap[1] - shift))
+
+
+def _parse_window(source: str, start: int, end: int, prefix: str, line_starts: LineStarts):
+    """The top-level parser nodes of ``prefix + source[start:end]`` and the positions that map
+    their offsets to code points of ``source`` (a node inside the prefix maps before ``start``)."""
+    front_matter = start == 0 and not prefix
+    nodes = _parser(front_matter=front_matter).tree(prefix + source[start:end] if prefix else source[start:end]).children
+    shift = len(prefix.encode("utf-8"))
+    pos = _Prefixed(source, start, end, line_starts, shift) if shift else _Positions(source, start, end, line_starts)
+    return nodes, pos, shift
+
+
+def _list_windows(source: str, start: int, size: int, line_starts: LineStarts, convert: bool, loose: str = ""):
+    """The items of the top-level list that starts on the line at ``start``, a window at a time.
+
+    Yields ``(items, end, block, pos)`` per window: the window's items as materialized
+    :class:`Node` objects (``None`` unless ``convert``), the list's end if it ends in this
+    window (else ``None``), the window's parser node of the list and its positions.
+
+    A window starts on the line of an item of the list (the first: the list's own line) and,
+    like :func:`_windowed_blocks`, drops its last two items (the text after the window could
+    extend them) unless the list ends inside it; the next window starts at the first dropped
+    item's line. From an item's line the parser reads the same items as from the list's start:
+    an item's extent depends on its own lines and those after it. The list ends where the
+    window's parse shows another block after it (another list when the bullet character or the
+    ordered delimiter changes) or at the end of the text. A window holding fewer than three
+    items doubles until it holds three (a single item of more than a window is parsed whole).
+
+    One thing a window does not see is whether the whole list is loose (CommonMark: a blank line
+    between two of its items, or between two blocks of one), which decides whether an item's
+    paragraphs are paragraphs or bare text with trailing whitespace cut (the parser's tight
+    list). A list is loose when any window of it is; ``loose``, when given, is an item of the
+    list (``"-    x"``) that :func:`_streamed_tail` found so: every window is then parsed behind
+    that item and a blank line, which makes the window's list loose too.
+    """
+    n = len(source)
+    kind = None
+    window = size
+    prefix = f"{loose}\n\n" if loose else ""
+    while True:
+        end = _window_end(source, start, window)
+        last = end == n
+        nodes, pos, shift = _parse_window(source, start, end, prefix, line_starts)
+        first = nodes[0] if nodes else None
+        if first is None or first.name not in ("bullet_list", "ordered_list") or first.srcmap is None:
+            raise _NotStreamable(f"no list at {start}")
+        this_kind = (first.name, first.meta.get("marker"))
+        if kind is None:
+            kind = this_kind
+        elif this_kind != kind:
+            raise _NotStreamable(f"a list of another kind at {start}")
+        items = [item for item in first.children if item.srcmap is not None and item.srcmap[0] >= shift]
+        if not items or line_starts.line_start(pos.interval(items[0].srcmap)[0]) != start:
+            raise _NotStreamable(f"the list does not start at {start}")
+        ended = last or len(nodes) > 1
+        if not ended:
+            if len(items) < 3:
+                window *= 2
+                continue
+            next_start = line_starts.line_start(pos.interval(items[-2].srcmap)[0])
+            if next_start <= start:
+                window *= 2
+                continue
+        kept = items if ended else items[:-2]
+        converted = None
+        if convert:
+            converted = []
+            for item in kept:
+                node = _convert(item, pos, 1)
+                if node is not None:
+                    _materialize(node)
+                converted.append(node)
+        list_end = None
+        if ended and prefix:
+            list_end = start  # (not the list's end: the list node starts in the prefix; unused)
+        elif ended:
+            block = _convert(first, pos, 0)
+            if block is None:
+                raise _NotStreamable(f"an empty list at {start}")
+            list_end = block.end
+        yield converted, list_end, first, pos
+        if ended:
+            return
+        start, window = next_start, size
+
+
+def _is_loose(items) -> bool:
+    """Whether a window's list is loose: an item holds a paragraph node (a tight list's
+    paragraphs are bare inline text)."""
+    return any(child.name == "paragraph" for item in items for child in item.children)
+
+
+def _table_windows(source: str, start: int, size: int, line_starts: LineStarts, convert: bool, loose: str = ""):
+    """The rows of the top-level table that starts on the line at ``start``, a window at a time.
+
+    Yields as :func:`_list_windows` does (rows: ``table_row`` nodes, the header row first). Rows
+    are lines: the first window is parsed from the header line; every later window of body
+    lines is parsed behind a copy of the header and delimiter lines (a table body cannot be
+    parsed alone; the copy's last line break is ``"\\n"``, so that a ``"\\r"`` there does not
+    join a window's first ``"\\n"`` into one line break) and the parser's byte offsets are moved
+    back by the copy's UTF-8 length. The table ends where the parser ends it (a blank line, a
+    line that starts another block or is indented four columns; a line without a pipe is still
+    a row; the parser has no cap on rows or cells): before a window's last line, or at the end
+    of the text. ``loose`` is unused (a list's).
+    """
+    n = len(source)
+    window = size
+    prefix = ""
+    body_start = start
+    block_end = start
+    while True:
+        end = _window_end(source, body_start, window)
+        last = end == n
+        nodes, pos, shift = _parse_window(source, body_start, end, prefix, line_starts)
+        first = nodes[0] if nodes else None
+        if first is None or first.name != "table" or first.srcmap is None:
+            if not prefix and not last:
+                window *= 2  # the window does not reach the delimiter line yet
+                continue
+            raise _NotStreamable(f"no table at {start}")
+        parts = [part for part in first.children if part.srcmap is not None]
+        head = parts[0] if parts and parts[0].name == "thead" else None
+        if head is None:
+            raise _NotStreamable(f"a table without a header at {start}")
+        rows = [] if prefix else [head]
+        for part in parts:
+            if part.name == "tbody":
+                rows.extend(row for row in part.children if row.srcmap is not None)
+        if first.srcmap[1] > shift:  # else no line of this window is a row: the table ended before it
+            block_end = _trimmed_end(source, body_start, pos.interval(first.srcmap)[1])
+        ended = last or len(nodes) > 1 or block_end <= line_starts.line_start(end - 1)
+        converted = [_convert_row(row, pos) for row in rows] if convert else None
+        yield converted, (block_end if ended else None), first, pos
+        if ended:
+            return
+        if not prefix:
+            header_end = _trimmed_end(source, start, pos.interval(head.srcmap)[1])
+            if LINE_BREAK.match(source, header_end) is None:
+                raise _NotStreamable(f"no line break after the table header at {header_end}")
+            prefix = source[start:header_end] + "\n"
+        body_start, window = end, size
+
+
+#: A top-level list or table that a window of ``WINDOW_CHARS`` cannot hold is read a window of
+#: this many code points at a time (see ``_streamed_tail``): the parser's tree of a dense table
+#: takes several hundred bytes per character.
+STREAM_WINDOW_CHARS = 1 << 16
+
+
+def _streamed_tail(source: str, nodes: list, pos: _Positions, line_starts: LineStarts) -> tuple[Node, int] | None:
+    """When a window's last top-level node is a list or a table, that block as a :class:`Node`
+    with its real end and where the next window starts; else ``None``.
+
+    The block's extent is found by reading it a window of :data:`STREAM_WINDOW_CHARS` at a time
+    (:func:`_list_windows`, :func:`_table_windows`). A block that ends in its first window is
+    converted as any other block (:func:`_detached`); a longer one gets
+    :class:`~transforms.structure.tree.StreamedChildren` that read it again, a window at a time,
+    on every iteration, so only one window of its items or rows is alive at a time.
+    """
+    tail = nodes[-1] if nodes else None
+    if tail is None or tail.srcmap is None or tail.name not in ("bullet_list", "ordered_list", "table"):
+        return None
+    converted = _convert(tail, pos, 0)
+    if converted is None:
+        return None
+    windows = _table_windows if tail.name == "table" else _list_windows
+    size = STREAM_WINDOW_CHARS
+    block = None
+    loose = False
+    try:
+        for count, (_, end, parsed, window_pos) in enumerate(windows(source, converted.start, size, line_starts, False)):
+            if end is not None and count == 0:
+                block = _detached(_convert(parsed, window_pos, 0), source, line_starts)
+            loose = loose or (parsed.name != "table" and _is_loose(parsed.children))
+            del parsed, window_pos
+    except _NotStreamable:
+        return None
+    if block is None:
+        marker = str(tail.meta.get("marker", ""))
+        # An item whose content starts at column five or six: no item line (indented at most three
+        # columns) after the blank line can continue it.
+        item = "" if tail.name == "table" or not loose else f"{marker}    x" if tail.name == "bullet_list" else f"1{marker}    x"
+        block = Node(converted.kind, converted.start, end,
+                     StreamedChildren(_streamed_children, windows, source, converted.start, end, size, line_starts, item),
+                     level=converted.level, header_rows=converted.header_rows)
+    line_break = LINE_BREAK.search(source, block.end)
+    return block, line_break.end() if line_break else len(source)
+
+
+def _streamed_children(windows, source: str, start: int, end: int, size: int, line_starts: LineStarts,
+                       loose: str) -> Iterator[Node]:
+    """The items or rows of a streamed block, in order (filtered as ``_convert_children`` and
+    ``_convert_table`` filter them).
+
+    Should a window not parse as the first reading's did (never seen; the loose item it is parsed
+    behind is the only difference), the rest of the children come from a parse of the whole block.
+    """
+    previous_end = None
+    try:
+        for children, _, _, _ in windows(source, start, size, line_starts, True, loose):
+            for child in children:
+                if child is None or child.end > end or (previous_end is not None and child.start < previous_end):
+                    continue
+                previous_end = child.end
+                yield child
+    except _NotStreamable:
+        for child in _reparsed_children(start, end, source, line_starts):
+            if previous_end is None or child.start >= previous_end:
+                yield child
