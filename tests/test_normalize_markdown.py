@@ -567,3 +567,35 @@ def test_a_table_ends_at_a_blank_line_that_ends_a_window(monkeypatch, line_break
     for stream_window in range(10, 90):
         windowed, _, streamed = _streamed(monkeypatch, text, 40, stream_window)
         assert windowed == whole and streamed == 1, stream_window
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("".join(f"> - quoted item {i}\n" for i in range(600)), "quote"),
+    ("- top item\n" + "".join(f"  - sub item {i}\n" for i in range(600)), "list"),
+    ("".join(f"> quoted line {i}\n" for i in range(600)), "quote"),
+])
+def test_a_block_longer_than_the_largest_window_is_cut_where_windows_end(monkeypatch, text, kind):
+    """A huge block that is neither raw nor a list or table read in windows (a quote, a list whose
+    one item is huge) is cut where a window of MAX_WINDOW_CHARS ends: the parser never sees more
+    than that window, no text is lost, each part is a block of the same kind, and a diagnostic
+    names the block's line."""
+    from transforms.structure.normalizers import markdown
+
+    text = "# Title\n\n" + text + "\nAfter.\n"
+    monkeypatch.setattr(markdown, "WINDOW_CHARS", 200)
+    monkeypatch.setattr(markdown, "STREAM_WINDOW_CHARS", 200)
+    monkeypatch.setattr(markdown, "MAX_WINDOW_CHARS", 800)
+    parsed: list[int] = []
+    real_parser = markdown._parser
+    monkeypatch.setattr(markdown, "_parser", lambda front_matter=True: _Spy(real_parser(front_matter), parsed))
+    doc = normalize_markdown(text)
+    assert_well_formed(doc)
+    assert_no_text_lost(doc)
+    assert max(parsed) <= 800 + 40
+    parts = [b for b in doc.blocks if b.kind == kind]
+    # A quote is cut once per largest window; the rest of a cut list's huge item starts with
+    # item lines of its own, read from there as a list in windows.
+    assert len(parts) >= (len(text) // 900 if kind == "quote" else 2)
+    assert doc.blocks[0].kind == "heading" and doc.blocks[-1].kind == "paragraph"
+    assert doc.diagnostics and "line 3 is longer than a window of 800 code points" in doc.diagnostics[0]
+    assert _deep(normalize_markdown(text)) == _deep(doc)  # deterministic: the same cuts again

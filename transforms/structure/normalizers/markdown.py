@@ -81,6 +81,10 @@ WINDOW_CHARS = 1 << 20
 #: The most lines (``"\n"``) a window of ``WINDOW_CHARS`` holds; a window of another size holds
 #: as many in proportion (at least one).
 WINDOW_LINES = 1 << 13
+#: The largest window (code points; lines in proportion, as for ``WINDOW_CHARS``). A top-level
+#: block that no window this size holds, and that is not a raw block, list or table read in
+#: windows, is cut where such a window ends (see ``_windowed_blocks``).
+MAX_WINDOW_CHARS = 2 * WINDOW_CHARS
 
 
 @lru_cache(maxsize=2)
@@ -308,6 +312,7 @@ def normalize_markdown(content: str) -> NormalizedDocument:
             diagnostics=(f"line {line} nests more than {MAX_NESTING} block quotes or lists: read as plain paragraphs",),
         )
     blocks: list[Node] = []
+    notes: list[str] = []
     if not windowed:
         try:
             pos = _Positions(source)  # encodes a non-ASCII text to UTF-8: fails on a surrogate
@@ -316,14 +321,14 @@ def normalize_markdown(content: str) -> NormalizedDocument:
             pos = _Positions(source)
         converted_blocks = (_convert(node, pos, 0) for node in _parser().tree(source).children)
     else:
-        converted_blocks = _windowed_blocks(source)
+        converted_blocks = _windowed_blocks(source, notes)
     for converted in converted_blocks:
         if converted is None:
             continue
         if blocks and converted.start < blocks[-1].end:
             continue
         blocks.append(converted)
-    return NormalizedDocument(text=content, blocks=tuple(blocks), content_format="markdown")
+    return NormalizedDocument(text=content, blocks=tuple(blocks), content_format="markdown", diagnostics=tuple(notes))
 
 
 def _without_surrogates(content: str) -> str:
@@ -332,7 +337,7 @@ def _without_surrogates(content: str) -> str:
     return content.encode("utf-8", "replace").decode("utf-8")
 
 
-def _windowed_blocks(source: str) -> Iterator[Node | None]:
+def _windowed_blocks(source: str, notes: list[str]) -> Iterator[Node | None]:
     """The top-level blocks of a long document, parsed a window of about :data:`WINDOW_CHARS` at a time.
 
     A window ends at a line start; its last two top-level blocks are dropped (the text after the
@@ -357,7 +362,10 @@ def _windowed_blocks(source: str) -> Iterator[Node | None]:
     its children are :class:`~transforms.structure.tree.StreamedChildren` that parse it so
     again on every iteration (:func:`_streamed_tail`): a list or table of any size costs one
     window at a time. Any other block (one huge quote or paragraph, a list whose one item is
-    longer than a window) doubles the window until it holds three blocks or reaches the end.
+    longer than a window) doubles the window until it holds three blocks or reaches the end,
+    up to :data:`MAX_WINDOW_CHARS`: a block that even that window cannot hold is cut where the
+    window ends (its parse stops there and the next window starts a new block; ``notes`` gets
+    a diagnostic), so memory stays bounded by that window's tree whatever the document.
     """
     line_starts = LineStarts(source)
     start, size, n = 0, WINDOW_CHARS, len(source)
@@ -368,6 +376,10 @@ def _windowed_blocks(source: str) -> Iterator[Node | None]:
         pos = _Positions(source, start, end, line_starts)
         if not last and len(nodes) < 3:
             raw = _raw_tail(source, nodes, pos) or _streamed_tail(source, nodes, pos, line_starts)
+            if raw is None and size >= MAX_WINDOW_CHARS:
+                yield from _cut_at_window_end(nodes, pos, source, line_starts, notes)
+                start, size = end, WINDOW_CHARS
+                continue
             if raw is None:
                 size *= 2
                 continue
@@ -382,6 +394,10 @@ def _windowed_blocks(source: str) -> Iterator[Node | None]:
         if not last:
             dropped = next((node.srcmap for node in nodes[-2:] if node.srcmap is not None), None)
             next_start = line_starts.line_start(pos.interval(dropped)[0]) if dropped else start
+            if next_start <= start and size >= MAX_WINDOW_CHARS:
+                yield from _cut_at_window_end(nodes, pos, source, line_starts, notes)
+                start, size = end, WINDOW_CHARS
+                continue
             if next_start <= start:
                 size *= 2
                 continue
@@ -390,6 +406,19 @@ def _windowed_blocks(source: str) -> Iterator[Node | None]:
         if last:
             return
         start, size = next_start, WINDOW_CHARS
+
+
+def _cut_at_window_end(nodes: list, pos: "_Positions", source: str, line_starts: LineStarts,
+                       notes: list[str]) -> Iterator[Node | None]:
+    """Every block of a window of :data:`MAX_WINDOW_CHARS`, the last one cut where the window
+    ends (the next window starts there, a line start); a diagnostic names the line."""
+    converted = [_detached(_convert(node, pos, 0), source, line_starts) for node in nodes]
+    last = next((node for node in reversed(converted) if node is not None), None)
+    if last is not None:
+        line = source.count("\n", 0, last.start) + 1
+        notes.append(f"the block on line {line} is longer than a window of {MAX_WINDOW_CHARS} code points: "
+                     "cut where each window ends")
+    yield from converted
 
 
 #: A long document's list, quote or table of at least this many code points keeps its children
@@ -625,13 +654,12 @@ def _list_windows(source: str, start: int, size: int, line_starts: LineStarts, c
             raise _NotStreamable(f"the list does not start at {start}")
         ended = last or len(nodes) > 1
         if not ended:
-            if len(items) < 3:
+            if len(items) < 3 or line_starts.line_start(pos.interval(items[-2].srcmap)[0]) <= start:
+                if window >= MAX_WINDOW_CHARS:
+                    raise _NotStreamable(f"an item at {start} longer than a window")
                 window *= 2
                 continue
             next_start = line_starts.line_start(pos.interval(items[-2].srcmap)[0])
-            if next_start <= start:
-                window *= 2
-                continue
         kept = items if ended else items[:-2]
         converted = None
         if convert:
@@ -685,7 +713,7 @@ def _table_windows(source: str, start: int, size: int, line_starts: LineStarts, 
         nodes, pos, shift = _parse_window(source, body_start, end, prefix, line_starts)
         first = nodes[0] if nodes else None
         if first is None or first.name != "table" or first.srcmap is None:
-            if not prefix and not last:
+            if not prefix and not last and window < MAX_WINDOW_CHARS:
                 window *= 2  # the window does not reach the delimiter line yet
                 continue
             raise _NotStreamable(f"no table at {start}")
