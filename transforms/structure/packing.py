@@ -859,7 +859,8 @@ class _Run:
         if type(tiles) is list:
             batches: Iterable[list] = (tiles,)
         else:
-            batches = iter(lambda: list(islice(tiles, _TILE_BATCH)), [])
+            stream = tiles
+            batches = iter(lambda: list(islice(stream, _TILE_BATCH)), [])
         offset = 0  # tiles in earlier batches
         for tiles in batches:
             i, n = 0, len(tiles)
