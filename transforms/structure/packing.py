@@ -31,7 +31,11 @@ Counting, linear in the document
     token spans more code points, so a slice holds at least its length over that many tokens),
     and chunks come out from inside a section as soon as no merge can change them (after a
     chunk that is not mergeable, or at once without merges): a 50 MB line is never encoded or
-    held whole. For tiktoken's
+    held whole. A block that is split reads its children as a stream, once, in order (a list's
+    items, a table's rows, a quote's blocks; a code block's lines and a block's paragraphs are
+    found in its text the same way), and packs them ``_TILE_BATCH`` tiles at a time: a huge
+    list or table whose children are a ``StreamedChildren`` (re-made on each iteration, never
+    all held) is never held whole either, and a batch's end changes no cut. For tiktoken's
     cl100k_base and for UTF-8 bytes, a slice that starts and ends at line starts followed by
     text (every tile boundary) has exactly as many tokens as the whole encoding has inside it, and
     such slices add up exactly, so a chunk's count is a difference of two running totals plus its
