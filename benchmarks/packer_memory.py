@@ -4,7 +4,8 @@
     python benchmarks/packer_memory.py --kind table --rows 1000000 [--repo /tmp/rechunk-main]
 
 Builds a Markdown text of one table (a header, its delimiter line, then ``--rows`` rows such as
-``| 4711 |``, about 8 code points each) or one list (``- 4711``), and one block node over it whose
+``| 4711 |``, about 8 code points each), one list (``- 4711``) or one fenced code block
+(``x = 4711``; its lines are found in the text, it has no children), and one block node over it whose
 children are made by a generator, as the Markdown normalizer gives a huge block: a
 ``StreamedChildren`` where the checkout has one (the packer reads them as a stream), else a
 ``LazyChildren`` (built whole on first use, as before). The text and the tokenizer are made
@@ -34,7 +35,7 @@ def _status(key: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--kind", choices=("table", "list"), default="table")
+    parser.add_argument("--kind", choices=("table", "list", "code"), default="table")
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repo", default=str(REPO), help="the checkout whose code runs (default: this one)")
     args = parser.parse_args(argv)
@@ -44,7 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     from transforms.structure.tree import Node, NormalizedDocument
     from transforms.tokenizers import load_tokenizer
 
-    if args.kind == "table":
+    if args.kind == "code":
+        head = "```\n"
+        rows = [f"x = {i % 10000}\n" for i in range(args.rows)] + ["```\n"]
+    elif args.kind == "table":
         head = "| n |\n|---|\n"
         rows = [f"| {i % 100000} |\n" for i in range(args.rows)]
     else:
@@ -66,7 +70,10 @@ def main(argv: list[str] | None = None) -> int:
 
     streamed = hasattr(packing.Lines, "iter_tiles")  # this checkout's packer reads children as a stream
     children = tree.StreamedChildren(make) if streamed else tree.LazyChildren(make)
-    block = Node(args.kind, 0, len(text) - 1, children, header_rows=1 if head else 0, level=1)
+    if args.kind == "code":  # no children: the packer finds its lines in the text
+        streamed, children = hasattr(packing.Lines, "stable_after"), ()
+    block = Node(args.kind, 0, len(text) - 1, children, header_rows=1 if args.kind == "table" else 0, level=1,
+                 fence="```" if args.kind == "code" else "")
     normalized = NormalizedDocument(text=text, blocks=(block,), content_format="markdown")
     tokenizer = load_tokenizer("tiktoken:cl100k_base")
     tokenizer.count("warm up")
@@ -82,8 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         chunks += 1
     cpu = time.process_time() - t0
     peak = _status("VmHWM") - base
-    print(f"{args.kind} of {args.rows:,} rows, {len(text):,} characters, children "
-          f"{'streamed' if streamed else 'held (LazyChildren)'}, code from {args.repo}: {chunks:,} chunks, "
+    print(f"{args.kind} of {args.rows:,} rows, {len(text):,} characters, {'lines' if args.kind == 'code' else 'children'} "
+          f"{'read as a stream' if streamed else 'held whole'}, code from {args.repo}: {chunks:,} chunks, "
           f"peak +{peak:.0f} MiB ({peak * 2**20 / len(text):.1f} bytes/char), {cpu:.1f} s CPU")
     return 0
 

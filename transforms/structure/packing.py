@@ -181,7 +181,8 @@ class Lines(LineStarts):
     A *stable* position is 0, the end, or a line start whose line has a character that Python
     calls non-space (a superset of the tokenizer pattern's ``\\s``, so this errs on the safe
     side). Chunks are cut only there, except inside prose that has to be split. Stability is
-    decided on demand and remembered: most line starts are never asked about.
+    decided on demand and remembered (the latest ``_STABLE_MEMO`` answers: every row of a huge
+    table is asked about once): most line starts are never asked about.
     """
 
     def __init__(self, text: str) -> None:
