@@ -279,3 +279,17 @@ def test_generated_markdown_streamed_gives_the_same_chunks(monkeypatch, md, max_
     if params.get("overlap_tokens", 0) >= params["target_tokens"]:
         params.pop("overlap_tokens")
     _compare(monkeypatch, md, params, BYTES if use_bytes else TOK)
+
+
+def test_flattening_keeps_streamed_children_streamed():
+    """``preserve_code_blocks=False`` rebuilds the tree: a streamed list stays streamed (never
+    made a tuple), its code blocks turned into paragraphs as the children are read."""
+    text = "- a\n\n  ```\n  x\n  ```\n- b\n"
+    item_a = Node("list_item", 0, 20, (Node("code", 6, 20, fence="```"),))
+    block = Node("list", 0, len(text) - 1, StreamedChildren(iter, (item_a, Node("list_item", 21, 24))), level=1)
+    normalized = NormalizedDocument(text=text, blocks=(block,), content_format="markdown")
+    flat = StructureAwareChunker(tokenizer=BYTES, preserve_code_blocks=False)._flatten(normalized)
+    children = flat.blocks[0].children
+    assert type(children) is StreamedChildren
+    assert [[c.kind for c in item.children] for item in children] == [["paragraph"], []]
+    assert [[c.kind for c in item.children] for item in children] == [["paragraph"], []]  # re-made
