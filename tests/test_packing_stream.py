@@ -225,10 +225,21 @@ def test_a_huge_block_is_never_held_whole(monkeypatch):
     table = Node("table", 0, len(text) - 1, StreamedChildren(make), header_rows=1)
     normalized = NormalizedDocument(text=text, blocks=(table,), content_format="markdown")
     monkeypatch.setattr(packing, "_TILE_BATCH", 1000)
+    monkeypatch.setattr(packing, "_PART_CHARS", 4096)
+    counters = []
+    real_init = packing._Counter.__init__
+    monkeypatch.setattr(packing._Counter, "__init__", lambda self, *a: counters.append(self) or real_init(self, *a))
     _Counted.alive = _Counted.most = 0
     packer = Packer(tokenizer=BYTES, target_tokens=200, max_tokens=256, min_preferred_tokens=50)
-    chunks = packer.pack(normalized)
+    chunks = []
+    most_parts = 0
+    for chunk in packer.stream(normalized):
+        chunks.append(chunk)
+        most_parts = max(most_parts, sum(part is not None for part in counters[0]._parts))
     assert _Counted.most <= 2 * 1000 + 10, _Counted.most
+    # The token ends behind the packer are dropped although the header (at 0) is repeated in
+    # every part, and no part is encoded twice.
+    assert len(counters[0]._parts) > 100 and most_parts <= 3 and counters[0].encoded_again == 0
     assert len(iterations) == 1  # read once
     assert all(c.context == "table_header" for c in chunks[1:])
     assert "".join(text[c.spans[-1][0] : c.spans[-1][1]] for c in chunks) == text

@@ -559,13 +559,18 @@ class _Run:
 
     def _forget_before(self, position: int) -> None:
         """Let the counter drop token ends before ``position`` and before every chunk that may still
-        be counted: those not yet streamed out, the open one, and the last one (overlap)."""
+        be counted: those not yet streamed out, the open one, and the last one (overlap).
+
+        Only a chunk's own text counts here, not a repeated header or fence before it: that is
+        counted once (``_Counter.context``, remembered) when its block is split, so the token
+        ends behind a huge table's rows are dropped although its header, at the top, comes
+        again in every part."""
         for chunk in (self.out[0] if self.out else None, self.last):
             if chunk is not None:
-                position = min(position, chunk.spans[0][0])
+                position = min(position, chunk.spans[-1][0])
         cur = self.cur
         if cur is not None:
-            position = min(position, cur.start, cur.context[0] if cur.context else cur.start)
+            position = min(position, cur.start)
         self.counter.forget_before(position)
 
     def _release(self) -> list[PackedChunk]:
