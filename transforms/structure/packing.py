@@ -814,6 +814,15 @@ class _Run:
             # No merge joins a chunk that is not mergeable, nor two chunks on either side of it
             # (merges join neighbours, both mergeable): the chunks up to it are final.
             self.final = len(self.out)
+        elif (
+            chunk.token_count >= self.p.min_preferred_tokens
+            and len(self.out) > 1
+            and self.out[-2].token_count >= self.p.min_preferred_tokens
+        ):
+            # A merge needs one of the two under min_preferred_tokens, and merged chunks only
+            # grow: none ever joins two that are both at least that (the parts of a huge list):
+            # the chunks before this one are final.
+            self.final = max(self.final, len(self.out) - 1)
         self.last_tiles = self.tiles_in_cur
         self.tiles_in_cur = []
 
