@@ -304,3 +304,32 @@ def test_flattening_keeps_streamed_children_streamed():
     assert type(children) is StreamedChildren
     assert [[c.kind for c in item.children] for item in children] == [["paragraph"], []]
     assert [[c.kind for c in item.children] for item in children] == [["paragraph"], []]  # re-made
+
+
+def test_a_huge_list_leaves_as_it_is_packed_with_merges(monkeypatch):
+    """With merges on (the defaults), the parts of a huge list come out while it is being read:
+    two neighbours both at least ``min_preferred_tokens`` are never merged, so the chunks
+    before them are final. Their fields are those of packing it all at once, held as a tuple."""
+    items = 20_000
+    text = "".join(f"- item {i}\n" for i in range(items))
+    starts = [0]
+    for _ in range(items):
+        starts.append(text.index("\n", starts[-1]) + 1)
+    made = []
+
+    def make():
+        for i in range(items):
+            made.append(i)
+            yield Node("list_item", starts[i], starts[i + 1] - 1)
+
+    def document(children):
+        return NormalizedDocument(text=text, blocks=(Node("list", 0, len(text) - 1, children, level=1),),
+                                  content_format="markdown")
+
+    monkeypatch.setattr(packing, "_TILE_BATCH", 500)
+    packer = Packer(tokenizer=TOK, target_tokens=100, max_tokens=128, min_preferred_tokens=50)
+    stream = packer.stream(document(StreamedChildren(make)))
+    first = next(stream)
+    assert len(made) <= 2 * 500
+    chunks = [first, *stream]
+    assert chunks == packer.pack(document(tuple(make())))
