@@ -56,8 +56,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from itertools import chain, islice
 from dataclasses import dataclass
+from itertools import chain, islice
 from typing import Any, Iterable, Iterator, Mapping
 
 from transforms.structure.tree import LINE_BREAK, LineStarts, Node, NormalizedDocument
@@ -251,7 +251,7 @@ class Lines(LineStarts):
             if not self.is_stable(at):
                 # Its first line holds only spaces Python sees as such (e.g. U+00A0) that the
                 # parser read as text: cut at its first line with other text instead.
-                at = next((p for p in self.stable_after(at, child.end)), hi)
+                at = next(self.stable_after(at, child.end), hi)
             if at <= (at_last if at_last >= 0 else lo) or at >= hi:
                 continue
             if at_last < 0:
