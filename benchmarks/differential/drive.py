@@ -2,7 +2,7 @@
 
     git worktree add /tmp/rechunk-ref 2a5ddbd          # the checkout to compare with
     python benchmarks/differential/drive.py SEED N_DOCS --ref /tmp/rechunk-ref \
-        [--part-chars N] [--configs K] [--size CHARS] [--fixed] [--heading]
+        [--part-chars N] [--configs K] [--size CHARS] [--fixed] [--heading] [--tile-batch N] [--streamed]
 
 Generates N_DOCS hostile documents (``gen.py``: long one-pre-token lines, rare safe cuts, CR and
 CRLF, U+2028, NBSP, lone surrogates, huge table cells and code lines, nested lists and quotes,
@@ -12,8 +12,10 @@ each, the checkout first on ``PYTHONPATH``). ``--part-chars`` sets ``packing._PA
 both, so a short document is packed a part at a time. ``--window-chars`` sets the Markdown
 normalizer's ``WINDOW_CHARS`` (and ``STREAM_WINDOW_CHARS``) in both, so a short document is
 parsed a window at a time; ``--huge-blocks`` adds to each Markdown document a list and a table of
-hundreds of items and rows (``gen.huge_blocks``). Every field of every chunk and of the
-packer's chunks is compared; prints the differences and each side's CPU seconds.
+hundreds of items and rows (``gen.huge_blocks``). In this checkout only: ``--tile-batch`` sets ``packing._TILE_BATCH`` (a split block's tiles
+packed at a time) and ``--streamed`` gives every list, item, table and quote its children as a
+``StreamedChildren``, as the Markdown normalizer does for a huge block. Every field of every
+chunk and of the packer's chunks is compared; prints the differences and each side's CPU seconds.
 """
 
 from __future__ import annotations
@@ -95,6 +97,8 @@ def main() -> None:
     ap.add_argument("--configs", type=int, default=6)
     ap.add_argument("--fixed", action="store_true")
     ap.add_argument("--heading", action="store_true")
+    ap.add_argument("--tile-batch", type=int, default=None, help="packing._TILE_BATCH in this checkout")
+    ap.add_argument("--streamed", action="store_true", help="stream every block's children in this checkout")
     ap.add_argument("--ref", required=True, help="the checkout to compare with")
     args = ap.parse_args()
     global REF
@@ -122,12 +126,12 @@ def main() -> None:
             cases.append((f"{name}/{fmt}/heading", text, fmt, "utf8-bytes", "heading", {}))
     spec = {"part_chars": args.part_chars, "window_chars": args.window_chars, "cases": cases}
     tmp = tempfile.mkdtemp(prefix="hostile-")
-    pa, a_path = run(NEW, spec, tmp, "x")
+    pa, a_path = run(NEW, {**spec, "tile_batch": args.tile_batch, "streamed": args.streamed}, tmp, "x")
     pb, b_path = run(REF, spec, tmp, "x")
     pa.wait(); pb.wait()
     diffs, cpu_new, cpu_ref, a, b = compare(spec, a_path, b_path)
     errs = sum(1 for r in a.values() if r[0] == "err")
-    print(f"seed={args.seed} part_chars={args.part_chars} window_chars={args.window_chars} docs={len(docs)} cases={len(cases)} diffs={len(diffs)} "
+    print(f"seed={args.seed} part_chars={args.part_chars} window_chars={args.window_chars} tile_batch={args.tile_batch} streamed={args.streamed} docs={len(docs)} cases={len(cases)} diffs={len(diffs)} "
           f"errs(both)={errs} cpu new={cpu_new:.1f}s ref={cpu_ref:.1f}s tmp={tmp}")
     for case_id, case, ra, rb in diffs[:10]:
         print("DIFF", case_id, case[5], len(case[1]), "new:", ra[0], (ra[1] if ra[0] == "err" else len(ra[1])),

@@ -3,7 +3,7 @@
 Usage (the tree comes from PYTHONPATH / cwd):
     python harness.py CASES.pkl OUT.pkl
 
-CASES.pkl: {"part_chars": int | None, "cases": [(case_id, content, fmt, tokenizer_spec, chunker, params)]}
+CASES.pkl: {"part_chars": int | None, "tile_batch": int | None, "streamed": bool, "cases": [(case_id, content, fmt, tokenizer_spec, chunker, params)]}
 OUT.pkl: {case_id: ("ok", chunks, packed, cpu_seconds) | ("err", repr, None, cpu_seconds)}
 """
 
@@ -32,6 +32,30 @@ def main() -> None:
 
         markdown.WINDOW_CHARS = spec["window_chars"]
         markdown.STREAM_WINDOW_CHARS = spec["window_chars"]  # (a name main does not read)
+    if spec.get("tile_batch"):
+        packing._TILE_BATCH = spec["tile_batch"]
+    if spec.get("streamed"):
+        from transforms.structure.tree import Node, NormalizedDocument, StreamedChildren
+
+        def streamed(node):
+            children = node.children
+            if children and node.kind in ("list", "list_item", "table", "quote"):
+                children = StreamedChildren(map, streamed, tuple(children))
+            elif children:
+                children = tuple(streamed(c) for c in children)
+            return Node(node.kind, node.start, node.end, children, level=node.level, title=node.title,
+                        language=node.language, fence=node.fence, header_rows=node.header_rows,
+                        page_no=node.page_no)
+
+        real_normalize = structure._normalize
+
+        def normalize(registry, document):
+            n = real_normalize(registry, document)
+            return NormalizedDocument(text=n.text, blocks=tuple(streamed(b) for b in n.blocks),
+                                      content_format=n.content_format, verbatim=n.verbatim,
+                                      diagnostics=n.diagnostics)
+
+        structure._normalize = normalize
     tokenizers = {}
     packed: list = []
     real_piece = structure._piece

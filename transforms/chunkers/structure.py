@@ -40,7 +40,7 @@ from transforms.structure.packing import (
     Packer,
     heading_prefix,
 )
-from transforms.structure.tree import Node, NormalizationError, NormalizedDocument
+from transforms.structure.tree import Node, NormalizationError, NormalizedDocument, StreamedChildren
 from transforms.tokenizers import Tokenizer
 
 __all__ = ["HeadingChunker", "StructureAwareChunker"]
@@ -445,7 +445,12 @@ class StructureAwareChunker(_StructureChunker):
         def flat(node: Node) -> Node:
             if node.kind in plain:
                 return Node("paragraph", node.start, node.end, page_no=node.page_no)
-            return Node(node.kind, node.start, node.end, tuple(flat(c) for c in node.children), level=node.level,
+            children = node.children
+            # Streamed children stay a stream, flattened as they are read.
+            children = StreamedChildren(map, flat, children) if type(children) is StreamedChildren else (
+                tuple(flat(c) for c in children)
+            )
+            return Node(node.kind, node.start, node.end, children, level=node.level,
                         title=node.title, language=node.language, fence=node.fence,
                         header_rows=node.header_rows, page_no=node.page_no)
 

@@ -31,7 +31,11 @@ Counting, linear in the document
     token spans more code points, so a slice holds at least its length over that many tokens),
     and chunks come out from inside a section as soon as no merge can change them (after a
     chunk that is not mergeable, or at once without merges): a 50 MB line is never encoded or
-    held whole. For tiktoken's
+    held whole. A block that is split reads its children as a stream, once, in order (a list's
+    items, a table's rows, a quote's blocks; a code block's lines and a block's paragraphs are
+    found in its text the same way), and packs them ``_TILE_BATCH`` tiles at a time: a huge
+    list or table whose children are a ``StreamedChildren`` (re-made on each iteration, never
+    all held) is never held whole either, and a batch's end changes no cut. For tiktoken's
     cl100k_base and for UTF-8 bytes, a slice that starts and ends at line starts followed by
     text (every tile boundary) has exactly as many tokens as the whole encoding has inside it, and
     such slices add up exactly, so a chunk's count is a difference of two running totals plus its
@@ -53,7 +57,8 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from itertools import chain, islice
+from typing import Any, Iterable, Iterator, Mapping
 
 from transforms.structure.tree import LINE_BREAK, LineStarts, Node, NormalizedDocument
 from transforms.tokenizers import Tokenizer
@@ -80,7 +85,11 @@ _ESTIMATE_SLACK = 16
 _LIST_TOKENS = 1 << 18
 #: Texts longer than this many code points are encoded a part of about this size at a time (see ``_Counter``).
 _PART_CHARS = 1 << 22
+#: Line starts whose stability ``Lines`` remembers at most (then it forgets them all).
+_STABLE_MEMO = 1 << 16
 _NON_SPACE = re.compile(r"\S")
+#: Tiles of a split block packed at a time (``Packer._tiles``): what is held of its children.
+_TILE_BATCH = 4096
 _CONTAINERS = frozenset({"list", "list_item", "quote"})
 _KIND = {"table_row": "table", "list_item": "list"}
 
@@ -172,7 +181,8 @@ class Lines(LineStarts):
     A *stable* position is 0, the end, or a line start whose line has a character that Python
     calls non-space (a superset of the tokenizer pattern's ``\\s``, so this errs on the safe
     side). Chunks are cut only there, except inside prose that has to be split. Stability is
-    decided on demand and remembered: most line starts are never asked about.
+    decided on demand and remembered (the latest ``_STABLE_MEMO`` answers: every row of a huge
+    table is asked about once): most line starts are never asked about.
     """
 
     def __init__(self, text: str) -> None:
@@ -191,6 +201,9 @@ class Lines(LineStarts):
                 and not (text[position - 1] == "\r" and text[position] == "\n")
                 and _CONTENT_AHEAD.match(text, position) is not None
             )
+            if len(self._stable) >= _STABLE_MEMO:
+                # Every row of a huge table is asked about once: remember only the latest ones.
+                self._stable = {0: True, self._end: True}
             self._stable[position] = known
         return known
 
@@ -202,34 +215,53 @@ class Lines(LineStarts):
         """Stable positions strictly inside ``(start, end)``."""
         return [p for p in self.line_starts_between(start, end) if self.is_stable(p)]
 
-    def tiles(self, children: tuple[Node, ...], lo: int, hi: int) -> list[tuple[Node | None, int, int]]:
+    def stable_after(self, start: int, end: int) -> Iterator[int]:
+        """:meth:`stable_between` as a stream, found as they are taken (a long code block's lines)."""
+        is_stable = self.is_stable
+        for m in LINE_BREAK.finditer(self.text, start, end):
+            p = m.end()
+            if p < end and is_stable(p):
+                yield p
+
+    def tiles(self, children: Iterable[Node], lo: int, hi: int) -> list[tuple[Node | None, int, int]]:
+        """:meth:`iter_tiles` as a list (for children already held: a section's, the root's)."""
+        return list(self.iter_tiles(children, lo, hi))
+
+    def iter_tiles(self, children: Iterable[Node], lo: int, hi: int) -> Iterator[tuple[Node | None, int, int]]:
         """Cut ``[lo, hi)`` at the line starts of ``children``: ``(node, start, end)`` in order.
 
         The first tile starts at ``lo``; a child whose line starts at or before the previous cut
         joins the tile before it; text before the first child's line is a ``None`` tile unless it
         is whitespace (then the first child's tile starts at ``lo``).
+
+        ``children`` is read once, in order, as a stream: a tile's end is the next tile's start,
+        so one tile is held back and nothing else (a block's children may be a
+        :class:`~transforms.structure.tree.StreamedChildren` too long to hold).
         """
-        cuts: list[tuple[Node | None, int]] = []
         text = self.text
+        node: Node | None = None
+        at_last = -1  # where the held-back tile starts (-1: none yet)
         for child in children:
             at = child.start
             if at and text[at - 1] != "\n":
                 at = self.line_start(at)
-            if not cuts and (at <= lo or not self.text[lo:at].strip()):
-                cuts.append((child, lo))
+            if at_last < 0 and (at <= lo or not text[lo:at].strip()):
+                node, at_last = child, lo
                 continue
             if not self.is_stable(at):
                 # Its first line holds only spaces Python sees as such (e.g. U+00A0) that the
                 # parser read as text: cut at its first line with other text instead.
-                at = next((p for p in self.line_starts_between(at, child.end) if self.is_stable(p)), hi)
-            if at <= (cuts[-1][1] if cuts else lo) or at >= hi:
+                at = next(self.stable_after(at, child.end), hi)
+            if at <= (at_last if at_last >= 0 else lo) or at >= hi:
                 continue
-            if not cuts:
-                cuts.append((None, lo))
-            cuts.append((child, at))
-        if not cuts:
-            return [(None, lo, hi)]
-        return [(node, at, cuts[i + 1][1] if i + 1 < len(cuts) else hi) for i, (node, at) in enumerate(cuts)]
+            if at_last < 0:
+                node, at_last = None, lo
+            yield node, at_last, at
+            node, at_last = child, at
+        if at_last < 0:
+            yield None, lo, hi
+        else:
+            yield node, at_last, hi
 
 
 def _closes(line: str, fence: str) -> bool:
@@ -370,6 +402,10 @@ class _Counter:
         if count is None:
             count = self._prefix_cache[titles] = self.tokenizer.count(heading_prefix(titles)) if titles else 0
         return count
+
+
+#: A repeated header or fence a chunk opens with, and its kind: ``(span, kind)`` or ``(None, None)``.
+_Context = tuple[tuple[int, int] | None, str | None]
 
 
 class _Candidates:
@@ -523,13 +559,18 @@ class _Run:
 
     def _forget_before(self, position: int) -> None:
         """Let the counter drop token ends before ``position`` and before every chunk that may still
-        be counted: those not yet streamed out, the open one, and the last one (overlap)."""
+        be counted: those not yet streamed out, the open one, and the last one (overlap).
+
+        Only a chunk's own text counts here, not a repeated header or fence before it: that is
+        counted once (``_Counter.context``, remembered) when its block is split, so the token
+        ends behind a huge table's rows are dropped although its header, at the top, comes
+        again in every part."""
         for chunk in (self.out[0] if self.out else None, self.last):
             if chunk is not None:
-                position = min(position, chunk.spans[0][0])
+                position = min(position, chunk.spans[-1][0])
         cur = self.cur
         if cur is not None:
-            position = min(position, cur.start, cur.context[0] if cur.context else cur.start)
+            position = min(position, cur.start)
         self.counter.forget_before(position)
 
     def _release(self) -> list[PackedChunk]:
@@ -773,6 +814,15 @@ class _Run:
             # No merge joins a chunk that is not mergeable, nor two chunks on either side of it
             # (merges join neighbours, both mergeable): the chunks up to it are final.
             self.final = len(self.out)
+        elif (
+            chunk.token_count >= self.p.min_preferred_tokens
+            and len(self.out) > 1
+            and self.out[-2].token_count >= self.p.min_preferred_tokens
+        ):
+            # A merge needs one of the two under min_preferred_tokens, and merged chunks only
+            # grow: none ever joins two that are both at least that (the parts of a huge list):
+            # the chunks before this one are final.
+            self.final = max(self.final, len(self.out) - 1)
         self.last_tiles = self.tiles_in_cur
         self.tiles_in_cur = []
 
@@ -801,74 +851,90 @@ class _Run:
 
     def _tiles(
         self,
-        tiles: list[tuple[Node | None, int, int]],
+        tiles: list[tuple[Node | None, int, int]] | Iterator[tuple[Node | None, int, int]],
         path: tuple[Node, ...],
         top: int,
         *,
-        contexts: list[tuple[tuple[int, int] | None, str | None]] | None = None,
+        contexts: tuple[int, _Context, _Context] | None = None,
         split: str | None = None,
     ) -> Iterator[PackedChunk]:
         """Pack tiles in order: subsections, headings and blocks (or the parts of a split block).
 
-        ``contexts`` gives, per tile, the repeated header or fence a chunk opening at it starts
-        with; ``split`` names the block the tiles are parts of.
+        ``tiles`` is a list, or an iterator (a split block's parts, read as a stream and packed
+        :data:`_TILE_BATCH` at a time: a block's tiles are never all held). ``contexts`` is
+        ``(k, first, rest)``: a chunk opening at one of the first ``k`` tiles starts with the
+        repeated header or fence ``first`` (``(span, kind)`` or ``(None, None)``), at a later
+        tile with ``rest``; ``split`` names the block the tiles are parts of.
 
         The common case, blocks joining a chunk that already has text, takes one bisection over
         the tiles' running token counts instead of a step per block; it decides exactly as
-        :meth:`_block` would (extend while the chunk stays within ``target_tokens``).
+        :meth:`_block` would (extend while the chunk stays within ``target_tokens``). A batch's
+        end changes no decision: that run stops there and the next batch's first tile, which
+        starts where the open chunk ends, goes on with the same run (same start, prefix and
+        context, so the same room).
         """
         counter = self.counter
         fast = counter.additive and not self.p.overlap_tokens
-        i, n = 0, len(tiles)
-        while i < n:
-            if self.final:
-                yield from self._release()
-            node, s, e = tiles[i]
-            if node is not None and node.kind == "section":
-                yield from self._section(node, s, e, path, top)
-                i += 1
-                continue
-            cur = self.cur
-            opening = {"split": split}
-            if contexts is not None:
-                opening["context"], opening["context_kind"] = contexts[i]
-            if not (fast and cur is not None and cur.has_body and cur.exact_count is None
-                    and cur.end == s and self._can_join(top)):
-                if not self._block(node, s, e, path, top, **opening):
-                    yield from self._split(node, s, e, path, top, context=opening.get("context"),
-                                           context_kind=opening.get("context_kind"))
-                i += 1
-                continue
-            # Tokens the chunk may still take, as a bound on the running count at a tile end.
-            base = counter.tokens_before(cur.start)
-            room = self.p.target_tokens - counter.prefix(cur.prefix) + base
-            if cur.context is not None:
-                room -= counter.context(cur.context)
-            j = i
-            while j < n:
-                tile = tiles[j][0]
-                if tile is not None and tile.kind in ("section", "heading"):
-                    break
-                # (tokens_before(tile end) > room, without encoding far ahead for a huge tile)
-                if counter.at_least(cur.start, tiles[j][2]) > room - base or counter.tokens_before(tiles[j][2]) > room:
-                    break
-                j += 1
-            if j == i:
-                if not self._block(node, s, e, path, top, **opening):
-                    yield from self._split(node, s, e, path, top, context=opening.get("context"),
-                                           context_kind=opening.get("context_kind"))
-                i += 1
-                continue
-            # What _extend does per tile, once for the run (no overlap here: tile starts unused).
-            kinds = cur.kinds
-            for tile, _, _ in tiles[i:j]:
-                kind = _KIND.get(tile.kind, tile.kind) if tile is not None else "paragraph"
-                if kind not in kinds:
-                    kinds.append(kind)
-                if cur.page_no is None and tile is not None:
-                    cur.page_no = tile.page_no
-            cur.end = tiles[j - 1][2]
-            i = j
+        if type(tiles) is list:
+            batches: Iterable[list] = (tiles,)
+        else:
+            stream = tiles
+            batches = iter(lambda: list(islice(stream, _TILE_BATCH)), [])
+        offset = 0  # tiles in earlier batches
+        for tiles in batches:
+            i, n = 0, len(tiles)
+            while i < n:
+                if self.final:
+                    yield from self._release()
+                node, s, e = tiles[i]
+                if node is not None and node.kind == "section":
+                    yield from self._section(node, s, e, path, top)
+                    i += 1
+                    continue
+                cur = self.cur
+                opening = {"split": split}
+                if contexts is not None:
+                    opening["context"], opening["context_kind"] = (
+                        contexts[1] if offset + i < contexts[0] else contexts[2]
+                    )
+                if not (fast and cur is not None and cur.has_body and cur.exact_count is None
+                        and cur.end == s and self._can_join(top)):
+                    if not self._block(node, s, e, path, top, **opening):
+                        yield from self._split(node, s, e, path, top, context=opening.get("context"),
+                                               context_kind=opening.get("context_kind"))
+                    i += 1
+                    continue
+                # Tokens the chunk may still take, as a bound on the running count at a tile end.
+                base = counter.tokens_before(cur.start)
+                room = self.p.target_tokens - counter.prefix(cur.prefix) + base
+                if cur.context is not None:
+                    room -= counter.context(cur.context)
+                j = i
+                while j < n:
+                    tile = tiles[j][0]
+                    if tile is not None and tile.kind in ("section", "heading"):
+                        break
+                    # (tokens_before(tile end) > room, without encoding far ahead for a huge tile)
+                    if counter.at_least(cur.start, tiles[j][2]) > room - base or counter.tokens_before(tiles[j][2]) > room:
+                        break
+                    j += 1
+                if j == i:
+                    if not self._block(node, s, e, path, top, **opening):
+                        yield from self._split(node, s, e, path, top, context=opening.get("context"),
+                                               context_kind=opening.get("context_kind"))
+                    i += 1
+                    continue
+                # What _extend does per tile, once for the run (no overlap here: tile starts unused).
+                kinds = cur.kinds
+                for tile, _, _ in tiles[i:j]:
+                    kind = _KIND.get(tile.kind, tile.kind) if tile is not None else "paragraph"
+                    if kind not in kinds:
+                        kinds.append(kind)
+                    if cur.page_no is None and tile is not None:
+                        cur.page_no = tile.page_no
+                cur.end = tiles[j - 1][2]
+                i = j
+            offset += n
 
     def _block(
         self,
@@ -932,56 +998,82 @@ class _Run:
         kind = node.kind if node is not None else "paragraph"
         # Where the block itself starts: its tile may begin earlier, with blank lines before it.
         own = max(start, self.lines.line_start(node.start)) if node is not None else start
+        none: _Context = (None, None)
         if kind in _CONTAINERS and node.children:
-            tiles = self.lines.tiles(node.children, start, end)
-            if len(tiles) == 1 and tiles[0][0] is not None and tiles[0][0] is not node:
-                yield from self._split(tiles[0][0], start, end, path, top, context=context, context_kind=context_kind)
-                return
-            if len(tiles) > 1:
-                yield from self._tiles(tiles, path, top, contexts=[(context, context_kind)] * len(tiles), split=kind)
+            # The children are read as a stream (see ``Lines.iter_tiles``); two tiles are looked at first.
+            tiles = self.lines.iter_tiles(node.children, start, end)
+            first = next(tiles)
+            second = next(tiles, None)
+            if second is None:
+                if first[0] is not None and first[0] is not node:
+                    yield from self._split(first[0], start, end, path, top, context=context, context_kind=context_kind)
+                    return
+            else:
+                yield from self._tiles(chain((first, second), tiles), path, top,
+                                       contexts=(0, none, (context, context_kind)), split=kind)
                 return
         if kind == "table" and node.children:
-            tiles = self.lines.tiles(node.children, start, end)
-            header_end = tiles[node.header_rows][1] if 0 < node.header_rows < len(tiles) else None
+            tiles = self.lines.iter_tiles(node.children, start, end)
+            rows = node.header_rows
+            head = list(islice(tiles, max(rows + 1, 2)))  # the header rows and the first body row
+            header_end = head[rows][1] if 0 < rows < len(head) else None
             header = (own, header_end) if header_end is not None and own < header_end else None
             if header is not None and not self._fits_context(path, header):
                 header = None  # a header this large is not repeated; rows are still kept whole
-            if len(tiles) > 1:
-                body = [(header, "table_header") if header is not None and s >= header_end else (None, None)
-                        for _, s, _ in tiles]
-                yield from self._tiles(tiles, path, top, contexts=body, split="table")
+            if len(head) > 1:
+                # Tiles from the first body row on (row ``rows``: its start is ``header_end``) repeat the header.
+                contexts = (rows, none, (header, "table_header")) if header is not None else (0, none, none)
+                yield from self._tiles(chain(head, tiles), path, top, contexts=contexts, split="table")
                 return
         if kind == "code":
-            lines = self.lines.stable_between(own, end)
-            if lines:
-                fence = (own, lines[0]) if node.fence else None
+            lines = self.lines.stable_after(own, end)
+            first_line = next(lines, None)
+            if first_line is not None:
+                fence = (own, first_line) if node.fence else None
                 if fence is not None and not self._fits_context(path, fence):
                     fence = None
-                cuts = [start, *lines]
-                if len(cuts) > 2 and _closes(self.text[cuts[-1]:end], node.fence):
-                    cuts.pop()  # the closing fence stays with the last line of code, never a part of its own
-                tiles = [(node, s, cuts[i + 1] if i + 1 < len(cuts) else end) for i, s in enumerate(cuts)]
-                fences = [(None, None)] + [(fence, "code_fence") if fence else (None, None)] * (len(cuts) - 1)
-                yield from self._tiles(tiles, path, top, contexts=fences, split="code")
+                # The closing fence stays with the last line of code, never a part of its own.
+                tiles = self._cut_tiles(node, start, end, chain((first_line,), lines), closing=node.fence)
+                yield from self._tiles(tiles, path, top, contexts=(1, none, (fence, "code_fence") if fence else none),
+                                       split="code")
                 return
-        paragraphs = [
+        paragraphs = (
             m.end() for m in _BLANK_LINES.finditer(self.text, own, end)
             if own < m.end() < end and self.lines.is_stable(m.end())
-        ]
-        if paragraphs:
+        )
+        first_paragraph = next(paragraphs, None)
+        if first_paragraph is not None:
             # A block with blank lines inside (an rST directive, an HTML block, a long quote):
             # cut between its paragraphs first, each a tile counted from the one encoding. A
             # directive's line (its "fence") is repeated at the top of every later part.
-            cuts = [start, *paragraphs]
-            tiles = [(node, s, cuts[i + 1] if i + 1 < len(cuts) else end) for i, s in enumerate(cuts)]
-            contexts = [(context, context_kind)] * len(tiles)
+            tiles = self._cut_tiles(node, start, end, chain((first_paragraph,), paragraphs))
+            contexts = (0, none, (context, context_kind))
             if node is not None and node.fence and context is None:
-                fence = (own, paragraphs[0])
+                fence = (own, first_paragraph)
                 if self._fits_context(path, fence):
-                    contexts = [(None, None)] + [(fence, "directive")] * (len(tiles) - 1)
+                    contexts = (1, none, (fence, "directive"))
             yield from self._tiles(tiles, path, top, contexts=contexts, split=kind)
             return
         yield from self._split_prose(node, start, end, path, top, context=context, context_kind=context_kind)
+
+    def _cut_tiles(
+        self, node: Node | None, start: int, end: int, cuts: Iterator[int], *, closing: str = ""
+    ) -> Iterator[tuple[Node | None, int, int]]:
+        """Tiles ``(node, s, e)`` of ``[start, end)`` cut at ``cuts`` (ascending, inside it), as a
+        stream. With ``closing`` (a code block's opening fence) and at least two cuts, a last line
+        that closes that fence is not a tile of its own: it ends the tile before it."""
+        previous, pending, count = start, None, 1
+        for at in cuts:
+            if pending is not None:
+                yield pending
+            pending = (node, previous, at)
+            previous, count = at, count + 1
+        if closing and count > 2 and _closes(self.text[previous:end], closing):
+            yield node, pending[1], end
+            return
+        if pending is not None:
+            yield pending
+        yield node, previous, end
 
     def _fits_context(self, path: tuple[Node, ...], context: tuple[int, int]) -> bool:
         """Whether a repeated header or fence leaves at least half the budget for rows or lines."""
