@@ -411,10 +411,15 @@ def _windowed_blocks(source: str, notes: list[str]) -> Iterator[Node | None]:
 def _cut_at_window_end(nodes: list, pos: "_Positions", source: str, line_starts: LineStarts,
                        notes: list[str]) -> Iterator[Node | None]:
     """Every block of a window of :data:`MAX_WINDOW_CHARS`, the last one cut where the window
-    ends (the next window starts there, a line start); a diagnostic names the line."""
-    converted = [_detached(_convert(node, pos, 0), source, line_starts) for node in nodes]
+    ends (the next window starts there, a line start); a diagnostic names the line. The cut
+    block's children are :class:`~transforms.structure.tree.StreamedChildren` parsed again from
+    its own text on every iteration, so the parts of a huge block are not all kept converted."""
+    converted = [_convert(node, pos, 0) for node in nodes]
     last = next((node for node in reversed(converted) if node is not None), None)
+    converted = [_detached(node, source, line_starts) if node is not last else node for node in converted]
     if last is not None:
+        if last.kind in ("list", "quote", "table"):
+            last.children = StreamedChildren(_reparsed_children, last.start, last.end, source, line_starts)
         line = source.count("\n", 0, last.start) + 1
         notes.append(f"the block on line {line} is longer than a window of {MAX_WINDOW_CHARS} code points: "
                      "cut where each window ends")
