@@ -369,6 +369,10 @@ def _windowed_blocks(source: str, notes: list[str]) -> Iterator[Node | None]:
     """
     line_starts = LineStarts(source)
     start, size, n = 0, WINDOW_CHARS, len(source)
+    front = _front_matter(source, line_starts)
+    if front is not None:
+        yield front
+        start = _after_line_break(source, front.end)
     while start < n:
         end = _window_end(source, start, size)
         last = end == n
@@ -406,6 +410,40 @@ def _windowed_blocks(source: str, notes: list[str]) -> Iterator[Node | None]:
         if last:
             return
         start, size = next_start, WINDOW_CHARS
+
+
+# Front matter's first line (the parser's rule: any indentation, three dashes or more, anything after).
+_FRONT_MATTER_OPENING = re.compile(r"[ \t]*(-{3,})")
+
+
+def _after_line_break(source: str, position: int) -> int:
+    """Past the line break at ``position`` (``position`` itself when none is there)."""
+    line_break = LINE_BREAK.match(source, position)
+    return line_break.end() if line_break else position
+
+
+def _front_matter(source: str, line_starts: LineStarts) -> Node | None:
+    """The front matter of a long document when the first window cannot hold it, else ``None``.
+
+    Front matter is decided by its closing line (a later line of at least as many dashes, any
+    indentation, anything after): a first window that ends before it would read ``---`` as a
+    thematic break and the front matter as other blocks. The text up to the first such line is
+    parsed alone (front matter is one node, whatever its length), if it fits
+    :data:`MAX_WINDOW_CHARS`; the next window starts after it.
+    """
+    opening = _FRONT_MATTER_OPENING.match(source)
+    if opening is None:
+        return None
+    closing = re.compile(r"(?:\r\n?|\n)[ \t]*-{%d,}" % len(opening.group(1))).search(source, opening.end())
+    if closing is None:
+        return None
+    end = _after_line_break(source, _line_end(source, closing.end()))
+    if end <= _window_end(source, 0, WINDOW_CHARS) or end > MAX_WINDOW_CHARS:
+        return None  # the first window holds it (or it is cut as any huge block)
+    nodes = _parser(front_matter=True).tree(source[:end]).children
+    if len(nodes) != 1 or nodes[0].name != "front_matter" or nodes[0].srcmap is None:
+        return None  # (never expected: the parser's rule is the scan's)
+    return _convert(nodes[0], _Positions(source, 0, end, line_starts), 0)
 
 
 def _cut_at_window_end(nodes: list, pos: "_Positions", source: str, line_starts: LineStarts,

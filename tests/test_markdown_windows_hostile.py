@@ -1,0 +1,38 @@
+"""Hostile inputs for the Markdown normalizer's windows (s9-hostile): each case once failed to give
+the blocks of one whole parse when parsed a window at a time (small windows stand for the real
+ones: WINDOW_CHARS 1 Mi code points, WINDOW_LINES 8192, STREAM_WINDOW_CHARS 64 Ki)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_normalize_markdown import _deep, _streamed
+from transforms.structure.normalizers.markdown import normalize_markdown
+
+# (text, WINDOW_CHARS, STREAM_WINDOW_CHARS)
+_CASES = {
+    # Front matter longer than the first window: its closing line is past the window, where the
+    # window's parse read "----" as a thematic break and the rest as other blocks.
+    "front matter past the first window": ("----\r-x | y\n- in comment -->\n  ```\n----\n", 31, 202),
+    "front matter closed by an indented longer line": (
+        "---\ntitle: x\n" + "".join(f"key{i}: value {i}\n\n" for i in range(200)) + "  -----  x\n# After\n\n- a\n- b\n", 100, 64),
+    "front matter of CR lines": ("---\r" + "".join(f"k{i}: v\r\r" for i in range(100)) + "---\r" + "para\r" * 50, 64, 64),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_CASES))
+def test_hostile_documents_read_in_windows_give_the_whole_parses_blocks(monkeypatch, name):
+    text, window, stream_window = _CASES[name]
+    whole = _deep(normalize_markdown(text))
+    assert _streamed(monkeypatch, text, window, stream_window)[0] == whole
+
+
+def test_front_matter_longer_than_a_window_is_one_block_and_the_parser_sees_it_once(monkeypatch):
+    """Front matter the first window cannot hold is parsed alone (one node), and the windows go on
+    after it; the blocks are a whole parse's."""
+    text = "---\n" + "".join(f"- item {i}\n" for i in range(300)) + "---\n\n# Title\n\n" + "Para.\n\n" * 100
+    whole = _deep(normalize_markdown(text))
+    assert whole[0][:3] == ("rule", 0, text.index("---\n\n#") + 3)
+    windowed, parsed, _ = _streamed(monkeypatch, text, 200, 200)
+    assert windowed == whole
+    assert parsed[0] == text.index("\n\n# Title") + 1 and max(parsed[1:]) < 600
