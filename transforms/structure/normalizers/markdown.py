@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from functools import lru_cache
+from itertools import islice
 from typing import Iterator
 
 from transforms.structure.tree import LINE_BREAK, LazyChildren, LineStarts, Node, NormalizedDocument, StreamedChildren
@@ -78,8 +79,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 #: about 15 bytes per byte of prose, but 2.5 to 7 KB per line of a list of short items or a table
 #: of short rows.
 WINDOW_CHARS = 1 << 20
-#: The most lines (``"\n"``) a window of ``WINDOW_CHARS`` holds; a window of another size holds
-#: as many in proportion (at least one).
+#: The most lines (line breaks of any kind) a window of ``WINDOW_CHARS`` holds; a window of
+#: another size holds as many in proportion (at least one).
 WINDOW_LINES = 1 << 13
 #: The largest window (code points; lines in proportion, as for ``WINDOW_CHARS``). A top-level
 #: block that no window this size holds, and that is not a raw block, list or table read in
@@ -296,7 +297,7 @@ def normalize_markdown(content: str) -> NormalizedDocument:
     paragraphs, with a diagnostic).
     """
     source = content
-    windowed = len(content) > WINDOW_CHARS or content.count("\n") > WINDOW_LINES
+    windowed = len(content) > WINDOW_CHARS or _line_breaks(content, 0, len(content)) > WINDOW_LINES
     if windowed and not content.isascii() and _SURROGATE.search(content):
         source = _without_surrogates(content)
     deep = _too_deep(source)
@@ -604,7 +605,7 @@ class _NotStreamable(Exception):
 
 def _window_end(source: str, start: int, size: int) -> int:
     """The end of a window from ``start`` (a line start): after the first line break at or past
-    ``start + size`` code points, or after the ``"\\n"`` that ends its ``WINDOW_LINES * size //
+    ``start + size`` code points, or after the line break that ends its ``WINDOW_LINES * size //
     WINDOW_CHARS``-th line if that comes first; ``len(source)`` when neither is in the text."""
     n = len(source)
     end = n
@@ -612,11 +613,21 @@ def _window_end(source: str, start: int, size: int) -> int:
         line_break = LINE_BREAK.search(source, start + size)
         end = line_break.end() if line_break else n
     lines = max(1, WINDOW_LINES * size // WINDOW_CHARS)
-    if source.count("\n", start, end) > lines:
-        end = start
-        for _ in range(lines):
-            end = source.find("\n", end) + 1
+    if _line_breaks(source, start, end) > lines:
+        line_break = None
+        for line_break in islice(LINE_BREAK.finditer(source, start, end), lines):
+            pass
+        end = line_break.end()
     return end
+
+
+def _line_breaks(source: str, start: int, end: int) -> int:
+    """How many line breaks (``"\\r\\n"``, a lone ``"\\r"`` or ``"\\n"``) ``source[start:end]`` holds:
+    a text of lone ``"\\r"`` line breaks has as many lines (and as large a parse tree) as one of
+    ``"\\n"``."""
+    line_feeds = source.count("\n", start, end)
+    returns = source.count("\r", start, end)
+    return line_feeds + returns - source.count("\r\n", start, end) if returns else line_feeds
 
 
 def _trimmed_end(source: str, start: int, end: int) -> int:
