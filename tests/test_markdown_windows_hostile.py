@@ -66,3 +66,16 @@ def test_a_document_of_more_lone_cr_lines_than_window_lines_is_windowed(monkeypa
     monkeypatch.setattr(markdown, "WINDOW_LINES", 100)
     windowed, parsed, _ = _streamed(monkeypatch, text, len(text) + 1, 1 << 16)
     assert windowed == whole and len(parsed) > 5
+
+
+@pytest.mark.parametrize("header, delimiter", [("<div>", "|---|"), ("<!-- c", "---|"), ("<script> | x", "|---|---|"),
+                                               ("<div>\t| b |", "--|:-:")])
+def test_an_html_line_that_heads_a_table_is_a_table_wherever_a_window_ends(monkeypatch, header, delimiter):
+    """A line that opens an HTML block followed by a delimiter row is a table's header (the parser
+    tries tables first): every window size from 10 to 70 code points puts a window's end after it
+    in some window, and the blocks stay a whole parse's."""
+    text = "P\n\n" * 9 + header + "\n" + delimiter + "\n" + "| 1 | 2 |\n" * 5 + "\n<div>\nhtml\n\nAfter.\n"
+    whole = _deep(normalize_markdown(text))
+    assert [b[0] for b in whole][9:] == ["table", "html", "paragraph"]
+    for window in range(10, 70):
+        assert _streamed(monkeypatch, text, window, 64)[0] == whole, window

@@ -526,12 +526,17 @@ def _raw_block_end(source: str, start: int, name: str, meta) -> int:
 
 def _raw_tail(source: str, nodes: list, pos: "_Positions") -> tuple[Node, int] | None:
     """When a window's last top-level node is a raw block, that block as a :class:`Node` with its
-    real end (found by :func:`_raw_block_end`) and where the next window starts; else ``None``."""
+    real end (found by :func:`_raw_block_end`) and where the next window starts; else ``None``
+    (also for an HTML block whose second line is past the window: it could make a table)."""
     if not nodes or nodes[-1].name not in _RAW or nodes[-1].srcmap is None:
         return None
     tail = nodes[-1]
     converted = _convert(tail, pos, 0)
     if converted is None:
+        return None
+    if tail.name == "html_block" and pos.limit <= _after_line_break(source, _line_end(source, converted.start)):
+        # The window ends after the block's first line: a delimiter row on the next line would
+        # make that line a table's header (the parser tries tables first), so it must be seen.
         return None
     end = _raw_block_end(source, converted.start, tail.name, tail.meta)
     while end > converted.start and source[end - 1] in "\r\n":
