@@ -79,3 +79,15 @@ def test_an_html_line_that_heads_a_table_is_a_table_wherever_a_window_ends(monke
     assert [b[0] for b in whole][9:] == ["table", "html", "paragraph"]
     for window in range(10, 70):
         assert _streamed(monkeypatch, text, window, 64)[0] == whole, window
+
+
+@pytest.mark.parametrize("item", ["* \n\t2\n", "- a\n\tb\t\n", "1. \n\t\tx\n", "- \n  \tz\n"])
+def test_children_parsed_again_keep_a_tab_expanded_text_past_the_block_out(monkeypatch, item):
+    """The parser reports a tight item's text after an expanded tab a few bytes past the real text:
+    in a whole parse that falls on the blank line after the list (no block), and the children a
+    long document's list parses again from its own text must drop it too (they made it a
+    paragraph of the item)."""
+    text = "P\n\n" * 30 + item + "\n =  after\n\n" + "P\n\n" * 30
+    whole = _deep(normalize_markdown(text))
+    for window in (40, 71, 130):
+        assert _streamed(monkeypatch, text, window, 64)[0] == whole, window

@@ -569,8 +569,8 @@ def _detached(node: Node | None, source: str, line_starts: LineStarts) -> Node |
 
 class _PastTheEnd(_Positions):
     """:class:`_Positions` for a parse of ``text[offset:limit]`` that stands for a part of a longer
-    parse: an end the parser reports past the parsed text (after expanding a tab) is not cut to
-    ``limit`` but goes on into the text after it, as in the longer parse (one code point a byte:
+    parse: an end (or start) the parser reports past the parsed text (after expanding a tab) is
+    not cut to ``limit`` but goes on into the text after it, as in the longer parse (one code point a byte:
     such an end passes the limit by at most three bytes)."""
 
     def __init__(self, text: str, offset: int, limit: int, line_starts: LineStarts) -> None:
@@ -582,6 +582,9 @@ class _PastTheEnd(_Positions):
         past = srcmap[1] - self._parsed_bytes
         if past > 0:
             end = min(self.limit + past, len(self.text))
+            past = srcmap[0] - self._parsed_bytes
+            if past > 0:  # (a tight item's text after a tab: wholly past the block, as in the longer parse)
+                start = min(self.limit + past, len(self.text))
         return start, end
 
 
