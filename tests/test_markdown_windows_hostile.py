@@ -91,3 +91,17 @@ def test_children_parsed_again_keep_a_tab_expanded_text_past_the_block_out(monke
     whole = _deep(normalize_markdown(text))
     for window in (40, 71, 130):
         assert _streamed(monkeypatch, text, window, 64)[0] == whole, window
+
+
+@pytest.mark.parametrize("line_break", ["\r", "\r\n", "\n"])
+def test_a_fences_first_line_ends_at_any_line_break(monkeypatch, line_break):
+    """``fence`` is the opening line: a lone "\\r" ends it (it ran on to the next "\\n", so a window
+    ending at the "\\r" gave another value than the whole parse)."""
+    text = "para\n\n" + "```py" + line_break + "code" + line_break + "# x" + line_break + "```\n\nafter\n"
+    doc = normalize_markdown(text)
+    assert [(b.kind, b.fence, b.language) for b in doc.blocks][1] == ("code", "```py", "py")
+    minimized = "=>\x00= !-91-.=_a    |---|\r```9\r#😀=: 1. - >\x00!"
+    whole = _deep(normalize_markdown(minimized))
+    assert whole[1][6] == "```9"
+    monkeypatch.setattr("transforms.structure.normalizers.markdown.WINDOW_LINES", 18)
+    assert _streamed(monkeypatch, minimized, 28, 28)[0] == whole

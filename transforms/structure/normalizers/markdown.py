@@ -231,8 +231,8 @@ def _convert(node, pos: _Positions, list_depth: int) -> Node | None:
     if kind == "list_item":
         return Node("list_item", start, end, LazyChildren(_convert_children, node, pos, list_depth, end, start))
     if kind == "fence":
-        line_end = text.find("\n", start)
-        first_line = text[start : line_end if line_end != -1 else end].rstrip("\r").strip()
+        line_break = LINE_BREAK.search(text, start, end)  # (a lone "\r" ends the line too)
+        first_line = text[start : line_break.start() if line_break else end].strip()
         info = str(node.meta.get("info", "")).strip()
         return Node("code", start, end, fence=first_line, language=info.split()[0] if info else "")
     if kind == "quote":
