@@ -105,3 +105,18 @@ def test_a_fences_first_line_ends_at_any_line_break(monkeypatch, line_break):
     assert whole[1][6] == "```9"
     monkeypatch.setattr("transforms.structure.normalizers.markdown.WINDOW_LINES", 18)
     assert _streamed(monkeypatch, minimized, 28, 28)[0] == whole
+
+
+@pytest.mark.parametrize("block_item", ["- ```\n  x\n\n  y\n  ```\n", "- <div>\n  x\n  </div>\n", "-\n", "1. ```\n   x\n   ```\n"])
+def test_a_list_loose_by_a_blank_line_between_items_without_paragraphs_is_loose_in_every_window(monkeypatch, block_item):
+    """A blank line between items that hold no paragraph (fenced code, HTML, empty items) makes the
+    whole list loose; a later window of items with text alone is tight, where the parser cuts an
+    item's trailing whitespace ("- \\n  b \\t": the paragraph is "b \\t" loose, "b" tight). Such a
+    window is parsed again behind an item of the list to see it."""
+    later = "- \n  b \t\n" if block_item[0] == "-" else "1. \n   b \t\n"
+    text = block_item * 30 + "\n" + block_item * 30 + later * 200 + "\nAfter\n"
+    whole = _deep(normalize_markdown(text))
+    assert whole[0][8][-1][8][0][0:3:2] == ("paragraph", len(text) - len("\n\nAfter\n"))  # "b \t": loose
+    for window, stream_window in ((300, 64), (200, 128), (100, 40)):
+        windowed, _, streamed = _streamed(monkeypatch, text, window, stream_window)
+        assert windowed == whole and streamed == 1, (window, stream_window)

@@ -740,10 +740,22 @@ def _list_windows(source: str, start: int, size: int, line_starts: LineStarts, c
         start, window = next_start, size
 
 
-def _is_loose(items) -> bool:
-    """Whether a window's list is loose: an item holds a paragraph node (a tight list's
-    paragraphs are bare inline text)."""
-    return any(child.name == "paragraph" for item in items for child in item.children)
+def _is_loose(parsed, pos: _Positions, source: str, item: str) -> bool:
+    """Whether a window's list (``parsed``, the window ``source[pos.offset:pos.limit]``) is loose.
+
+    It is when an item holds a paragraph node (a tight list's paragraphs are bare inline text).
+    A window with a blank line whose items hold no paragraph (fenced code, HTML, empty items)
+    can still make the list loose: it is parsed again behind ``item`` (an item of the list with
+    one line of text, see :func:`_streamed_tail`), whose text is a paragraph node exactly when
+    the list is loose.
+    """
+    if any(child.name == "paragraph" for entry in parsed.children for child in entry.children):
+        return True
+    if _BLANK_LINE.search(source, pos.offset, pos.limit) is None:
+        return False
+    nodes = _parser(front_matter=False).tree(f"{item}\n{source[pos.offset:pos.limit]}").children
+    probe = nodes[0].children[0] if nodes and nodes[0].children else None
+    return probe is not None and any(child.name == "paragraph" for child in probe.children)
 
 
 def _table_windows(source: str, start: int, size: int, line_starts: LineStarts, convert: bool, loose: str = ""):
@@ -823,19 +835,20 @@ def _streamed_tail(source: str, nodes: list, pos: _Positions, line_starts: LineS
     size = STREAM_WINDOW_CHARS
     block = None
     loose = False
+    marker = str(tail.meta.get("marker", ""))
+    # An item of the list whose content starts at column five or six: no item line (indented at
+    # most three columns) after it can continue it.
+    item = f"{marker}    x" if tail.name == "bullet_list" else f"1{marker}    x"
     try:
         for count, (_, end, parsed, window_pos) in enumerate(windows(source, converted.start, size, line_starts, False)):
             if end is not None and count == 0:
                 block = _detached(_convert(parsed, window_pos, 0), source, line_starts)
-            loose = loose or (parsed.name != "table" and _is_loose(parsed.children))
+            loose = loose or (parsed.name != "table" and _is_loose(parsed, window_pos, source, item))
             del parsed, window_pos
     except _NotStreamable:
         return None
     if block is None:
-        marker = str(tail.meta.get("marker", ""))
-        # An item whose content starts at column five or six: no item line (indented at most three
-        # columns) after the blank line can continue it.
-        item = "" if tail.name == "table" or not loose else f"{marker}    x" if tail.name == "bullet_list" else f"1{marker}    x"
+        item = item if tail.name != "table" and loose else ""
         block = Node(converted.kind, converted.start, end,
                      StreamedChildren(_streamed_children, windows, source, converted.start, end, size, line_starts, item),
                      level=converted.level, header_rows=converted.header_rows)
