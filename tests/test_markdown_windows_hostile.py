@@ -120,3 +120,14 @@ def test_a_list_loose_by_a_blank_line_between_items_without_paragraphs_is_loose_
     for window, stream_window in ((300, 64), (200, 128), (100, 40)):
         windowed, _, streamed = _streamed(monkeypatch, text, window, stream_window)
         assert windowed == whole and streamed == 1, (window, stream_window)
+
+
+def test_the_diagnostic_of_a_cut_block_names_the_line_cap_and_counts_lone_cr_lines():
+    """A block of more lines than the largest window holds is cut even when it is short in code
+    points (a 20 000-line quote of 360 KB: known, see the s9-hostile report): the diagnostic says
+    so, and counts a lone "\\r" as a line break."""
+    text = "# T\r\r" + "".join(f"> quoted line {i}\r" for i in range(20000)) + "\rAfter.\r"
+    doc = normalize_markdown(text)
+    assert [b.kind for b in doc.blocks] == ["heading", "quote", "quote", "paragraph"]
+    assert doc.diagnostics == ("the block on line 3 is longer than a window of 2097152 code points or 16384 lines: "
+                               "cut where each window ends",)

@@ -454,9 +454,10 @@ def _cut_at_window_end(nodes: list, pos: "_Positions", source: str, line_starts:
     converted = [_detached(_convert(node, pos, 0), source, line_starts) for node in nodes]
     last = next((node for node in reversed(converted) if node is not None), None)
     if last is not None:
-        line = source.count("\n", 0, last.start) + 1
-        notes.append(f"the block on line {line} is longer than a window of {MAX_WINDOW_CHARS} code points: "
-                     "cut where each window ends")
+        line = _line_breaks(source, 0, last.start) + 1
+        lines = max(1, WINDOW_LINES * MAX_WINDOW_CHARS // WINDOW_CHARS)
+        notes.append(f"the block on line {line} is longer than a window of {MAX_WINDOW_CHARS} code points "
+                     f"or {lines} lines: cut where each window ends")
     yield from converted
 
 
