@@ -131,3 +131,26 @@ def test_the_diagnostic_of_a_cut_block_names_the_line_cap_and_counts_lone_cr_lin
     assert [b.kind for b in doc.blocks] == ["heading", "quote", "quote", "paragraph"]
     assert doc.diagnostics == ("the block on line 3 is longer than a window of 2097152 code points or 16384 lines: "
                                "cut where each window ends",)
+
+
+@pytest.mark.parametrize("text, window, stream_window, window_lines", [
+    ("  ```\n  - 😀\n  | a | b |\n  ```\n-\n  b \t\r-\t\x00\r\n-\ta\n\n-\t<div>\u2028\n-\t|\n", 56, 21, None),
+    ("- \n  - x\n  | a | b |\n  ```\n  cont\n-\n  b\t\t\r\n- x | y\n  \r- `c|d`\r  |---|---|\n", 215, 23, 3),
+])
+def test_a_window_ending_on_a_table_header_after_a_blank_line_does_not_make_the_list_loose(
+        monkeypatch, text, window, stream_window, window_lines):
+    """A streamed list's window whose last line follows a blank line read that line, without the
+    delimiter row under it, as an item: the window's list was loose, and the items kept from it
+    (and the whole list's looseness) with it. The tight list keeps its items' text trimmed."""
+    whole = _deep(normalize_markdown(text))
+    if window_lines:
+        monkeypatch.setattr("transforms.structure.normalizers.markdown.WINDOW_LINES", window_lines)
+    assert _streamed(monkeypatch, text, window, stream_window)[0] == whole
+
+
+def test_no_stream_window_of_a_tight_list_followed_by_a_table_after_a_blank_line_makes_it_loose(monkeypatch):
+    text = "".join("-\n  b \t\n" for _ in range(300)) + "\n-\t<div>\n-\t|\n" + "| 1 |\n" * 50
+    whole = _deep(normalize_markdown(text))
+    assert [b[0] for b in whole] == ["list", "table"]
+    for stream_window in range(16, 120):
+        assert _streamed(monkeypatch, text, 300, stream_window)[0] == whole, stream_window

@@ -698,6 +698,16 @@ def _list_windows(source: str, start: int, size: int, line_starts: LineStarts, c
     while True:
         end = _window_end(source, start, window)
         last = end == n
+        if not last:
+            # The window's last line is read without the line after it, which can make it a
+            # table's header instead of an item ("-\t<div>" over "-\t|"): after a blank line,
+            # such an item would make the window's list loose (every item parsed so). The window
+            # then ends before that blank line (a line followed by a blank line reads as in the
+            # whole text).
+            last_line = line_starts.line_start(end - 1)
+            before = line_starts.line_start(last_line - 1) if last_line > start else start
+            if start < before < last_line and not source[before:last_line].strip(" \t\r\n"):
+                end = before
         nodes, pos, shift = _parse_window(source, start, end, prefix, line_starts)
         first = nodes[0] if nodes else None
         if first is None or first.name not in ("bullet_list", "ordered_list") or first.srcmap is None:
