@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from functools import lru_cache
+from itertools import islice
 from typing import Iterator
 
 from transforms.structure.tree import LINE_BREAK, LazyChildren, LineStarts, Node, NormalizedDocument, StreamedChildren
@@ -78,8 +79,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 #: about 15 bytes per byte of prose, but 2.5 to 7 KB per line of a list of short items or a table
 #: of short rows.
 WINDOW_CHARS = 1 << 20
-#: The most lines (``"\n"``) a window of ``WINDOW_CHARS`` holds; a window of another size holds
-#: as many in proportion (at least one).
+#: The most lines (line breaks of any kind) a window of ``WINDOW_CHARS`` holds; a window of
+#: another size holds as many in proportion (at least one).
 WINDOW_LINES = 1 << 13
 #: The largest window (code points; lines in proportion, as for ``WINDOW_CHARS``). A top-level
 #: block that no window this size holds, and that is not a raw block, list or table read in
@@ -230,8 +231,8 @@ def _convert(node, pos: _Positions, list_depth: int) -> Node | None:
     if kind == "list_item":
         return Node("list_item", start, end, LazyChildren(_convert_children, node, pos, list_depth, end, start))
     if kind == "fence":
-        line_end = text.find("\n", start)
-        first_line = text[start : line_end if line_end != -1 else end].rstrip("\r").strip()
+        line_break = LINE_BREAK.search(text, start, end)  # (a lone "\r" ends the line too)
+        first_line = text[start : line_break.start() if line_break else end].strip()
         info = str(node.meta.get("info", "")).strip()
         return Node("code", start, end, fence=first_line, language=info.split()[0] if info else "")
     if kind == "quote":
@@ -296,7 +297,7 @@ def normalize_markdown(content: str) -> NormalizedDocument:
     paragraphs, with a diagnostic).
     """
     source = content
-    windowed = len(content) > WINDOW_CHARS or content.count("\n") > WINDOW_LINES
+    windowed = len(content) > WINDOW_CHARS or _line_breaks(content, 0, len(content)) > WINDOW_LINES
     if windowed and not content.isascii() and _SURROGATE.search(content):
         source = _without_surrogates(content)
     deep = _too_deep(source)
@@ -369,6 +370,10 @@ def _windowed_blocks(source: str, notes: list[str]) -> Iterator[Node | None]:
     """
     line_starts = LineStarts(source)
     start, size, n = 0, WINDOW_CHARS, len(source)
+    front = _front_matter(source, line_starts)
+    if front is not None:
+        yield front
+        start = _after_line_break(source, front.end)
     while start < n:
         end = _window_end(source, start, size)
         last = end == n
@@ -408,6 +413,40 @@ def _windowed_blocks(source: str, notes: list[str]) -> Iterator[Node | None]:
         start, size = next_start, WINDOW_CHARS
 
 
+# Front matter's first line (the parser's rule: any indentation, three dashes or more, anything after).
+_FRONT_MATTER_OPENING = re.compile(r"[ \t]*(-{3,})")
+
+
+def _after_line_break(source: str, position: int) -> int:
+    """Past the line break at ``position`` (``position`` itself when none is there)."""
+    line_break = LINE_BREAK.match(source, position)
+    return line_break.end() if line_break else position
+
+
+def _front_matter(source: str, line_starts: LineStarts) -> Node | None:
+    """The front matter of a long document when the first window cannot hold it, else ``None``.
+
+    Front matter is decided by its closing line (a later line of at least as many dashes, any
+    indentation, anything after): a first window that ends before it would read ``---`` as a
+    thematic break and the front matter as other blocks. The text up to the first such line is
+    parsed alone (front matter is one node, whatever its length), if it fits
+    :data:`MAX_WINDOW_CHARS`; the next window starts after it.
+    """
+    opening = _FRONT_MATTER_OPENING.match(source)
+    if opening is None:
+        return None
+    closing = re.compile(r"(?:\r\n?|\n)[ \t]*-{%d,}" % len(opening.group(1))).search(source, opening.end())
+    if closing is None:
+        return None
+    end = _after_line_break(source, _line_end(source, closing.end()))
+    if end <= _window_end(source, 0, WINDOW_CHARS) or end > MAX_WINDOW_CHARS:
+        return None  # the first window holds it (or it is cut as any huge block)
+    nodes = _parser(front_matter=True).tree(source[:end]).children
+    if len(nodes) != 1 or nodes[0].name != "front_matter" or nodes[0].srcmap is None:
+        return None  # (never expected: the parser's rule is the scan's)
+    return _convert(nodes[0], _Positions(source, 0, end, line_starts), 0)
+
+
 def _cut_at_window_end(nodes: list, pos: "_Positions", source: str, line_starts: LineStarts,
                        notes: list[str]) -> Iterator[Node | None]:
     """Every block of a window of :data:`MAX_WINDOW_CHARS`, the last one cut where the window
@@ -420,9 +459,10 @@ def _cut_at_window_end(nodes: list, pos: "_Positions", source: str, line_starts:
     if last is not None:
         if last.kind in ("list", "quote", "table"):
             last.children = StreamedChildren(_reparsed_children, last.start, last.end, source, line_starts)
-        line = source.count("\n", 0, last.start) + 1
-        notes.append(f"the block on line {line} is longer than a window of {MAX_WINDOW_CHARS} code points: "
-                     "cut where each window ends")
+        line = _line_breaks(source, 0, last.start) + 1
+        lines = max(1, WINDOW_LINES * MAX_WINDOW_CHARS // WINDOW_CHARS)
+        notes.append(f"the block on line {line} is longer than a window of {MAX_WINDOW_CHARS} code points "
+                     f"or {lines} lines: cut where each window ends")
     yield from converted
 
 
@@ -492,12 +532,17 @@ def _raw_block_end(source: str, start: int, name: str, meta) -> int:
 
 def _raw_tail(source: str, nodes: list, pos: "_Positions") -> tuple[Node, int] | None:
     """When a window's last top-level node is a raw block, that block as a :class:`Node` with its
-    real end (found by :func:`_raw_block_end`) and where the next window starts; else ``None``."""
+    real end (found by :func:`_raw_block_end`) and where the next window starts; else ``None``
+    (also for an HTML block whose second line is past the window: it could make a table)."""
     if not nodes or nodes[-1].name not in _RAW or nodes[-1].srcmap is None:
         return None
     tail = nodes[-1]
     converted = _convert(tail, pos, 0)
     if converted is None:
+        return None
+    if tail.name == "html_block" and pos.limit <= _after_line_break(source, _line_end(source, converted.start)):
+        # The window ends after the block's first line: a delimiter row on the next line would
+        # make that line a table's header (the parser tries tables first), so it must be seen.
         return None
     end = _raw_block_end(source, converted.start, tail.name, tail.meta)
     while end > converted.start and source[end - 1] in "\r\n":
@@ -530,8 +575,8 @@ def _detached(node: Node | None, source: str, line_starts: LineStarts) -> Node |
 
 class _PastTheEnd(_Positions):
     """:class:`_Positions` for a parse of ``text[offset:limit]`` that stands for a part of a longer
-    parse: an end the parser reports past the parsed text (after expanding a tab) is not cut to
-    ``limit`` but goes on into the text after it, as in the longer parse (one code point a byte:
+    parse: an end (or start) the parser reports past the parsed text (after expanding a tab) is
+    not cut to ``limit`` but goes on into the text after it, as in the longer parse (one code point a byte:
     such an end passes the limit by at most three bytes)."""
 
     def __init__(self, text: str, offset: int, limit: int, line_starts: LineStarts) -> None:
@@ -543,6 +588,9 @@ class _PastTheEnd(_Positions):
         past = srcmap[1] - self._parsed_bytes
         if past > 0:
             end = min(self.limit + past, len(self.text))
+            past = srcmap[0] - self._parsed_bytes
+            if past > 0:  # (a tight item's text after a tab: wholly past the block, as in the longer parse)
+                start = min(self.limit + past, len(self.text))
         return start, end
 
 
@@ -571,7 +619,7 @@ class _NotStreamable(Exception):
 
 def _window_end(source: str, start: int, size: int) -> int:
     """The end of a window from ``start`` (a line start): after the first line break at or past
-    ``start + size`` code points, or after the ``"\\n"`` that ends its ``WINDOW_LINES * size //
+    ``start + size`` code points, or after the line break that ends its ``WINDOW_LINES * size //
     WINDOW_CHARS``-th line if that comes first; ``len(source)`` when neither is in the text."""
     n = len(source)
     end = n
@@ -579,11 +627,21 @@ def _window_end(source: str, start: int, size: int) -> int:
         line_break = LINE_BREAK.search(source, start + size)
         end = line_break.end() if line_break else n
     lines = max(1, WINDOW_LINES * size // WINDOW_CHARS)
-    if source.count("\n", start, end) > lines:
-        end = start
-        for _ in range(lines):
-            end = source.find("\n", end) + 1
+    if _line_breaks(source, start, end) > lines:
+        line_break = None
+        for line_break in islice(LINE_BREAK.finditer(source, start, end), lines):
+            pass
+        end = line_break.end()
     return end
+
+
+def _line_breaks(source: str, start: int, end: int) -> int:
+    """How many line breaks (``"\\r\\n"``, a lone ``"\\r"`` or ``"\\n"``) ``source[start:end]`` holds:
+    a text of lone ``"\\r"`` line breaks has as many lines (and as large a parse tree) as one of
+    ``"\\n"``."""
+    line_feeds = source.count("\n", start, end)
+    returns = source.count("\r", start, end)
+    return line_feeds + returns - source.count("\r\n", start, end) if returns else line_feeds
 
 
 def _trimmed_end(source: str, start: int, end: int) -> int:
@@ -645,6 +703,16 @@ def _list_windows(source: str, start: int, size: int, line_starts: LineStarts, c
     while True:
         end = _window_end(source, start, window)
         last = end == n
+        if not last:
+            # The window's last line is read without the line after it, which can make it a
+            # table's header instead of an item ("-\t<div>" over "-\t|"): after a blank line,
+            # such an item would make the window's list loose (every item parsed so). The window
+            # then ends before that blank line (a line followed by a blank line reads as in the
+            # whole text).
+            last_line = line_starts.line_start(end - 1)
+            before = line_starts.line_start(last_line - 1) if last_line > start else start
+            if start < before < last_line and not source[before:last_line].strip(" \t\r\n"):
+                end = before
         nodes, pos, shift = _parse_window(source, start, end, prefix, line_starts)
         first = nodes[0] if nodes else None
         if first is None or first.name not in ("bullet_list", "ordered_list") or first.srcmap is None:
@@ -688,10 +756,22 @@ def _list_windows(source: str, start: int, size: int, line_starts: LineStarts, c
         start, window = next_start, size
 
 
-def _is_loose(items) -> bool:
-    """Whether a window's list is loose: an item holds a paragraph node (a tight list's
-    paragraphs are bare inline text)."""
-    return any(child.name == "paragraph" for item in items for child in item.children)
+def _is_loose(parsed, pos: _Positions, source: str, item: str) -> bool:
+    """Whether a window's list (``parsed``, the window ``source[pos.offset:pos.limit]``) is loose.
+
+    It is when an item holds a paragraph node (a tight list's paragraphs are bare inline text).
+    A window with a blank line whose items hold no paragraph (fenced code, HTML, empty items)
+    can still make the list loose: it is parsed again behind ``item`` (an item of the list with
+    one line of text, see :func:`_streamed_tail`), whose text is a paragraph node exactly when
+    the list is loose.
+    """
+    if any(child.name == "paragraph" for entry in parsed.children for child in entry.children):
+        return True
+    if _BLANK_LINE.search(source, pos.offset, pos.limit) is None:
+        return False
+    nodes = _parser(front_matter=False).tree(f"{item}\n{source[pos.offset:pos.limit]}").children
+    probe = nodes[0].children[0] if nodes and nodes[0].children else None
+    return probe is not None and any(child.name == "paragraph" for child in probe.children)
 
 
 def _table_windows(source: str, start: int, size: int, line_starts: LineStarts, convert: bool, loose: str = ""):
@@ -771,19 +851,20 @@ def _streamed_tail(source: str, nodes: list, pos: _Positions, line_starts: LineS
     size = STREAM_WINDOW_CHARS
     block = None
     loose = False
+    marker = str(tail.meta.get("marker", ""))
+    # An item of the list whose content starts at column five or six: no item line (indented at
+    # most three columns) after it can continue it.
+    item = f"{marker}    x" if tail.name == "bullet_list" else f"1{marker}    x"
     try:
         for count, (_, end, parsed, window_pos) in enumerate(windows(source, converted.start, size, line_starts, False)):
             if end is not None and count == 0:
                 block = _detached(_convert(parsed, window_pos, 0), source, line_starts)
-            loose = loose or (parsed.name != "table" and _is_loose(parsed.children))
+            loose = loose or (parsed.name != "table" and _is_loose(parsed, window_pos, source, item))
             del parsed, window_pos
     except _NotStreamable:
         return None
     if block is None:
-        marker = str(tail.meta.get("marker", ""))
-        # An item whose content starts at column five or six: no item line (indented at most three
-        # columns) after the blank line can continue it.
-        item = "" if tail.name == "table" or not loose else f"{marker}    x" if tail.name == "bullet_list" else f"1{marker}    x"
+        item = item if tail.name != "table" and loose else ""
         block = Node(converted.kind, converted.start, end,
                      StreamedChildren(_streamed_children, windows, source, converted.start, end, size, line_starts, item),
                      level=converted.level, header_rows=converted.header_rows)
