@@ -154,3 +154,22 @@ def test_no_stream_window_of_a_tight_list_followed_by_a_table_after_a_blank_line
     assert [b[0] for b in whole] == ["list", "table"]
     for stream_window in range(16, 120):
         assert _streamed(monkeypatch, text, 300, stream_window)[0] == whole, stream_window
+
+
+def test_blank_lines_do_not_count_towards_a_windows_lines():
+    """A short list with 20 000 blank lines inside is more lines than the largest window holds,
+    but blank lines make no parse tree: it is read whole, as one parse reads it (it was cut)."""
+    from transforms.structure.normalizers import markdown
+    from transforms.structure.tree import StreamedChildren
+
+    text = "# T\n\n- a\n" + "\n" * 20000 + "- b\n- c\n" + " \t\r\n" * 20000 + "After.\n"
+    doc = normalize_markdown(text)
+    assert not doc.diagnostics
+    pos = markdown._Positions(text)
+    whole = [markdown._convert(node, pos, 0) for node in markdown._parser().tree(text).children]
+
+    def deep(n):
+        children = list(n.children) if isinstance(n.children, StreamedChildren) else n.children
+        return (n.kind, n.start, n.end, tuple(deep(c) for c in children))
+
+    assert [deep(b) for b in doc.blocks] == [deep(b) for b in whole if b is not None]

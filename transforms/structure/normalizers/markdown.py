@@ -619,8 +619,9 @@ class _NotStreamable(Exception):
 
 def _window_end(source: str, start: int, size: int) -> int:
     """The end of a window from ``start`` (a line start): after the first line break at or past
-    ``start + size`` code points, or after the line break that ends its ``WINDOW_LINES * size //
-    WINDOW_CHARS``-th line if that comes first; ``len(source)`` when neither is in the text."""
+    ``start + size`` code points, or at the start of its line with text (not only spaces and tabs)
+    number ``WINDOW_LINES * size // WINDOW_CHARS + 1`` if that comes first (blank lines make no
+    parse tree, so they do not count); ``len(source)`` when neither is in the text."""
     n = len(source)
     end = n
     if start + size < n:
@@ -628,11 +629,15 @@ def _window_end(source: str, start: int, size: int) -> int:
         end = line_break.end() if line_break else n
     lines = max(1, WINDOW_LINES * size // WINDOW_CHARS)
     if _line_breaks(source, start, end) > lines:
-        line_break = None
-        for line_break in islice(LINE_BREAK.finditer(source, start, end), lines):
-            pass
-        end = line_break.end()
+        beyond = next(islice(_TEXT_LINE.finditer(source, start, end), lines, None), None)
+        if beyond is not None:
+            end = beyond.start()
     return end
+
+
+#: The start of a line with text: after a line break (or at the text's start), optional spaces
+#: and tabs, then anything else.
+_TEXT_LINE = re.compile(r"(?:\A|(?<=[\r\n]))(?=[ \t]*[^ \t\r\n])")
 
 
 def _line_breaks(source: str, start: int, end: int) -> int:
