@@ -23,14 +23,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
 
-
-def _status(key: str) -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(key):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no {key} in /proc/self/status")
+from chunker_memory import _status  # noqa: E402  (MiB of a /proc/self/status line)
 
 
 def main(argv: list[str] | None = None) -> int:
