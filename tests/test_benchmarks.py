@@ -154,6 +154,32 @@ def test_chunker_memory_runs_on_a_tiny_input(capsys):
     assert "normalized: peak +" in out and "bytes a character" in out
 
 
+def test_memory_benchmarks_one_block_documents_are_one_block_each(tmp_path):
+    """memory.py's ``table``, ``list`` and ``code`` documents are what their rows claim: one
+    Markdown block of the kind, with many short children, of the size asked for."""
+    import memory
+    import pyarrow.parquet as pq
+
+    from transforms.structure.normalizers.markdown import normalize_markdown
+
+    documents = memory.single_documents(str(SAMPLE), 20_000, tmp_path)
+    for name, kind in (("table", "table"), ("list", "list"), ("code", "code")):
+        path, chars = documents[name]
+        content = pq.read_table(path).column("content")[0].as_py()
+        assert len(content) == chars and 20_000 <= chars < 20_100
+        blocks = normalize_markdown(content).blocks
+        assert [b.kind for b in blocks] == [kind], name
+        assert kind == "code" or len(list(blocks[0].children)) > 1000
+
+
+def test_packer_memory_runs_on_a_tiny_input(capsys):
+    import packer_memory
+
+    for kind in ("table", "list", "code"):
+        assert packer_memory.main(["--kind", kind, "--rows", "2000"]) == 0
+        assert "peak +" in capsys.readouterr().out
+
+
 def test_check_output_reads_a_folder_with_a_column_map_and_finds_a_lost_document(tmp_path, capsys):
     """check_output.py on a run of renamed columns in a folder (``DIR/``, ``--column-map``): no
     problem; with one document's chunks removed from the output, it finds that document."""
