@@ -38,26 +38,6 @@ def test_front_matter_longer_than_a_window_is_one_block_and_the_parser_sees_it_o
     assert parsed[0] == text.index("\n\n# Title") + 1 and max(parsed[1:]) < 600
 
 
-@pytest.mark.parametrize("line_break", ["\r", "\r\n", "\n"])
-@pytest.mark.parametrize("block", ["table", "list"])
-def test_a_window_ends_after_its_share_of_lines_whatever_the_line_break(monkeypatch, block, line_break):
-    """WINDOW_LINES counts every line break, a lone "\\r" included: a table or list of short
-    "\\r" lines (a parse tree of kilobytes a line, as with "\\n") was parsed 1 Mi code points,
-    100 000 lines, at a time (475 MiB for 5 MB of "| 1 | 2 |\\r" rows, 55 MiB with "\\n")."""
-    from transforms.structure.normalizers import markdown
-
-    if block == "table":
-        body = "| a | b |\n|---|---|\n" + "".join(f"| {i} | {i * 7} |\n" for i in range(1500))
-    else:
-        body = "".join(f"- {i}\n" for i in range(1500))
-    text = ("# T\n\n" + body + "\nAfter.\n").replace("\n", line_break)
-    whole = _deep(normalize_markdown(text))
-    monkeypatch.setattr(markdown, "WINDOW_LINES", 40)
-    windowed, parsed, streamed = _streamed(monkeypatch, text, 4000, 1000)
-    assert windowed == whole and streamed == 1
-    assert max(parsed) < 40 * 20
-
-
 def test_a_document_of_more_lone_cr_lines_than_window_lines_is_windowed(monkeypatch):
     from transforms.structure.normalizers import markdown
 
