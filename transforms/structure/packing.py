@@ -207,16 +207,9 @@ class Lines(LineStarts):
             self._stable[position] = known
         return known
 
-    def line_starts_between(self, start: int, end: int) -> list[int]:
-        """Every line start strictly inside ``(start, end)``."""
-        return [m.end() for m in LINE_BREAK.finditer(self.text, start, end) if m.end() < end]
-
-    def stable_between(self, start: int, end: int) -> list[int]:
-        """Stable positions strictly inside ``(start, end)``."""
-        return [p for p in self.line_starts_between(start, end) if self.is_stable(p)]
-
     def stable_after(self, start: int, end: int) -> Iterator[int]:
-        """:meth:`stable_between` as a stream, found as they are taken (a long code block's lines)."""
+        """Stable positions strictly inside ``(start, end)``, in order, found as they are taken
+        (a long code block's lines are never all listed)."""
         is_stable = self.is_stable
         for m in LINE_BREAK.finditer(self.text, start, end):
             p = m.end()

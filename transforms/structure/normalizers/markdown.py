@@ -683,7 +683,8 @@ def _list_windows(source: str, start: int, size: int, line_starts: LineStarts, c
 
     Yields ``(items, end, block, pos)`` per window: the window's items as materialized
     :class:`Node` objects (``None`` unless ``convert``), the list's end if it ends in this
-    window (else ``None``), the window's parser node of the list and its positions.
+    window (else, and always behind ``loose``, ``None``), the window's parser node of the list
+    and its positions.
 
     A window starts on the line of an item of the list (the first: the list's own line) and,
     like :func:`_windowed_blocks`, drops its last two items (the text after the window could
@@ -748,9 +749,7 @@ def _list_windows(source: str, start: int, size: int, line_starts: LineStarts, c
                     _materialize(node)
                 converted.append(node)
         list_end = None
-        if ended and prefix:
-            list_end = start  # (not the list's end: the list node starts in the prefix; unused)
-        elif ended:
+        if ended and not prefix:  # (behind a loose item the list node starts in the prefix: no end)
             block = _convert(first, pos, 0)
             if block is None:
                 raise _NotStreamable(f"an empty list at {start}")
