@@ -16,8 +16,11 @@ temporary folder (``--work``, removed afterwards unless given), never to the rep
     run of a-z without whitespace: a single pre-token), ``words`` (random words of 1 to 10
     letters on one line), and three Markdown documents that are one huge block of short children:
     ``table`` (a pipe table of rows like ``| 7 | word |``), ``list`` (a bullet list of one-word
-    items) and ``code`` (one fenced code block of lines like ``x = 7``). ``tiny`` (one short Markdown document) gives the constant: the job's
-    own footprint. The figure to read is ``(peak - tiny) / size``: the bound asked for is 3.
+    items) and ``code`` (one fenced code block of lines like ``x = 7``); the same for HTML and
+    reStructuredText: ``html`` and ``rst`` (the corpus's real pages of that format joined, when it
+    has any), ``html-list`` (one ``<ul>`` of one-word ``<li>``), ``html-table`` (one ``<table>``
+    of two short cells a row) and ``rst-list`` (a bullet list of one-word items). ``tiny`` (one
+    short Markdown document) gives the constant: the job's own footprint. The figure to read is ``(peak - tiny) / size``: the bound asked for is 3.
 
 Prints a Markdown table (and a JSON line per run on stderr).
 """
@@ -77,13 +80,17 @@ def single_documents(corpus: str, chars: int, folder: Path) -> dict[str, tuple[P
     import pyarrow.parquet as pq
 
     table = pq.read_table(corpus, columns=["content", "content_format"])
-    markdown = [c for c, f in zip(table.column("content").to_pylist(), table.column("content_format").to_pylist())
-                if f == "markdown"]
-    parts, total, i = [], 0, 0
-    while total < chars:
-        parts.append(markdown[i % len(markdown)])
-        total += len(parts[-1]) + 2
-        i += 1
+    pairs = list(zip(table.column("content").to_pylist(), table.column("content_format").to_pylist()))
+
+    def joined(fmt: str) -> str:
+        """The corpus's documents of one format joined by blank lines up to ``chars``, or ``""``."""
+        sources = [c for c, f in pairs if f == fmt and c is not None]
+        parts, total = [], 0
+        while sources and total < chars:
+            parts.append(sources[len(parts) % len(sources)])
+            total += len(parts[-1]) + 2
+        return "\n\n".join(parts)[:chars]
+
     rng = random.Random(4)
     vocabulary = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(1, 10)))
                   for _ in range(5000)]
@@ -93,16 +100,25 @@ def single_documents(corpus: str, chars: int, folder: Path) -> dict[str, tuple[P
         total += len(words[-1]) + 1
     documents = {
         "tiny": ("# Tiny\n\nA short document.\n", "markdown"),
-        "markdown": ("\n\n".join(parts)[:chars], "markdown"),
+        "markdown": (joined("markdown"), "markdown"),
         "letters": (("abcdefghijklmnopqrstuvwxyz" * (chars // 26 + 1))[:chars], "text"),
         "words": (" ".join(words)[:chars], "text"),
         "table": (_repeat("| n | word |\n|---|---|\n", lambda i: f"| {i % 10} | {vocabulary[i % 5000]} |\n", chars),
                   "markdown"),
         "list": (_repeat("", lambda i: f"- {vocabulary[i % 5000]}\n", chars), "markdown"),
         "code": (_repeat("```python\n", lambda i: f"x = {i % 10}\n", chars, "```\n"), "markdown"),
+        "html": (joined("html"), "html"),
+        "html-list": (_repeat("<ul>\n", lambda i: f"<li>{vocabulary[i % 5000]}</li>\n", chars, "</ul>\n"), "html"),
+        "html-table": (_repeat("<table>\n<tr><th>n</th><th>word</th></tr>\n",
+                               lambda i: f"<tr><td>{i % 10}</td><td>{vocabulary[i % 5000]}</td></tr>\n", chars,
+                               "</table>\n"), "html"),
+        "rst": (joined("rst"), "rst"),
+        "rst-list": (_repeat("", lambda i: f"- {vocabulary[i % 5000]}\n", chars), "rst"),
     }
     out = {}
     for name, (content, fmt) in documents.items():
+        if not content:  # the corpus has no document of that format
+            continue
         path = folder / f"{name}.parquet"
         _write(path, {"id": [name], "content": [content], "content_format": [fmt], "metadata": [None]})
         out[name] = (path, len(content))
@@ -129,7 +145,7 @@ def main() -> None:
     parser.add_argument("--document-mb", type=float, default=50.0, help="millions of characters per document")
     parser.add_argument("--only", choices=("corpus", "documents"))
     parser.add_argument("--documents", nargs="+", metavar="NAME",
-                        help="only these single documents (markdown letters words table list code; tiny always runs)")
+                        help="only these single documents (markdown letters words table list code html html-list html-table rst rst-list; tiny always runs)")
     parser.add_argument("--work", help="folder for the inputs and outputs (default: a temporary one, removed)")
     parser.add_argument("job_options", nargs=argparse.REMAINDER, help="after --: options for every job run")
     args = parser.parse_args()

@@ -155,21 +155,26 @@ def test_chunker_memory_runs_on_a_tiny_input(capsys):
 
 
 def test_memory_benchmarks_one_block_documents_are_one_block_each(tmp_path):
-    """memory.py's ``table``, ``list`` and ``code`` documents are what their rows claim: one
-    Markdown block of the kind, with many short children, of the size asked for."""
+    """memory.py's one-block documents (Markdown ``table``, ``list``, ``code``; ``html-list``,
+    ``html-table``, ``rst-list``) are what their rows claim: one block of the kind in their format,
+    with many short children, of the size asked for."""
     import memory
     import pyarrow.parquet as pq
 
-    from transforms.structure.normalizers.markdown import normalize_markdown
+    from transforms.structure.normalizers import default_normalizers
 
     documents = memory.single_documents(str(SAMPLE), 20_000, tmp_path)
-    for name, kind in (("table", "table"), ("list", "list"), ("code", "code")):
+    cases = (("table", "table"), ("list", "list"), ("code", "code"), ("html-list", "list"), ("html-table", "table"),
+             ("rst-list", "list"))
+    for name, kind in cases:
         path, chars = documents[name]
-        content = pq.read_table(path).column("content")[0].as_py()
+        row = pq.read_table(path).to_pylist()[0]
+        content = row["content"]
         assert len(content) == chars and 20_000 <= chars < 20_100
-        blocks = normalize_markdown(content).blocks
+        assert row["content_format"] == (name.partition("-")[0] if "-" in name else "markdown")
+        blocks = list(default_normalizers().normalize(content, row["content_format"]).blocks)
         assert [b.kind for b in blocks] == [kind], name
-        assert kind == "code" or len(list(blocks[0].children)) > 1000
+        assert kind == "code" or len(list(blocks[0].children)) > 500
 
 
 def test_packer_memory_runs_on_a_tiny_input(capsys):
