@@ -17,6 +17,10 @@ _CASES = {
     "front matter closed by an indented longer line": (
         "---\ntitle: x\n" + "".join(f"key{i}: value {i}\n\n" for i in range(200)) + "  -----  x\n# After\n\n- a\n- b\n", 100, 64),
     "front matter of CR lines": ("---\r" + "".join(f"k{i}: v\r\r" for i in range(100)) + "---\r" + "para\r" * 50, 64, 64),
+    # A table window of dense non-ASCII text behind a header copy of more than 256 bytes: the
+    # table node starts inside the copy, at a negative offset, which indexed before the window's
+    # first 256-byte block (IndexError, so the whole document was a chunker_error).
+    "table of non-ASCII rows behind a long header": ("|" + " h |" * 40 + "\n|" + "---|" * 40 + "\nx\u2028\n", 100, 100),
 }
 
 
@@ -153,3 +157,75 @@ def test_blank_lines_do_not_count_towards_a_windows_lines():
         return (n.kind, n.start, n.end, tuple(deep(c) for c in children))
 
     assert [deep(b) for b in doc.blocks] == [deep(b) for b in whole if b is not None]
+
+
+class _TextSpy:
+    """The parser, recording every text it is handed."""
+
+    def __init__(self, parser, texts: list[str]) -> None:
+        self._parser, self._texts = parser, texts
+
+    def tree(self, text: str):
+        self._texts.append(text)
+        return self._parser.tree(text)
+
+
+def _parsed_texts(monkeypatch, text: str, **sizes) -> tuple[tuple, list[str]]:
+    """The deep outline of ``text`` with the normalizer's sizes set (streamed children iterated),
+    and every text handed to the parser."""
+    from transforms.structure.normalizers import markdown
+
+    whole = _deep(normalize_markdown(text))
+    texts: list[str] = []
+    real_parser = markdown._parser
+    for name, value in sizes.items():
+        monkeypatch.setattr(markdown, name, value)
+    monkeypatch.setattr(markdown, "_parser", lambda front_matter=True: _TextSpy(real_parser(front_matter), texts))
+    doc = normalize_markdown(text)
+    assert _deep(doc) == whole
+    return whole, texts
+
+
+def test_a_wide_table_over_many_short_rows_is_parsed_a_few_rows_at_a_time(monkeypatch):
+    """The parser gives every row as many cells as the delimiter row has columns (2,000 columns
+    over 2,000 one-cell rows, 16 KB of text, took 1.9 GB): a window holds at most WINDOW_CELLS
+    cells' worth of rows, counted at the widest delimiter row in it or behind it, whatever its
+    size in characters. Blocks are a whole parse's."""
+    columns = 60
+    text = "# T\n\n|" + " h |" * columns + "\n|" + "---|" * columns + "\n" + "| x |\n" * 400 + "\nAfter.\n"
+    whole, texts = _parsed_texts(monkeypatch, text, WINDOW_CELLS=600)
+    assert [kind for kind, *_ in whole] == ["heading", "table", "paragraph"] and len(whole[1][-1]) == 401
+    assert len(texts) > 20
+    # Rows a parse holds: at most 600 cells' worth of 61-column rows (9), twice that while a window
+    # doubles, plus the header copy's two lines.
+    assert max(t.count("\n") for t in texts) <= 2 * (600 // (columns + 1)) + 2
+
+
+def test_a_short_document_with_a_wide_table_over_many_rows_is_read_in_windows(monkeypatch):
+    """Under WINDOW_CHARS and WINDOW_LINES, a document is still windowed when a wide table's
+    cells make a larger tree than a window may: 2,000 columns over 2,000 rows is never parsed whole."""
+    text = "|" + "a|" * 2000 + "\n|" + "-|" * 2000 + "\n" + "|x|\n" * 2000
+    texts: list[str] = []
+    from transforms.structure.normalizers import markdown
+
+    real_parser = markdown._parser
+    monkeypatch.setattr(markdown, "_parser", lambda front_matter=True: _TextSpy(real_parser(front_matter), texts))
+    doc = normalize_markdown(text)
+    assert [b.kind for b in doc.blocks] == ["table"] and doc.blocks[0].end == len(text) - 1
+    assert sum(1 for _ in doc.blocks[0].children) == 2001
+    assert max(t.count("\n") for t in texts) <= 2 * (markdown.WINDOW_CELLS // 2001) + 2
+
+
+@pytest.mark.parametrize("line", ["- " * 20 + "x\n", "1. " * 12 + "- " * 8 + "y\n", "- > " * 10 + "z\n"])
+def test_lines_opening_many_lists_weigh_more_in_a_window(monkeypatch, line):
+    """A line opening many lists (two parser nodes each) counts as half its list markers more
+    lines: "- " * 99 + "x" lines took 1.2 GB per 1 Mi-character window. Blocks are a whole parse's."""
+    from transforms.structure.normalizers import markdown
+
+    text = "# T\n\n" + line * 300 + "\nAfter.\n"
+    whole, texts = _parsed_texts(monkeypatch, text, WINDOW_LINES=100, WINDOW_CHARS=1 << 20)
+    weight = 1 + (len(line.split()) - 1 - line.count(">")) // 2
+    assert len(texts) > 5
+    # A parse holds lines weighing at most the lines of the largest window (2 Mi code points: 200),
+    # plus the two items a window drops and parses again.
+    assert max(t.count("\n") for t in texts) <= 200 // weight + 3

@@ -8,7 +8,8 @@ setext underlines, empty and tab items, tables with ragged rows, delimiter-like 
 header counts that do not match, tables right after tables, front matter, CR / CRLF / lone CR /
 U+2028 / NUL / lone surrogates / emoji, no final line break) and compares, for each, every block
 and descendant with all its fields (streamed children iterated twice) of one whole parse with
-the parse in windows of random small WINDOW_CHARS / STREAM_WINDOW_CHARS (and WINDOW_LINES).
+the parse in windows of random small WINDOW_CHARS / STREAM_WINDOW_CHARS (and WINDOW_LINES, WINDOW_CELLS);
+it also generates lines opening many containers and wide tables over short rows.
 A mismatch or exception is written to FAILS.jsonl; ``--minimize`` then shrinks each to the fewest
 lines that still fail and prints it. No output but the count means no failure.
 """
@@ -73,6 +74,16 @@ def gen(r):
                 out.extend(item(r, mk(i)))
                 if loose_at and r.random() < .05:
                     out.append("")
+        elif k < .86 and r.random() < .3:  # dense lines: many nested containers, or a wide table
+            if r.random() < .5:
+                for _ in range(r.randint(1, 40)):
+                    out.append("".join(r.choice(["- ", "* ", "1. ", "> ", "2) ", "-\t"]) for _ in range(r.randint(6, 30))) + w(r))
+            else:
+                cols = r.randint(5, 40)
+                out.append("|" + " h |" * cols)
+                out.append("|" + "|".join(r.choice(["---", ":-:", " - "]) for _ in range(cols)) + "|")
+                for _ in range(r.randint(0, 80)):
+                    out.append(r.choice(["| 1 |", "x", "| a | b | c |", "> | q", "- | x", "|" * r.randint(1, 50)]))
         elif k < .8:
             cols = r.randint(1, 4)
             hcols = cols if r.random() < .85 else cols + r.choice([-1, 1])
@@ -99,10 +110,11 @@ def gen(r):
         text = text.rstrip("\r\n\u2028")
     return text
 
-def windowed(text, wc, sc, wl=None):
-    saved = (markdown.WINDOW_CHARS, markdown.STREAM_WINDOW_CHARS, markdown.WINDOW_LINES)
+def windowed(text, wc, sc, wl=None, cells=None):
+    saved = (markdown.WINDOW_CHARS, markdown.STREAM_WINDOW_CHARS, markdown.WINDOW_LINES, markdown.WINDOW_CELLS)
     markdown.WINDOW_CHARS, markdown.STREAM_WINDOW_CHARS = wc, sc
     if wl: markdown.WINDOW_LINES = wl
+    if cells: markdown.WINDOW_CELLS = cells
     try:
         doc = normalize_markdown(text)
         d = deep(doc)
@@ -110,25 +122,25 @@ def windowed(text, wc, sc, wl=None):
         check_blocks(doc)
         return d
     finally:
-        markdown.WINDOW_CHARS, markdown.STREAM_WINDOW_CHARS, markdown.WINDOW_LINES = saved
+        markdown.WINDOW_CHARS, markdown.STREAM_WINDOW_CHARS, markdown.WINDOW_LINES, markdown.WINDOW_CELLS = saved
 
 
 
-def fails(text: str, wc: int, sc: int, wl: int | None) -> bool:
+def fails(text: str, wc: int, sc: int, wl: int | None, cells: int | None = None) -> bool:
     try:
-        return windowed(text, wc, sc, wl) != deep(normalize_markdown(text))
+        return windowed(text, wc, sc, wl, cells) != deep(normalize_markdown(text))
     except Exception:  # noqa: BLE001
         return True
 
 
-def minimize(text: str, wc: int, sc: int, wl: int | None) -> str:
+def minimize(text: str, wc: int, sc: int, wl: int | None, cells: int | None = None) -> str:
     lines = re.split(r"(?<=\n)", text)
     chunk = len(lines) // 2
     while chunk >= 1:
         i = 0
         while i < len(lines):
             candidate = lines[:i] + lines[i + chunk:]
-            if candidate and fails("".join(candidate), wc, sc, wl):
+            if candidate and fails("".join(candidate), wc, sc, wl, cells):
                 lines = candidate
             else:
                 i += chunk
@@ -147,14 +159,16 @@ def main() -> None:
     for s in range(args.seed, args.seed + args.count):
         r = random.Random(s)
         text = gen(r)
-        for wc, sc, wl in ((r.randint(10, 200), r.randint(8, 300), None), (r.randint(30, 400), r.randint(30, 400), r.randint(1, 30))):
+        for wc, sc, wl, cells in ((r.randint(10, 200), r.randint(8, 300), None, None),
+                                  (r.randint(30, 400), r.randint(30, 400), r.randint(1, 30), None),
+                                  (r.randint(200, 2000), r.randint(100, 800), r.randint(5, 60), r.randint(4, 120))):
             try:
-                ok = windowed(text, wc, sc, wl) == deep(normalize_markdown(text))
+                ok = windowed(text, wc, sc, wl, cells) == deep(normalize_markdown(text))
                 err = None
             except Exception:  # noqa: BLE001
                 ok, err = False, traceback.format_exc()[-600:]
             if not ok:
-                found.append({"seed": s, "wc": wc, "sc": sc, "wl": wl, "err": err, "text": text})
+                found.append({"seed": s, "wc": wc, "sc": sc, "wl": wl, "cells": cells, "err": err, "text": text})
                 break
     if found:
         with open(args.out, "a") as f:
@@ -163,7 +177,8 @@ def main() -> None:
     print(f"seeds {args.seed}..{args.seed + args.count - 1}: {len(found)} failing" + (f" (in {args.out})" if found else ""))
     if args.minimize:
         for case in found:
-            print(case["seed"], case["wc"], case["sc"], case["wl"], repr(minimize(case["text"], case["wc"], case["sc"], case["wl"])))
+            print(case["seed"], case["wc"], case["sc"], case["wl"], case["cells"],
+                  repr(minimize(case["text"], case["wc"], case["sc"], case["wl"], case["cells"])))
 
 
 if __name__ == "__main__":

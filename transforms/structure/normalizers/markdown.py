@@ -17,13 +17,14 @@ unclosed fence runs to the end of the document, heading levels may skip, and ``\
 start is moved back to the start of its line (so a block inside a quote or an item starts with
 its ``>`` or marker), which is where a chunk may begin.
 
-A document longer than ``WINDOW_CHARS`` code points (or ``WINDOW_LINES`` lines) is parsed a
-window of top-level blocks at a time, with the same blocks as one parse. A top-level list or
-table longer than a window is read a window of items or rows at a time: its ``children`` are a
-:class:`~transforms.structure.tree.StreamedChildren` that parses it again on each iteration
-(no ``len``, no indexing), so the normalizer's memory follows the window, not the block. A
-list item of more than a window (one item holding a huge sub-list) and a huge list inside a
-block quote are still parsed whole.
+A document longer than ``WINDOW_CHARS`` code points (or ``WINDOW_LINES`` lines with text, or
+lines that weigh as much: a line opening many lists, a row of a wide table; see
+``_window_end``) is parsed a window of top-level blocks at a time, with the same blocks as one
+parse. A top-level list or table longer than a window is read a window of items or rows at a
+time: its ``children`` are a :class:`~transforms.structure.tree.StreamedChildren` that parses
+it again on each iteration (no ``len``, no indexing), so the normalizer's memory follows the
+window, not the block. Any other block that no window of ``MAX_WINDOW_CHARS`` holds (a huge
+block quote, a list whose one item is huge) is cut where that window ends, with a diagnostic.
 """
 
 from __future__ import annotations
@@ -58,15 +59,16 @@ _DEEP_CANDIDATE = re.compile(
 )
 
 
-def _too_deep(text: str) -> int | None:
-    """The 1-based number of the first line nesting deeper than ``MAX_NESTING``, or ``None``."""
+def _too_deep(text: str) -> tuple[int | None, bool]:
+    """The 1-based number of the first line nesting deeper than ``MAX_NESTING`` (or ``None``),
+    and whether some line after a ``"\\n"`` opens eight containers or more."""
     starts = [0] + [m.start() + 1 for m in _DEEP_CANDIDATE.finditer(text)]
     for start in starts:
         end = text.find("\n", start)
         line = text[start : end if end != -1 else len(text)]
         if len(line) > MAX_NESTING and any(_DEEP_LINE.match(part) for part in line.split("\r")):
-            return text.count("\n", 0, start) + 1
-    return None
+            return text.count("\n", 0, start) + 1, True
+    return None, len(starts) > 1
 
 
 _SPACE = re.compile(r"\s+")
@@ -297,10 +299,21 @@ def normalize_markdown(content: str) -> NormalizedDocument:
     paragraphs, with a diagnostic).
     """
     source = content
-    windowed = len(content) > WINDOW_CHARS or _line_breaks(content, 0, len(content)) > WINDOW_LINES
+    line_breaks = _line_breaks(content, 0, len(content))
+    windowed = len(content) > WINDOW_CHARS or line_breaks > WINDOW_LINES
+    deep, nested = _too_deep(content)
+    if not windowed:
+        # A wide table over many rows, or lines opening many lists, can make the parse tree of a
+        # short document as large as a window's may be (see _window_end); what is scanned for
+        # here is what a window holds less of then. A table's width is at most its pipes plus one.
+        lines = line_breaks + 1
+        if (content.count("|") + 1) * lines > WINDOW_CELLS:
+            windowed = _widest_delimiter_row(content, 0, len(content)) * lines > WINDOW_CELLS
+        if not windowed and (nested or ("\r" in content and content.count("\r") > content.count("\r\n"))):
+            # (_too_deep finds such lines after a "\n" only: a lone "\r" is looked at here)
+            windowed = lines + sum(extra for _, extra in _nested_lines(content, 0, len(content))) > WINDOW_LINES
     if windowed and not content.isascii() and _SURROGATE.search(content):
         source = _without_surrogates(content)
-    deep = _too_deep(source)
     if deep is not None:
         # The Rust parser recurses once per nesting level and overflows its stack (a crash, not
         # an exception) a few thousand levels down; such a document is read as plain paragraphs.
@@ -617,22 +630,109 @@ class _NotStreamable(Exception):
     """A window's parse is not what streaming a list or table relies on (never expected)."""
 
 
-def _window_end(source: str, start: int, size: int) -> int:
+def _window_end(source: str, start: int, size: int, columns: int = 0) -> int:
     """The end of a window from ``start`` (a line start): after the first line break at or past
-    ``start + size`` code points, or at the start of its line with text (not only spaces and tabs)
-    number ``WINDOW_LINES * size // WINDOW_CHARS + 1`` if that comes first (blank lines make no
-    parse tree, so they do not count); ``len(source)`` when neither is in the text."""
+    ``start + size`` code points, or earlier, at a line start, once the lines with text (not only
+    spaces and tabs; blank lines make no parse tree) weigh more than ``WINDOW_LINES * size //
+    WINDOW_CHARS``; ``len(source)`` when neither is in the text. The window holds at least one
+    line with text.
+
+    A line weighs one, plus half its list markers when it opens :data:`NESTED_LINE_MARKERS` or
+    more containers (``"- - - x"``: every list on it is two parser nodes). When the window holds a
+    GFM delimiter row of ``w`` columns or more, or ``columns`` (the width of a table whose body
+    the window continues) is as large, each line weighs at least ``w`` cells, of which it may hold
+    ``WINDOW_CELLS`` (more in proportion for a window larger than ``WINDOW_CHARS``; the parser
+    gives every row of a table as many cells as its delimiter row has, however short the row).
+    """
     n = len(source)
     end = n
     if start + size < n:
         line_break = LINE_BREAK.search(source, start + size)
         end = line_break.end() if line_break else n
     lines = max(1, WINDOW_LINES * size // WINDOW_CHARS)
-    if _line_breaks(source, start, end) > lines:
-        beyond = next(islice(_TEXT_LINE.finditer(source, start, end), lines, None), None)
-        if beyond is not None:
-            end = beyond.start()
+    width = max(columns, _widest_delimiter_row(source, start, end))
+    cells = WINDOW_CELLS * max(size, WINDOW_CHARS) // WINDOW_CHARS
+    if width * lines > cells:
+        lines = max(1, cells // width)
+    nested = _nested_lines(source, start, end)
+    heavy = next(nested, None)
+    if heavy is None:
+        if _line_breaks(source, start, end) > lines:
+            beyond = next(islice(_TEXT_LINE.finditer(source, start, end), lines, None), None)
+            if beyond is not None:
+                end = beyond.start()
+        return end
+    weight = 0
+    for line in _TEXT_LINE.finditer(source, start, end):
+        at = line.start()
+        while heavy is not None and heavy[0] < at:
+            heavy = next(nested, None)
+        weight += 1 + (heavy[1] if heavy is not None and heavy[0] == at else 0)
+        if weight > lines and at > start:
+            return at
     return end
+
+
+#: A table of this many cells (in proportion for a window of another size) weighs as much as a
+#: window of ``WINDOW_CHARS`` may (see :func:`_window_end`); a cell of the parser's tree takes
+#: about 500 bytes, so 2,000 columns over 2,000 one-cell rows (16 KB of text) were 1.9 GB.
+WINDOW_CELLS = 1 << 16
+#: A line opening this many containers or more weighs more than one line (see :func:`_window_end`).
+NESTED_LINE_MARKERS = 8
+
+_CONTAINER_MARKER = r"(?:>|[-+*]|\d{1,9}[.)])"
+# A line opening NESTED_LINE_MARKERS containers or more (found as _DEEP_CANDIDATE finds lines:
+# a literal line break first, and a lookahead that turns most lines away at once).
+_NESTED_LINE_BODY = r"(?=[ \t>+*\-\d])(?:[ \t]*%s(?=[ \t>\r\n]|\Z)){%d,}" % (_CONTAINER_MARKER, NESTED_LINE_MARKERS)
+_NESTED_LINE = re.compile(r"[\r\n]" + _NESTED_LINE_BODY)
+_NESTED_LINE_LF = re.compile(r"\n" + _NESTED_LINE_BODY)  # three times faster: for text without "\r"
+_NESTED_LINE_AT = re.compile(_NESTED_LINE_BODY)
+#: A table narrower than this never weighs more than its lines: at the default sizes a line of a
+#: window may hold WINDOW_CELLS // WINDOW_LINES = 8 cells (a window of other size, more).
+WIDE_TABLE_COLUMNS = 9
+# A GFM delimiter row (after the ">" of quotes it is in): its pipes bound its columns. Possessive
+# quantifiers: a line of many spaces is given up in one pass.
+_DELIMITER_ROW_BODY = r"[ \t>]*+\|?[ \t]*+:?-++:?[ \t]*+\|[-:| \t]*+(?=[\r\n]|\Z)"
+_DELIMITER_ROW = re.compile(r"[\r\n]" + _DELIMITER_ROW_BODY)
+_DELIMITER_ROW_AT = re.compile(_DELIMITER_ROW_BODY)
+# What a delimiter row of WIDE_TABLE_COLUMNS columns or more holds, with or without its outer
+# pipes: that many cells less two between pipes (a pattern that starts with a literal character
+# is searched for fast).
+_WIDE_DELIMITER = re.compile(r"\|(?:[ \t]*+:?-++:?[ \t]*+\|){%d}" % (WIDE_TABLE_COLUMNS - 2))
+
+
+def _line_matches(pattern: re.Pattern, at_start: re.Pattern, source: str, start: int, end: int) -> Iterator[re.Match]:
+    """Matches of a line pattern (``at_start``; ``pattern`` is it behind a line break) at the
+    lines that start in ``source[start:end]`` (``start`` a line start)."""
+    if start == 0:
+        first = at_start.match(source, 0, end)
+        if first is not None:
+            yield first
+        yield from pattern.finditer(source, 0, end)
+    else:
+        yield from pattern.finditer(source, start - 1, end)
+
+
+def _widest_delimiter_row(source: str, start: int, end: int) -> int:
+    """An upper bound on the columns of the widest GFM delimiter row starting in ``source[start:end]``
+    (its pipes plus one), 0 when there is none of :data:`WIDE_TABLE_COLUMNS` columns or more."""
+    if _WIDE_DELIMITER.search(source, start, end) is None:
+        return 0
+    return max((m.group().count("|") + 1 for m in _line_matches(_DELIMITER_ROW, _DELIMITER_ROW_AT, source, start, end)),
+               default=0)
+
+
+def _nested_lines(source: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """``(line start, extra weight)``, in order, of the lines in ``source[start:end]`` that open
+    :data:`NESTED_LINE_MARKERS` containers or more: half their list markers (counted as their
+    markers but ``>``, as words: ``"1.-"`` is one)."""
+    pattern = _NESTED_LINE if source.find("\r", start, end) != -1 else _NESTED_LINE_LF
+    for m in _line_matches(pattern, _NESTED_LINE_AT, source, start, end):
+        text = m.group()
+        at = m.start() + 1 if text[:1] in ("\r", "\n") else m.start()
+        extra = (len(text.split()) - text.count(">")) // 2
+        if extra > 0:
+            yield at, extra
 
 
 #: The start of a line with text: after a line break (or at the text's start), optional spaces
@@ -657,7 +757,8 @@ def _trimmed_end(source: str, start: int, end: int) -> int:
 
 class _Prefixed(_Positions):
     """:class:`_Positions` of ``text[offset:limit]`` parsed behind a synthetic prefix of ``shift``
-    UTF-8 bytes: the parser's offsets are moved back by ``shift`` first."""
+    UTF-8 bytes: the parser's offsets are moved back by ``shift`` first; an offset inside the
+    prefix (a table node, which starts at the copied header) is the window's start."""
 
     def __init__(self, text: str, offset: int, limit: int, line_starts: LineStarts, shift: int) -> None:
         super().__init__(text, offset, limit, line_starts)
@@ -665,7 +766,8 @@ class _Prefixed(_Positions):
 
     def interval(self, srcmap) -> tuple[int, int]:
         shift = self.shift
-        return super().interval((srcmap[0] - shift, srcmap[1] - shift))
+        start, end = srcmap[0] - shift, srcmap[1] - shift
+        return super().interval((start if start > 0 else 0, end if end > 0 else 0))
 
 
 def _parse_window(source: str, start: int, end: int, prefix: str, line_starts: LineStarts):
@@ -794,10 +896,11 @@ def _table_windows(source: str, start: int, size: int, line_starts: LineStarts, 
     n = len(source)
     window = size
     prefix = ""
+    columns = 0  # the delimiter row's width bound, once the window starts in the body
     body_start = start
     block_end = start
     while True:
-        end = _window_end(source, body_start, window)
+        end = _window_end(source, body_start, window, columns)
         last = end == n
         nodes, pos, shift = _parse_window(source, body_start, end, prefix, line_starts)
         first = nodes[0] if nodes else None
@@ -826,6 +929,7 @@ def _table_windows(source: str, start: int, size: int, line_starts: LineStarts, 
             if LINE_BREAK.match(source, header_end) is None:
                 raise _NotStreamable(f"no line break after the table header at {header_end}")
             prefix = source[start:header_end] + "\n"
+            columns = _widest_delimiter_row(prefix, 0, len(prefix))
         body_start, window = end, size
 
 
