@@ -229,3 +229,14 @@ def test_lines_opening_many_lists_weigh_more_in_a_window(monkeypatch, line):
     # A parse holds lines weighing at most the lines of the largest window (2 Mi code points: 200),
     # plus the two items a window drops and parses again.
     assert max(t.count("\n") for t in texts) <= 200 // weight + 3
+
+
+def test_a_long_table_of_chinese_rows_behind_a_long_header_is_read_at_the_default_sizes():
+    """The same fault at the real sizes: a 30-column table with Chinese cells and 9,216 rows (its
+    last window a few rows of dense UTF-8 behind a 400-byte header copy) raised IndexError."""
+    header = "| " + " | ".join(f"列名{i}" for i in range(30)) + " |\n|" + "---|" * 30 + "\n"
+    text = "# 表\n\n" + header + "".join(f"| 数据{i} | 值 |\n" for i in range(9216))
+    doc = normalize_markdown(text)
+    assert [b.kind for b in doc.blocks] == ["heading", "table"]
+    rows = list(doc.blocks[1].children)
+    assert len(rows) == 9217 and text[rows[-1].start:rows[-1].end] == "| 数据9215 | 值 |"
