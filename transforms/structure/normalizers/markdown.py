@@ -630,7 +630,7 @@ class _NotStreamable(Exception):
     """A window's parse is not what streaming a list or table relies on (never expected)."""
 
 
-def _window_end(source: str, start: int, size: int, columns: int = 0) -> int:
+def _window_end(source: str, start: int, size: int) -> int:
     """The end of a window from ``start`` (a line start): after the first line break at or past
     ``start + size`` code points, or earlier, at a line start, once the lines with text (not only
     spaces and tabs; blank lines make no parse tree) weigh more than ``WINDOW_LINES * size //
@@ -639,8 +639,7 @@ def _window_end(source: str, start: int, size: int, columns: int = 0) -> int:
 
     A line weighs one, plus half its list markers when it opens :data:`NESTED_LINE_MARKERS` or
     more containers (``"- - - x"``: every list on it is two parser nodes). When the window holds a
-    GFM delimiter row of ``w`` columns or more, or ``columns`` (the width of a table whose body
-    the window continues) is as large, each line weighs at least ``w`` cells, of which it may hold
+    GFM delimiter row of ``w`` columns or more, each line weighs ``w`` cells, of which it may hold
     ``WINDOW_CELLS`` (more in proportion for a window larger than ``WINDOW_CHARS``; the parser
     gives every row of a table as many cells as its delimiter row has, however short the row).
     """
@@ -652,7 +651,7 @@ def _window_end(source: str, start: int, size: int, columns: int = 0) -> int:
     lines = max(1, WINDOW_LINES * size // WINDOW_CHARS)
     end = _after_text_lines(source, start, end, lines)
     # Dense lines are looked for only where the window can still end: it only gets shorter.
-    width = max(columns, _widest_delimiter_row(source, start, end))
+    width = _widest_delimiter_row(source, start, end)
     cells = WINDOW_CELLS * max(size, WINDOW_CHARS) // WINDOW_CHARS
     if width * lines > cells:
         lines = max(1, cells // width)
@@ -779,7 +778,7 @@ def _trimmed_end(source: str, start: int, end: int) -> int:
 class _Prefixed(_Positions):
     """:class:`_Positions` of ``text[offset:limit]`` parsed behind a synthetic prefix of ``shift``
     UTF-8 bytes: the parser's offsets are moved back by ``shift`` first; an offset inside the
-    prefix (a table node, which starts at the copied header) is the window's start."""
+    prefix (a table node starts there) is the window's start."""
 
     def __init__(self, text: str, offset: int, limit: int, line_starts: LineStarts, shift: int) -> None:
         super().__init__(text, offset, limit, line_starts)
@@ -906,10 +905,9 @@ def _table_windows(source: str, start: int, size: int, line_starts: LineStarts, 
 
     Yields as :func:`_list_windows` does (rows: ``table_row`` nodes, the header row first). Rows
     are lines: the first window is parsed from the header line; every later window of body
-    lines is parsed behind a copy of the header and delimiter lines (a table body cannot be
-    parsed alone; the copy's last line break is ``"\\n"``, so that a ``"\\r"`` there does not
-    join a window's first ``"\\n"`` into one line break) and the parser's byte offsets are moved
-    back by the copy's UTF-8 length. The table ends where the parser ends it (a blank line, a
+    lines is parsed behind a one-column table's header and delimiter lines
+    (``_TABLE_BODY_PREFIX``: a table body cannot be parsed alone, and where it ends does not
+    depend on its header) and the parser's byte offsets are moved back by that prefix's length. The table ends where the parser ends it (a blank line, a
     line that starts another block or is indented four columns; a line without a pipe is still
     a row; the parser has no cap on rows or cells): before a window's last line, or at the end
     of the text. ``loose`` is unused (a list's).
@@ -917,11 +915,10 @@ def _table_windows(source: str, start: int, size: int, line_starts: LineStarts, 
     n = len(source)
     window = size
     prefix = ""
-    columns = 0  # the delimiter row's width bound, once the window starts in the body
     body_start = start
     block_end = start
     while True:
-        end = _window_end(source, body_start, window, columns)
+        end = _window_end(source, body_start, window)
         last = end == n
         nodes, pos, shift = _parse_window(source, body_start, end, prefix, line_starts)
         first = nodes[0] if nodes else None
@@ -945,13 +942,16 @@ def _table_windows(source: str, start: int, size: int, line_starts: LineStarts, 
         yield converted, (block_end if ended else None), first, pos
         if ended:
             return
-        if not prefix:
-            header_end = _trimmed_end(source, start, pos.interval(head.srcmap)[1])
-            if LINE_BREAK.match(source, header_end) is None:
-                raise _NotStreamable(f"no line break after the table header at {header_end}")
-            prefix = source[start:header_end] + "\n"
-            columns = _widest_delimiter_row(prefix, 0, len(prefix))
+        prefix = _TABLE_BODY_PREFIX
         body_start, window = end, size
+
+
+#: What a window of a table's body lines is parsed behind: a table of one column. The parser
+#: ends a table's body at a line that is blank, indented four columns or starts another block,
+#: whatever its header; every row gets as many cells as the header has, so a copy of a wide
+#: header would make every row as wide. Its line breaks are "\n", so that a "\r" before the
+#: window cannot join the window's first "\n" into one line break.
+_TABLE_BODY_PREFIX = "| a |\n|---|\n"
 
 
 #: A top-level list or table that a window of ``WINDOW_CHARS`` cannot hold is read a window of
