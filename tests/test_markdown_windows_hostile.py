@@ -225,15 +225,18 @@ def test_a_short_document_with_a_wide_table_over_many_rows_is_read_in_windows(mo
     assert max(_cells(t) for t in texts) <= 2 * markdown.WINDOW_CELLS + 2 * 2000
 
 
-@pytest.mark.parametrize("line", ["- " * 20 + "x\n", "1. " * 12 + "- " * 8 + "y\n", "- > " * 10 + "z\n"])
-def test_lines_opening_many_lists_weigh_more_in_a_window(monkeypatch, line):
-    """A line opening many lists (two parser nodes each) counts as half its list markers more
-    lines: "- " * 99 + "x" lines took 1.2 GB per 1 Mi-character window. Blocks are a whole parse's."""
+@pytest.mark.parametrize("line", ["- " * 20 + "x\n", "1. " * 12 + "- " * 8 + "y\n", "- > " * 10 + "z\n",
+                                  "- " + "> " * 20 + "q\n\n"])
+def test_lines_opening_many_containers_weigh_more_in_a_window(monkeypatch, line):
+    """A line opening many lists or quotes (a node or two each) counts as half its container
+    markers more lines: "- " * 99 + "x" lines took 1.2 GB per 1 Mi-character window, and
+    "> " * 99 + "x" lines between blank lines 528 MiB for a 1 MB document. Blocks are a whole
+    parse's."""
     from transforms.structure.normalizers import markdown
 
     text = "# T\n\n" + line * 300 + "\nAfter.\n"
     whole, texts = _parsed_texts(monkeypatch, text, WINDOW_LINES=100, WINDOW_CHARS=1 << 20)
-    weight = 1 + (len(line.split()) - 1 - line.count(">")) // 2
+    weight = 1 + (len(line.split()) - 1) // 2
     assert len(texts) > 5
     # A parse holds lines weighing at most the lines of the largest window (2 Mi code points: 200),
     # plus the two items a window drops and parses again.

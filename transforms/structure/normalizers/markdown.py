@@ -637,8 +637,9 @@ def _window_end(source: str, start: int, size: int) -> int:
     WINDOW_CHARS``; ``len(source)`` when neither is in the text. The window holds at least one
     line with text.
 
-    A line weighs one, plus half its list markers when it opens :data:`NESTED_LINE_MARKERS` or
-    more containers (``"- - - x"``: every list on it is two parser nodes). When the window holds a
+    A line weighs one, plus half its container markers when it opens :data:`NESTED_LINE_MARKERS`
+    or more containers (``"- - - x"``: every list on it is two parser nodes; ``"> > > x"`` after
+    a blank line opens as many quotes). When the window holds a
     GFM delimiter row of ``w`` columns or more, each line weighs ``w`` cells, of which it may hold
     ``WINDOW_CELLS`` (more in proportion for a window larger than ``WINDOW_CHARS``; the parser
     gives every row of a table as many cells as its delimiter row has, however short the row).
@@ -729,15 +730,13 @@ def _widest_delimiter_row(source: str, start: int, end: int) -> int:
 
 def _nested_lines(source: str, start: int, end: int) -> Iterator[tuple[int, int]]:
     """``(line start, extra weight)``, in order, of the lines in ``source[start:end]`` that open
-    :data:`NESTED_LINE_MARKERS` containers or more: half their list markers (counted as their
-    markers but ``>``, as words: ``"1.-"`` is one)."""
+    :data:`NESTED_LINE_MARKERS` containers or more: half their markers (counted as words:
+    ``">>"`` is one)."""
     pattern = _NESTED_LINE if source.find("\r", start, end) != -1 else _NESTED_LINE_LF
     for m in _line_matches(pattern, _NESTED_LINE_AT, source, start, end):
         text = m.group()
         at = m.start() + 1 if text[:1] in ("\r", "\n") else m.start()
-        extra = (len(text.split()) - text.count(">")) // 2
-        if extra > 0:
-            yield at, extra
+        yield at, len(text.split()) // 2
 
 
 #: The start of a line with text: after a line break (or at the text's start), optional spaces
