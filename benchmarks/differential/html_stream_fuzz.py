@@ -285,7 +285,7 @@ class Runner:
         if self.out:
             self.out.write(json.dumps({"kind": kind, "mode": mode, "content": content,
                                        "expected": repr(expected)[:5000], "got": repr(got)[:5000]},
-                                      ensure_ascii=False) + "\n")
+                                      ensure_ascii=True) + "\n")
             self.out.flush()
 
 

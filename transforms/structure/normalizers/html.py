@@ -907,6 +907,8 @@ class _ListFrame(_Frame):
         if self.count:
             writer.write("\n")
         else:
+            if self.stream.top.blocks:
+                self.stream.drain()
             self.stream.separate()
             self.start = writer.position
         self.items.add(writer.item(blocks, self.ordered, self.first_number + self.count, "", 1))
@@ -958,6 +960,8 @@ class _TableFrame(_Frame):
 
     def emit(self) -> None:
         stream = self.stream
+        if stream.top.blocks:  # a caption read in its last part
+            stream.drain()
         stream.separate()
         rows = _Nodes()
         start = stream.writer.position
