@@ -812,7 +812,8 @@ class _Frame:
             if self.pending_frame is not None:
                 self.child_tail(tail)
             else:
-                stream.dropped += _remove_navigation(child)
+                if len(child):  # (navigation inside it; not the child itself)
+                    stream.dropped += _remove_navigation(child)
                 keep = self.unit(child)
                 stream.saw(child, self)
         # Free what was read; the last settled child stays (cleared, its tail kept) so the parser
@@ -1034,7 +1035,9 @@ class _Stream:
 
     def saw(self, element, frame: _Frame | None) -> None:
         """An element read whole: note whether it holds an ``h1`` and, first under the root, a ``head``."""
-        if not self.has_h1 and (element.tag == "h1" or next(element.iter("h1"), None) is not None):
+        if not self.has_h1 and (
+            element.tag == "h1" or (len(element) and next(element.iter("h1"), None) is not None)
+        ):
             self.has_h1 = True
         if self.head is None and element.tag == "head" and frame is not None and frame.depth == 0:
             self.head = element
