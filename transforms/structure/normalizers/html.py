@@ -765,10 +765,6 @@ def _check_merge(before: str | None, tail: str) -> str:
     return merged
 
 
-class _Lost(Exception):
-    """The parser's events do not follow the tree as expected: read the whole tree instead."""
-
-
 class _Frame:
     """An open element whose children are read one at a time, as each is complete.
 
@@ -785,6 +781,7 @@ class _Frame:
         self.pending_nav = False
         self.pending_frame: _Frame | None = None
         self.last = None  # the last settled child still in the tree
+        self.cursor = None  # the last child seen (pending, or settled and still in the tree)
         # The string a navigation child's tail would be appended to on the whole tree: the tail
         # of the child before it, or this element's text (see ``_check_merge``).
         self.before: str | None = None
@@ -983,41 +980,34 @@ class _Stream:
         self.has_h1 = False
         self.head = None  # the first head element under the root: its title, if any
         self.title = ""
-        self.root = None
-        self.stack: list[_Frame | None] = []  # per open element: its frame, or None inside a child read whole
+        self.frame: _Frame | None = None  # the root's
 
-    def events(self, events) -> None:
-        stack = self.stack
-        for action, element in events:
-            if action == "start":
-                if not stack:
-                    if self.root is not None:
-                        raise _Lost("a second root element")
-                    self.root = element
-                    stack.append(_Container(self, element, 0))
-                    continue
-                parent = stack[-1]
-                if parent is None:
-                    stack.append(None)
-                    continue
-                if element.getparent() is not parent.element:
-                    raise _Lost("an element outside its parent")
-                parent.before_child()
-                nav = _is_navigation(element)
-                frame = None if nav else parent.open(element)
-                parent.pending, parent.pending_nav, parent.pending_frame = element, nav, frame
-                stack.append(frame)
-            else:
-                if not stack:
-                    raise _Lost("an end without a start")
-                frame = stack.pop()
-                if frame is not None:
-                    if frame.element is not element:
-                        raise _Lost("an end out of order")
-                    frame.before_child()
-                    frame.close()
+    def advance(self, frame: _Frame, final: bool) -> None:
+        """Read the children of ``frame`` that are complete (a later sibling exists), then those of
+        its last child if that is a frame; ``final``: the element is complete, read it all."""
+        element = frame.element
+        while True:
+            cursor = frame.cursor
+            following = cursor.getnext() if cursor is not None else (element[0] if len(element) else None)
+            if following is None:
+                break
+            if frame.pending_frame is not None:
+                self.advance(frame.pending_frame, True)
+            frame.before_child()
+            nav = _is_navigation(following)
+            frame.pending, frame.pending_nav, frame.cursor = following, nav, following
+            frame.pending_frame = None if nav else frame.open(following)
             if self.top.blocks:
                 self.drain()
+        if final:
+            if frame.pending_frame is not None:
+                self.advance(frame.pending_frame, True)
+            frame.before_child()
+            frame.close()
+        elif frame.pending_frame is not None:
+            self.advance(frame.pending_frame, False)
+        if self.top.blocks:
+            self.drain()
 
     def drain(self) -> None:
         """Write the top-level blocks read so far."""
@@ -1047,7 +1037,13 @@ class _Stream:
     def pack(self) -> None:
         """Keep fewer, larger strings (called between windows)."""
         self.writer.pack()
-        for inline in (self.top.inline, *(f.state.stray.inline for f in self.stack if type(f) is _ListFrame)):
+        inlines = [self.top.inline]
+        frame = self.frame
+        while frame is not None:
+            if type(frame) is _ListFrame:
+                inlines.append(frame.state.stray.inline)
+            frame = frame.pending_frame
+        for inline in inlines:
             if len(inline) > 64:
                 inline[:] = ["".join(inline)]
 
@@ -1087,9 +1083,11 @@ def _normalize_streamed(content: str) -> NormalizedDocument | None:
     parser refuses it or stops early, or its events do not follow the tree).
     """
     stream = _Stream()
+    # Only the root's start event: the tree itself shows what is complete (an element with a later
+    # sibling); an event per element would cost more than the parse.
     parser = etree.HTMLPullParser(
-        events=("start", "end"), encoding="utf-8", remove_comments=True, remove_pis=True, huge_tree=True,
-        no_network=True,
+        events=("start",), tag="html", encoding="utf-8", remove_comments=True, remove_pis=True,
+        huge_tree=True, no_network=True,
     )
     blank = True
     try:
@@ -1097,17 +1095,24 @@ def _normalize_streamed(content: str) -> NormalizedDocument | None:
             if blank and window and not window.isspace():
                 blank = False
             parser.feed(window.encode("utf-8", "replace"))
-            stream.events(parser.read_events())
-            stream.pack()
+            for _, element in parser.read_events():
+                if stream.frame is not None:
+                    return None  # a second root
+                stream.frame = _Container(stream, element, 0)
+            if stream.frame is not None:
+                stream.advance(stream.frame, False)
+                stream.pack()
         root = parser.close()
-        stream.events(parser.read_events())
-    except (etree.LxmlError, ValueError, _Lost):
-        return None
-    if blank:
-        return NormalizedDocument(text="", blocks=(), content_format="html", verbatim=False)
-    if any(entry.level_name == "FATAL" for entry in parser.error_log):
-        return None
-    if root is None or root is not stream.root or stream.stack:
+        if blank:
+            return NormalizedDocument(text="", blocks=(), content_format="html", verbatim=False)
+        if any(entry.level_name == "FATAL" for entry in parser.feed_error_log) or root is None:
+            return None
+        if stream.frame is None:
+            stream.frame = _Container(stream, root, 0)  # (no start event: text without tags)
+        elif stream.frame.element is not root:
+            return None
+        stream.advance(stream.frame, True)
+    except (etree.LxmlError, ValueError):
         return None
     top = stream.top
     top.flush()
