@@ -106,7 +106,8 @@ def test_title_heading_first_when_there_is_no_h1(windows):
 
 def test_navigation_is_left_out_and_its_tail_joins_the_text_before_it(windows):
     page = ('<body>a<nav><p>menu</p><div role="navigation">in</div></nav>b<ul><li>x</li>'
-            '<li class="related">r</li>c</ul><table><tr><td>1</td></tr><div class="sphinxsidebar">s</div>t</table></body>')
+            '<li class="related">r</li>c</ul>'
+            '<table><tr><td>1</td></tr><div class="sphinxsidebar">s</div>t</table></body>')
     doc = streamed(page)
     # "b" joins "a" (the body's text); "c" joins x's tail, so it is text inside the list that
     # joins the item before it; "t" joins the row's tail, text moved out of the table.
@@ -168,3 +169,22 @@ def test_corpus_pages_read_in_windows_are_the_same(windows):
     assert documents
     for content in documents[::4]:
         assert deep(streamed(content)) == deep(whole(content))
+
+
+def test_compact_nodes_round_trip_past_four_bytes():
+    from transforms.structure.tree import Node
+
+    nodes = html._Nodes()
+    code = Node("code", 20, 40, language="py", fence="```py")
+    tree = [Node("list", 3, 40, (Node("list_item", 3, 9), Node("list_item", 10, 40, (code,))), level=1),
+            Node("heading", 2**31 + 1, 2**31 + 9, level=2, title="far"),
+            Node("quote", 2**31 + 11, 2**31 + 20, (Node("paragraph", 2**31 + 11, 2**31 + 20),))]
+    for node in tree:
+        nodes.add(node)
+    assert nodes.ints.typecode == "q"  # widened at the first value past 2**31, nothing lost
+    moved = [Node(n.kind, n.start + 5, n.end + 5, n.children, level=n.level, title=n.title) for n in tree]
+    got = list(nodes.nodes(5))
+    fields = [(n.kind, n.start, n.end, n.level, n.title) for n in got]
+    assert fields == [(n.kind, n.start, n.end, n.level, n.title) for n in moved]
+    assert got[0].children[1].children[0] == Node("code", 25, 45, language="py", fence="```py")
+    assert got[2].children == (Node("paragraph", 2**31 + 16, 2**31 + 25),)

@@ -54,6 +54,22 @@ no blocks and a diagnostic; when libxml2 stops early (it gives up past 2047 leve
 ``NormalizationError("unreadable_html")`` is raised, since the rest of the page would be lost. Before parsing, ``\\r\\n`` and lone
 ``\\r`` become ``\\n`` (as the HTML standard does), NUL becomes U+FFFD, lone surrogates become
 ``?``, and ``</body>``/``</html>`` end tags are removed (libxml2 would drop content after them).
+
+Memory. A page of :data:`STREAM_DOCUMENT_CHARS` (1 Mi) code points or more is read in windows of
+:data:`STREAM_WINDOW_CHARS` with libxml2's push parser (the same tree as a whole parse) and gives
+the same result as a page read whole: under the top-level containers (``html``, ``body``, ``div``
+...), lists and tables, each child is rendered as soon as it is complete (a later sibling exists)
+and then freed, so the element tree alive at a time is the open elements plus about one window.
+Page-wide facts come out the same: navigation is left out where it is met, its tail joined to the
+text before it; the ``<title>`` heading is put first at the end, when no ``h1`` was met. A
+top-level list is written an item at a time, a table when it ends (its widest row sets the
+width; rows are kept packed, a string per 1,024 rows); their nodes are kept as integers (12 bytes
+an item or row) and, when the block's rendering is over :data:`STREAM_BLOCK_CHARS`, given as
+:class:`~transforms.structure.tree.StreamedChildren`. Still whole: a list or table inside a
+block quote or list item, an element that is not a container (a huge ``p`` or ``pre``), the
+rest of a page after a missing ``</table>`` (moved out of the table, so held until it ends).
+A page the windows cannot read (the parser refuses it or stops early, or a control character
+where the whole path raises) is read whole.
 """
 
 from __future__ import annotations
@@ -695,28 +711,35 @@ _STREAMED = 15  # a top-level list or table whose children are kept in their own
 
 class _Nodes:
     """Nodes kept compact, in pre-order: three integers each (kind, level and number of children
-    packed in one; start; end), the rare strings aside; made into :class:`Node` objects on reading.
+    packed in one; start; end; four bytes each up to 2**31), the rare strings aside; made into
+    :class:`Node` objects when read (12 bytes a list item or table row instead of about 200).
     """
 
     __slots__ = ("ints", "strings", "streamed")
 
     def __init__(self) -> None:
-        self.ints = array("q")
+        self.ints = array("i")
         self.strings: dict[int, tuple[str, str, str]] = {}  # node number -> (title, language, fence)
         self.streamed: list[tuple[str, _Nodes]] = []
 
     def add(self, node: Node) -> None:
-        ints = self.ints
         if node.title or node.language or node.fence:
-            self.strings[len(ints) // 3] = (node.title, node.language, node.fence)
+            self.strings[len(self.ints) // 3] = (node.title, node.language, node.fence)
         children = node.children
-        ints.extend((_CODE_OF[node.kind] | node.level << 4 | len(children) << 16, node.start, node.end))
+        self._put([_CODE_OF[node.kind] | node.level << 4 | len(children) << 16, node.start, node.end])
         for child in children:
             self.add(child)
 
     def add_streamed(self, kind: str, start: int, end: int, level: int, children: _Nodes) -> None:
-        self.ints.extend((_STREAMED | level << 4 | len(self.streamed) << 16, start, end))
+        self._put([_STREAMED | level << 4 | len(self.streamed) << 16, start, end])
         self.streamed.append((kind, children))
+
+    def _put(self, values: list[int]) -> None:
+        try:
+            self.ints.fromlist(values)  # (unchanged when it raises)
+        except OverflowError:  # past 2**31: eight bytes each from now on
+            self.ints = array("q", self.ints)
+            self.ints.fromlist(values)
 
     def nodes(self, shift: int) -> Iterator[Node]:
         """The nodes at the top of this sequence, each with its descendants, moved by ``shift``."""
@@ -766,10 +789,11 @@ def _check_merge(before: str | None, tail: str) -> str:
 
 
 class _Frame:
-    """An open element whose children are read one at a time, as each is complete.
+    """An element whose children are read one at a time, as each is complete (``_Stream.advance``).
 
-    A child is *settled* when its tail is final (the next sibling starts, or this element ends):
-    then it is read (``unit``) unless it is itself a frame or left-out navigation, and freed.
+    A child is *settled* when its tail is final (a later sibling exists, or this element is
+    complete): then it is read (``unit``) unless it is itself a frame or left-out navigation, and
+    freed.
     """
 
     def __init__(self, stream: "_Stream", element, depth: int) -> None:
@@ -787,7 +811,7 @@ class _Frame:
         self.before: str | None = None
 
     def before_child(self) -> None:
-        """A child starts or this element ends: its text, and the child before, are final."""
+        """A child follows or this element is complete: its text, and the child before, are final."""
         if not self.text_done:
             self.text_done = True
             self.before = text = self.element.text
@@ -826,7 +850,7 @@ class _Frame:
         raise NotImplementedError
 
     def open(self, child) -> "_Frame | None":
-        """A child starts (not navigation): its frame, or ``None`` to read it whole once settled."""
+        """A child was met (not navigation): its frame, or ``None`` to read it whole once settled."""
         return None
 
     def unit(self, child) -> bool:
@@ -1073,14 +1097,9 @@ def _source_windows(content: str) -> Iterator[str]:
 
 
 def _normalize_streamed(content: str) -> NormalizedDocument | None:
-    """:func:`normalize_html` reading the page in windows with libxml2's push parser.
-
-    Each element is read as soon as it is complete (its tail too), under the top-level containers,
-    lists and tables, which are followed with the parser's start and end events; what was read is
-    freed, so the element tree alive at a time is what is open plus one window's worth. Top-level
-    lists and tables are written item by item (row by row) and their nodes kept compact
-    (:class:`_Nodes`), streamed when long. ``None`` when the page needs the whole tree instead (the
-    parser refuses it or stops early, or its events do not follow the tree).
+    """:func:`normalize_html` reading the page in windows with libxml2's push parser (see the
+    module docstring); ``None`` when the page must be read whole instead (the parser refuses it,
+    stops early, or finds no element, or lxml refuses a string the whole path would set).
     """
     stream = _Stream()
     # Only the root's start event: the tree itself shows what is complete (an element with a later
