@@ -1115,9 +1115,10 @@ def _normalize_streamed(content: str) -> NormalizedDocument | None:
                 blank = False
             parser.feed(window.encode("utf-8", "replace"))
             for _, element in parser.read_events():
-                if stream.frame is not None:
+                if stream.frame is None:
+                    stream.frame = _Container(stream, element, 0)
+                elif element is not stream.frame.element:
                     return None  # a second root
-                stream.frame = _Container(stream, element, 0)
             if stream.frame is not None:
                 stream.advance(stream.frame, False)
                 stream.pack()
