@@ -776,15 +776,11 @@ class _Nodes:
 # -- reading the page as the parser goes ------------------------------------------------------
 
 
-_PROBE = etree.Element("p")
-
-
 def _check_merge(before: str | None, tail: str) -> str:
     """``before + tail``, or the ``ValueError`` lxml raises when the whole tree's path sets it
     (a control character: that path then gives its own result, see ``_normalize_streamed``)."""
     merged = (before or "") + tail
-    _PROBE.text = merged
-    _PROBE.text = None
+    etree.Element("p").text = merged  # (a new element: no element is shared between threads)
     return merged
 
 
