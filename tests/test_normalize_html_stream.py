@@ -174,7 +174,7 @@ def test_corpus_pages_read_in_windows_are_the_same(windows):
 def test_compact_nodes_round_trip_past_four_bytes():
     from transforms.structure.tree import Node
 
-    nodes = html._Nodes()
+    nodes = html._Nodes("paragraph")
     code = Node("code", 20, 40, language="py", fence="```py")
     tree = [Node("list", 3, 40, (Node("list_item", 3, 9), Node("list_item", 10, 40, (code,))), level=1),
             Node("heading", 2**31 + 1, 2**31 + 9, level=2, title="far"),

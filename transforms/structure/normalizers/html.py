@@ -710,22 +710,28 @@ _STREAMED = 15  # a top-level list or table whose children are kept in their own
 
 
 class _Nodes:
-    """Nodes kept compact, in pre-order: three integers each (kind, level and number of children
-    packed in one; start; end; four bytes each up to 2**31), the rare strings aside; made into
-    :class:`Node` objects when read (12 bytes a list item or table row instead of about 200).
+    """Nodes kept compact, in pre-order, as integers (four bytes each up to 2**31), the rare
+    strings aside; made into :class:`Node` objects when read. A node of kind ``leaf`` without
+    children, level or strings is two integers (``~start``, end): 8 bytes a plain list item or
+    table row instead of about 200; any other is three (kind, level and number of children packed
+    in one, start, end).
     """
 
-    __slots__ = ("ints", "strings", "streamed")
+    __slots__ = ("leaf", "ints", "strings", "streamed")
 
-    def __init__(self) -> None:
+    def __init__(self, leaf: str) -> None:
+        self.leaf = leaf
         self.ints = array("i")
-        self.strings: dict[int, tuple[str, str, str]] = {}  # node number -> (title, language, fence)
+        self.strings: dict[int, tuple[str, str, str]] = {}  # record position -> (title, language, fence)
         self.streamed: list[tuple[str, _Nodes]] = []
 
     def add(self, node: Node) -> None:
-        if node.title or node.language or node.fence:
-            self.strings[len(self.ints) // 3] = (node.title, node.language, node.fence)
         children = node.children
+        if node.title or node.language or node.fence:
+            self.strings[len(self.ints)] = (node.title, node.language, node.fence)
+        elif not children and node.kind == self.leaf and not node.level:
+            self._put([~node.start, node.end])
+            return
         self._put([_CODE_OF[node.kind] | node.level << 4 | len(children) << 16, node.start, node.end])
         for child in children:
             self.add(child)
@@ -751,6 +757,8 @@ class _Nodes:
     def _node(self, index: int, shift: int) -> tuple[Node, int]:
         ints = self.ints
         head = ints[index]
+        if head < 0:
+            return Node(self.leaf, ~head + shift, ints[index + 1] + shift), index + 2
         code, level, count = head & 15, (head >> 4) & 0xFFF, head >> 16
         start, end = ints[index + 1] + shift, ints[index + 2] + shift
         if code == _STREAMED:
@@ -761,7 +769,7 @@ class _Nodes:
                 children = tuple(inner.nodes(shift))
             return Node(kind, start, end, children, level=level, header_rows=int(kind == "table")), index + 3
         kind = _CODES[code]
-        strings = self.strings.get(index // 3) if self.strings else None
+        strings = self.strings.get(index) if self.strings else None
         index += 3
         nodes = []
         for _ in range(count):
@@ -907,7 +915,7 @@ class _ListFrame(_Frame):
         self.state = _ListState(stream.reader, depth, self.emit)
         self.ordered = element.tag == "ol"
         self.first_number = _first_number(element, self.ordered)
-        self.items = _Nodes()
+        self.items = _Nodes("list_item")
         self.count = 0
         self.start = 0
 
@@ -981,7 +989,7 @@ class _TableFrame(_Frame):
         if stream.top.blocks:  # a caption read in its last part
             stream.drain()
         stream.separate()
-        rows = _Nodes()
+        rows = _Nodes("table_row")
         start = stream.writer.position
         stream.writer.table(self.state, "", rows.add)
         stream.nodes.add_streamed("table", start, stream.writer.position, 0, rows)
@@ -994,7 +1002,7 @@ class _Stream:
         self.reader = _Reader()
         self.writer = _Writer()
         self.top = _Collector(nested=False)
-        self.nodes = _Nodes()  # the top-level blocks written
+        self.nodes = _Nodes("paragraph")  # the top-level blocks written
         self.blocks = 0
         self.dropped = 0  # navigation elements left out
         self.has_h1 = False
