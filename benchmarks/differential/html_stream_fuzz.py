@@ -15,7 +15,9 @@ unclosed tags, comments, scripts, CDATA, entities, huge attributes, deep nesting
 the middle, NUL, CR, lone surrogates) and corpus pages mutated (ranges cut, repeated, tags
 inserted). For the first ``--chunks`` cases of each kind the chunks of ``StructureAwareChunker``
 (cl100k_base, ``max_tokens`` 128 and 512) with each normalizer are compared too (every field).
-Prints the counts; a mismatch is written to ``--out`` and counted. Exit status 1 on any mismatch.
+Prints the counts (``fallbacks``: pages the windowed path hands to the whole tree, mostly those
+where main raises ``ValueError``: a form feed near left-out navigation; ``--no-control`` leaves form
+feeds out). A mismatch is written to ``--out`` and counted. Exit status 1 on any mismatch.
 """
 
 from __future__ import annotations
