@@ -17,8 +17,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
-def main() -> None:
-    chars, out = int(sys.argv[1]), Path(sys.argv[2])
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    chars, out = int(args[0]), Path(args[1])
     out.mkdir(parents=True, exist_ok=True)
     rnd = random.Random(1)
 
@@ -35,14 +36,17 @@ def main() -> None:
         return "".join(parts)
 
     pages = {
-        "html_list": fill("<html><head><title>List</title></head><body><ul>\n", lambda: f"<li>{words(1)}</li>\n", "</ul></body></html>"),
+        "html_list": fill("<html><head><title>List</title></head><body><ul>\n",
+                          lambda: f"<li>{words(1)}</li>\n", "</ul></body></html>"),
         "html_table": fill("<html><body><table><tr><th>a</th><th>b</th></tr>\n",
-                           lambda: f"<tr><td>{rnd.randint(0, 9)}</td><td>{rnd.randint(0, 9)}</td></tr>\n", "</table></body></html>"),
+                           lambda: f"<tr><td>{rnd.randint(0, 9)}</td><td>{rnd.randint(0, 9)}</td></tr>\n",
+                           "</table></body></html>"),
         "html_paragraphs": fill("<html><body><h1>Paragraphs</h1>\n", lambda: f"<p>{words(10)}</p>\n", "</body></html>"),
     }
     schema = pa.schema([(c, pa.string()) for c in ("id", "content", "content_format", "metadata")])
     for name, content in pages.items():
-        table = pa.table({"id": [name], "content": [content], "content_format": ["html"], "metadata": [None]}, schema=schema)
+        columns = {"id": [name], "content": [content], "content_format": ["html"], "metadata": [None]}
+        table = pa.table(columns, schema=schema)
         pq.write_table(table, out / f"{name}.parquet")
         print(name, len(content))
 

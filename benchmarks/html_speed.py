@@ -28,12 +28,12 @@ def load(path: Path, name: str):
     return module
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline", required=True, help="a checkout (e.g. main)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--input", action="append", default=[], help="Parquet files of documents (default: the corpus)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO))
     import pyarrow.parquet as pq
 

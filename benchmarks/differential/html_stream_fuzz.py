@@ -291,7 +291,7 @@ class Runner:
             self.out.flush()
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--generated", type=int, default=2000)
@@ -301,8 +301,8 @@ def main() -> int:
     parser.add_argument("--out", default=None)
     parser.add_argument("--no-control", action="store_true",
                         help="no form feed in generated text (with one, a left-out element's tail makes main raise ValueError)")
-    args = parser.parse_args()
-    if args.no_control:
+    args = parser.parse_args(argv)
+    if args.no_control and "\f" in WORDS:
         WORDS.remove("\f")
     runner = Runner(args)
     pages = []
