@@ -54,17 +54,35 @@ no blocks and a diagnostic; when libxml2 stops early (it gives up past 2047 leve
 ``NormalizationError("unreadable_html")`` is raised, since the rest of the page would be lost. Before parsing, ``\\r\\n`` and lone
 ``\\r`` become ``\\n`` (as the HTML standard does), NUL becomes U+FFFD, lone surrogates become
 ``?``, and ``</body>``/``</html>`` end tags are removed (libxml2 would drop content after them).
+
+Memory. A page of :data:`STREAM_DOCUMENT_CHARS` (1 Mi) code points or more is read in windows of
+:data:`STREAM_WINDOW_CHARS` with libxml2's push parser (the same tree as a whole parse) and gives
+the same result as a page read whole: under the top-level containers (``html``, ``body``, ``div``
+...), lists and tables, each child is rendered as soon as it is complete (a later sibling exists)
+and then freed, so the element tree alive at a time is the open elements plus about one window.
+Page-wide facts come out the same: navigation is left out where it is met, its tail joined to the
+text before it; the ``<title>`` heading is put first at the end, when no ``h1`` was met. A
+top-level list is written an item at a time, a table when it ends (its widest row sets the
+width; rows are kept packed, a string per 1,024 rows); their nodes are kept as integers (12 bytes
+an item or row) and, when the block's rendering is over :data:`STREAM_BLOCK_CHARS`, given as
+:class:`~transforms.structure.tree.StreamedChildren`. Still whole: a list or table inside a
+block quote or list item, an element that is not a container (a huge ``p`` or ``pre``), the
+rest of a page after a missing ``</table>`` (moved out of the table, so held until it ends).
+A page the windows cannot read (the parser refuses it or stops early, or a control character
+where the whole path raises) is read whole.
 """
 
 from __future__ import annotations
 
 import re
 import threading
+from array import array
 from dataclasses import dataclass, field
+from typing import Callable, Iterator
 
 from lxml import etree
 
-from transforms.structure.tree import NormalizationError, Node, NormalizedDocument
+from transforms.structure.tree import NormalizationError, Node, NormalizedDocument, StreamedChildren
 
 __all__ = ["normalize_html"]
 
@@ -99,6 +117,14 @@ _LANGUAGE = re.compile(r"(?:^|\s)(?:language|lang|highlight)-([A-Za-z0-9_+#.-]+)
 _BACKTICKS = re.compile(r"`{3,}")
 _END_TAGS = re.compile(r"</(?:body|html)\s*>", re.IGNORECASE)
 _PARSERS = threading.local()  # an lxml parser must not be shared between threads
+
+#: Pages of this many code points or more are read in windows (``_normalize_streamed``).
+STREAM_DOCUMENT_CHARS = 1 << 20
+#: Code points of source fed to the parser at a time on that path.
+STREAM_WINDOW_CHARS = 1 << 16
+#: A top-level list or table of a page read in windows whose rendering is longer than this many
+#: code points gets ``StreamedChildren`` (made again from compact records on each iteration).
+STREAM_BLOCK_CHARS = 1 << 16
 
 
 def _parser() -> etree.HTMLParser:
@@ -136,12 +162,6 @@ class _List:
     ordered: bool
     first_number: int
     items: list[list[object]]
-
-
-@dataclass(slots=True)
-class _Table:
-    header: list[list[str]]
-    body: list[list[str]]
 
 
 @dataclass(slots=True)
@@ -186,7 +206,7 @@ def _collapse(text: str) -> str:
 
 
 class _Reader:
-    """Turns an lxml element tree into intermediate blocks."""
+    """Turns lxml elements into intermediate blocks."""
 
     def __init__(self) -> None:
         self.headerless_tables = 0
@@ -303,112 +323,20 @@ class _Reader:
 
     def list(self, element, depth: int, *, ordered: bool) -> _List | None:
         items: list[list[object]] = []
-        stray = _Collector(nested=True)  # content directly inside the list, outside any li
-
-        def attach(blocks: list[object]) -> None:
-            if items:
-                items[-1].extend(blocks)
-            else:
-                items.append(blocks)
-
-        if element.text:
-            stray.inline.append(element.text)
+        state = _ListState(self, depth, items.append)
+        state.text(element.text)
         for child in element:
-            if child.tag == "li" and depth < _MAX_DEPTH:
-                loose = stray.finish()
-                if loose:
-                    attach(loose)
-                    stray = _Collector(nested=True)
-                item = _Collector(nested=True)
-                self.walk(child, item, depth + 1)
-                blocks = item.finish()
-                if blocks:
-                    items.append(blocks)
-                if child.tail:
-                    stray.inline.append(child.tail)
-            else:
-                self.child(child, stray, depth + 1)
-        loose = stray.finish()
-        if loose:
-            attach(loose)
+            state.child(child)
+        state.finish()
         if not items:
             return None
-        try:
-            first_number = int(element.get("start") or 1) if ordered else 1
-        except ValueError:
-            first_number = 1
-        first_number = max(0, min(first_number, 10**9))
-        return _List(ordered, first_number, items)
+        return _List(ordered, _first_number(element, ordered), items)
 
     def table(self, table, out: _Collector, depth: int) -> None:
-        header: list[list[str]] = []
-        body: list[list[str]] = []
-        header_cells: list[bool] = []  # per body row: whether all its cells are th
-        # What a browser would move out of a table ("foster parenting"): text between rows and
-        # elements that are not rows, e.g. everything after a missing </table>. Rendered after it.
-        stray: list = []
-        stray_text: list[str] = [table.text or ""]
-
-        def parts(container, section: str, level: int) -> None:
-            for part in container:
-                tag = part.tag
-                if not isinstance(tag, str):
-                    stray_text.append(part.tail or "")
-                    continue
-                if tag == "caption":
-                    caption = _collapse(self.flat_text(part, level))
-                    if caption:
-                        out.blocks.append(_Paragraph([caption]))
-                elif tag == "tr":
-                    row, all_th = self.row(part, level)
-                    if section == "thead":
-                        header.append(row)
-                    else:
-                        body.append(row)
-                        header_cells.append(all_th)
-                elif tag in ("thead", "tbody", "tfoot"):
-                    stray_text.append(part.text or "")
-                    parts(part, tag, level + 1)
-                elif tag in ("colgroup", "col"):
-                    pass
-                elif part.find(".//tr") is not None and level < _MAX_DEPTH:
-                    stray_text.append(part.text or "")
-                    parts(part, section, level + 1)  # a wrapper around rows (a form, a div)
-                else:
-                    stray.append(part)
-                    continue
-                stray_text.append(part.tail or "")
-
-        parts(table, "tbody", depth + 1)
-        self._table_rows(header, body, header_cells, out)
-        text = _collapse(" ".join(stray_text))
-        if text:
-            out.blocks.append(_Paragraph([text]))
-        for element in stray:
-            tail, element.tail = element.tail, None
-            self.child(element, out, depth + 1)
-            out.flush()
-            if tail and tail.strip():
-                out.blocks.append(_Paragraph([_collapse(tail)]))
-
-    def _table_rows(self, header, body, header_cells, out: _Collector) -> None:
-        if not any(cell for row in header + body for cell in row):
-            return
-        rows = [(row, all_th) for row, all_th in zip(body, header_cells) if any(row)]
-        if not header:
-            lead = 0
-            while lead < len(rows) and rows[lead][1]:
-                lead += 1
-            if lead == 0:
-                self.headerless_tables += 1
-            lead = min(max(lead, 1), len(rows) - 1) if len(rows) > 1 else 1
-            header = [row for row, _ in rows[:lead]]
-            rows = rows[lead:]
-        body = [row for row, _ in rows]
-        width = max(len(row) for row in header + body) or 1
-        for row in header + body:
-            row.extend([""] * (width - len(row)))
-        out.blocks.append(_Table(header, body))
+        state = _TableState(self, out, depth)
+        state.text(table.text)
+        state.parts(table, "tbody", depth + 1)
+        state.finish(lambda: out.blocks.append(state))
 
     def row(self, tr, depth: int) -> tuple[list[str], bool]:
         cells: list[str] = []
@@ -426,6 +354,214 @@ class _Reader:
                 span = 1
             cells.extend([""] * (max(1, min(span, 100)) - 1))
         return cells, all_th and bool(cells)
+
+
+def _first_number(element, ordered: bool) -> int:
+    """An ordered list's first number (its ``start``, 0 to 10**9; 1 when absent or not a number)."""
+    try:
+        first_number = int(element.get("start") or 1) if ordered else 1
+    except ValueError:
+        first_number = 1
+    return max(0, min(first_number, 10**9))
+
+
+class _ListState:
+    """One list being read, its children given one at a time (each whole, its tail final).
+
+    ``emit`` gets each item's blocks once no later content can join it (content directly inside
+    the list, outside any ``li``, joins the item before it).
+    """
+
+    __slots__ = ("reader", "depth", "emit", "stray", "pending")
+
+    def __init__(self, reader: _Reader, depth: int, emit) -> None:
+        self.reader = reader
+        self.depth = depth
+        self.emit = emit
+        self.stray = _Collector(nested=True)  # content directly inside the list, outside any li
+        self.pending: list[object] | None = None
+
+    def text(self, text: str | None) -> None:
+        """Text directly inside the list (its own text, the tail of a left-out element)."""
+        if text:
+            self.stray.inline.append(text)
+
+    def child(self, child) -> None:
+        if child.tag == "li" and self.depth < _MAX_DEPTH:
+            loose = self.stray.finish()
+            if loose:
+                self._attach(loose)
+                self.stray = _Collector(nested=True)
+            item = _Collector(nested=True)
+            self.reader.walk(child, item, self.depth + 1)
+            blocks = item.finish()
+            if blocks:
+                self._push(blocks)
+            if child.tail:
+                self.stray.inline.append(child.tail)
+        else:
+            self.reader.child(child, self.stray, self.depth + 1)
+
+    def _attach(self, blocks: list[object]) -> None:
+        if self.pending is not None:
+            self.pending.extend(blocks)
+        else:
+            self._push(blocks)
+
+    def _push(self, blocks: list[object]) -> None:
+        if self.pending is not None:
+            self.emit(self.pending)
+        self.pending = blocks
+
+    def finish(self) -> None:
+        loose = self.stray.finish()
+        if loose:
+            self._attach(loose)
+        if self.pending is not None:
+            self.emit(self.pending)
+            self.pending = None
+
+
+_SECTIONS = ("thead", "tbody", "tfoot")
+_PACK_ROWS = 1024  # table rows joined into one string at a time (cells hold no "\n" and no NUL)
+
+
+class _TableState:
+    """One table being read, its parts given one at a time (each whole, its tail final).
+
+    Body rows are kept packed (cells joined by NUL, rows by ``"\\n"``, one string per
+    :data:`_PACK_ROWS` rows), and only rows with text (a row without text is dropped); header
+    rows from ``thead`` are kept as they are.
+    """
+
+    def __init__(self, reader: _Reader, out: _Collector, depth: int) -> None:
+        self.reader = reader
+        self.out = out
+        self.depth = depth
+        self.header: list[list[str]] = []
+        self.packed: list[str] = []  # body rows with text, packed
+        self.rows: list[str] = []  # the last ones, one string a row
+        self.count = 0  # body rows with text
+        self.lead = 0  # leading body rows (with text) of th cells only
+        self.leading = True
+        self.width = 0
+        self.has_text = False
+        self.head_rows = 0  # body rows made the header (no thead)
+        # What a browser would move out of a table ("foster parenting"): text between rows and
+        # elements that are not rows, e.g. everything after a missing </table>. Rendered after it.
+        self.stray: list = []
+        self.stray_text: list[str] = []
+        self.last_stray = False  # the last part seen went to ``stray``
+
+    def text(self, text: str | None) -> None:
+        """Text that is in no cell, in document order (a table's or section's text, a part's tail)."""
+        text = text or ""
+        stray_text = self.stray_text
+        if stray_text and not stray_text[-1].strip():
+            stray_text[-1] = text  # only words count: they are joined by spaces, then collapsed
+        else:
+            stray_text.append(text)
+        self.last_stray = False
+
+    def merge_tail(self, tail: str | None) -> None:
+        """The tail of a left-out navigation element: it joins the text before the element."""
+        if not tail:
+            return
+        if self.last_stray:
+            element = self.stray[-1]
+            element.tail = (element.tail or "") + tail
+        else:
+            self.stray_text[-1] += tail
+
+    def parts(self, container, section: str, level: int) -> None:
+        for part in container:
+            self.part(part, section, level)
+
+    def part(self, part, section: str, level: int) -> None:
+        tag = part.tag
+        if not isinstance(tag, str):
+            self.text(part.tail)
+            return
+        if tag == "caption":
+            caption = _collapse(self.reader.flat_text(part, level))
+            if caption:
+                self.out.blocks.append(_Paragraph([caption]))
+        elif tag == "tr":
+            row, all_th = self.reader.row(part, level)
+            self.row(row, all_th, section == "thead")
+        elif tag in _SECTIONS:
+            self.text(part.text)
+            self.parts(part, tag, level + 1)
+        elif tag in ("colgroup", "col"):
+            pass
+        elif part.find(".//tr") is not None and level < _MAX_DEPTH:
+            self.text(part.text)
+            self.parts(part, section, level + 1)  # a wrapper around rows (a form, a div)
+        else:
+            self.stray.append(part)
+            self.last_stray = True
+            return
+        self.text(part.tail)
+
+    def row(self, row: list[str], all_th: bool, head: bool) -> None:
+        if head:
+            self.header.append(row)
+            self.width = max(self.width, len(row))
+            self.has_text = self.has_text or any(row)
+            return
+        if not any(row):
+            return
+        self.has_text = True
+        self.width = max(self.width, len(row))
+        if self.leading:
+            if all_th:
+                self.lead += 1
+            else:
+                self.leading = False
+        self.count += 1
+        self.rows.append("\x00".join(row))
+        if len(self.rows) >= _PACK_ROWS:
+            self.packed.append("\n".join(self.rows))
+            self.rows.clear()
+
+    def _body(self) -> Iterator[list[str]]:
+        for packed in self.packed:
+            for row in packed.split("\n"):
+                yield row.split("\x00")
+        for row in self.rows:
+            yield row.split("\x00")
+
+    def lines(self) -> tuple[list[str], Iterator[str]]:
+        """The header's pipe-table lines and the body's, rows padded to the widest."""
+        width = self.width or 1
+        rows = self._body()
+        header = self.header or [next(rows) for _ in range(self.head_rows)]
+
+        def line(row: list[str]) -> str:
+            if len(row) < width:
+                row = row + [""] * (width - len(row))
+            return _table_line(row)
+
+        return [line(row) for row in header], map(line, rows)
+
+    def finish(self, emit: Callable[[], None]) -> None:
+        """Calls ``emit()`` if the table has text, then adds what was moved out of it to ``out``."""
+        if self.has_text:
+            if not self.header:
+                if self.lead == 0:
+                    self.reader.headerless_tables += 1
+                self.head_rows = min(max(self.lead, 1), self.count - 1) if self.count > 1 else 1
+            emit()
+        out = self.out
+        text = _collapse(" ".join(self.stray_text))
+        if text:
+            out.blocks.append(_Paragraph([text]))
+        for element in self.stray:
+            tail, element.tail = element.tail, None
+            self.reader.child(element, out, self.depth + 1)
+            out.flush()
+            if tail and tail.strip():
+                out.blocks.append(_Paragraph([_collapse(tail)]))
 
 
 def _deep_text(element) -> str:
@@ -455,16 +591,30 @@ def _language(pre) -> str:
 # -- from blocks to Markdown ------------------------------------------------------------------
 
 
+_PACK_PARTS = 8192
+
+
 class _Writer:
     """Appends the Markdown rendering and returns each block's node as it is written."""
 
     def __init__(self) -> None:
         self.parts: list[str] = []
+        self.packed: list[str] = []  # earlier parts, joined
         self.position = 0
 
     def write(self, text: str) -> None:
         self.parts.append(text)
         self.position += len(text)
+
+    def pack(self) -> None:
+        """Join the parts written so far into one string (many small strings take more room)."""
+        if self.parts:
+            self.packed.append("".join(self.parts))
+            self.parts.clear()
+
+    def text(self) -> list[str]:
+        """What was written, as strings to join."""
+        return self.packed + self.parts
 
     def sequence(self, blocks: list[object], prefix: str, depth: int, *, in_item: bool) -> list[Node]:
         """Blocks inside a container whose lines start with ``prefix``; the first one starts here."""
@@ -488,8 +638,10 @@ class _Writer:
             return self.code(block, prefix)
         if isinstance(block, _List):
             return self.list(block, prefix, depth + 1)
-        if isinstance(block, _Table):
-            return self.table(block, prefix)
+        if isinstance(block, _TableState):
+            rows: list[Node] = []
+            self.table(block, prefix, rows.append)
+            return Node("table", start, self.position, tuple(rows), header_rows=1)
         if isinstance(block, _Quote):
             children = self.sequence(block.blocks, prefix + "> ", depth, in_item=False)
             return Node("quote", start, self.position, tuple(children))
@@ -506,19 +658,19 @@ class _Writer:
         self.write(f"{prefix}{opening}\n{body}\n{prefix}{fence}")
         return Node("code", start, self.position, language=block.language, fence=opening)
 
-    def table(self, block: _Table, prefix: str) -> Node:
+    def table(self, block: _TableState, prefix: str, add_row: Callable[[Node], None]) -> None:
+        """Write a table's lines, giving each row's node to ``add_row``."""
         start = self.position
-        rows: list[Node] = []
-        header = "\n".join(prefix + _table_line(row) for row in block.header)
-        delimiter = prefix + "|" + " --- |" * len(block.header[0])
-        self.write(header + "\n" + delimiter)
-        rows.append(Node("table_row", start, self.position))
-        for row in block.body:
+        header, body = block.lines()
+        self.write("\n".join(prefix + line for line in header) + "\n" + prefix + "|" + " --- |" * (block.width or 1))
+        add_row(Node("table_row", start, self.position))
+        for line in body:
+            if len(self.parts) > _PACK_PARTS:
+                self.pack()
             self.write("\n")
             row_start = self.position
-            self.write(prefix + _table_line(row))
-            rows.append(Node("table_row", row_start, self.position))
-        return Node("table", start, self.position, tuple(rows), header_rows=1)
+            self.write(prefix + line)
+            add_row(Node("table_row", row_start, self.position))
 
     def list(self, block: _List, prefix: str, level: int) -> Node:
         start = self.position
@@ -526,25 +678,498 @@ class _Writer:
         for index, blocks in enumerate(block.items):
             if index:
                 self.write("\n")
-            item_start = self.position
-            marker = f"{block.first_number + index}. " if block.ordered else "- "
-            inner = prefix + " " * len(marker)
-            first = blocks[0]
-            if isinstance(first, _Paragraph):
-                self.write(prefix + marker + ("\n" + inner).join(first.lines))
-                rest = blocks[1:]
-                if rest:
-                    self.write("\n" if isinstance(rest[0], _List) else "\n" + inner.rstrip() + "\n")
-            else:
-                self.write(prefix + marker.rstrip() + "\n")
-                rest = blocks
-            children = self.sequence(rest, inner, level, in_item=True)
-            items.append(Node("list_item", item_start, self.position, tuple(children)))
+            items.append(self.item(blocks, block.ordered, block.first_number + index, prefix, level))
         return Node("list", start, self.position, tuple(items), level=level)
+
+    def item(self, blocks: list[object], ordered: bool, number: int, prefix: str, level: int) -> Node:
+        item_start = self.position
+        marker = f"{number}. " if ordered else "- "
+        inner = prefix + " " * len(marker)
+        first = blocks[0]
+        if isinstance(first, _Paragraph):
+            self.write(prefix + marker + ("\n" + inner).join(first.lines))
+            rest = blocks[1:]
+            if rest:
+                self.write("\n" if isinstance(rest[0], _List) else "\n" + inner.rstrip() + "\n")
+        else:
+            self.write(prefix + marker.rstrip() + "\n")
+            rest = blocks
+        children = self.sequence(rest, inner, level, in_item=True)
+        return Node("list_item", item_start, self.position, tuple(children))
 
 
 def _table_line(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
+
+
+# -- compact nodes ----------------------------------------------------------------------------
+
+_CODES = ("paragraph", "heading", "code", "list", "list_item", "table", "table_row", "quote", "rule")
+_CODE_OF = {kind: code for code, kind in enumerate(_CODES)}
+_STREAMED = 15  # a top-level list or table whose children are kept in their own _Nodes
+
+
+class _Nodes:
+    """Nodes kept compact, in pre-order, as integers (four bytes each up to 2**31), the rare
+    strings aside; made into :class:`Node` objects when read. A node of kind ``leaf`` without
+    children, level or strings is two integers (``~start``, end): 8 bytes a plain list item or
+    table row instead of about 200; any other is three (kind, level and number of children packed
+    in one, start, end).
+    """
+
+    __slots__ = ("leaf", "ints", "strings", "streamed")
+
+    def __init__(self, leaf: str) -> None:
+        self.leaf = leaf
+        self.ints = array("i")
+        self.strings: dict[int, tuple[str, str, str]] = {}  # record position -> (title, language, fence)
+        self.streamed: list[tuple[str, _Nodes]] = []
+
+    def add(self, node: Node) -> None:
+        children = node.children
+        if node.title or node.language or node.fence:
+            self.strings[len(self.ints)] = (node.title, node.language, node.fence)
+        elif not children and node.kind == self.leaf and not node.level:
+            self._put([~node.start, node.end])
+            return
+        self._put([_CODE_OF[node.kind] | node.level << 4 | len(children) << 16, node.start, node.end])
+        for child in children:
+            self.add(child)
+
+    def add_streamed(self, kind: str, start: int, end: int, level: int, children: _Nodes) -> None:
+        self._put([_STREAMED | level << 4 | len(self.streamed) << 16, start, end])
+        self.streamed.append((kind, children))
+
+    def _put(self, values: list[int]) -> None:
+        try:
+            self.ints.fromlist(values)  # (unchanged when it raises)
+        except OverflowError:  # past 2**31: eight bytes each from now on
+            self.ints = array("q", self.ints)
+            self.ints.fromlist(values)
+
+    def nodes(self, shift: int) -> Iterator[Node]:
+        """The nodes at the top of this sequence, each with its descendants, moved by ``shift``."""
+        index, size = 0, len(self.ints)
+        while index < size:
+            node, index = self._node(index, shift)
+            yield node
+
+    def _node(self, index: int, shift: int) -> tuple[Node, int]:
+        ints = self.ints
+        head = ints[index]
+        if head < 0:
+            return Node(self.leaf, ~head + shift, ints[index + 1] + shift), index + 2
+        code, level, count = head & 15, (head >> 4) & 0xFFF, head >> 16
+        start, end = ints[index + 1] + shift, ints[index + 2] + shift
+        if code == _STREAMED:
+            kind, inner = self.streamed[count]
+            if end - start > STREAM_BLOCK_CHARS:
+                children = StreamedChildren(inner.nodes, shift)
+            else:
+                children = tuple(inner.nodes(shift))
+            return Node(kind, start, end, children, level=level, header_rows=int(kind == "table")), index + 3
+        kind = _CODES[code]
+        strings = self.strings.get(index) if self.strings else None
+        index += 3
+        nodes = []
+        for _ in range(count):
+            child, index = self._node(index, shift)
+            nodes.append(child)
+        node = Node(kind, start, end, tuple(nodes), level=level, header_rows=int(kind == "table"))
+        if strings is not None:
+            node.title, node.language, node.fence = strings
+        return node, index
+
+
+# -- reading the page as the parser goes ------------------------------------------------------
+
+
+def _check_merge(before: str | None, tail: str) -> str:
+    """``before + tail``, or the ``ValueError`` lxml raises when the whole tree's path sets it
+    (a control character: that path then gives its own result, see ``_normalize_streamed``)."""
+    merged = (before or "") + tail
+    etree.Element("p").text = merged  # (a new element: no element is shared between threads)
+    return merged
+
+
+class _Frame:
+    """An element whose children are read one at a time, as each is complete (``_Stream.advance``).
+
+    A child is *settled* when its tail is final (a later sibling exists, or this element is
+    complete): then it is read (``unit``) unless it is itself a frame or left-out navigation, and
+    freed.
+    """
+
+    def __init__(self, stream: "_Stream", element, depth: int) -> None:
+        self.stream = stream
+        self.element = element
+        self.depth = depth
+        self.text_done = False
+        self.pending = None  # the last child, not settled yet
+        self.pending_nav = False
+        self.pending_frame: _Frame | None = None
+        self.last = None  # the last settled child still in the tree
+        self.cursor = None  # the last child seen (pending, or settled and still in the tree)
+        # The string a navigation child's tail would be appended to on the whole tree: the tail
+        # of the child before it, or this element's text (see ``_check_merge``).
+        self.before: str | None = None
+
+    def before_child(self) -> None:
+        """A child follows or this element is complete: its text, and the child before, are final."""
+        if not self.text_done:
+            self.text_done = True
+            self.before = text = self.element.text
+            self.on_text(text)
+        child = self.pending
+        if child is None:
+            return
+        self.pending = None
+        stream = self.stream
+        keep = False
+        tail = child.tail
+        if self.pending_nav:
+            stream.dropped += 1 + _remove_navigation(child)  # (as the whole tree's path does: see _check_merge)
+            if tail:
+                self.before = _check_merge(self.before, tail)
+                self.merge(tail)
+        else:
+            self.before = tail
+            if self.pending_frame is not None:
+                self.child_tail(tail)
+            else:
+                if len(child):  # (navigation inside it; not the child itself)
+                    stream.dropped += _remove_navigation(child)
+                keep = self.unit(child)
+                stream.saw(child, self)
+        # Free what was read; the last settled child stays (cleared, its tail kept) so the parser
+        # sees the siblings it would see (libxml2 looks at the last child for blank text).
+        if self.last is not None:
+            self.element.remove(self.last)
+            self.last = None
+        if not keep:
+            child.clear(keep_tail=True)
+            self.last = child
+
+    def on_text(self, text: str | None) -> None:
+        raise NotImplementedError
+
+    def open(self, child) -> "_Frame | None":
+        """A child was met (not navigation): its frame, or ``None`` to read it whole once settled."""
+        return None
+
+    def unit(self, child) -> bool:
+        """Read a settled child (whole, tail final); ``True`` to keep it in the tree."""
+        raise NotImplementedError
+
+    def merge(self, tail: str | None) -> None:
+        """The tail of a left-out navigation child (it joins the text before the child)."""
+        raise NotImplementedError
+
+    def child_tail(self, tail: str | None) -> None:
+        """The tail of a child that was a frame."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """This element ended (its last child settled)."""
+
+
+class _Container(_Frame):
+    """The root or a container at the top (``div``, ``section``, ``body`` ...): transparent."""
+
+    def on_text(self, text: str | None) -> None:
+        if text:
+            self.stream.top.inline.append(text)
+
+    merge = child_tail = on_text
+
+    def open(self, child) -> "_Frame | None":
+        depth = self.depth + 1
+        if depth > _MAX_DEPTH:
+            return None
+        kind = _KINDS.get(child.tag, _INLINE)
+        if kind == _CONTAINER:
+            frame = _Container
+        elif kind == _LIST:
+            frame = _ListFrame
+        elif kind == _TABLE:
+            frame = _TableFrame
+        else:
+            return None
+        self.stream.top.flush()
+        return frame(self.stream, child, depth)
+
+    def unit(self, child) -> bool:
+        self.stream.reader.child(child, self.stream.top, self.depth + 1)
+        return False
+
+    def close(self) -> None:
+        if self.depth:
+            self.stream.top.flush()
+
+
+class _ListFrame(_Frame):
+    """A top-level list: each item written as soon as it is complete."""
+
+    def __init__(self, stream: "_Stream", element, depth: int) -> None:
+        super().__init__(stream, element, depth)
+        self.state = _ListState(stream.reader, depth, self.emit)
+        self.ordered = element.tag == "ol"
+        self.first_number = _first_number(element, self.ordered)
+        self.items = _Nodes("list_item")
+        self.count = 0
+        self.start = 0
+
+    def on_text(self, text: str | None) -> None:
+        self.state.text(text)
+
+    merge = on_text
+
+    def unit(self, child) -> bool:
+        self.state.child(child)
+        return False
+
+    def emit(self, blocks: list[object]) -> None:
+        writer = self.stream.writer
+        if self.count:
+            writer.write("\n")
+        else:
+            if self.stream.top.blocks:
+                self.stream.drain()
+            self.stream.separate()
+            self.start = writer.position
+        self.items.add(writer.item(blocks, self.ordered, self.first_number + self.count, "", 1))
+        self.count += 1
+
+    def close(self) -> None:
+        self.state.finish()
+        if self.count:
+            self.stream.nodes.add_streamed("list", self.start, self.stream.writer.position, 1, self.items)
+
+
+class _TableFrame(_Frame):
+    """A top-level table: rows kept packed, written when it ends (the widest row sets the width)."""
+
+    def __init__(self, stream: "_Stream", element, depth: int, state: _TableState | None = None,
+                 section: str = "tbody") -> None:
+        super().__init__(stream, element, depth)
+        self.state = state or _TableState(stream.reader, stream.top, depth)
+        self.section = section
+        self.is_section = state is not None
+        self.level = depth if self.is_section else depth + 1  # of its parts
+
+    def on_text(self, text: str | None) -> None:
+        self.state.text(text)
+
+    child_tail = on_text
+
+    def merge(self, tail: str | None) -> None:
+        self.state.merge_tail(tail)
+
+    def open(self, child) -> "_Frame | None":
+        if child.tag in _SECTIONS:
+            return _TableFrame(self.stream, child, self.level + 1, self.state, child.tag)
+        return None
+
+    def unit(self, child) -> bool:
+        stray = self.state.stray
+        count = len(stray)
+        self.state.part(child, self.section, self.level)
+        return len(stray) > count
+
+    def close(self) -> None:
+        if self.is_section:
+            return  # its table writes the rows
+        state = self.state
+        state.finish(self.emit)
+        for element in state.stray:
+            self.stream.saw(element, None)
+
+    def emit(self) -> None:
+        stream = self.stream
+        if stream.top.blocks:  # a caption read in its last part
+            stream.drain()
+        stream.separate()
+        rows = _Nodes("table_row")
+        start = stream.writer.position
+        stream.writer.table(self.state, "", rows.add)
+        stream.nodes.add_streamed("table", start, stream.writer.position, 0, rows)
+
+
+class _Stream:
+    """The state of one page read in windows (see :func:`_normalize_streamed`)."""
+
+    def __init__(self) -> None:
+        self.reader = _Reader()
+        self.writer = _Writer()
+        self.top = _Collector(nested=False)
+        self.nodes = _Nodes("paragraph")  # the top-level blocks written
+        self.blocks = 0
+        self.dropped = 0  # navigation elements left out
+        self.has_h1 = False
+        self.head = None  # the first head element under the root: its title, if any
+        self.title = ""
+        self.frame: _Frame | None = None  # the root's
+
+    def advance(self, frame: _Frame, final: bool) -> None:
+        """Read the children of ``frame`` that are complete (a later sibling exists), then those of
+        its last child if that is a frame; ``final``: the element is complete, read it all."""
+        element = frame.element
+        while True:
+            cursor = frame.cursor
+            following = cursor.getnext() if cursor is not None else (element[0] if len(element) else None)
+            if following is None:
+                break
+            if frame.pending_frame is not None:
+                self.advance(frame.pending_frame, True)
+            frame.before_child()
+            nav = _is_navigation(following)
+            frame.pending, frame.pending_nav, frame.cursor = following, nav, following
+            frame.pending_frame = None if nav else frame.open(following)
+            if self.top.blocks:
+                self.drain()
+        if final:
+            if frame.pending_frame is not None:
+                self.advance(frame.pending_frame, True)
+            frame.before_child()
+            frame.close()
+        elif frame.pending_frame is not None:
+            self.advance(frame.pending_frame, False)
+        if self.top.blocks:
+            self.drain()
+
+    def drain(self) -> None:
+        """Write the top-level blocks read so far."""
+        writer, nodes = self.writer, self.nodes
+        for block in self.top.blocks:
+            self.separate()
+            nodes.add(writer.block(block, "", 0))
+        self.top.blocks.clear()
+
+    def separate(self) -> None:
+        """A top-level block starts: the blank line after the one before."""
+        if self.blocks:
+            self.writer.write("\n\n")
+        self.blocks += 1
+
+    def saw(self, element, frame: _Frame | None) -> None:
+        """An element read whole: note whether it holds an ``h1`` and, first under the root, a ``head``."""
+        if not self.has_h1 and (
+            element.tag == "h1" or (len(element) and next(element.iter("h1"), None) is not None)
+        ):
+            self.has_h1 = True
+        if self.head is None and element.tag == "head" and frame is not None and frame.depth == 0:
+            self.head = element
+            title = element.find("title")
+            self.title = _collapse("".join(title.itertext())) if title is not None else ""
+
+    def pack(self) -> None:
+        """Keep fewer, larger strings (called between windows)."""
+        self.writer.pack()
+        inlines = [self.top.inline]
+        frame = self.frame
+        while frame is not None:
+            if type(frame) is _ListFrame:
+                inlines.append(frame.state.stray.inline)
+            frame = frame.pending_frame
+        for inline in inlines:
+            if len(inline) > 64:
+                inline[:] = ["".join(inline)]
+
+
+def _source_windows(content: str) -> Iterator[str]:
+    """``content`` as the whole path prepares it (line breaks, NUL, ``</body>``), a window at a time.
+
+    A window ends before a ``<`` (an end tag is never cut) and never between ``\\r`` and ``\\n``.
+    """
+    size, start = len(content), 0
+    while start < size:
+        end = start + STREAM_WINDOW_CHARS
+        if end >= size:
+            end = size
+        else:
+            cut = content.rfind("<", start + 1, end)
+            if cut > start:
+                end = cut
+            elif content[start] == "<":  # the window's only tag could run past it
+                close = content.find(">", start)
+                end = size if close < 0 else max(end, close + 1)
+            if end < size and content[end - 1] == "\r" and content[end] == "\n":
+                end += 1
+        window = content[start:end].replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "\ufffd")
+        yield _END_TAGS.sub("", window)
+        start = end
+
+
+def _normalize_streamed(content: str) -> NormalizedDocument | None:
+    """:func:`normalize_html` reading the page in windows with libxml2's push parser (see the
+    module docstring); ``None`` when the page must be read whole instead (the parser refuses it,
+    stops early, or finds no element, or lxml refuses a string the whole path would set).
+    """
+    stream = _Stream()
+    # Only the root's start event: the tree itself shows what is complete (an element with a later
+    # sibling); an event per element would cost more than the parse.
+    parser = etree.HTMLPullParser(
+        events=("start",), tag="html", encoding="utf-8", remove_comments=True, remove_pis=True,
+        huge_tree=True, no_network=True,
+    )
+    blank = True
+    try:
+        for window in _source_windows(content):
+            if blank and window and not window.isspace():
+                blank = False
+            parser.feed(window.encode("utf-8", "replace"))
+            for _, element in parser.read_events():
+                if stream.frame is None:
+                    stream.frame = _Container(stream, element, 0)
+                elif element is not stream.frame.element:
+                    return None  # a second root
+            if stream.frame is not None:
+                stream.advance(stream.frame, False)
+                stream.pack()
+        root = parser.close()
+        if blank:
+            return NormalizedDocument(text="", blocks=(), content_format="html", verbatim=False)
+        if any(entry.level_name == "FATAL" for entry in parser.feed_error_log) or root is None:
+            return None
+        if stream.frame is None:
+            stream.frame = _Container(stream, root, 0)  # (no start event: text without tags)
+        elif stream.frame.element is not root:
+            return None
+        stream.advance(stream.frame, True)
+    except (etree.LxmlError, ValueError):
+        return None
+    top = stream.top
+    top.flush()
+    if top.blocks:
+        stream.drain()
+    diagnostics = []
+    if stream.dropped:
+        diagnostics.append(f"{stream.dropped} navigation elements left out")
+    diagnostics.extend(_reader_notes(stream.reader))
+    heading: list[Node] = []
+    lead = ""
+    if not stream.has_h1 and stream.title:
+        lead = "# " + stream.title
+        heading.append(Node("heading", 0, len(lead), level=1, title=stream.title))
+        if stream.blocks:
+            lead += "\n\n"
+    if not heading and not stream.blocks:
+        text = ""
+    else:
+        text = "".join([lead, *stream.writer.text(), "\n"])
+    blocks = tuple(heading) + tuple(stream.nodes.nodes(len(lead)))
+    return NormalizedDocument(
+        text=text, blocks=blocks, content_format="html", verbatim=False, diagnostics=tuple(diagnostics)
+    )
+
+
+def _reader_notes(reader: _Reader) -> list[str]:
+    notes = []
+    if reader.headerless_tables:
+        notes.append(f"{reader.headerless_tables} table(s) without a header row: first row rendered as the header")
+    if reader.flattened:
+        notes.append(f"{reader.flattened} element(s) nested deeper than {_MAX_DEPTH} levels flattened to text")
+    return notes
 
 
 # -- entry point ------------------------------------------------------------------------------
@@ -554,7 +1179,9 @@ def normalize_html(content: str) -> NormalizedDocument:
     """Normalize HTML (a whole page or a fragment) by rendering it as Markdown.
 
     Never raises for bad markup: what the parser cannot read yields fewer blocks (maybe none) and
-    a note in ``diagnostics``.
+    a note in ``diagnostics``. Pages of :data:`STREAM_DOCUMENT_CHARS` or more are read in windows
+    (same result, memory that does not grow with a list's or table's size: see the module
+    docstring).
 
     Args:
         content: The HTML source.
@@ -562,7 +1189,14 @@ def normalize_html(content: str) -> NormalizedDocument:
     Returns:
         A non-verbatim :class:`NormalizedDocument` whose ``text`` is the Markdown rendering;
         intervals in code points of that rendering.
+
+    Raises:
+        NormalizationError: ``unreadable_html`` when the parser stops before the end of the page.
     """
+    if len(content) >= STREAM_DOCUMENT_CHARS:
+        streamed = _normalize_streamed(content)
+        if streamed is not None:
+            return streamed
     diagnostics: list[str] = []
     root = _parse(content, diagnostics)
     blocks: list[object] = []
@@ -575,12 +1209,7 @@ def normalize_html(content: str) -> NormalizedDocument:
             title = _title(root)
             if title:
                 blocks.insert(0, _Heading(1, title))
-    if reader.headerless_tables:
-        diagnostics.append(
-            f"{reader.headerless_tables} table(s) without a header row: first row rendered as the header"
-        )
-    if reader.flattened:
-        diagnostics.append(f"{reader.flattened} element(s) nested deeper than {_MAX_DEPTH} levels flattened to text")
+    diagnostics.extend(_reader_notes(reader))
     writer = _Writer()
     nodes = writer.sequence(blocks, "", 0, in_item=False)
     text = "".join(writer.parts) + "\n" if nodes else ""
@@ -612,12 +1241,21 @@ def _parse(content: str, diagnostics: list[str]):
     if root is None:
         diagnostics.append("HTML parser found no elements")
         return None
+    dropped = _remove_navigation(root)
+    if dropped:
+        diagnostics.append(f"{dropped} navigation elements left out")
+    return root
+
+
+def _remove_navigation(root) -> int:
+    """Remove the navigation elements under ``root`` (not ``root`` itself), keeping their tails
+    (the text after an element is not part of it); the number removed."""
     dropped = 0
     for element in _navigation(root):
         parent = element.getparent()
-        if parent is None:
+        if parent is None or element is root:
             continue
-        tail = element.tail  # the text after the element is not part of it: keep it
+        tail = element.tail
         if tail:
             previous = element.getprevious()
             if previous is not None:
@@ -626,9 +1264,7 @@ def _parse(content: str, diagnostics: list[str]):
                 parent.text = (parent.text or "") + tail
         parent.remove(element)
         dropped += 1
-    if dropped:
-        diagnostics.append(f"{dropped} navigation elements left out")
-    return root
+    return dropped
 
 
 #: Site navigation, not the page's content: ``nav``, ARIA ``role="navigation"``, and the
@@ -637,6 +1273,13 @@ def _parse(content: str, diagnostics: list[str]):
 _NAVIGATION_CLASSES = frozenset({"sphinxsidebar", "related", "navheader", "navfooter"})
 # What XPath's normalize-space() collapses: XML whitespace, not all that str.split() splits on.
 _XML_SPACE = re.compile(r"[ \t\r\n]+")
+
+
+def _is_navigation(element) -> bool:
+    if element.tag == "nav" or element.get("role") == "navigation":
+        return True
+    names = element.get("class")
+    return bool(names) and not _NAVIGATION_CLASSES.isdisjoint(_XML_SPACE.split(names))
 
 
 def _navigation(root) -> list:

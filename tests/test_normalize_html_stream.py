@@ -1,0 +1,190 @@
+"""Tests of the HTML normalizer's windowed path (big pages): exact blocks, same result as the whole tree.
+
+The windowed path (``html._normalize_streamed``) is taken by pages of ``STREAM_DOCUMENT_CHARS``
+or more; here the thresholds are made tiny so small hand-checked pages take it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import shared
+from tests.test_normalize_text import assert_no_text_lost, assert_well_formed
+from transforms.structure.normalizers import html
+from transforms.structure.normalizers.html import normalize_html
+from transforms.structure.tree import NormalizationError, StreamedChildren
+
+
+def deep(doc):
+    """Every field of every block and descendant (streamed children iterated twice)."""
+
+    def one(node):
+        children = tuple(one(child) for child in node.children)
+        if type(node.children) is StreamedChildren:
+            assert children == tuple(one(child) for child in node.children)
+        return (node.kind, node.start, node.end, node.level, node.title, node.language, node.fence,
+                node.header_rows, children)
+
+    return doc.text, doc.diagnostics, tuple(one(block) for block in doc.blocks)
+
+
+def whole(content: str):
+    """The result of the whole-tree path."""
+    saved = html.STREAM_DOCUMENT_CHARS
+    html.STREAM_DOCUMENT_CHARS = 1 << 62
+    try:
+        return normalize_html(content)
+    finally:
+        html.STREAM_DOCUMENT_CHARS = saved
+
+
+@pytest.fixture
+def windows(monkeypatch):
+    """Every page read in windows of ``size`` code points, every top-level list and table streamed."""
+
+    def set_size(size: int) -> None:
+        monkeypatch.setattr(html, "STREAM_DOCUMENT_CHARS", 0)
+        monkeypatch.setattr(html, "STREAM_WINDOW_CHARS", size)
+        monkeypatch.setattr(html, "STREAM_BLOCK_CHARS", 0)
+
+    set_size(5)
+    return set_size
+
+
+def streamed(content: str):
+    doc = html._normalize_streamed(content)
+    assert doc is not None, "the page fell back to the whole tree"
+    assert_well_formed(doc)
+    assert_no_text_lost(doc)
+    return doc
+
+
+def test_list_items_are_written_as_they_complete(windows):
+    page = '<ol start="3">stray<li>one</li>\n<li><p>two</p><ul><li>in</li></ul></li>loose<li>three</ol><p>after</p>'
+    doc = streamed(page)
+    assert doc.text == "3. stray\n4. one\n5. two\n   - in\n\n   loose\n6. three\n\nafter\n"
+    lst = doc.blocks[0]
+    assert (lst.kind, lst.start, lst.end, lst.level) == ("list", 0, 49, 1)
+    assert type(lst.children) is StreamedChildren
+    items = [(n.kind, n.start, n.end, [(c.kind, c.start, c.end, c.level) for c in n.children]) for n in lst.children]
+    assert items == [
+        ("list_item", 0, 8, []),  # "3. stray": text before the first li is an item
+        ("list_item", 9, 15, []),
+        ("list_item", 16, 40, [("list", 23, 30, 2), ("paragraph", 32, 40, 0)]),  # "loose" joins it
+        ("list_item", 41, 49, []),
+    ]
+    assert [(b.kind, b.start, b.end) for b in doc.blocks[1:]] == [("paragraph", 51, 56)]
+    assert deep(doc) == deep(whole(page))
+
+
+def test_table_rows_padded_to_the_widest_and_what_is_moved_out_after_it(windows):
+    page = ("<table><caption>Cap</caption><tr><td>a|b</td></tr>\n<tr><td colspan=2>x</td><td>y</td></tr>"
+            "<tr><td> </td></tr><p>moved</p></table><p>next</p>")
+    doc = streamed(page)
+    assert doc.text == ("Cap\n\n| a\\|b |  |  |\n| --- | --- | --- |\n| x |  | y |\n\nmoved\n\nnext\n")
+    caption, table, moved, after = doc.blocks
+    assert (caption.kind, caption.start, caption.end) == ("paragraph", 0, 3)
+    assert (table.kind, table.start, table.end, table.header_rows) == ("table", 5, 52, 1)
+    assert type(table.children) is StreamedChildren
+    assert [(r.kind, r.start, r.end) for r in table.children] == [("table_row", 5, 39), ("table_row", 40, 52)]
+    assert [(b.kind, b.start, b.end) for b in (moved, after)] == [("paragraph", 54, 59), ("paragraph", 61, 65)]
+    assert doc.diagnostics == ("1 table(s) without a header row: first row rendered as the header",)
+    assert deep(doc) == deep(whole(page))
+
+
+def test_title_heading_first_when_there_is_no_h1(windows):
+    page = "<html><head><title> The  title </title></head><body><h2>Sub</h2><ul><li>x</li></ul></body></html>"
+    doc = streamed(page)
+    assert doc.text == "# The title\n\n## Sub\n\n- x\n"
+    assert [(b.kind, b.start, b.end, b.level, b.title) for b in doc.blocks] == [
+        ("heading", 0, 11, 1, "The title"), ("heading", 13, 19, 2, "Sub"), ("list", 21, 24, 1, "")]
+    assert [(c.start, c.end) for c in doc.blocks[2].children] == [(21, 24)]
+    with_h1 = streamed(page.replace("<h2>Sub</h2>", "<h2>Sub</h2><div><h1>One</h1></div>"))
+    assert with_h1.text == "## Sub\n\n# One\n\n- x\n"
+    assert deep(doc) == deep(whole(page))
+
+
+def test_navigation_is_left_out_and_its_tail_joins_the_text_before_it(windows):
+    page = ('<body>a<nav><p>menu</p><div role="navigation">in</div></nav>b<ul><li>x</li>'
+            '<li class="related">r</li>c</ul>'
+            '<table><tr><td>1</td></tr><div class="sphinxsidebar">s</div>t</table></body>')
+    doc = streamed(page)
+    # "b" joins "a" (the body's text); "c" joins x's tail, so it is text inside the list that
+    # joins the item before it; "t" joins the row's tail, text moved out of the table.
+    assert doc.text == "ab\n\n- x\n\n  c\n\n| 1 |\n| --- |\n\nt\n"
+    assert doc.diagnostics == ("4 navigation elements left out",
+                               "1 table(s) without a header row: first row rendered as the header")
+    assert deep(doc) == deep(whole(page))
+
+
+def test_small_streamed_blocks_get_plain_children(windows, monkeypatch):
+    monkeypatch.setattr(html, "STREAM_BLOCK_CHARS", 100)
+    doc = streamed("<ul><li>a</li><li>b</li></ul><table><tr><td>1</td></tr></table>")
+    assert [type(b.children) for b in doc.blocks] == [tuple, tuple]
+    long = streamed("<ul>" + "<li>item</li>" * 30 + "</ul>")
+    assert type(long.blocks[0].children) is StreamedChildren
+    assert len(list(long.blocks[0].children)) == 30
+
+
+@pytest.mark.parametrize("size", [1, 2, 7, 64, 4096])
+def test_window_sizes_do_not_change_the_result(windows, size):
+    windows(size)
+    page = ("<html><head><title>T</title></head><body>\r\n<p>x\x00y</p></body><div><pre class='language-py'>"
+            "a\r\n```\nb</pre><blockquote><ul><li>q</li></ul></blockquote><table><thead><tr><th>h</th></tr></thead>"
+            "<tbody><tr><td>1</td></tr><tr><th>2</th></tr></tbody><tfoot><tr><td>f</td></tr></tfoot></table>"
+            "<dl><dt>t</dt><dd>d &amp; \ud800</dd></dl><hr><h3>end<a class='headerlink'>\u00b6</a></h3></div></html >")
+    assert deep(streamed(page)) == deep(whole(page))
+
+
+def test_deep_nesting_is_flattened_or_refused_as_on_the_whole_tree(windows):
+    windows(64)
+    page = "<p>before</p>" + "<div>" * 250 + "<ul><li>deep</li></ul>" + "</div>" * 250 + "<ol><li>after</li></ol>"
+    assert deep(normalize_html(page)) == deep(whole(page))
+    assert any("flattened" in note for note in normalize_html(page).diagnostics)
+    refused = "<p>before</p>" + "<div>" * 3000 + "deep" + "</div>" * 3000 + "<p>after</p>"
+    with pytest.raises(NormalizationError) as err:
+        normalize_html(refused)
+    assert err.value.reason == "unreadable_html"
+
+
+def test_pages_the_windows_cannot_read_take_the_whole_tree(windows):
+    # A control character in text a left-out element's tail joins: the whole tree's path raises
+    # lxml's ValueError there (main's behaviour, kept): the windowed path hands the page over.
+    page = "<div><p>x</p>\x0c<nav>n</nav>\x0ctail</div>"
+    assert html._normalize_streamed(page) is None
+    with pytest.raises(ValueError):
+        whole(page)
+    with pytest.raises(ValueError):
+        normalize_html(page)
+    for empty in ("", "   \n", "</body></html>", "<!-- c -->", "text only"):
+        assert deep(normalize_html(empty)) == deep(whole(empty))
+
+
+def test_corpus_pages_read_in_windows_are_the_same(windows):
+    import pyarrow.parquet as pq
+
+    windows(4096)
+    table = pq.read_table(shared("corpus/docs.parquet"), columns=["content", "content_format"])
+    documents = [row["content"] for row in table.to_pylist() if row["content_format"] == "html"]
+    assert documents
+    for content in documents[::4]:
+        assert deep(streamed(content)) == deep(whole(content))
+
+
+def test_compact_nodes_round_trip_past_four_bytes():
+    from transforms.structure.tree import Node
+
+    nodes = html._Nodes("paragraph")
+    code = Node("code", 20, 40, language="py", fence="```py")
+    tree = [Node("list", 3, 40, (Node("list_item", 3, 9), Node("list_item", 10, 40, (code,))), level=1),
+            Node("heading", 2**31 + 1, 2**31 + 9, level=2, title="far"),
+            Node("quote", 2**31 + 11, 2**31 + 20, (Node("paragraph", 2**31 + 11, 2**31 + 20),))]
+    for node in tree:
+        nodes.add(node)
+    assert nodes.ints.typecode == "q"  # widened at the first value past 2**31, nothing lost
+    moved = [Node(n.kind, n.start + 5, n.end + 5, n.children, level=n.level, title=n.title) for n in tree]
+    got = list(nodes.nodes(5))
+    fields = [(n.kind, n.start, n.end, n.level, n.title) for n in got]
+    assert fields == [(n.kind, n.start, n.end, n.level, n.title) for n in moved]
+    assert got[0].children[1].children[0] == Node("code", 25, 45, language="py", fence="```py")
+    assert got[2].children == (Node("paragraph", 2**31 + 16, 2**31 + 25),)
