@@ -1,11 +1,13 @@
 """Differential fuzzing of the HTML normalizer's windowed reading against main's whole-tree one (s10-html).
 
-    python benchmarks/differential/html_stream_fuzz.py [--seed N] [--generated N] [--mutated N]
-                                                       [--corpus PARQUET] [--chunks N] [--out FAILS.jsonl]
+    git worktree add /tmp/rechunk-ref 4250e8b      # optional: another version to compare with
+    python benchmarks/differential/html_stream_fuzz.py [--reference /tmp/rechunk-ref] [--seed N]
+        [--generated N] [--mutated N] [--corpus PARQUET] [--chunks N] [--out FAILS.jsonl]
 
-The reference is ``benchmarks/differential/html_main.py``, a copy of main's
-``transforms/structure/normalizers/html.py`` before s10-html. Each case runs the reference and
-this checkout's normalizer, with the windowed path forced (``STREAM_DOCUMENT_CHARS`` 0, a random
+The reference is ``transforms/structure/normalizers/html.py`` of the checkout ``--reference``
+(default: this one, loaded a second time, so its pages under ``STREAM_DOCUMENT_CHARS`` take the
+whole-tree path; 4250e8b is the last version without the windowed path). Each case runs the
+reference and this checkout's normalizer, with the windowed path forced (``STREAM_DOCUMENT_CHARS`` 0, a random
 small ``STREAM_WINDOW_CHARS``, ``STREAM_BLOCK_CHARS`` 0 so every top-level list and table is
 streamed) and at the default thresholds, and compares ``text``, ``diagnostics``, an exception's
 type, reason and message, and every block with all its fields and descendants (streamed children
@@ -37,10 +39,17 @@ sys.path.insert(0, REPO)
 from transforms.structure.normalizers import html as new  # noqa: E402
 from transforms.structure.tree import StreamedChildren  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location("html_main", os.path.join(REPO, "benchmarks", "differential", "html_main.py"))
-old = importlib.util.module_from_spec(_spec)
-sys.modules["html_main"] = old
-_spec.loader.exec_module(old)
+old = None  # the reference module (main)
+
+
+def load_reference(checkout: str):
+    """The HTML normalizer module of another checkout, loaded as ``html_reference``."""
+    path = os.path.join(checkout, "transforms", "structure", "normalizers", "html.py")
+    spec = importlib.util.spec_from_file_location("html_reference", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["html_reference"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def deep(doc):
@@ -293,15 +302,18 @@ class Runner:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reference", default=REPO, help="the checkout whose normalizer is the reference")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--generated", type=int, default=2000)
     parser.add_argument("--mutated", type=int, default=300)
-    parser.add_argument("--corpus", default="/work/shared/data/corpus/docs.parquet")
+    parser.add_argument("--corpus", default=os.path.join(REPO, "..", "shared", "data", "corpus", "docs.parquet"))
     parser.add_argument("--chunks", type=int, default=50, help="cases of each kind whose chunks are compared too")
     parser.add_argument("--out", default=None)
     parser.add_argument("--no-control", action="store_true",
                         help="no form feed in generated text (with one, a left-out element's tail makes main raise ValueError)")
     args = parser.parse_args(argv)
+    global old
+    old = load_reference(args.reference)
     if args.no_control and "\f" in WORDS:
         WORDS.remove("\f")
     runner = Runner(args)
