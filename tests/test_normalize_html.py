@@ -422,3 +422,15 @@ def test_navigation_elements_are_those_of_the_xpath_expression(elements):
     root = etree.fromstring((html + "</body></html>").encode("utf-8"), _parser())
     path = root.getroottree().getpath
     assert [path(e) for e in _navigation(root)] == [path(e) for e in etree.XPath(_NAVIGATION_XPATH)(root)]
+
+
+@pytest.mark.parametrize("page, text", [
+    ("<p>a</p><nav>x</nav>\x0c tail", "a\n\ntail\n"),
+    ("<div>before\x0c<nav>x</nav>after</div>", "before after\n"),
+    ("<p>a</p><nav>x</nav>\x01 tail\uffff", "a\n\n\ufffd tail\ufffd\n"),
+])
+def test_a_control_character_next_to_left_out_navigation_is_replaced_not_an_error(page, text):
+    """lxml takes a form feed or another C0 control from the page it parses but refuses it in the
+    text the tail of a left-out navigation element is joined to (ValueError: the page was a
+    chunker_error): whitespace becomes a space, any other such character U+FFFD."""
+    assert normalize_html(page).text == text

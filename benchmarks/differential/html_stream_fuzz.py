@@ -17,9 +17,9 @@ unclosed tags, comments, scripts, CDATA, entities, huge attributes, deep nesting
 the middle, NUL, CR, lone surrogates) and corpus pages mutated (ranges cut, repeated, tags
 inserted). For the first ``--chunks`` cases of each kind the chunks of ``StructureAwareChunker``
 (cl100k_base, ``max_tokens`` 128 and 512) with each normalizer are compared too (every field).
-Prints the counts (``fallbacks``: pages the windowed path hands to the whole tree, mostly those
-where main raises ``ValueError``: a form feed near left-out navigation; ``--no-control`` leaves form
-feeds out). A mismatch is written to ``--out`` and counted. Exit status 1 on any mismatch.
+Prints the counts (``fallbacks``: pages the windowed path hands to the whole tree, mostly a form
+feed next to left-out navigation, which the whole path replaces and 4250e8b raised ``ValueError``
+on; ``--no-control`` leaves form feeds out, to compare with 4250e8b). A mismatch is written to ``--out`` and counted. Exit status 1 on any mismatch.
 """
 
 from __future__ import annotations
@@ -310,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chunks", type=int, default=50, help="cases of each kind whose chunks are compared too")
     parser.add_argument("--out", default=None)
     parser.add_argument("--no-control", action="store_true",
-                        help="no form feed in generated text (with one, a left-out element's tail makes main raise ValueError)")
+                        help="no form feed in generated text (next to left-out navigation, 4250e8b raised ValueError)")
     args = parser.parse_args(argv)
     global old
     old = load_reference(args.reference)

@@ -69,7 +69,7 @@ an item or row) and, when the block's rendering is over :data:`STREAM_BLOCK_CHAR
 block quote or list item, an element that is not a container (a huge ``p`` or ``pre``), the
 rest of a page after a missing ``</table>`` (moved out of the table, so held until it ends).
 A page the windows cannot read (the parser refuses it or stops early, or a control character
-where the whole path raises) is read whole.
+next to left-out navigation, which the whole path replaces) is read whole.
 """
 
 from __future__ import annotations
@@ -784,11 +784,27 @@ class _Nodes:
 # -- reading the page as the parser goes ------------------------------------------------------
 
 
-def _check_merge(before: str | None, tail: str) -> str:
-    """``before + tail``, or the ``ValueError`` lxml raises when the whole tree's path sets it
-    (a control character: that path then gives its own result, see ``_normalize_streamed``)."""
+# What lxml refuses in a string it is given, though it takes it from a page it parses: C0 controls
+# but tab, line feed and carriage return, U+FFFE and U+FFFF (NUL is U+FFFD before parsing).
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _joined_tail(before: str | None, tail: str) -> str:
+    """``before + tail``: the text before a left-out navigation element joined with its tail, as
+    lxml will take it (a character it refuses becomes a space when it is whitespace, a form feed
+    for one, which the rendering collapses anyway, else U+FFFD)."""
     merged = (before or "") + tail
-    etree.Element("p").text = merged  # (a new element: no element is shared between threads)
+    if _NOT_XML.search(merged) is not None:
+        merged = _NOT_XML.sub(lambda m: " " if m.group().isspace() else "\ufffd", merged)
+    return merged
+
+
+def _check_merge(before: str | None, tail: str) -> str:
+    """``before + tail`` as the windowed path reads it, or ``ValueError`` when the whole tree's
+    path would change it (:func:`_joined_tail`): that path then reads the page."""
+    merged = (before or "") + tail
+    if _NOT_XML.search(merged) is not None:
+        raise ValueError("a control character next to left-out navigation")
     return merged
 
 
@@ -1259,9 +1275,9 @@ def _remove_navigation(root) -> int:
         if tail:
             previous = element.getprevious()
             if previous is not None:
-                previous.tail = (previous.tail or "") + tail
+                previous.tail = _joined_tail(previous.tail, tail)
             else:
-                parent.text = (parent.text or "") + tail
+                parent.text = _joined_tail(parent.text, tail)
         parent.remove(element)
         dropped += 1
     return dropped
