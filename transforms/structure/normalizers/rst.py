@@ -58,15 +58,23 @@ with tabs expanded to multiples of 8 (docutils' rule); a line of whitespace only
 ``text`` is the content unchanged; every interval is in code points, starts at a line start and
 ends at the end of a non-blank line (its line break excluded). Every non-blank line lies inside
 some top-level block.
+
+A document longer than ``LARGE_CHARS`` code points is scanned the same way with bounded memory:
+its lines, their offsets and indentation are made a page of ``PAGE_LINES`` lines at a time (a few
+pages kept), and a list, list item, definition list, quote or table whose children span more than
+``STREAM_CHARS`` code points gets them as a :class:`~transforms.structure.tree.StreamedChildren`
+that scans its lines again on each iteration (no ``len``, no indexing). The blocks are the same
+as in one pass over the whole document; only the top-level sequence is held whole.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from typing import Callable, Iterator
 
 from transforms.structure.normalizers.text import split_lines
-from transforms.structure.tree import Node, NormalizedDocument
+from transforms.structure.tree import Node, NormalizedDocument, StreamedChildren
 
 __all__ = ["normalize_rst"]
 
@@ -89,6 +97,18 @@ _SIMPLE_RULE = re.compile(r"[-=][ \t=-]*\Z")
 _MAX_NESTING = 60
 _MAX_LEVEL = 6
 
+#: A document longer than this many code points is scanned with bounded memory: its lines a page
+#: at a time, huge blocks' children streamed (see the module docstring). Shorter ones keep every
+#: line (about 110 bytes a line) and every block for the scan, which is faster.
+LARGE_CHARS = 1 << 20
+#: Lines per page of a large document's line data (``_Pages``).
+PAGE_LINES = 1 << 12
+#: In a large document, a block whose children span more than this many code points (from the
+#: first child's start to the last one's end) gets them as a ``StreamedChildren``.
+STREAM_CHARS = 1 << 16
+#: Pages of line data kept at a time.
+_PAGES_KEPT = 4
+
 
 def normalize_rst(content: str) -> NormalizedDocument:
     """Normalize reStructuredText into blocks with a line-based scanner.
@@ -99,11 +119,16 @@ def normalize_rst(content: str) -> NormalizedDocument:
     Returns:
         A verbatim :class:`NormalizedDocument` (``text`` is ``content``); intervals in code points.
     """
-    scanner = _Scanner(content)
-    blocks = scanner.blocks(0, len(scanner.lines), 0, 0, 0, literal_first=False)
+    if len(content) > LARGE_CHARS:
+        pages = _Pages(content)
+        scanner = _Scanner(_Column(pages, 0), _Column(pages, 1), _Column(pages, 2), pages.count, stream=True)
+    else:
+        lines, starts = split_lines(content)
+        scanner = _Scanner(lines, starts, [_indent(line) for line in lines], len(lines), stream=False)
+    blocks = tuple(scanner.iter_blocks(0, scanner.count, 0, 0, 0, False))
     return NormalizedDocument(
         text=content,
-        blocks=tuple(blocks),
+        blocks=blocks,
         content_format="rst",
         verbatim=True,
         diagnostics=scanner.diagnostics(),
@@ -125,16 +150,104 @@ def _adornment(line: str) -> str:
     return stripped if stripped.count(stripped[0]) == len(stripped) else ""
 
 
+class _Pages:
+    """A large document's lines, line starts and indentations, made ``PAGE_LINES`` lines at a time.
+
+    Page ``p`` holds lines ``[p * PAGE_LINES, (p + 1) * PAGE_LINES)`` as three lists (as
+    ``split_lines`` and ``_indent`` make them for the whole text); the last ``_PAGES_KEPT`` pages
+    used are kept. Only where each page starts is held for the whole text.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.size = size = PAGE_LINES
+        if "\r" in text:
+            breaks = text.count("\n") + text.count("\r") - text.count("\r\n")
+            skip = re.compile(r"(?:[^\r\n]*(?:\r\n?|\n)){%d}" % size)
+        else:
+            breaks = text.count("\n")
+            skip = re.compile(r"(?:[^\n]*\n){%d}" % size)
+        self.count = breaks + 1  # lines, as split_lines counts them
+        page_starts = [0]
+        for _ in range(breaks // size):
+            page_starts.append(skip.match(text, page_starts[-1]).end())
+        self.page_starts = page_starts
+        self.kept: dict[int, tuple[list, list, list]] = {}
+        # The page used last and its line range, checked first.
+        self.lo, self.hi, self.current = 0, 0, ([], [], [])
+
+    def page_of(self, i: int) -> tuple[list, list, list]:
+        """The page holding line ``i``, made current."""
+        if not 0 <= i < self.count:
+            raise IndexError(i)
+        p = i // self.size
+        page = self.kept.pop(p, None)
+        if page is None:
+            page = self.make(p)
+            if len(self.kept) >= _PAGES_KEPT:
+                del self.kept[next(iter(self.kept))]  # the least recently used
+        self.kept[p] = page
+        self.lo, self.hi, self.current = p * self.size, p * self.size + len(page[0]), page
+        return page
+
+    def make(self, p: int) -> tuple[list, list, list]:
+        text, page_starts = self.text, self.page_starts
+        first = page_starts[p]
+        last_page = p + 1 >= len(page_starts)
+        lines, starts = split_lines(text[first : len(text) if last_page else page_starts[p + 1]])
+        if not last_page:
+            # The piece ends with its last line's break: split_lines adds an empty line after it.
+            lines.pop()
+            starts.pop()
+        return lines, [start + first for start in starts], [_indent(line) for line in lines]
+
+
+class _Column:
+    """One of a ``_Pages``'s three per-line lists (0 lines, 1 starts, 2 indents) as a sequence
+    indexed by line number (no negative indices, no slices)."""
+
+    __slots__ = ("pages", "field")
+
+    def __init__(self, pages: _Pages, field: int) -> None:
+        self.pages = pages
+        self.field = field
+
+    def __getitem__(self, i: int):
+        pages = self.pages
+        if pages.lo <= i < pages.hi:
+            return pages.current[self.field][i - pages.lo]
+        return pages.page_of(i)[self.field][i - pages.lo]
+
+    def __len__(self) -> int:
+        return self.pages.count
+
+    def levels(self, lo: int, hi: int) -> Iterator[int]:
+        """The values of lines ``[lo, hi)``, a page at a time."""
+        pages = self.pages
+        while lo < hi:
+            values = pages.page_of(lo)[self.field]
+            top = min(hi, pages.hi)
+            yield from values[lo - pages.lo : top - pages.lo]
+            lo = top
+
+
 class _Scanner:
     """Block scanner over the lines of one document.
 
     ``indents[i]`` is line ``i``'s indentation in columns, or -1 for a blank line. A *region* is a
     range of lines ``[lo, hi)`` whose non-blank lines are all indented at least ``base`` columns.
+
+    The ``iter_*`` methods are generators of blocks; a block's children are gathered by
+    :meth:`children`, which runs such a generator to its end at once (so diagnostics come in the
+    same order as with lists) and keeps what it yields, unless ``stream`` is set and they span
+    more than ``STREAM_CHARS``: then it only runs it through, and the children are a
+    ``StreamedChildren`` that runs it again, on a fresh scanner, on each iteration.
     """
 
-    def __init__(self, text: str) -> None:
-        self.lines, self.starts = split_lines(text)
-        self.indents = [_indent(line) for line in self.lines]
+    def __init__(self, lines, starts, indents, count: int, *, stream: bool) -> None:
+        self.lines, self.starts, self.indents = lines, starts, indents
+        self.count = count
+        self.stream = stream
         self.styles: dict[tuple[str, bool], int] = {}
         self.short_underlines = 0
         self.capped_levels = 0
@@ -182,8 +295,42 @@ class _Scanner:
         return i
 
     def min_indent(self, lo: int, hi: int) -> int:
-        levels = [level for level in self.indents[lo:hi] if level >= 0]
-        return min(levels) if levels else 0
+        indents = self.indents
+        if type(indents) is list:
+            levels = [level for level in indents[lo:hi] if level >= 0]
+            return min(levels) if levels else 0
+        return min((level for level in indents.levels(lo, hi) if level >= 0), default=0)
+
+    def children(self, make: Callable[..., Iterator[Node]], *args) -> tuple[tuple[Node, ...] | StreamedChildren, int, int, object]:
+        """Run ``make(self, *args)`` to its end: ``(children, first start, last end, its return value)``.
+
+        The children are a tuple, or a ``StreamedChildren`` in streaming mode when they span more
+        than ``STREAM_CHARS`` code points. Starts and ends are -1 when there are none.
+        """
+        state = self.simple_table_failure
+        made = make(self, *args)
+        nodes: list[Node] = []
+        start = end = -1
+        while True:
+            try:
+                node = next(made)
+            except StopIteration as done:
+                return tuple(nodes), start, end, done.value
+            if start < 0:
+                start = node.start
+            end = node.end
+            nodes.append(node)
+            if self.stream and end - start > STREAM_CHARS:
+                break
+        del nodes
+        while True:
+            try:
+                end = next(made).end
+            except StopIteration as done:
+                value = done.value
+                break
+        streamed = StreamedChildren(_scan_again, self.lines, self.starts, self.indents, self.count, state, make, args)
+        return streamed, start, end, value
 
     def marker(self, i: int) -> tuple[str, int, bool] | None:
         """The list marker starting line ``i``, or ``None``.
@@ -234,7 +381,7 @@ class _Scanner:
 
     # -- regions -----------------------------------------------------------------------------
 
-    def blocks(self, lo: int, hi: int, base: int, depth: int, nesting: int, *, literal_first: bool) -> list[Node]:
+    def iter_blocks(self, lo: int, hi: int, base: int, depth: int, nesting: int, literal_first: bool) -> Iterator[Node]:
         """The blocks of region ``[lo, hi)`` at indentation ``base``.
 
         Args:
@@ -248,11 +395,11 @@ class _Scanner:
             while first < hi and self.indents[first] < 0:
                 first += 1
             if first >= hi:
-                return []
+                return
             self.notes.append(f"blocks nested deeper than {_MAX_NESTING} levels at line {first + 1} kept as one block")
-            return [Node("rule", *self.span(first, self.indented_end(first, hi, -1)))]
+            yield Node("rule", *self.span(first, self.indented_end(first, hi, -1)))
+            return
         indents = self.indents
-        out: list[Node] = []
         literal = literal_first
         i = lo
         while i < hi:
@@ -263,17 +410,16 @@ class _Scanner:
             if indent > base:
                 stop = self.indented_end(i, hi, base)
                 if literal:
-                    out.append(Node("code", *self.span(i, stop)))
+                    yield Node("code", *self.span(i, stop))
                 else:
                     inner = self.min_indent(i, stop)
-                    children = self.blocks(i, stop, inner, depth, nesting + 1, literal_first=False)
-                    out.append(Node("quote", *self.span(i, stop), tuple(children)))
+                    children = self.children(_Scanner.iter_blocks, i, stop, inner, depth, nesting + 1, False)[0]
+                    yield Node("quote", *self.span(i, stop), children)
                 literal = False
                 i = stop
                 continue
             node, i, literal = self.block_at(i, hi, depth, nesting)
-            out.append(node)
-        return out
+            yield node
 
     def block_at(self, i: int, hi: int, depth: int, nesting: int) -> tuple[Node, int, bool]:
         """The block starting at line ``i`` (at the region's indentation).
@@ -372,14 +518,18 @@ class _Scanner:
 
     def list_at(self, i: int, hi: int, kind: str, depth: int, nesting: int) -> tuple[Node, int, bool]:
         """A bullet or enumerated list whose first item starts at line ``i``."""
+        items, start, end, stop = self.children(_Scanner.iter_items, i, hi, kind, depth, nesting)
+        return Node("list", start, end, items, level=depth + 1), stop, False
+
+    def iter_items(self, i: int, hi: int, kind: str, depth: int, nesting: int) -> Iterator[Node]:
+        """The items of :meth:`list_at`'s list; returns the line after the last one."""
         indents = self.indents
         indent = indents[i]
-        items: list[Node] = []
         k = i
         found = self.marker(i)
         while True:
             stop = max(self.indented_end(k + 1, hi, indent), k + 1)
-            items.append(self.item(k, stop, found[1], found[2], depth + 1, nesting + 1))
+            yield self.item(k, stop, found[1], found[2], depth + 1, nesting + 1)
             nxt = stop
             while nxt < hi and indents[nxt] < 0:
                 nxt += 1
@@ -391,7 +541,7 @@ class _Scanner:
             if not kind.startswith("bullet") and not self.enumerated_item_ok(nxt, hi, kind):
                 break
             k = nxt
-        return Node("list", items[0].start, items[-1].end, tuple(items), level=depth + 1), stop, False
+        return stop
 
     def item(self, k: int, stop: int, column: int, has_text: bool, depth: int, nesting: int) -> Node:
         """A list item over lines ``[k, stop)``: its first paragraph, then its blocks as children.
@@ -406,24 +556,28 @@ class _Scanner:
             literal = self.lines[after - 1].rstrip().endswith("::")
         else:
             after, literal = k + 1, False
-        children: list[Node] = []
+        children: tuple[Node, ...] | StreamedChildren = ()
         if after < stop:
             inner = self.min_indent(after, stop)
             base = min(column, inner) if has_text else inner
-            children = self.blocks(after, stop, base, depth, nesting + 1, literal_first=literal)
-        return Node("list_item", *self.span(k, stop), tuple(children))
+            children = self.children(_Scanner.iter_blocks, after, stop, base, depth, nesting + 1, literal)[0]
+        return Node("list_item", *self.span(k, stop), children)
 
     def definition_list(self, i: int, hi: int, depth: int, nesting: int) -> tuple[Node, int, bool]:
         """A definition list whose first term is line ``i`` (its definition starts on line ``i + 1``)."""
+        items, start, end, stop = self.children(_Scanner.iter_definitions, i, hi, depth, nesting)
+        return Node("list", start, end, items, level=depth + 1), stop, False
+
+    def iter_definitions(self, i: int, hi: int, depth: int, nesting: int) -> Iterator[Node]:
+        """The items of :meth:`definition_list`'s list; returns the line after the last one."""
         indents = self.indents
         indent = indents[i]
-        items: list[Node] = []
         k = i
         while True:
             stop = self.indented_end(k + 1, hi, indent)
             inner = self.min_indent(k + 1, stop)
-            children = self.blocks(k + 1, stop, inner, depth + 1, nesting + 2, literal_first=False)
-            items.append(Node("list_item", *self.span(k, stop), tuple(children)))
+            children = self.children(_Scanner.iter_blocks, k + 1, stop, inner, depth + 1, nesting + 2, False)[0]
+            yield Node("list_item", *self.span(k, stop), children)
             nxt = stop
             while nxt < hi and indents[nxt] < 0:
                 nxt += 1
@@ -436,7 +590,7 @@ class _Scanner:
             ):
                 break
             k = nxt
-        return Node("list", items[0].start, items[-1].end, tuple(items), level=depth + 1), stop, False
+        return stop
 
     def grid_table(self, i: int, hi: int) -> tuple[Node, int, bool] | None:
         """A grid table whose top border is line ``i``, or ``None`` when no line follows the border."""
@@ -447,22 +601,27 @@ class _Scanner:
             stop += 1
         if stop - i < 2:
             return None
-        borders = [k for k in range(i + 1, stop) if _GRID_BORDER.match(lines[k].lstrip())]
-        header_end = next((k for k in borders if "=" in lines[k]), -1)
-        rows: list[Node] = []
+        header_end = next(
+            (k for k in range(i + 1, stop) if "=" in lines[k] and _GRID_BORDER.match(lines[k].lstrip())), -1
+        )
+        rows = self.children(_Scanner.iter_grid_rows, i, stop, header_end)[0]
+        table = Node("table", *self.span(i, stop), rows, header_rows=1 if header_end >= 0 else 0)
+        return table, stop, False
+
+    def iter_grid_rows(self, i: int, stop: int, header_end: int) -> Iterator[Node]:
+        """The rows of the grid table over lines ``[i, stop)`` whose header ends at line ``header_end`` (or -1)."""
+        lines = self.lines
         row_start = i  # without a header, the first row holds the top border
         if header_end >= 0:
-            rows.append(Node("table_row", *self.span(i, header_end + 1)))
+            yield Node("table_row", *self.span(i, header_end + 1))
             row_start = header_end + 1
-        for k in borders:
-            if k >= row_start:
-                rows.append(Node("table_row", *self.span(row_start, k + 1)))
+        for k in range(row_start, stop):
+            if k > i and _GRID_BORDER.match(lines[k].lstrip()):
+                yield Node("table_row", *self.span(row_start, k + 1))
                 row_start = k + 1
         if row_start < stop:
             self.notes.append(f"grid table at line {i + 1} does not end with a border")
-            rows.append(Node("table_row", *self.span(row_start, stop)))
-        table = Node("table", *self.span(i, stop), tuple(rows), header_rows=1 if header_end >= 0 else 0)
-        return table, stop, False
+            yield Node("table_row", *self.span(row_start, stop))
 
     def simple_table(self, i: int, hi: int) -> tuple[Node, int, bool] | None:
         """A simple table whose top border is line ``i``, or ``None`` when no bottom border follows.
@@ -475,7 +634,7 @@ class _Scanner:
         failed_indent, failed_from, failed_to = self.simple_table_failure
         if indent == failed_indent and failed_from < i < failed_to:
             return None  # the scan from an earlier top border already found no bottom border here
-        separators: list[int] = []
+        separator = -1
         bottom = -1
         k = i + 1
         while k < hi:
@@ -487,18 +646,33 @@ class _Scanner:
                     if k + 1 >= hi or indents[k + 1] < 0:
                         bottom = k
                         break
-                    separators.append(k)
+                    if separator < 0:
+                        separator = k
             k += 1
         if bottom < 0:
             self.simple_table_failure = (indent, i, k)
             self.notes.append(f"simple table at line {i + 1} has no bottom border: read as text")
             return None
+        rows = self.children(_Scanner.iter_simple_rows, i, bottom, separator)[0]
+        table = Node("table", *self.span(i, bottom + 1), rows, header_rows=1 if separator >= 0 else 0)
+        return table, bottom + 1, False
+
+    def iter_simple_rows(self, i: int, bottom: int, separator: int) -> Iterator[Node]:
+        """The rows of the simple table over lines ``[i, bottom]`` whose header ends at line
+        ``separator`` (or -1)."""
+        lines, indents = self.lines, self.indents
+        indent = indents[i]
+        body_from = separator + 1 if separator >= 0 else i + 1
+        k = body_from
+        while k < bottom and indents[k] < 0:
+            k += 1
+        if k >= bottom:
+            # No body: one row, the header's when there is one, takes the closing border.
+            yield Node("table_row", *self.span(i, bottom + 1))
+            return
+        if separator >= 0:
+            yield Node("table_row", *self.span(i, separator + 1))
         first_column = len(lines[i].lstrip().split(None, 1)[0])
-        rows: list[Node] = []
-        body_from = i + 1
-        if separators:
-            rows.append(Node("table_row", *self.span(i, separators[0] + 1)))
-            body_from = separators[0] + 1
         row_first = row_last = -1
         for k in range(body_from, bottom):
             if indents[k] < 0:
@@ -508,17 +682,18 @@ class _Scanner:
             continues = row_last >= 0 and (not cell.strip() or _SIMPLE_RULE.match(line.lstrip()) is not None)
             if not continues:
                 if row_last >= 0:
-                    rows.append(Node("table_row", *self.span(row_first, row_last + 1)))
-                row_first = k if rows else i
+                    yield Node("table_row", *self.span(row_first, row_last + 1))
+                row_first = k if (separator >= 0 or row_last >= 0) else i
             row_last = k
-        if row_last >= 0:
-            rows.append(Node("table_row", *self.span(row_first, bottom + 1)))
-        elif rows:  # a header and no body: the header row takes the closing border
-            rows[-1] = Node("table_row", rows[-1].start, self.span(bottom, bottom + 1)[1])
-        else:
-            rows.append(Node("table_row", *self.span(i, bottom + 1)))
-        table = Node("table", *self.span(i, bottom + 1), tuple(rows), header_rows=1 if separators else 0)
-        return table, bottom + 1, False
+        yield Node("table_row", *self.span(row_first, bottom + 1))
+
+
+def _scan_again(lines, starts, indents, count: int, state: tuple[int, int, int], make, args) -> Iterator[Node]:
+    """The children ``make`` yielded in :meth:`_Scanner.children`, made again on a fresh scanner
+    (its diagnostics dropped) in the state the first scan started in."""
+    scanner = _Scanner(lines, starts, indents, count, stream=True)
+    scanner.simple_table_failure = state
+    return make(scanner, *args)
 
 
 def _indent(line: str) -> int:
