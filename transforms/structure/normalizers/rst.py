@@ -248,6 +248,7 @@ class _Scanner:
         self.lines, self.starts, self.indents = lines, starts, indents
         self.count = count
         self.stream = stream
+        self.lazy = False  # a scan again (``_scan_again``): see ``region_children``
         self.styles: dict[tuple[str, bool], int] = {}
         self.short_underlines = 0
         self.capped_levels = 0
@@ -332,6 +333,18 @@ class _Scanner:
         streamed = StreamedChildren(_scan_again, self.lines, self.starts, self.indents, self.count, state, make, args)
         return streamed, start, end, value
 
+    def region_children(self, lo: int, hi: int, make: Callable[..., Iterator[Node]], *args):
+        """:meth:`children` of a block whose children lie in lines ``[lo, hi)`` (at least one
+        non-blank line). When scanning again (``lazy``), a region of more than ``STREAM_CHARS``
+        gets a ``StreamedChildren`` at once, without a scan: nothing else in the scan depends on
+        its children (the first scan already had their diagnostics), and so the blocks nested in
+        a streamed block are not scanned again each time one around them is.
+        """
+        if self.lazy and self.starts[hi - 1] + len(self.lines[hi - 1]) - self.starts[lo] > STREAM_CHARS:
+            state = self.simple_table_failure
+            return StreamedChildren(_scan_again, self.lines, self.starts, self.indents, self.count, state, make, args)
+        return self.children(make, *args)[0]
+
     def marker(self, i: int) -> tuple[str, int, bool] | None:
         """The list marker starting line ``i``, or ``None``.
 
@@ -413,7 +426,7 @@ class _Scanner:
                     yield Node("code", *self.span(i, stop))
                 else:
                     inner = self.min_indent(i, stop)
-                    children = self.children(_Scanner.iter_blocks, i, stop, inner, depth, nesting + 1, False)[0]
+                    children = self.region_children(i, stop, _Scanner.iter_blocks, i, stop, inner, depth, nesting + 1, False)
                     yield Node("quote", *self.span(i, stop), children)
                 literal = False
                 i = stop
@@ -560,7 +573,7 @@ class _Scanner:
         if after < stop:
             inner = self.min_indent(after, stop)
             base = min(column, inner) if has_text else inner
-            children = self.children(_Scanner.iter_blocks, after, stop, base, depth, nesting + 1, literal)[0]
+            children = self.region_children(after, stop, _Scanner.iter_blocks, after, stop, base, depth, nesting + 1, literal)
         return Node("list_item", *self.span(k, stop), children)
 
     def definition_list(self, i: int, hi: int, depth: int, nesting: int) -> tuple[Node, int, bool]:
@@ -576,7 +589,9 @@ class _Scanner:
         while True:
             stop = self.indented_end(k + 1, hi, indent)
             inner = self.min_indent(k + 1, stop)
-            children = self.children(_Scanner.iter_blocks, k + 1, stop, inner, depth + 1, nesting + 2, False)[0]
+            children = self.region_children(
+                k + 1, stop, _Scanner.iter_blocks, k + 1, stop, inner, depth + 1, nesting + 2, False
+            )
             yield Node("list_item", *self.span(k, stop), children)
             nxt = stop
             while nxt < hi and indents[nxt] < 0:
@@ -604,7 +619,7 @@ class _Scanner:
         header_end = next(
             (k for k in range(i + 1, stop) if "=" in lines[k] and _GRID_BORDER.match(lines[k].lstrip())), -1
         )
-        rows = self.children(_Scanner.iter_grid_rows, i, stop, header_end)[0]
+        rows = self.region_children(i, stop, _Scanner.iter_grid_rows, i, stop, header_end)
         table = Node("table", *self.span(i, stop), rows, header_rows=1 if header_end >= 0 else 0)
         return table, stop, False
 
@@ -653,7 +668,7 @@ class _Scanner:
             self.simple_table_failure = (indent, i, k)
             self.notes.append(f"simple table at line {i + 1} has no bottom border: read as text")
             return None
-        rows = self.children(_Scanner.iter_simple_rows, i, bottom, separator)[0]
+        rows = self.region_children(i, bottom + 1, _Scanner.iter_simple_rows, i, bottom, separator)
         table = Node("table", *self.span(i, bottom + 1), rows, header_rows=1 if separator >= 0 else 0)
         return table, bottom + 1, False
 
@@ -693,6 +708,7 @@ def _scan_again(lines, starts, indents, count: int, state: tuple[int, int, int],
     (its diagnostics dropped) in the state the first scan started in."""
     scanner = _Scanner(lines, starts, indents, count, stream=True)
     scanner.simple_table_failure = state
+    scanner.lazy = True
     return make(scanner, *args)
 
 
