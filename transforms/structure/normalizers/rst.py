@@ -173,8 +173,7 @@ class _Pages:
             page_starts.append(skip.match(text, page_starts[-1]).end())
         self.page_starts = page_starts
         self.kept: dict[int, tuple[list, list, list]] = {}
-        # The page used last and its line range, checked first.
-        self.lo, self.hi, self.current = 0, 0, ([], [], [])
+        self.lo = self.hi = 0  # the line range of the page used last
 
     def page_of(self, i: int) -> tuple[list, list, list]:
         """The page holding line ``i``, made current."""
@@ -187,7 +186,7 @@ class _Pages:
             if len(self.kept) >= _PAGES_KEPT:
                 del self.kept[next(iter(self.kept))]  # the least recently used
         self.kept[p] = page
-        self.lo, self.hi, self.current = p * self.size, p * self.size + len(page[0]), page
+        self.lo, self.hi = p * self.size, p * self.size + len(page[0])
         return page
 
     def make(self, p: int) -> tuple[list, list, list]:
@@ -204,19 +203,24 @@ class _Pages:
 
 class _Column:
     """One of a ``_Pages``'s three per-line lists (0 lines, 1 starts, 2 indents) as a sequence
-    indexed by line number (no negative indices, no slices)."""
+    indexed by line number (no negative indices, no slices). It keeps its own current page, so
+    the usual access (a line of the page used last) is one comparison and one index."""
 
-    __slots__ = ("pages", "field")
+    __slots__ = ("pages", "field", "lo", "hi", "values")
 
     def __init__(self, pages: _Pages, field: int) -> None:
         self.pages = pages
         self.field = field
+        self.lo = self.hi = 0
+        self.values: list = []
 
     def __getitem__(self, i: int):
+        if self.lo <= i < self.hi:
+            return self.values[i - self.lo]
         pages = self.pages
-        if pages.lo <= i < pages.hi:
-            return pages.current[self.field][i - pages.lo]
-        return pages.page_of(i)[self.field][i - pages.lo]
+        self.values = pages.page_of(i)[self.field]
+        self.lo, self.hi = pages.lo, pages.hi
+        return self.values[i - self.lo]
 
     def __len__(self) -> int:
         return self.pages.count
