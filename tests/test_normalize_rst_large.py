@@ -3,7 +3,10 @@ huge blocks' children streamed (``LARGE_CHARS``, ``PAGE_LINES`` and ``STREAM_CHA
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import tracemalloc
+from pathlib import Path
 
 import pytest
 
@@ -179,3 +182,42 @@ def test_a_huge_list_is_never_held(monkeypatch):
     assert count[0] == 50_000
     monkeypatch.setattr(rst, "LARGE_CHARS", 1 << 20)
     assert _peak_bytes(lambda: normalize_rst(text)) > 5_000_000  # the whole path holds it all
+
+
+# -- the benchmark scripts (tiny inputs, so that they cannot rot) ------------------------------------
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_rst_fuzz_runs_and_finds_a_difference(monkeypatch, capsys):
+    from benchmarks.differential import rst_fuzz
+
+    args = ["--corpus", str(REPO / "sample" / "docs.parquet"), "--generated", "3", "--mutated", "2", "--chunks-every", "2"]
+    assert rst_fuzz.main(args) == 0
+    counts = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert counts["documents"] == 6 and counts["differences"] == 0 and counts["chunk comparisons"] > 0
+    right = rst.normalize_rst
+
+    def wrong(text):  # one code point off at the end of the last block
+        doc = right(text)
+        last = doc.blocks[-1]
+        moved = Node(last.kind, last.start, last.end - 1, last.children, level=last.level, title=last.title)
+        return dataclasses.replace(doc, blocks=doc.blocks[:-1] + (moved,))
+
+    monkeypatch.setattr(rst, "normalize_rst", wrong)
+    assert rst_fuzz.main(args[:2] + ["--generated", "0", "--mutated", "0", "--chunks-every", "0"]) == 1
+    assert "DIFFERENCE: corpus document 0" in capsys.readouterr().out
+
+
+def test_rst_big_blocks_writes_one_row_documents(tmp_path):
+    import pyarrow.parquet as pq
+
+    from benchmarks import rst_big_blocks
+
+    assert rst_big_blocks.main(["--chars", "2000", "--out", str(tmp_path), "--only", "grid_table", "--only", "list_short"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grid_table.parquet", "list_short.parquet"]
+    rows = pq.read_table(tmp_path / "grid_table.parquet").to_pylist()
+    assert len(rows) == 1 and rows[0]["content_format"] == "rst" and rows[0]["metadata"] is None
+    assert len(rows[0]["content"]) >= 2000
+    (table,) = normalize_rst(rows[0]["content"]).blocks
+    assert table.kind == "table" and table.header_rows == 1
