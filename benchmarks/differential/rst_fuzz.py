@@ -2,6 +2,7 @@
 
     python benchmarks/differential/rst_fuzz.py [--seed 1] [--generated 300] [--mutated 200]
         [--corpus /work/shared/data/corpus/docs.parquet] [--chunks-every 1] [--out FAILS.jsonl]
+        [--input BIG.parquet ...]
 
 ``rst_main.py`` is main's ``transforms/structure/normalizers/rst.py`` before bounded memory
 (commit 4b2709c), kept as the reference. For each document (every ``rst`` document of the corpus,
@@ -16,7 +17,9 @@ and the defaults), it compares the whole ``NormalizedDocument`` (text, diagnosti
 block with all its fields and its children recursively, streamed children iterated twice) and,
 for every ``--chunks-every``-th document, every field of every chunk ``StructureAwareChunker``
 makes with each normalizer (cl100k_base; three configurations, small budgets so huge blocks are
-split). Prints the counts; a difference or exception is printed and written to ``--out``.
+split). Each ``--input`` file's first document (e.g. ``rst_big_blocks.py``'s) is compared the same
+way under the default settings only (and its chunks with ``max_tokens`` 512 only). Prints the
+counts; a difference or exception is printed and written to ``--out``.
 """
 
 from __future__ import annotations
@@ -254,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", default="/work/shared/data/corpus/docs.parquet")
     parser.add_argument("--chunks-every", type=int, default=1, help="compare chunks for every n-th document (0: never)")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--input", action="append", default=[], help="a Parquet file whose first document is "
+                        "compared under the default settings (repeatable)")
     args = parser.parse_args(argv)
 
     import pyarrow.parquet as pq
@@ -268,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     documents = [("corpus", t) for t in corpus]
     documents += [("generated", generate(r)) for _ in range(args.generated)]
     documents += [("mutated", mutate(r, r.choice(corpus))) for _ in range(args.mutated)]
+    documents += [("input", pq.read_table(path, columns=["content"]).column(0)[0].as_py()) for path in args.input]
 
     tokenizer = load_tokenizer("tiktoken:cl100k_base")
     configs = [dict(max_tokens=512), dict(max_tokens=48, target_tokens=40, min_preferred_tokens=10),
@@ -290,15 +296,20 @@ def main(argv: list[str] | None = None) -> int:
         by_kind[kind] = by_kind.get(kind, 0) + 1
         counts["documents"] += 1
         expected = normalized(rst_main.normalize_rst, text)[:3]
-        want_chunks = [chunk_fields(c, text) for c in reference_chunkers] if args.chunks_every and n % args.chunks_every == 0 else None
-        for setting in SETTINGS:
+        big = kind == "input"
+        want_chunks = None
+        if big:
+            want_chunks = [chunk_fields(reference_chunkers[0], text)]
+        elif args.chunks_every and n % args.chunks_every == 0:
+            want_chunks = [chunk_fields(c, text) for c in reference_chunkers]
+        for setting in SETTINGS[-1:] if big else SETTINGS:
             rst.LARGE_CHARS, rst.PAGE_LINES, rst.STREAM_CHARS = setting
             try:
                 got = normalized(rst.normalize_rst, text)
                 counts["normalizer comparisons"] += 1
                 counts["streamed blocks"] += streamed_count(got[3].blocks)
                 problem = None if got[:3] == expected else "blocks or diagnostics differ"
-                if problem is None and want_chunks is not None and setting in CHUNK_SETTINGS:
+                if problem is None and want_chunks is not None and (big or setting in CHUNK_SETTINGS):
                     for c, want in zip(branch_chunkers, want_chunks):
                         counts["chunk comparisons"] += 1
                         if chunk_fields(c, text) != want:
