@@ -32,8 +32,8 @@ def tree(nodes) -> list:
 def test_a_long_list_streams_its_items(large):
     text = "- a\n- b\n- c\n\npara\n"
     doc = normalize_rst(text)
-    assert doc.blocks == (doc.blocks[0], Node("paragraph", 13, 17))
-    listed = doc.blocks[0]
+    listed, paragraph = doc.blocks
+    assert paragraph == Node("paragraph", 13, 17)
     assert (listed.kind, listed.start, listed.end, listed.level) == ("list", 0, 11, 1)
     assert type(listed.children) is StreamedChildren  # 11 code points from the first item's start to the last one's end
     items = [Node("list_item", 0, 3), Node("list_item", 4, 7), Node("list_item", 8, 11)]
