@@ -20,6 +20,7 @@ def large(monkeypatch):
     """Every document takes the large path, pages of two lines, children over 10 code points streamed."""
     monkeypatch.setattr(rst, "LARGE_CHARS", 0)
     monkeypatch.setattr(rst, "PAGE_LINES", 2)
+    monkeypatch.setattr(rst, "PAGE_CHARS", 1000)
     monkeypatch.setattr(rst, "STREAM_CHARS", 10)
 
 
@@ -136,20 +137,46 @@ DOCUMENTS = [
 ]
 
 
-@pytest.mark.parametrize("page_lines, stream_chars", [(1, 0), (2, 5), (3, 40), (7, 300), (4096, 65536)])
+@pytest.mark.parametrize(
+    "page_lines, page_chars, stream_chars", [(1, 1, 0), (2, 1000, 5), (3, 1, 40), (1000, 20, 300), (4096, 1 << 18, 65536)]
+)
 @pytest.mark.parametrize("index", range(len(DOCUMENTS)))
-def test_large_path_same_blocks_as_whole_path(monkeypatch, index, page_lines, stream_chars):
+def test_large_path_same_blocks_as_whole_path(monkeypatch, index, page_lines, page_chars, stream_chars):
     text = DOCUMENTS[index]
     whole = normalize_rst(text)
     assert not any(type(n.children) is StreamedChildren for b in whole.blocks for n in b.walk())
     monkeypatch.setattr(rst, "LARGE_CHARS", 0)
     monkeypatch.setattr(rst, "PAGE_LINES", page_lines)
+    monkeypatch.setattr(rst, "PAGE_CHARS", page_chars)
     monkeypatch.setattr(rst, "STREAM_CHARS", stream_chars)
     large_doc = normalize_rst(text)
     assert large_doc.diagnostics == whole.diagnostics
     assert tree(large_doc.blocks) == tree(whole.blocks)
     assert tree(large_doc.blocks) == tree(whole.blocks)  # streamed children made again, the same
     check_blocks(large_doc)
+
+
+@pytest.mark.parametrize("text", [
+    "", "a", "a\n", "\n\n\n", "ab\ncd\n\nef", "a\r\nb\rc\n\r\n", "\r", "\r\n", "x" * 50 + "\n" + "y\n" * 9 + "z" * 30,
+    "long line\r\n" * 7 + "\r" * 5 + "end",
+])
+@pytest.mark.parametrize("page_lines, page_chars", [(1, 1), (2, 1), (3, 7), (2, 1000), (1000, 5), (4, 12)])
+def test_pages_cover_every_line_once(monkeypatch, text, page_lines, page_chars):
+    """Pages cut by lines and by code points hold the lines, starts and indents of the whole text."""
+    from transforms.structure.normalizers.text import split_lines
+
+    monkeypatch.setattr(rst, "PAGE_LINES", page_lines)
+    monkeypatch.setattr(rst, "PAGE_CHARS", page_chars)
+    pages = rst._Pages(text)
+    lines, starts = split_lines(text)
+    assert pages.count == len(lines)
+    sizes = [len(pages.make(p)[0]) for p in range(len(pages.page_starts))]
+    assert all(0 < size <= page_lines for size in sizes)
+    assert pages.page_lines == [sum(sizes[:p]) for p in range(len(sizes))]
+    columns = [rst._Column(pages, field) for field in range(3)]
+    for i in list(range(len(lines))) + list(reversed(range(len(lines)))):
+        assert (columns[0][i], columns[1][i], columns[2][i]) == (lines[i], starts[i], rst._indent(lines[i]))
+    assert list(columns[2].levels(0, len(lines))) == [rst._indent(line) for line in lines]
 
 
 def _peak_bytes(run) -> int:
@@ -165,6 +192,7 @@ def test_a_huge_list_is_never_held(monkeypatch):
     """50,000 items: held whole, about 10 MB of nodes and line data; streamed, a page and a few items."""
     monkeypatch.setattr(rst, "LARGE_CHARS", 1000)
     monkeypatch.setattr(rst, "PAGE_LINES", 256)
+    monkeypatch.setattr(rst, "PAGE_CHARS", 1 << 18)
     monkeypatch.setattr(rst, "STREAM_CHARS", 1000)
     text = "".join(f"- {i % 7}\n" for i in range(50_000))
     kept = []

@@ -12,7 +12,7 @@ enumerated and definition lists, grid tables with row spans and simple tables, b
 tabs, CRLF and lone CR line breaks, nesting deeper than 60, huge items, lists and tables; and
 ``--mutated`` corpus documents with lines deleted, duplicated, indented, dedented or swapped,
 line breaks changed, and generated pieces spliced in) and for each of several settings of
-``LARGE_CHARS`` / ``PAGE_LINES`` / ``STREAM_CHARS`` (tiny ones that page and stream everything,
+``LARGE_CHARS`` / ``PAGE_LINES`` / ``PAGE_CHARS`` / ``STREAM_CHARS`` (tiny ones that page and stream everything,
 and the defaults), it compares the whole ``NormalizedDocument`` (text, diagnostics and every
 block with all its fields and its children recursively, streamed children iterated twice) and,
 for every ``--chunks-every``-th document, every field of every chunk ``StructureAwareChunker``
@@ -37,9 +37,11 @@ from benchmarks.differential import rst_main  # noqa: E402
 from transforms.structure.normalizers import rst  # noqa: E402
 from transforms.structure.tree import StreamedChildren  # noqa: E402
 
-#: (LARGE_CHARS, PAGE_LINES, STREAM_CHARS) settings the branch runs with; the first pages every
-#: document one line a page and streams every container.
-SETTINGS = [(0, 1, 0), (0, 2, 5), (0, 3, 40), (0, 7, 300), (0, 64, 2000), (rst.LARGE_CHARS, rst.PAGE_LINES, rst.STREAM_CHARS)]
+#: (LARGE_CHARS, PAGE_LINES, PAGE_CHARS, STREAM_CHARS) settings the branch runs with; the first
+#: pages every document one line a page and streams every container.
+SETTINGS = [(0, 1, 1, 0), (0, 2, 30, 5), (0, 3, 1, 40), (0, 7, 100, 300), (0, 64, 20, 2000), (0, 1000, 1000, 0),
+            (rst.LARGE_CHARS, rst.PAGE_LINES, rst.PAGE_CHARS, rst.STREAM_CHARS)]
+NAMES = ("LARGE_CHARS", "PAGE_LINES", "PAGE_CHARS", "STREAM_CHARS")
 
 
 def shallow(n) -> tuple:
@@ -285,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
 
     reference_chunkers = chunkers(rst_main.normalize_rst)
     branch_chunkers = chunkers(rst.normalize_rst)
-    defaults = (rst.LARGE_CHARS, rst.PAGE_LINES, rst.STREAM_CHARS)
+    defaults = tuple(getattr(rst, name) for name in NAMES)
     counts = {"documents": 0, "normalizer comparisons": 0, "chunk comparisons": 0, "streamed blocks": 0,
               "differences": 0}
     by_kind: dict[str, int] = {}
@@ -303,7 +305,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.chunks_every and n % args.chunks_every == 0:
             want_chunks = [chunk_fields(c, text) for c in reference_chunkers]
         for setting in SETTINGS[-1:] if big else SETTINGS:
-            rst.LARGE_CHARS, rst.PAGE_LINES, rst.STREAM_CHARS = setting
+            for name, value in zip(NAMES, setting):
+                setattr(rst, name, value)
             try:
                 got = normalized(rst.normalize_rst, text)
                 counts["normalizer comparisons"] += 1
@@ -318,7 +321,8 @@ def main(argv: list[str] | None = None) -> int:
             except Exception:
                 problem = traceback.format_exc()
             finally:
-                rst.LARGE_CHARS, rst.PAGE_LINES, rst.STREAM_CHARS = defaults
+                for name, value in zip(NAMES, defaults):
+                    setattr(rst, name, value)
             if problem is not None:
                 counts["differences"] += 1
                 print(f"DIFFERENCE: {kind} document {n} with {setting}: {problem}", flush=True)

@@ -60,8 +60,8 @@ ends at the end of a non-blank line (its line break excluded). Every non-blank l
 some top-level block.
 
 A document longer than ``LARGE_CHARS`` code points is scanned the same way with bounded memory:
-its lines, their offsets and indentation are made a page of ``PAGE_LINES`` lines at a time (a few
-pages kept), and a list, list item, definition list, quote or table whose children span more than
+its lines, their offsets and indentation are made a page (``PAGE_LINES`` lines or ``PAGE_CHARS``
+code points) at a time, a few pages kept, and a list, list item, definition list, quote or table whose children span more than
 ``STREAM_CHARS`` code points gets them as a :class:`~transforms.structure.tree.StreamedChildren`
 that scans its lines again on each iteration (no ``len``, no indexing). The blocks are the same
 as in one pass over the whole document; only the top-level sequence is held whole.
@@ -71,10 +71,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_right
 from typing import Callable, Iterator
 
 from transforms.structure.normalizers.text import split_lines
-from transforms.structure.tree import Node, NormalizedDocument, StreamedChildren
+from transforms.structure.tree import LINE_BREAK, Node, NormalizedDocument, StreamedChildren
 
 __all__ = ["normalize_rst"]
 
@@ -101,8 +102,11 @@ _MAX_LEVEL = 6
 #: at a time, huge blocks' children streamed (see the module docstring). Shorter ones keep every
 #: line (about 110 bytes a line) and every block for the scan, which is faster.
 LARGE_CHARS = 1 << 20
-#: Lines per page of a large document's line data (``_Pages``).
+#: The most lines in a page of a large document's line data (``_Pages``).
 PAGE_LINES = 1 << 12
+#: A page of line data ends at the first line start this many code points after its own start
+#: (if it has not reached ``PAGE_LINES`` lines before).
+PAGE_CHARS = 1 << 18
 #: In a large document, a block whose children span more than this many code points (from the
 #: first child's start to the last one's end) gets them as a ``StreamedChildren``.
 STREAM_CHARS = 1 << 16
@@ -151,27 +155,47 @@ def _adornment(line: str) -> str:
 
 
 class _Pages:
-    """A large document's lines, line starts and indentations, made ``PAGE_LINES`` lines at a time.
+    """A large document's lines, line starts and indentations, made a page at a time.
 
-    Page ``p`` holds lines ``[p * PAGE_LINES, (p + 1) * PAGE_LINES)`` as three lists (as
-    ``split_lines`` and ``_indent`` make them for the whole text); the last ``_PAGES_KEPT`` pages
-    used are kept. Only where each page starts is held for the whole text.
+    A page holds at most ``PAGE_LINES`` lines and ends at the first line start at least
+    ``PAGE_CHARS`` code points after its own (so long lines make pages of fewer lines), as three
+    lists (as ``split_lines`` and ``_indent`` make them for the whole text). The last
+    ``_PAGES_KEPT`` pages used are kept. Only where each page starts (code point and line number)
+    is held for the whole text.
     """
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.size = size = PAGE_LINES
+        most, least = PAGE_LINES, max(PAGE_CHARS, 1)
         if "\r" in text:
-            breaks = text.count("\n") + text.count("\r") - text.count("\r\n")
-            skip = re.compile(r"(?:[^\r\n]*(?:\r\n?|\n)){%d}" % size)
+            skip = re.compile(r"(?:[^\r\n]*(?:\r\n?|\n)){%d}" % most)
+
+            def breaks(lo: int, hi: int) -> int:
+                return text.count("\n", lo, hi) + text.count("\r", lo, hi) - text.count("\r\n", lo, hi)
         else:
-            breaks = text.count("\n")
-            skip = re.compile(r"(?:[^\n]*\n){%d}" % size)
-        self.count = breaks + 1  # lines, as split_lines counts them
-        page_starts = [0]
-        for _ in range(breaks // size):
-            page_starts.append(skip.match(text, page_starts[-1]).end())
-        self.page_starts = page_starts
+            skip = re.compile(r"(?:[^\n]*\n){%d}" % most)
+
+            def breaks(lo: int, hi: int) -> int:
+                return text.count("\n", lo, hi)
+
+        self.count = breaks(0, len(text)) + 1  # lines, as split_lines counts them
+        page_starts, page_lines = [0], [0]
+        start = 0
+        while True:
+            after = LINE_BREAK.search(text, start + least - 1)
+            if after is None:
+                if breaks(start, len(text)) < most:
+                    break  # the rest is the last page
+                end, lines = skip.match(text, start).end(), most
+            else:
+                end = after.end()
+                lines = breaks(start, end)
+                if lines > most:
+                    end, lines = skip.match(text, start).end(), most
+            page_starts.append(end)
+            page_lines.append(page_lines[-1] + lines)
+            start = end
+        self.page_starts, self.page_lines = page_starts, page_lines
         self.kept: dict[int, tuple[list, list, list]] = {}
         self.lo = self.hi = 0  # the line range of the page used last
 
@@ -179,14 +203,15 @@ class _Pages:
         """The page holding line ``i``, made current."""
         if not 0 <= i < self.count:
             raise IndexError(i)
-        p = i // self.size
+        p = bisect_right(self.page_lines, i) - 1
         page = self.kept.pop(p, None)
         if page is None:
             page = self.make(p)
             if len(self.kept) >= _PAGES_KEPT:
                 del self.kept[next(iter(self.kept))]  # the least recently used
         self.kept[p] = page
-        self.lo, self.hi = p * self.size, p * self.size + len(page[0])
+        self.lo = self.page_lines[p]
+        self.hi = self.lo + len(page[0])
         return page
 
     def make(self, p: int) -> tuple[list, list, list]:
