@@ -6,7 +6,8 @@ Each file ``NAME.parquet`` has the columns ``id``, ``content``, ``content_format
 ``metadata`` (null); the document is about ``--chars`` code points (whole lines, seeded: the same
 files every run). Kinds: a bullet list of one-word items, a nested enumerated list, a grid table
 and a simple table of short rows, line blocks (read as one paragraph), many short paragraphs
-under a few titles, a huge block quote and a huge definition list.
+under a few titles, a huge block quote, a huge definition list and paragraphs of one long line
+(about 2,000 code points) each.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def documents(chars: int) -> dict[str, callable]:
             f"{words(3)}\n{'-' * 20}\n\n" if rnd.random() < 0.01 else f"{words(4)}\n\n")),
         "quote": lambda: fill("Intro::\n\nText.\n\n", lambda: f"   {words(6)}\n" + ("\n" if rnd.random() < 0.3 else "")),
         "definitions": lambda: fill("", lambda: f"{words(1)}\n   {words(5)}\n"),
+        "long_lines": lambda: fill("", lambda: f"{words(400)}\n\n"),
     }
 
 
