@@ -61,10 +61,11 @@ some top-level block.
 
 A document longer than ``LARGE_CHARS`` code points is scanned the same way with bounded memory:
 its lines, their offsets and indentation are made a page (``PAGE_LINES`` lines or ``PAGE_CHARS``
-code points) at a time, a few pages kept, and a list, list item, definition list, quote or table whose children span more than
-``STREAM_CHARS`` code points gets them as a :class:`~transforms.structure.tree.StreamedChildren`
-that scans its lines again on each iteration (no ``len``, no indexing). The blocks are the same
-as in one pass over the whole document; only the top-level sequence is held whole.
+code points) at a time, a few pages kept, and a list, list item, definition list, quote or table
+whose children span more than ``STREAM_CHARS`` code points gets them as a
+:class:`~transforms.structure.tree.StreamedChildren` that scans its lines again on each iteration
+(no ``len``, no indexing). The blocks are the same as in one pass over the whole document; only
+the top-level sequence is held whole.
 """
 
 from __future__ import annotations
@@ -331,7 +332,9 @@ class _Scanner:
             return min(levels) if levels else 0
         return min((level for level in indents.levels(lo, hi) if level >= 0), default=0)
 
-    def children(self, make: Callable[..., Iterator[Node]], *args) -> tuple[tuple[Node, ...] | StreamedChildren, int, int, object]:
+    def children(
+        self, make: Callable[..., Iterator[Node]], *args
+    ) -> tuple[tuple[Node, ...] | StreamedChildren, int, int, object]:
         """Run ``make(self, *args)`` to its end: ``(children, first start, last end, its return value)``.
 
         The children are a tuple, or a ``StreamedChildren`` in streaming mode when they span more
@@ -455,7 +458,9 @@ class _Scanner:
                     yield Node("code", *self.span(i, stop))
                 else:
                     inner = self.min_indent(i, stop)
-                    children = self.region_children(i, stop, _Scanner.iter_blocks, i, stop, inner, depth, nesting + 1, False)
+                    children = self.region_children(
+                        i, stop, _Scanner.iter_blocks, i, stop, inner, depth, nesting + 1, False
+                    )
                     yield Node("quote", *self.span(i, stop), children)
                 literal = False
                 i = stop
@@ -602,7 +607,9 @@ class _Scanner:
         if after < stop:
             inner = self.min_indent(after, stop)
             base = min(column, inner) if has_text else inner
-            children = self.region_children(after, stop, _Scanner.iter_blocks, after, stop, base, depth, nesting + 1, literal)
+            children = self.region_children(
+                after, stop, _Scanner.iter_blocks, after, stop, base, depth, nesting + 1, literal
+            )
         return Node("list_item", *self.span(k, stop), children)
 
     def definition_list(self, i: int, hi: int, depth: int, nesting: int) -> tuple[Node, int, bool]:
