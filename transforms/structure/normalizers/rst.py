@@ -58,15 +58,25 @@ with tabs expanded to multiples of 8 (docutils' rule); a line of whitespace only
 ``text`` is the content unchanged; every interval is in code points, starts at a line start and
 ends at the end of a non-blank line (its line break excluded). Every non-blank line lies inside
 some top-level block.
+
+A document longer than ``LARGE_CHARS`` code points is scanned the same way with bounded memory:
+its lines, their offsets and indentation are made a page (``PAGE_LINES`` lines or ``PAGE_CHARS``
+code points) at a time, a few pages kept, and a list, list item, definition list, quote or table
+whose children span more than ``STREAM_CHARS`` code points gets them as a
+:class:`~transforms.structure.tree.StreamedChildren` that scans its lines again on each iteration
+(no ``len``, no indexing). The blocks are the same as in one pass over the whole document; only
+the top-level sequence is held whole.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_right
+from typing import Callable, Iterator
 
 from transforms.structure.normalizers.text import split_lines
-from transforms.structure.tree import Node, NormalizedDocument
+from transforms.structure.tree import LINE_BREAK, Node, NormalizedDocument, StreamedChildren
 
 __all__ = ["normalize_rst"]
 
@@ -89,6 +99,21 @@ _SIMPLE_RULE = re.compile(r"[-=][ \t=-]*\Z")
 _MAX_NESTING = 60
 _MAX_LEVEL = 6
 
+#: A document longer than this many code points is scanned with bounded memory: its lines a page
+#: at a time, huge blocks' children streamed (see the module docstring). Shorter ones keep every
+#: line (about 110 bytes a line) and every block for the scan, which is faster.
+LARGE_CHARS = 1 << 20
+#: The most lines in a page of a large document's line data (``_Pages``).
+PAGE_LINES = 1 << 12
+#: A page of line data ends at the first line start this many code points after its own start
+#: (if it has not reached ``PAGE_LINES`` lines before).
+PAGE_CHARS = 1 << 18
+#: In a large document, a block whose children span more than this many code points (from the
+#: first child's start to the last one's end) gets them as a ``StreamedChildren``.
+STREAM_CHARS = 1 << 16
+#: Pages of line data kept at a time.
+_PAGES_KEPT = 4
+
 
 def normalize_rst(content: str) -> NormalizedDocument:
     """Normalize reStructuredText into blocks with a line-based scanner.
@@ -99,11 +124,16 @@ def normalize_rst(content: str) -> NormalizedDocument:
     Returns:
         A verbatim :class:`NormalizedDocument` (``text`` is ``content``); intervals in code points.
     """
-    scanner = _Scanner(content)
-    blocks = scanner.blocks(0, len(scanner.lines), 0, 0, 0, literal_first=False)
+    if len(content) > LARGE_CHARS:
+        pages = _Pages(content)
+        scanner = _Scanner(_Column(pages, 0), _Column(pages, 1), _Column(pages, 2), pages.count, stream=True)
+    else:
+        lines, starts = split_lines(content)
+        scanner = _Scanner(lines, starts, [_indent(line) for line in lines], len(lines), stream=False)
+    blocks = tuple(scanner.iter_blocks(0, scanner.count, 0, 0, 0, False))
     return NormalizedDocument(
         text=content,
-        blocks=tuple(blocks),
+        blocks=blocks,
         content_format="rst",
         verbatim=True,
         diagnostics=scanner.diagnostics(),
@@ -125,16 +155,130 @@ def _adornment(line: str) -> str:
     return stripped if stripped.count(stripped[0]) == len(stripped) else ""
 
 
+class _Pages:
+    """A large document's lines, line starts and indentations, made a page at a time.
+
+    A page holds at most ``PAGE_LINES`` lines and ends at the first line start at least
+    ``PAGE_CHARS`` code points after its own (so long lines make pages of fewer lines), as three
+    lists (as ``split_lines`` and ``_indent`` make them for the whole text). The last
+    ``_PAGES_KEPT`` pages used are kept. Only where each page starts (code point and line number)
+    is held for the whole text.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        most, least = PAGE_LINES, max(PAGE_CHARS, 1)
+        if "\r" in text:
+            skip = re.compile(r"(?:[^\r\n]*(?:\r\n?|\n)){%d}" % most)
+
+            def breaks(lo: int, hi: int) -> int:
+                return text.count("\n", lo, hi) + text.count("\r", lo, hi) - text.count("\r\n", lo, hi)
+        else:
+            skip = re.compile(r"(?:[^\n]*\n){%d}" % most)
+
+            def breaks(lo: int, hi: int) -> int:
+                return text.count("\n", lo, hi)
+
+        self.count = breaks(0, len(text)) + 1  # lines, as split_lines counts them
+        page_starts, page_lines = [0], [0]
+        start = 0
+        while True:
+            after = LINE_BREAK.search(text, start + least - 1)
+            if after is None:
+                if breaks(start, len(text)) < most:
+                    break  # the rest is the last page
+                end, lines = skip.match(text, start).end(), most
+            else:
+                end = after.end()
+                lines = breaks(start, end)
+                if lines > most:
+                    end, lines = skip.match(text, start).end(), most
+            page_starts.append(end)
+            page_lines.append(page_lines[-1] + lines)
+            start = end
+        self.page_starts, self.page_lines = page_starts, page_lines
+        self.kept: dict[int, tuple[list, list, list]] = {}
+        self.lo = self.hi = 0  # the line range of the page used last
+
+    def page_of(self, i: int) -> tuple[list, list, list]:
+        """The page holding line ``i``, made current."""
+        if not 0 <= i < self.count:
+            raise IndexError(i)
+        p = bisect_right(self.page_lines, i) - 1
+        page = self.kept.pop(p, None)
+        if page is None:
+            page = self.make(p)
+            if len(self.kept) >= _PAGES_KEPT:
+                del self.kept[next(iter(self.kept))]  # the least recently used
+        self.kept[p] = page
+        self.lo = self.page_lines[p]
+        self.hi = self.lo + len(page[0])
+        return page
+
+    def make(self, p: int) -> tuple[list, list, list]:
+        text, page_starts = self.text, self.page_starts
+        first = page_starts[p]
+        last_page = p + 1 >= len(page_starts)
+        lines, starts = split_lines(text[first : len(text) if last_page else page_starts[p + 1]])
+        if not last_page:
+            # The piece ends with its last line's break: split_lines adds an empty line after it.
+            lines.pop()
+            starts.pop()
+        return lines, [start + first for start in starts], [_indent(line) for line in lines]
+
+
+class _Column:
+    """One of a ``_Pages``'s three per-line lists (0 lines, 1 starts, 2 indents) as a sequence
+    indexed by line number (no negative indices, no slices). It keeps its own current page, so
+    the usual access (a line of the page used last) is one comparison and one index."""
+
+    __slots__ = ("pages", "field", "lo", "hi", "values")
+
+    def __init__(self, pages: _Pages, field: int) -> None:
+        self.pages = pages
+        self.field = field
+        self.lo = self.hi = 0
+        self.values: list = []
+
+    def __getitem__(self, i: int):
+        if self.lo <= i < self.hi:
+            return self.values[i - self.lo]
+        pages = self.pages
+        self.values = pages.page_of(i)[self.field]
+        self.lo, self.hi = pages.lo, pages.hi
+        return self.values[i - self.lo]
+
+    def __len__(self) -> int:
+        return self.pages.count
+
+    def levels(self, lo: int, hi: int) -> Iterator[int]:
+        """The values of lines ``[lo, hi)``, a page at a time."""
+        pages = self.pages
+        while lo < hi:
+            values = pages.page_of(lo)[self.field]
+            top = min(hi, pages.hi)
+            yield from values[lo - pages.lo : top - pages.lo]
+            lo = top
+
+
 class _Scanner:
     """Block scanner over the lines of one document.
 
     ``indents[i]`` is line ``i``'s indentation in columns, or -1 for a blank line. A *region* is a
     range of lines ``[lo, hi)`` whose non-blank lines are all indented at least ``base`` columns.
+
+    The ``iter_*`` methods are generators of blocks; a block's children are gathered by
+    :meth:`children`, which runs such a generator to its end at once (so diagnostics come in the
+    same order as with lists) and keeps what it yields, unless ``stream`` is set and they span
+    more than ``STREAM_CHARS``: then it only runs it through, and the children are a
+    ``StreamedChildren`` that runs it again, on a fresh scanner, on each iteration.
     """
 
-    def __init__(self, text: str) -> None:
-        self.lines, self.starts = split_lines(text)
-        self.indents = [_indent(line) for line in self.lines]
+    def __init__(self, lines, starts, indents, count: int, *, stream: bool) -> None:
+        self.lines, self.starts, self.indents = lines, starts, indents
+        self.count = count
+        self.stream = stream
+        self.lazy = False  # a scan again (``_scan_again``): see ``region_children``
         self.styles: dict[tuple[str, bool], int] = {}
         self.short_underlines = 0
         self.capped_levels = 0
@@ -182,8 +326,56 @@ class _Scanner:
         return i
 
     def min_indent(self, lo: int, hi: int) -> int:
-        levels = [level for level in self.indents[lo:hi] if level >= 0]
-        return min(levels) if levels else 0
+        indents = self.indents
+        if type(indents) is list:
+            levels = [level for level in indents[lo:hi] if level >= 0]
+            return min(levels) if levels else 0
+        return min((level for level in indents.levels(lo, hi) if level >= 0), default=0)
+
+    def children(
+        self, make: Callable[..., Iterator[Node]], *args
+    ) -> tuple[tuple[Node, ...] | StreamedChildren, int, int, object]:
+        """Run ``make(self, *args)`` to its end: ``(children, first start, last end, its return value)``.
+
+        The children are a tuple, or a ``StreamedChildren`` in streaming mode when they span more
+        than ``STREAM_CHARS`` code points. Starts and ends are -1 when there are none.
+        """
+        state = self.simple_table_failure
+        made = make(self, *args)
+        nodes: list[Node] = []
+        start = end = -1
+        while True:
+            try:
+                node = next(made)
+            except StopIteration as done:
+                return tuple(nodes), start, end, done.value
+            if start < 0:
+                start = node.start
+            end = node.end
+            nodes.append(node)
+            if self.stream and end - start > STREAM_CHARS:
+                break
+        del nodes
+        while True:
+            try:
+                end = next(made).end
+            except StopIteration as done:
+                value = done.value
+                break
+        streamed = StreamedChildren(_scan_again, self.lines, self.starts, self.indents, self.count, state, make, args)
+        return streamed, start, end, value
+
+    def region_children(self, lo: int, hi: int, make: Callable[..., Iterator[Node]], *args):
+        """:meth:`children` of a block whose children lie in lines ``[lo, hi)`` (at least one
+        non-blank line). When scanning again (``lazy``), a region of more than ``STREAM_CHARS``
+        gets a ``StreamedChildren`` at once, without a scan: nothing else in the scan depends on
+        its children (the first scan already had their diagnostics), and so the blocks nested in
+        a streamed block are not scanned again each time one around them is.
+        """
+        if self.lazy and self.starts[hi - 1] + len(self.lines[hi - 1]) - self.starts[lo] > STREAM_CHARS:
+            state = self.simple_table_failure
+            return StreamedChildren(_scan_again, self.lines, self.starts, self.indents, self.count, state, make, args)
+        return self.children(make, *args)[0]
 
     def marker(self, i: int) -> tuple[str, int, bool] | None:
         """The list marker starting line ``i``, or ``None``.
@@ -234,7 +426,7 @@ class _Scanner:
 
     # -- regions -----------------------------------------------------------------------------
 
-    def blocks(self, lo: int, hi: int, base: int, depth: int, nesting: int, *, literal_first: bool) -> list[Node]:
+    def iter_blocks(self, lo: int, hi: int, base: int, depth: int, nesting: int, literal_first: bool) -> Iterator[Node]:
         """The blocks of region ``[lo, hi)`` at indentation ``base``.
 
         Args:
@@ -248,11 +440,11 @@ class _Scanner:
             while first < hi and self.indents[first] < 0:
                 first += 1
             if first >= hi:
-                return []
+                return
             self.notes.append(f"blocks nested deeper than {_MAX_NESTING} levels at line {first + 1} kept as one block")
-            return [Node("rule", *self.span(first, self.indented_end(first, hi, -1)))]
+            yield Node("rule", *self.span(first, self.indented_end(first, hi, -1)))
+            return
         indents = self.indents
-        out: list[Node] = []
         literal = literal_first
         i = lo
         while i < hi:
@@ -263,17 +455,18 @@ class _Scanner:
             if indent > base:
                 stop = self.indented_end(i, hi, base)
                 if literal:
-                    out.append(Node("code", *self.span(i, stop)))
+                    yield Node("code", *self.span(i, stop))
                 else:
                     inner = self.min_indent(i, stop)
-                    children = self.blocks(i, stop, inner, depth, nesting + 1, literal_first=False)
-                    out.append(Node("quote", *self.span(i, stop), tuple(children)))
+                    children = self.region_children(
+                        i, stop, _Scanner.iter_blocks, i, stop, inner, depth, nesting + 1, False
+                    )
+                    yield Node("quote", *self.span(i, stop), children)
                 literal = False
                 i = stop
                 continue
             node, i, literal = self.block_at(i, hi, depth, nesting)
-            out.append(node)
-        return out
+            yield node
 
     def block_at(self, i: int, hi: int, depth: int, nesting: int) -> tuple[Node, int, bool]:
         """The block starting at line ``i`` (at the region's indentation).
@@ -372,14 +565,18 @@ class _Scanner:
 
     def list_at(self, i: int, hi: int, kind: str, depth: int, nesting: int) -> tuple[Node, int, bool]:
         """A bullet or enumerated list whose first item starts at line ``i``."""
+        items, start, end, stop = self.children(_Scanner.iter_items, i, hi, kind, depth, nesting)
+        return Node("list", start, end, items, level=depth + 1), stop, False
+
+    def iter_items(self, i: int, hi: int, kind: str, depth: int, nesting: int) -> Iterator[Node]:
+        """The items of :meth:`list_at`'s list; returns the line after the last one."""
         indents = self.indents
         indent = indents[i]
-        items: list[Node] = []
         k = i
         found = self.marker(i)
         while True:
             stop = max(self.indented_end(k + 1, hi, indent), k + 1)
-            items.append(self.item(k, stop, found[1], found[2], depth + 1, nesting + 1))
+            yield self.item(k, stop, found[1], found[2], depth + 1, nesting + 1)
             nxt = stop
             while nxt < hi and indents[nxt] < 0:
                 nxt += 1
@@ -391,7 +588,7 @@ class _Scanner:
             if not kind.startswith("bullet") and not self.enumerated_item_ok(nxt, hi, kind):
                 break
             k = nxt
-        return Node("list", items[0].start, items[-1].end, tuple(items), level=depth + 1), stop, False
+        return stop
 
     def item(self, k: int, stop: int, column: int, has_text: bool, depth: int, nesting: int) -> Node:
         """A list item over lines ``[k, stop)``: its first paragraph, then its blocks as children.
@@ -406,24 +603,32 @@ class _Scanner:
             literal = self.lines[after - 1].rstrip().endswith("::")
         else:
             after, literal = k + 1, False
-        children: list[Node] = []
+        children: tuple[Node, ...] | StreamedChildren = ()
         if after < stop:
             inner = self.min_indent(after, stop)
             base = min(column, inner) if has_text else inner
-            children = self.blocks(after, stop, base, depth, nesting + 1, literal_first=literal)
-        return Node("list_item", *self.span(k, stop), tuple(children))
+            children = self.region_children(
+                after, stop, _Scanner.iter_blocks, after, stop, base, depth, nesting + 1, literal
+            )
+        return Node("list_item", *self.span(k, stop), children)
 
     def definition_list(self, i: int, hi: int, depth: int, nesting: int) -> tuple[Node, int, bool]:
         """A definition list whose first term is line ``i`` (its definition starts on line ``i + 1``)."""
+        items, start, end, stop = self.children(_Scanner.iter_definitions, i, hi, depth, nesting)
+        return Node("list", start, end, items, level=depth + 1), stop, False
+
+    def iter_definitions(self, i: int, hi: int, depth: int, nesting: int) -> Iterator[Node]:
+        """The items of :meth:`definition_list`'s list; returns the line after the last one."""
         indents = self.indents
         indent = indents[i]
-        items: list[Node] = []
         k = i
         while True:
             stop = self.indented_end(k + 1, hi, indent)
             inner = self.min_indent(k + 1, stop)
-            children = self.blocks(k + 1, stop, inner, depth + 1, nesting + 2, literal_first=False)
-            items.append(Node("list_item", *self.span(k, stop), tuple(children)))
+            children = self.region_children(
+                k + 1, stop, _Scanner.iter_blocks, k + 1, stop, inner, depth + 1, nesting + 2, False
+            )
+            yield Node("list_item", *self.span(k, stop), children)
             nxt = stop
             while nxt < hi and indents[nxt] < 0:
                 nxt += 1
@@ -436,7 +641,7 @@ class _Scanner:
             ):
                 break
             k = nxt
-        return Node("list", items[0].start, items[-1].end, tuple(items), level=depth + 1), stop, False
+        return stop
 
     def grid_table(self, i: int, hi: int) -> tuple[Node, int, bool] | None:
         """A grid table whose top border is line ``i``, or ``None`` when no line follows the border."""
@@ -447,22 +652,27 @@ class _Scanner:
             stop += 1
         if stop - i < 2:
             return None
-        borders = [k for k in range(i + 1, stop) if _GRID_BORDER.match(lines[k].lstrip())]
-        header_end = next((k for k in borders if "=" in lines[k]), -1)
-        rows: list[Node] = []
+        header_end = next(
+            (k for k in range(i + 1, stop) if "=" in lines[k] and _GRID_BORDER.match(lines[k].lstrip())), -1
+        )
+        rows = self.region_children(i, stop, _Scanner.iter_grid_rows, i, stop, header_end)
+        table = Node("table", *self.span(i, stop), rows, header_rows=1 if header_end >= 0 else 0)
+        return table, stop, False
+
+    def iter_grid_rows(self, i: int, stop: int, header_end: int) -> Iterator[Node]:
+        """The rows of the grid table over lines ``[i, stop)`` whose header ends at line ``header_end`` (or -1)."""
+        lines = self.lines
         row_start = i  # without a header, the first row holds the top border
         if header_end >= 0:
-            rows.append(Node("table_row", *self.span(i, header_end + 1)))
+            yield Node("table_row", *self.span(i, header_end + 1))
             row_start = header_end + 1
-        for k in borders:
-            if k >= row_start:
-                rows.append(Node("table_row", *self.span(row_start, k + 1)))
+        for k in range(row_start, stop):
+            if k > i and _GRID_BORDER.match(lines[k].lstrip()):
+                yield Node("table_row", *self.span(row_start, k + 1))
                 row_start = k + 1
         if row_start < stop:
             self.notes.append(f"grid table at line {i + 1} does not end with a border")
-            rows.append(Node("table_row", *self.span(row_start, stop)))
-        table = Node("table", *self.span(i, stop), tuple(rows), header_rows=1 if header_end >= 0 else 0)
-        return table, stop, False
+            yield Node("table_row", *self.span(row_start, stop))
 
     def simple_table(self, i: int, hi: int) -> tuple[Node, int, bool] | None:
         """A simple table whose top border is line ``i``, or ``None`` when no bottom border follows.
@@ -475,7 +685,7 @@ class _Scanner:
         failed_indent, failed_from, failed_to = self.simple_table_failure
         if indent == failed_indent and failed_from < i < failed_to:
             return None  # the scan from an earlier top border already found no bottom border here
-        separators: list[int] = []
+        separator = -1
         bottom = -1
         k = i + 1
         while k < hi:
@@ -487,18 +697,33 @@ class _Scanner:
                     if k + 1 >= hi or indents[k + 1] < 0:
                         bottom = k
                         break
-                    separators.append(k)
+                    if separator < 0:
+                        separator = k
             k += 1
         if bottom < 0:
             self.simple_table_failure = (indent, i, k)
             self.notes.append(f"simple table at line {i + 1} has no bottom border: read as text")
             return None
+        rows = self.region_children(i, bottom + 1, _Scanner.iter_simple_rows, i, bottom, separator)
+        table = Node("table", *self.span(i, bottom + 1), rows, header_rows=1 if separator >= 0 else 0)
+        return table, bottom + 1, False
+
+    def iter_simple_rows(self, i: int, bottom: int, separator: int) -> Iterator[Node]:
+        """The rows of the simple table over lines ``[i, bottom]`` whose header ends at line
+        ``separator`` (or -1)."""
+        lines, indents = self.lines, self.indents
+        indent = indents[i]
+        body_from = separator + 1 if separator >= 0 else i + 1
+        k = body_from
+        while k < bottom and indents[k] < 0:
+            k += 1
+        if k >= bottom:
+            # No body: one row, the header's when there is one, takes the closing border.
+            yield Node("table_row", *self.span(i, bottom + 1))
+            return
+        if separator >= 0:
+            yield Node("table_row", *self.span(i, separator + 1))
         first_column = len(lines[i].lstrip().split(None, 1)[0])
-        rows: list[Node] = []
-        body_from = i + 1
-        if separators:
-            rows.append(Node("table_row", *self.span(i, separators[0] + 1)))
-            body_from = separators[0] + 1
         row_first = row_last = -1
         for k in range(body_from, bottom):
             if indents[k] < 0:
@@ -508,17 +733,19 @@ class _Scanner:
             continues = row_last >= 0 and (not cell.strip() or _SIMPLE_RULE.match(line.lstrip()) is not None)
             if not continues:
                 if row_last >= 0:
-                    rows.append(Node("table_row", *self.span(row_first, row_last + 1)))
-                row_first = k if rows else i
+                    yield Node("table_row", *self.span(row_first, row_last + 1))
+                row_first = k if (separator >= 0 or row_last >= 0) else i
             row_last = k
-        if row_last >= 0:
-            rows.append(Node("table_row", *self.span(row_first, bottom + 1)))
-        elif rows:  # a header and no body: the header row takes the closing border
-            rows[-1] = Node("table_row", rows[-1].start, self.span(bottom, bottom + 1)[1])
-        else:
-            rows.append(Node("table_row", *self.span(i, bottom + 1)))
-        table = Node("table", *self.span(i, bottom + 1), tuple(rows), header_rows=1 if separators else 0)
-        return table, bottom + 1, False
+        yield Node("table_row", *self.span(row_first, bottom + 1))
+
+
+def _scan_again(lines, starts, indents, count: int, state: tuple[int, int, int], make, args) -> Iterator[Node]:
+    """The children ``make`` yielded in :meth:`_Scanner.children`, made again on a fresh scanner
+    (its diagnostics dropped) in the state the first scan started in."""
+    scanner = _Scanner(lines, starts, indents, count, stream=True)
+    scanner.simple_table_failure = state
+    scanner.lazy = True
+    return make(scanner, *args)
 
 
 def _indent(line: str) -> int:
