@@ -36,20 +36,12 @@ import traceback
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
 
+from benchmarks.differential.reference import load_normalizer  # noqa: E402
 from transforms.structure.normalizers import html as new  # noqa: E402
 from transforms.structure.tree import StreamedChildren  # noqa: E402
 
-old = None  # the reference module (main)
+old = None  # the reference module (--reference)
 
-
-def load_reference(checkout: str):
-    """The HTML normalizer module of another checkout, loaded as ``html_reference``."""
-    path = os.path.join(checkout, "transforms", "structure", "normalizers", "html.py")
-    spec = importlib.util.spec_from_file_location("html_reference", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["html_reference"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def deep(doc):
@@ -313,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="no form feed in generated text (next to left-out navigation, 4250e8b raised ValueError)")
     args = parser.parse_args(argv)
     global old
-    old = load_reference(args.reference)
+    old = load_normalizer(args.reference, "html")
     if args.no_control and "\f" in WORDS:
         WORDS.remove("\f")
     runner = Runner(args)

@@ -1,11 +1,13 @@
-"""Differential check of the reStructuredText normalizer against main's (``rst_main.py``).
+"""Differential check of the reStructuredText normalizer against another checkout's.
 
-    python benchmarks/differential/rst_fuzz.py [--seed 1] [--generated 300] [--mutated 200]
-        [--corpus /work/shared/data/corpus/docs.parquet] [--chunks-every 1] [--out FAILS.jsonl]
-        [--input BIG.parquet ...]
+    git worktree add /tmp/rechunk-ref 4250e8b      # optional: the version before bounded memory
+    python benchmarks/differential/rst_fuzz.py [--reference /tmp/rechunk-ref] [--seed 1]
+        [--generated 300] [--mutated 200] [--corpus ../shared/data/corpus/docs.parquet]
+        [--chunks-every 1] [--out FAILS.jsonl] [--input BIG.parquet ...]
 
-``rst_main.py`` is main's ``transforms/structure/normalizers/rst.py`` before bounded memory
-(commit 4b2709c), kept as the reference. For each document (every ``rst`` document of the corpus,
+The reference is ``transforms/structure/normalizers/rst.py`` of the checkout ``--reference``
+(default: this one, loaded a second time, so that documents under ``LARGE_CHARS`` take the
+whole scan there; 4250e8b is the last version before pages and streams). For each document (every ``rst`` document of the corpus,
 ``--generated`` documents made from a seed: titles with and without overlines, short underlines,
 transitions, literal blocks after ``::``, code and other directives with bodies, nested bullet,
 enumerated and definition lists, grid tables with row spans and simple tables, block quotes,
@@ -32,8 +34,9 @@ import random
 import sys
 import traceback
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from benchmarks.differential import rst_main  # noqa: E402
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, REPO)
+from benchmarks.differential.reference import load_normalizer  # noqa: E402
 from transforms.structure.normalizers import rst  # noqa: E402
 from transforms.structure.tree import StreamedChildren  # noqa: E402
 
@@ -253,15 +256,17 @@ def chunk_fields(chunker, text):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reference", default=REPO, help="the checkout whose normalizer is the reference")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--generated", type=int, default=300)
     parser.add_argument("--mutated", type=int, default=200)
-    parser.add_argument("--corpus", default="/work/shared/data/corpus/docs.parquet")
+    parser.add_argument("--corpus", default=os.path.join(REPO, "..", "shared", "data", "corpus", "docs.parquet"))
     parser.add_argument("--chunks-every", type=int, default=1, help="compare chunks for every n-th document (0: never)")
     parser.add_argument("--out", default=None)
     parser.add_argument("--input", action="append", default=[], help="a Parquet file whose first document is "
                         "compared under the default settings (repeatable)")
     args = parser.parse_args(argv)
+    reference = load_normalizer(args.reference, "rst")
 
     import pyarrow.parquet as pq
 
@@ -285,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         registry = NormalizerRegistry({"rst": normalize})
         return [StructureAwareChunker(tokenizer=tokenizer, normalizers=registry, **c) for c in configs]
 
-    reference_chunkers = chunkers(rst_main.normalize_rst)
+    reference_chunkers = chunkers(reference.normalize_rst)
     branch_chunkers = chunkers(rst.normalize_rst)
     defaults = tuple(getattr(rst, name) for name in NAMES)
     counts = {"documents": 0, "normalizer comparisons": 0, "chunk comparisons": 0, "streamed blocks": 0,
@@ -297,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{n} documents done, {counts['differences']} differences", flush=True)
         by_kind[kind] = by_kind.get(kind, 0) + 1
         counts["documents"] += 1
-        expected = normalized(rst_main.normalize_rst, text)[:3]
+        expected = normalized(reference.normalize_rst, text)[:3]
         big = kind == "input"
         want_chunks = None
         if big:
