@@ -13,6 +13,9 @@ import random
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from memory import repeat_to_size  # noqa: E402
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -26,14 +29,8 @@ def main(argv: list[str] | None = None) -> None:
     def words(k: int) -> str:
         return " ".join("".join(rnd.choice("abcdefghij") for _ in range(rnd.randint(1, 8))) for _ in range(k))
 
-    def fill(head: str, make, tail: str) -> str:
-        parts, n = [head], len(head)
-        while n < chars:
-            s = make()
-            parts.append(s)
-            n += len(s)
-        parts.append(tail)
-        return "".join(parts)
+    def fill(head: str, make, tail: str = "") -> str:
+        return repeat_to_size(head, lambda _: make(), chars, tail)
 
     pages = {
         "html_list": fill("<html><head><title>List</title></head><body><ul>\n",

@@ -64,8 +64,9 @@ def corpus_copies(corpus: str, copies: int, path: Path) -> int:
     return sum(len(c) for c in columns["content"] if c)
 
 
-def _repeat(head: str, line, chars: int, tail: str = "") -> str:
-    """``head``, then ``line(i)`` for i = 0, 1, ... up to ``chars`` code points, then ``tail``."""
+def repeat_to_size(head: str, line, chars: int, tail: str = "") -> str:
+    """``head``, then ``line(i)`` for i = 0, 1, ... up to ``chars`` code points in all, then ``tail``
+    (also used by ``html_big_gen.py`` and ``rst_big_blocks.py``)."""
     parts, total, i = [head], len(head) + len(tail), 0
     while total < chars:
         parts.append(line(i))
@@ -103,17 +104,17 @@ def single_documents(corpus: str, chars: int, folder: Path) -> dict[str, tuple[P
         "markdown": (joined("markdown"), "markdown"),
         "letters": (("abcdefghijklmnopqrstuvwxyz" * (chars // 26 + 1))[:chars], "text"),
         "words": (" ".join(words)[:chars], "text"),
-        "table": (_repeat("| n | word |\n|---|---|\n", lambda i: f"| {i % 10} | {vocabulary[i % 5000]} |\n", chars),
+        "table": (repeat_to_size("| n | word |\n|---|---|\n", lambda i: f"| {i % 10} | {vocabulary[i % 5000]} |\n", chars),
                   "markdown"),
-        "list": (_repeat("", lambda i: f"- {vocabulary[i % 5000]}\n", chars), "markdown"),
-        "code": (_repeat("```python\n", lambda i: f"x = {i % 10}\n", chars, "```\n"), "markdown"),
+        "list": (repeat_to_size("", lambda i: f"- {vocabulary[i % 5000]}\n", chars), "markdown"),
+        "code": (repeat_to_size("```python\n", lambda i: f"x = {i % 10}\n", chars, "```\n"), "markdown"),
         "html": (joined("html"), "html"),
-        "html-list": (_repeat("<ul>\n", lambda i: f"<li>{vocabulary[i % 5000]}</li>\n", chars, "</ul>\n"), "html"),
-        "html-table": (_repeat("<table>\n<tr><th>n</th><th>word</th></tr>\n",
+        "html-list": (repeat_to_size("<ul>\n", lambda i: f"<li>{vocabulary[i % 5000]}</li>\n", chars, "</ul>\n"), "html"),
+        "html-table": (repeat_to_size("<table>\n<tr><th>n</th><th>word</th></tr>\n",
                                lambda i: f"<tr><td>{i % 10}</td><td>{vocabulary[i % 5000]}</td></tr>\n", chars,
                                "</table>\n"), "html"),
         "rst": (joined("rst"), "rst"),
-        "rst-list": (_repeat("", lambda i: f"- {vocabulary[i % 5000]}\n", chars), "rst"),
+        "rst-list": (repeat_to_size("", lambda i: f"- {vocabulary[i % 5000]}\n", chars), "rst"),
     }
     out = {}
     for name, (content, fmt) in documents.items():

@@ -14,7 +14,11 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from memory import repeat_to_size  # noqa: E402
 
 
 def documents(chars: int) -> dict[str, callable]:
@@ -24,13 +28,7 @@ def documents(chars: int) -> dict[str, callable]:
         return " ".join("".join(rnd.choice("abcdefghij") for _ in range(rnd.randint(1, 8))) for _ in range(k))
 
     def fill(head: str, make, tail: str = "") -> str:
-        parts, n = [head], len(head) + len(tail)
-        while n < chars:
-            part = make()
-            parts.append(part)
-            n += len(part)
-        parts.append(tail)
-        return "".join(parts)
+        return repeat_to_size(head, lambda _: make(), chars, tail)
 
     return {
         "list_short": lambda: fill("", lambda: f"- {words(1)}\n"),
