@@ -53,6 +53,7 @@ BYTES = Utf8ByteTokenizer()
 
 SETTINGS = dict(
     derandomize=True,
+    print_blob=True,  # a failure prints @reproduce_failure(...), to replay it exactly
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
                            HealthCheck.function_scoped_fixture],
