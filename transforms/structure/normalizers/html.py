@@ -1239,7 +1239,7 @@ def normalize_html(content: str) -> NormalizedDocument:
     diagnostics.extend(_reader_notes(reader))
     writer = _Writer()
     nodes = writer.sequence(blocks, "", 0, in_item=False)
-    text = "".join(writer.parts) + "\n" if nodes else ""
+    text = "".join(writer.text()) + "\n" if nodes else ""
     return NormalizedDocument(
         text=text, blocks=tuple(nodes), content_format="html", verbatim=False, diagnostics=tuple(diagnostics)
     )
