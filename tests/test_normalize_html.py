@@ -150,6 +150,22 @@ def test_table_header_from_th_rows_and_without_header():
 # -- lists --------------------------------------------------------------------------------------
 
 
+def test_a_table_of_thousands_of_rows_keeps_all_its_text():
+    # The writer joins a long table's lines into packed strings as it goes; the page's text must
+    # hold those too (s10-hostile: a page under STREAM_DOCUMENT_CHARS with a table of more than
+    # about 4,100 rows lost every row before the last pack, and its blocks ran past the text).
+    rows = 5000
+    page = "<table>" + "".join(f"<tr><td>{i}</td></tr>" for i in range(rows)) + "</table><p>end</p>"
+    doc = normalize_html(page)
+    lines = ["| 0 |", "| --- |"] + [f"| {i} |" for i in range(1, rows)]
+    assert doc.text == "\n".join(lines) + "\n\nend\n"
+    table, end = doc.blocks
+    assert (table.kind, table.start, table.end, len(table.children)) == ("table", 0, len("\n".join(lines)), rows)
+    assert doc.text[end.start:end.end] == "end"
+    assert_well_formed(doc)
+    assert_no_text_lost(doc)
+
+
 def test_nested_lists_items_and_children():
     html = (
         "<ul><li>one</li>"

@@ -136,6 +136,22 @@ def test_window_sizes_do_not_change_the_result(windows, size):
     assert deep(streamed(page)) == deep(whole(page))
 
 
+@pytest.mark.parametrize("size", [1, 7, 64])
+def test_code_moved_out_of_a_table_section_keeps_the_language_of_its_table(windows, size):
+    # A pre directly in a thead / tbody is moved out of the table and read when the table ends;
+    # its language comes from its grandparent's class, so the section must still hold it then
+    # (s10-hostile: the windowed path had cleared the section and gave no language).
+    windows(size)
+    page = '<table class="language-python"><thead><div>x</div><pre>p</pre></thead></table>'
+    doc = streamed(page)
+    assert doc.text == "x\n\n```python\np\n```\n"
+    assert [(b.kind, b.language) for b in doc.blocks] == [("paragraph", ""), ("code", "python")]
+    assert deep(doc) == deep(whole(page))
+    nested = ('<table><tbody class="lang-c"><tr><td>x</td></tr><pre>p</pre></tbody><tr><td>y</td></tr></table>'
+              '<table class="language-python"><thead><table><table role="navigation"></table></table><pre>p')
+    assert deep(streamed(nested)) == deep(whole(nested))
+
+
 def test_deep_nesting_is_flattened_or_refused_as_on_the_whole_tree(windows):
     windows(64)
     page = "<p>before</p>" + "<div>" * 250 + "<ul><li>deep</li></ul>" + "</div>" * 250 + "<ol><li>after</li></ol>"

@@ -14,7 +14,7 @@ type, reason and message, and every block with all its fields and descendants (s
 iterated twice). Cases: every HTML document of the corpus (``content_format == "html"``),
 generated pages (nested lists, tables, quotes, pre, headings, navigation, titles, broken and
 unclosed tags, comments, scripts, CDATA, entities, huge attributes, deep nesting, ``</body>`` in
-the middle, NUL, CR, lone surrogates) and corpus pages mutated (ranges cut, repeated, tags
+the middle, NUL, CR, lone surrogates, code moved out of a table section, tables of thousands of rows) and corpus pages mutated (ranges cut, repeated, tags
 inserted). For the first ``--chunks`` cases of each kind the chunks of ``StructureAwareChunker``
 (cl100k_base, ``max_tokens`` 128 and 512) with each normalizer are compared too (every field).
 Prints the counts (``fallbacks``: pages the windowed path hands to the whole tree, mostly a form
@@ -168,7 +168,8 @@ def gen_table(r, depth):
     parts.append(body)
     if r.random() < 0.2:
         parts.append(r.choice(["<p>stray</p>", "stray text", "<nav>n</nav>tail", '<div class="related">r</div>t', "<pre>p</pre>t",
-                               "<ul><li>x</li></ul>", "<tfoot><tr><td>f</td></tr></tfoot>", "<tr><td>late</td></tr>"]))
+                               "<ul><li>x</li></ul>", "<tfoot><tr><td>f</td></tr></tfoot>", "<tr><td>late</td></tr>",
+                               "<thead><pre>p</pre></thead>", "<tbody><div>d</div><pre><code>c</code></pre></tbody>"]))
     r.shuffle(parts) if r.random() < 0.1 else None
     return f"<table{attrs(r)}>" + text(r) + "".join(parts) + maybe_close(r, "table")
 
@@ -184,7 +185,7 @@ def gen_page(r):
     else:
         page = body
     if r.random() < 0.1:  # a big one: many items or rows
-        n = r.choice([50, 500, 3000])
+        n = r.choice([50, 500, 3000, 4500])  # 4500: a table past the writer's _PACK_PARTS
         big = r.choice([
             "<ul>" + "".join(f"<li>{i}" + ("</li>" if i % 3 else "") + "\n" for i in range(n)) + "</ul>",
             "<ol start=5>" + "".join(f"<li><p>{i}</p><p>b</p><ul><li>n</li></ul></li>" for i in range(n // 5)) + "</ol>",

@@ -852,6 +852,7 @@ class _Frame:
             self.before = tail
             if self.pending_frame is not None:
                 self.child_tail(tail)
+                keep = self.pending_frame.holds_stray()
             else:
                 if len(child):  # (navigation inside it; not the child itself)
                     stream.dropped += _remove_navigation(child)
@@ -887,6 +888,10 @@ class _Frame:
 
     def close(self) -> None:
         """This element ended (its last child settled)."""
+
+    def holds_stray(self) -> bool:
+        """This element, settled, must stay in the tree: an element under it is read later."""
+        return False
 
 
 class _Container(_Frame):
@@ -972,6 +977,7 @@ class _TableFrame(_Frame):
         self.section = section
         self.is_section = state is not None
         self.level = depth if self.is_section else depth + 1  # of its parts
+        self.strays = len(self.state.stray)  # moved out of the table before this element
 
     def on_text(self, text: str | None) -> None:
         self.state.text(text)
@@ -991,6 +997,11 @@ class _TableFrame(_Frame):
         count = len(stray)
         self.state.part(child, self.section, self.level)
         return len(stray) > count
+
+    def holds_stray(self) -> bool:
+        # A section's stray elements are read when its table ends, as on the whole tree: with
+        # their parent and grandparent (a code block's language may come from their class).
+        return self.is_section and len(self.state.stray) > self.strays
 
     def close(self) -> None:
         if self.is_section:
@@ -1228,7 +1239,7 @@ def normalize_html(content: str) -> NormalizedDocument:
     diagnostics.extend(_reader_notes(reader))
     writer = _Writer()
     nodes = writer.sequence(blocks, "", 0, in_item=False)
-    text = "".join(writer.parts) + "\n" if nodes else ""
+    text = "".join(writer.text()) + "\n" if nodes else ""
     return NormalizedDocument(
         text=text, blocks=tuple(nodes), content_format="html", verbatim=False, diagnostics=tuple(diagnostics)
     )
