@@ -575,6 +575,10 @@ def test_blocks_that_fit_are_never_split(recount, md, budget):
 @example(md="\n```\n" + "# not a heading\n" * 4 + "```\n", budget=(20, 6, 0, 0))
 @example(md="\n\n\t  \r\n| a \\| b |\n| --- |\na\na\na\na\na\n```\n", budget=(20, 6, 0, 0))
 @example(md="```\n" + "x = 1\n" * 4 + "```\n\xa0\nSome more text here, and more.\n", budget=(30, 30, 0, 0))
+# A code block in a list item whose tile starts past its fence line (the fence line went with the
+# item's first line): its code line was repeated as the "fence" of the closing part.
+@example(md="  11) >  " + "é" * 246 + "  x  \U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466  x  Markdown  #\n"
+            "      `````{.rust}\n      漢字 = '😀'\n      ``````\n", budget=(20, 6, 4, 0))
 def test_code_fences_and_table_headers(recount, md, budget):
     """6 and 7: fenced code that fits stays whole; split code re-opens its fence; table headers repeat."""
     m, t, p, o = budget

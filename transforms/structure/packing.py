@@ -1022,7 +1022,9 @@ class _Run:
             lines = self.lines.stable_after(own, end)
             first_line = next(lines, None)
             if first_line is not None:
-                fence = (own, first_line) if node.fence else None
+                # The fence line is repeated only from this tile: a tile that starts past it (its
+                # line was packed with the block before) has no fence line to repeat.
+                fence = (own, first_line) if node.fence and own == self.lines.line_start(node.start) else None
                 if fence is not None and not self._fits_context(path, fence):
                     fence = None
                 # The closing fence stays with the last line of code, never a part of its own.
