@@ -115,7 +115,8 @@ def test_the_diagnostic_of_a_cut_block_names_the_line_cap_and_counts_lone_cr_lin
     text = "# T\r\r" + "".join(f"> quoted line {i}\r" for i in range(20000)) + "\rAfter.\r"
     doc = normalize_markdown(text)
     assert [b.kind for b in doc.blocks] == ["heading", "quote", "quote", "paragraph"]
-    assert doc.diagnostics == ("the block on line 3 is longer than a window of 2097152 code points or 16384 lines: "
+    assert doc.diagnostics == ("the block on line 3 is longer than a window of 2097152 code points or 16384 lines "
+                               "(a line of a wide table or opening many containers weighs more): "
                                "cut where each window ends",)
 
 

@@ -475,7 +475,8 @@ def _cut_at_window_end(nodes: list, pos: "_Positions", source: str, line_starts:
         line = _line_breaks(source, 0, last.start) + 1
         lines = max(1, WINDOW_LINES * MAX_WINDOW_CHARS // WINDOW_CHARS)
         notes.append(f"the block on line {line} is longer than a window of {MAX_WINDOW_CHARS} code points "
-                     f"or {lines} lines: cut where each window ends")
+                     f"or {lines} lines (a line of a wide table or opening many containers weighs more): "
+                     "cut where each window ends")
     yield from converted
 
 
@@ -681,7 +682,8 @@ def _after_text_lines(source: str, start: int, end: int, lines: int) -> int:
 
 #: A table of this many cells (in proportion for a window of another size) weighs as much as a
 #: window of ``WINDOW_CHARS`` may (see :func:`_window_end`); a cell of the parser's tree takes
-#: about 500 bytes, so 2,000 columns over 2,000 one-cell rows (16 KB of text) were 1.9 GB.
+#: 500 bytes (a top-level table) to 3 KB (one in a list item), so 2,000 columns over 2,000
+#: one-cell rows (16 KB of text) were 1.9 GB.
 WINDOW_CELLS = 1 << 16
 #: A line opening this many containers or more weighs more than one line (see :func:`_window_end`).
 NESTED_LINE_MARKERS = 8
@@ -732,7 +734,7 @@ def _nested_lines(source: str, start: int, end: int) -> Iterator[tuple[int, int]
     """``(line start, extra weight)``, in order, of the lines in ``source[start:end]`` that open
     :data:`NESTED_LINE_MARKERS` containers or more: half their markers (counted as words:
     ``">>"`` is one)."""
-    pattern = _NESTED_LINE if source.find("\r", start, end) != -1 else _NESTED_LINE_LF
+    pattern = _NESTED_LINE if source.find("\r", max(start - 1, 0), end) != -1 else _NESTED_LINE_LF
     for m in _line_matches(pattern, _NESTED_LINE_AT, source, start, end):
         text = m.group()
         at = m.start() + 1 if text[:1] in ("\r", "\n") else m.start()
