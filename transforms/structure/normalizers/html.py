@@ -127,14 +127,21 @@ STREAM_WINDOW_CHARS = 1 << 16
 STREAM_BLOCK_CHARS = 1 << 16
 
 
+#: libxml2's options on both paths (the whole tree's parser and the push parser).
+_PARSER_OPTIONS = dict(encoding="utf-8", remove_comments=True, remove_pis=True, huge_tree=True, no_network=True)
+
+
 def _parser() -> etree.HTMLParser:
     parser = getattr(_PARSERS, "parser", None)
     if parser is None:
-        parser = etree.HTMLParser(
-            encoding="utf-8", remove_comments=True, remove_pis=True, huge_tree=True, no_network=True
-        )
-        _PARSERS.parser = parser
+        parser = _PARSERS.parser = etree.HTMLParser(**_PARSER_OPTIONS)
     return parser
+
+
+def _prepared(source: str) -> str:
+    """``source`` as libxml2 is given it, on both paths: ``\\r\\n`` and a lone ``\\r`` become
+    ``\\n``, NUL becomes U+FFFD, and ``</body>``/``</html>`` end tags are removed."""
+    return _END_TAGS.sub("", source.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "\ufffd"))
 
 
 # -- the intermediate blocks ------------------------------------------------------------------
@@ -1122,8 +1129,7 @@ def _source_windows(content: str) -> Iterator[str]:
                 end = size if close < 0 else max(end, close + 1)
             if end < size and content[end - 1] == "\r" and content[end] == "\n":
                 end += 1
-        window = content[start:end].replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "\ufffd")
-        yield _END_TAGS.sub("", window)
+        yield _prepared(content[start:end])
         start = end
 
 
@@ -1135,10 +1141,7 @@ def _normalize_streamed(content: str) -> NormalizedDocument | None:
     stream = _Stream()
     # Only the root's start event: the tree itself shows what is complete (an element with a later
     # sibling); an event per element would cost more than the parse.
-    parser = etree.HTMLPullParser(
-        events=("start",), tag="html", encoding="utf-8", remove_comments=True, remove_pis=True,
-        huge_tree=True, no_network=True,
-    )
+    parser = etree.HTMLPullParser(events=("start",), tag="html", **_PARSER_OPTIONS)
     blank = True
     try:
         for window in _source_windows(content):
@@ -1247,8 +1250,7 @@ def normalize_html(content: str) -> NormalizedDocument:
 
 def _parse(content: str, diagnostics: list[str]):
     """The document's root element, or ``None`` (with a diagnostic) when there is nothing to read."""
-    source = content.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "\ufffd")
-    source = _END_TAGS.sub("", source)
+    source = _prepared(content)
     if not source.strip():
         return None
     parser = _parser()
