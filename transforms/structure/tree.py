@@ -69,6 +69,15 @@ BLOCK_KINDS = frozenset(
 LINE_BREAK = re.compile(r"\r\n?|\n")
 
 
+def count_line_breaks(text: str, start: int = 0, end: int | None = None) -> int:
+    """How many line breaks (``"\\r\\n"``, a lone ``"\\r"`` or ``"\\n"``: :data:`LINE_BREAK`)
+    ``text[start:end]`` holds."""
+    end = len(text) if end is None else end
+    line_feeds = text.count("\n", start, end)
+    returns = text.count("\r", start, end)
+    return line_feeds + returns - text.count("\r\n", start, end) if returns else line_feeds
+
+
 class LineStarts:
     """Where the line holding a code-point position starts, for one text."""
 

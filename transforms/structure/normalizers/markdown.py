@@ -35,7 +35,9 @@ from functools import lru_cache
 from itertools import islice
 from typing import Iterator
 
-from transforms.structure.tree import LINE_BREAK, LazyChildren, LineStarts, Node, NormalizedDocument, StreamedChildren
+from transforms.structure.tree import (
+    LINE_BREAK, LazyChildren, LineStarts, Node, NormalizedDocument, StreamedChildren, count_line_breaks,
+)
 
 __all__ = ["normalize_markdown"]
 
@@ -299,7 +301,7 @@ def normalize_markdown(content: str) -> NormalizedDocument:
     paragraphs, with a diagnostic).
     """
     source = content
-    line_breaks = _line_breaks(content, 0, len(content))
+    line_breaks = count_line_breaks(content, 0, len(content))
     windowed = len(content) > WINDOW_CHARS or line_breaks > WINDOW_LINES
     deep, nested = _too_deep(content)
     if not windowed:
@@ -472,7 +474,7 @@ def _cut_at_window_end(nodes: list, pos: "_Positions", source: str, line_starts:
     if last is not None:
         if last.kind in ("list", "quote", "table"):
             last.children = StreamedChildren(_reparsed_children, last.start, last.end, source, line_starts)
-        line = _line_breaks(source, 0, last.start) + 1
+        line = count_line_breaks(source, 0, last.start) + 1
         lines = max(1, WINDOW_LINES * MAX_WINDOW_CHARS // WINDOW_CHARS)
         notes.append(f"the block on line {line} is longer than a window of {MAX_WINDOW_CHARS} code points "
                      f"or {lines} lines (a line of a wide table or opening many containers weighs more): "
@@ -673,7 +675,7 @@ def _window_end(source: str, start: int, size: int) -> int:
 
 def _after_text_lines(source: str, start: int, end: int, lines: int) -> int:
     """The start of the line with text number ``lines + 1`` in ``source[start:end]``, or ``end``."""
-    if _line_breaks(source, start, end) > lines:
+    if count_line_breaks(source, start, end) > lines:
         beyond = next(islice(_text_lines(source, start, end), lines, None), None)
         if beyond is not None:
             return beyond
@@ -759,15 +761,6 @@ def _text_lines(source: str, start: int, end: int) -> Iterator[int]:
         yield start
     for line in _TEXT_AFTER_LF.finditer(source, start, end):
         yield line.end()
-
-
-def _line_breaks(source: str, start: int, end: int) -> int:
-    """How many line breaks (``"\\r\\n"``, a lone ``"\\r"`` or ``"\\n"``) ``source[start:end]`` holds:
-    a text of lone ``"\\r"`` line breaks has as many lines (and as large a parse tree) as one of
-    ``"\\n"``."""
-    line_feeds = source.count("\n", start, end)
-    returns = source.count("\r", start, end)
-    return line_feeds + returns - source.count("\r\n", start, end) if returns else line_feeds
 
 
 def _trimmed_end(source: str, start: int, end: int) -> int:

@@ -76,7 +76,7 @@ from bisect import bisect_right
 from typing import Callable, Iterator
 
 from transforms.structure.normalizers.text import split_lines
-from transforms.structure.tree import LINE_BREAK, Node, NormalizedDocument, StreamedChildren
+from transforms.structure.tree import LINE_BREAK, Node, NormalizedDocument, StreamedChildren, count_line_breaks
 
 __all__ = ["normalize_rst"]
 
@@ -168,29 +168,19 @@ class _Pages:
     def __init__(self, text: str) -> None:
         self.text = text
         most, least = PAGE_LINES, max(PAGE_CHARS, 1)
-        if "\r" in text:
-            skip = re.compile(r"(?:[^\r\n]*(?:\r\n?|\n)){%d}" % most)
-
-            def breaks(lo: int, hi: int) -> int:
-                return text.count("\n", lo, hi) + text.count("\r", lo, hi) - text.count("\r\n", lo, hi)
-        else:
-            skip = re.compile(r"(?:[^\n]*\n){%d}" % most)
-
-            def breaks(lo: int, hi: int) -> int:
-                return text.count("\n", lo, hi)
-
-        self.count = breaks(0, len(text)) + 1  # lines, as split_lines counts them
+        skip = re.compile((r"(?:[^\r\n]*(?:\r\n?|\n)){%d}" if "\r" in text else r"(?:[^\n]*\n){%d}") % most)
+        self.count = count_line_breaks(text, 0, len(text)) + 1  # lines, as split_lines counts them
         page_starts, page_lines = [0], [0]
         start = 0
         while True:
             after = LINE_BREAK.search(text, start + least - 1)
             if after is None:
-                if breaks(start, len(text)) < most:
+                if count_line_breaks(text, start, len(text)) < most:
                     break  # the rest is the last page
                 end, lines = skip.match(text, start).end(), most
             else:
                 end = after.end()
-                lines = breaks(start, end)
+                lines = count_line_breaks(text, start, end)
                 if lines > most:
                     end, lines = skip.match(text, start).end(), most
             page_starts.append(end)
