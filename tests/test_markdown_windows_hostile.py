@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.test_normalize_markdown import _deep, _streamed
+from tests.test_normalize_markdown import _deep, _Spy, _streamed
 from transforms.structure.normalizers.markdown import normalize_markdown
 
 # (text, WINDOW_CHARS, STREAM_WINDOW_CHARS)
@@ -162,17 +162,6 @@ def test_blank_lines_do_not_count_towards_a_windows_lines():
     assert [deep(b) for b in doc.blocks] == [deep(b) for b in whole if b is not None]
 
 
-class _TextSpy:
-    """The parser, recording every text it is handed."""
-
-    def __init__(self, parser, texts: list[str]) -> None:
-        self._parser, self._texts = parser, texts
-
-    def tree(self, text: str):
-        self._texts.append(text)
-        return self._parser.tree(text)
-
-
 def _parsed_texts(monkeypatch, text: str, **sizes) -> tuple[tuple, list[str]]:
     """The deep outline of ``text`` with the normalizer's sizes set (streamed children iterated),
     and every text handed to the parser."""
@@ -183,7 +172,7 @@ def _parsed_texts(monkeypatch, text: str, **sizes) -> tuple[tuple, list[str]]:
     real_parser = markdown._parser
     for name, value in sizes.items():
         monkeypatch.setattr(markdown, name, value)
-    monkeypatch.setattr(markdown, "_parser", lambda front_matter=True: _TextSpy(real_parser(front_matter), texts))
+    monkeypatch.setattr(markdown, "_parser", lambda front_matter=True: _Spy(real_parser(front_matter), texts, keep=str))
     doc = normalize_markdown(text)
     assert _deep(doc) == whole
     return whole, texts
@@ -219,7 +208,7 @@ def test_a_short_document_with_a_wide_table_over_many_rows_is_read_in_windows(mo
     from transforms.structure.normalizers import markdown
 
     real_parser = markdown._parser
-    monkeypatch.setattr(markdown, "_parser", lambda front_matter=True: _TextSpy(real_parser(front_matter), texts))
+    monkeypatch.setattr(markdown, "_parser", lambda front_matter=True: _Spy(real_parser(front_matter), texts, keep=str))
     doc = normalize_markdown(text)
     assert [b.kind for b in doc.blocks] == ["table"] and doc.blocks[0].end == len(text) - 1
     assert sum(1 for _ in doc.blocks[0].children) == 2001

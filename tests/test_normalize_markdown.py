@@ -136,11 +136,13 @@ def test_long_markdown_parsed_in_windows_gives_the_same_blocks(monkeypatch, wind
 
 
 class _Spy:
-    def __init__(self, parser, lengths):
-        self._parser, self._lengths = parser, lengths
+    """The parser, recording ``keep(text)`` of every text it is handed (its length by default)."""
+
+    def __init__(self, parser, seen, keep=len):
+        self._parser, self._seen, self._keep = parser, seen, keep
 
     def tree(self, source):
-        self._lengths.append(len(source))
+        self._seen.append(self._keep(source))
         return self._parser.tree(source)
 
 
