@@ -20,7 +20,8 @@ temporary folder (``--work``, removed afterwards unless given), never to the rep
     reStructuredText: ``html`` and ``rst`` (the corpus's real pages of that format joined, when it
     has any), ``html-list`` (one ``<ul>`` of one-word ``<li>``), ``html-table`` (one ``<table>``
     of two short cells a row) and ``rst-list`` (a bullet list of one-word items). ``tiny`` (one
-    short Markdown document) gives the constant: the job's own footprint. The figure to read is ``(peak - tiny) / size``: the bound asked for is 3.
+    short Markdown document) gives the constant: the job's own footprint. The figure to read is
+    ``(peak - tiny) / size``: the bound asked for is 3.
 
 Prints a Markdown table (and a JSON line per run on stderr).
 """
