@@ -63,7 +63,7 @@ def test_list_items_are_written_as_they_complete(windows):
     page = '<ol start="3">stray<li>one</li>\n<li><p>two</p><ul><li>in</li></ul></li>loose<li>three</ol><p>after</p>'
     doc = streamed(page)
     assert doc.text == "3. stray\n4. one\n5. two\n   - in\n\n   loose\n6. three\n\nafter\n"
-    lst = doc.blocks[0]
+    lst = next(iter(doc.blocks))
     assert (lst.kind, lst.start, lst.end, lst.level) == ("list", 0, 49, 1)
     assert type(lst.children) is StreamedChildren
     items = [(n.kind, n.start, n.end, [(c.kind, c.start, c.end, c.level) for c in n.children]) for n in lst.children]
@@ -73,7 +73,7 @@ def test_list_items_are_written_as_they_complete(windows):
         ("list_item", 16, 40, [("list", 23, 30, 2), ("paragraph", 32, 40, 0)]),  # "loose" joins it
         ("list_item", 41, 49, []),
     ]
-    assert [(b.kind, b.start, b.end) for b in doc.blocks[1:]] == [("paragraph", 51, 56)]
+    assert [(b.kind, b.start, b.end) for b in tuple(doc.blocks)[1:]] == [("paragraph", 51, 56)]
     assert deep(doc) == deep(whole(page))
 
 
@@ -98,7 +98,7 @@ def test_title_heading_first_when_there_is_no_h1(windows):
     assert doc.text == "# The title\n\n## Sub\n\n- x\n"
     assert [(b.kind, b.start, b.end, b.level, b.title) for b in doc.blocks] == [
         ("heading", 0, 11, 1, "The title"), ("heading", 13, 19, 2, "Sub"), ("list", 21, 24, 1, "")]
-    assert [(c.start, c.end) for c in doc.blocks[2].children] == [(21, 24)]
+    assert [(c.start, c.end) for c in tuple(doc.blocks)[2].children] == [(21, 24)]
     with_h1 = streamed(page.replace("<h2>Sub</h2>", "<h2>Sub</h2><div><h1>One</h1></div>"))
     assert with_h1.text == "## Sub\n\n# One\n\n- x\n"
     assert deep(doc) == deep(whole(page))
@@ -122,8 +122,9 @@ def test_small_streamed_blocks_get_plain_children(windows, monkeypatch):
     doc = streamed("<ul><li>a</li><li>b</li></ul><table><tr><td>1</td></tr></table>")
     assert [type(b.children) for b in doc.blocks] == [tuple, tuple]
     long = streamed("<ul>" + "<li>item</li>" * 30 + "</ul>")
-    assert type(long.blocks[0].children) is StreamedChildren
-    assert len(list(long.blocks[0].children)) == 30
+    (listed,) = long.blocks
+    assert type(listed.children) is StreamedChildren
+    assert len(list(listed.children)) == 30
 
 
 @pytest.mark.parametrize("size", [1, 2, 7, 64, 4096])

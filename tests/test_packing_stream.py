@@ -333,3 +333,138 @@ def test_a_huge_list_leaves_as_it_is_packed_with_merges(monkeypatch):
     assert len(made) <= 2 * 500
     chunks = [first, *stream]
     assert chunks == packer.pack(document(tuple(make())))
+
+
+# -- top-level blocks as a stream ----------------------------------------------------------------
+
+
+class _Alive(Node):
+    """A top-level block that counts how many of its kind are alive (the most at a time, too)."""
+
+    alive = 0
+    most = 0
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        _Alive.alive += 1
+        _Alive.most = max(_Alive.most, _Alive.alive)
+
+    def __del__(self) -> None:
+        _Alive.alive -= 1
+
+
+def _sections_text(count: int, *, nested: bool = False) -> tuple[str, list[tuple[str, int, int, int]]]:
+    """``"# T{i}\\n- a\\n"`` sections (with ``nested``: ``"## T{i}"`` under one ``"# Top"``), and their
+    blocks as ``(kind, start, end, level)``."""
+    parts, blocks, at = [], [], 0
+    if nested:
+        parts.append("# Top\n")
+        blocks.append(("heading", 0, 5, 1))
+        at = 6
+    for i in range(count):
+        heading = ("## T" if nested else "# T") + str(i)
+        parts.append(heading + "\n- a\n")
+        blocks.append(("heading", at, at + len(heading), 2 if nested else 1))
+        at += len(heading) + 1
+        blocks.append(("list", at, at + 3, 1))
+        at += 4
+    return "".join(parts), blocks
+
+
+def test_iter_sections_gives_each_top_level_section_once_the_next_heading_is_read():
+    from transforms.structure.tree import build_sections, iter_sections
+
+    text, specs = _sections_text(5)
+    blocks = [Node(kind, s, e, level=level, title=text[s:e].lstrip("# ")) for kind, s, e, level in specs]
+    read: list[int] = []
+
+    def reading():
+        for i, block in enumerate(blocks):
+            read.append(i)
+            yield block
+
+    sections = iter_sections(reading())
+    first = next(sections)
+    assert (first.kind, first.title, [c.kind for c in first.children]) == ("section", "T0", ["heading", "list"])
+    assert read == [0, 1, 2]  # the next top-level heading, and nothing after it
+    assert (first, *sections) == build_sections(blocks)
+    assert build_sections([Node("paragraph", 0, 3), *blocks]) == (Node("paragraph", 0, 3), *build_sections(blocks))
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_top_level_blocks_streamed_are_packed_without_holding_them(monkeypatch, nested):
+    """3,000 one-item sections whose top-level blocks come as a ``StreamedChildren``: the packer
+    reads them once, holds a few at a time, and cuts exactly as with the blocks held as a tuple.
+    (Before: the root's sections were a tuple of them all, and every heading path was kept.)
+    Nested under one top-level section, they are held whole: what is left to stream."""
+    text, specs = _sections_text(3000, nested=nested)
+    iterations = []
+
+    def make():
+        iterations.append(1)
+        for kind, s, e, level in specs:
+            yield _Alive(kind, s, e, level=level, title=text[s:e].lstrip("# ") if kind == "heading" else "")
+
+    packer = Packer(tokenizer=TOK, target_tokens=40, max_tokens=64, min_preferred_tokens=10)
+    held = NormalizedDocument(text=text, blocks=tuple(make()), content_format="markdown")
+    expected = packer.pack(held)
+    del held
+    assert _Alive.alive == 0
+    _Alive.most = 0
+    iterations.clear()
+    streamed = NormalizedDocument(text=text, blocks=StreamedChildren(make), content_format="markdown")
+    chunks = list(packer.stream(streamed))
+    assert chunks == expected and len(iterations) == 1
+    if nested:
+        assert _Alive.most >= len(specs)  # (left: sections nested in one top-level section are held)
+    else:
+        assert _Alive.most <= 20, _Alive.most
+
+
+def _traced_peak(make_chunks) -> int:
+    """The most bytes traced (``tracemalloc``) while every chunk of ``make_chunks()`` is taken one at a time."""
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for _ in make_chunks():
+            pass
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("content_format, unit", [
+    ("markdown", "# T\n- a\n"), ("markdown", "para graph\n\n"), ("rst", "T\n=\n\n- a\n\n"),
+])
+def test_memory_does_not_follow_the_number_of_top_level_blocks(monkeypatch, content_format, unit):
+    """A document of many small top-level blocks, read in windows (sizes forced small): the
+    chunker's peak for 8 times the blocks stays under twice the peak for the smaller one (it was
+    about 140 bytes a character for Markdown sections: every block, section and heading path
+    held; 5 to 6 times the smaller peak here). The chunks are those of the whole parse (windows
+    off)."""
+    from transforms.structure.normalizers import markdown, rst
+
+    # (min_preferred_tokens well under the target, as by default: a run of chunks all under it
+    # is held until it ends, to be merged)
+    chunker = StructureAwareChunker(tokenizer=BYTES, max_tokens=64, min_preferred_tokens=16)
+
+    def chunks(content: str):
+        document = Document(id="d", content=content, content_format=content_format)
+        return chunker.stream_with_source(document, tokenizer_identity=BYTES.identity)[0]
+
+    small, large = unit * 3000, unit * 24000
+    whole = [(c.text, c.metadata) for c in chunks(small)]
+    monkeypatch.setattr(markdown, "WINDOW_CHARS", 4096)
+    monkeypatch.setattr(markdown, "WINDOW_LINES", 256)
+    monkeypatch.setattr(rst, "LARGE_CHARS", 4096)
+    monkeypatch.setattr(rst, "PAGE_CHARS", 4096)
+    # (and the packer's own bounded memos and batches, so that the small document fills them)
+    monkeypatch.setattr(packing, "_PART_CHARS", 4096)
+    monkeypatch.setattr(packing, "_STABLE_MEMO", 1024)
+    monkeypatch.setattr(packing, "_TILE_BATCH", 256)
+    assert [(c.text, c.metadata) for c in chunks(small)] == whole
+    peaks = [_traced_peak(lambda: chunks(content)) for content in (small, large)]
+    assert peaks[1] < 2 * peaks[0], peaks

@@ -454,8 +454,11 @@ class StructureAwareChunker(_StructureChunker):
                         title=node.title, language=node.language, fence=node.fence,
                         header_rows=node.header_rows, page_no=node.page_no)
 
+        blocks = normalized.blocks
+        # Streamed top-level blocks stay a stream too.
+        blocks = StreamedChildren(map, flat, blocks) if type(blocks) is StreamedChildren else tuple(flat(b) for b in blocks)
         return NormalizedDocument(
-            text=normalized.text, blocks=tuple(flat(b) for b in normalized.blocks),
+            text=normalized.text, blocks=blocks,
             content_format=normalized.content_format, verbatim=normalized.verbatim,
             diagnostics=normalized.diagnostics,
         )

@@ -88,6 +88,9 @@ _PART_CHARS = 1 << 22
 #: Line starts whose stability ``Lines`` remembers at most (then it forgets them all).
 _STABLE_MEMO = 1 << 16
 _NON_SPACE = re.compile(r"\S")
+#: Heading paths (and their prefix counts, and repeated headers' counts) remembered at most
+#: (then all are forgotten): what a document of many sections holds of them.
+_TITLES_MEMO = 1 << 12
 #: Tiles of a split block packed at a time (``Packer._tiles``): what is held of its children.
 _TILE_BATCH = 4096
 _CONTAINERS = frozenset({"list", "list_item", "quote"})
@@ -382,18 +385,25 @@ class _Counter:
     def context(self, span: tuple[int, int]) -> int:
         """``span(*span)`` for a repeated header or fence, remembered: asked again for every part
         while the packer is far past it (its token ends may be dropped by then)."""
-        count = self._context_cache.get(span)
+        cache = self._context_cache
+        count = cache.get(span)
         if count is None:
-            count = self._context_cache[span] = self.span(*span)
+            if len(cache) >= _TITLES_MEMO:
+                cache.clear()  # (a document of many split tables: only the latest are asked again)
+            count = cache[span] = self.span(*span)
         return count
 
     def exact(self, text: str) -> int:
         return self.tokenizer.count(text)
 
     def prefix(self, titles: tuple[str, ...]) -> int:
-        count = self._prefix_cache.get(titles)
+        """Tokens of ``heading_prefix(titles)``, remembered (the latest ``_TITLES_MEMO`` paths)."""
+        cache = self._prefix_cache
+        count = cache.get(titles)
         if count is None:
-            count = self._prefix_cache[titles] = self.tokenizer.count(heading_prefix(titles)) if titles else 0
+            if len(cache) >= _TITLES_MEMO:
+                cache.clear()
+            count = cache[titles] = self.tokenizer.count(heading_prefix(titles)) if titles else 0
         return count
 
 
@@ -531,22 +541,37 @@ class _Run:
 
     def stream(self) -> Iterator[PackedChunk]:
         root = self.normalized.root
+        del self.normalized  # (its root's children may be a stream: nothing else reads them)
         if not root.children:
             return
-        tiles = self.lines.tiles(root.children, 0, len(self.text))
+        # The root's tiles are read as a stream (the top-level blocks and sections of a long
+        # document may be a ``StreamedChildren``): one top-level section is held at a time.
+        tiles = self.lines.iter_tiles(root.children, 0, len(self.text))
+        del root
+        first: list[tuple[Node | None, int, int]] = []  # the first section's tile, once read
+
+        def leading() -> Iterator[tuple[Node | None, int, int]]:
+            for tile in tiles:
+                if tile[0] is not None and tile[0].kind == "section":
+                    first.append(tile)
+                    return
+                yield tile
+
         # Text before the first heading belongs with the first top-level section (top 1).
-        first_section = next((i for i, t in enumerate(tiles) if t[0] is not None and t[0].kind == "section"), len(tiles))
-        yield from self._tiles(tiles[:first_section], (), 1)
+        yield from self._tiles(leading(), (), 1)
         previous = 0  # where the top-level section before this one starts
-        for top, (node, start, end) in enumerate(tiles[first_section:], start=1):
+        for top, (node, start, end) in enumerate(chain(first, tiles), start=1):
+            first.clear()
             yield from self._done_before(top - 1)
             self._forget_before(previous)
+            # The paths remembered hold their sections: those of earlier top-level sections go.
+            self.titles.clear()
             previous = start
             if node is not None and node.kind == "section":
                 yield from self._section(node, start, end, (), top)
             elif not self._block(node, start, end, (), top):  # pragma: no cover - build_sections puts every later block inside a section
                 yield from self._split(node, start, end, (), top, context=None, context_kind=None)
-        del tiles
+            node = None
         self._flush()
         yield from self._done_before(None)
 
@@ -701,10 +726,15 @@ class _Run:
             cur.page_no = node.page_no
 
     def _titles(self, path: tuple[Node, ...]) -> tuple[str, ...]:
-        # Keyed by the path object itself (held in the value, so its id is never reused).
-        known = self.titles.get(id(path))
+        # Keyed by the path object itself (held in the value, so its id is never reused); the
+        # latest _TITLES_MEMO paths only (a path holds its sections: a document of many sections
+        # must not keep them all alive here).
+        titles = self.titles
+        known = titles.get(id(path))
         if known is None:
-            known = self.titles[id(path)] = (path, tuple(n.title for n in path if n.title))
+            if len(titles) >= _TITLES_MEMO:
+                titles.clear()
+            known = titles[id(path)] = (path, tuple(n.title for n in path if n.title))
         return known[1]
 
     def _open(

@@ -56,6 +56,8 @@ __all__ = [
     "StreamedChildren",
     "build_sections",
     "check_blocks",
+    "iter_sections",
+    "streamed_document",
 ]
 
 #: Kinds a normalizer may emit (``section`` and ``document`` are built here).
@@ -209,23 +211,36 @@ class NormalizedDocument:
 
     Attributes:
         text: What intervals index and chunks are cut from (the content itself when ``verbatim``).
-        blocks: Top-level blocks in reading order, headings included.
+        blocks: Top-level blocks in reading order, headings included: a tuple, or for a long
+            document a :class:`StreamedChildren` that makes them again on every iteration (no
+            ``len``, no indexing; iterate it once per pass), so their number does not set the
+            memory (the Markdown, rST and HTML normalizers past their window sizes).
         content_format: The format it was normalized from (``markdown``, ``html``, ...).
         verbatim: ``True`` when ``text`` is the document's content unchanged, so intervals are
             source offsets.
-        diagnostics: Human notes about what the normalizer had to guess (e.g. an unclosed fence).
+        diagnostics: Human notes about what the normalizer had to guess (e.g. an unclosed fence):
+            a tuple, or with streamed ``blocks`` a :class:`LazyChildren`-like sequence of them
+            that runs a pass over the blocks when first read, if none has run to its end yet.
     """
 
     text: str
-    blocks: tuple[Node, ...]
+    blocks: Sequence[Node] | StreamedChildren
     content_format: str
     verbatim: bool = True
-    diagnostics: tuple[str, ...] = field(default=())
+    diagnostics: Sequence[str] = field(default=())
 
     @cached_property
     def root(self) -> Node:
-        """The section tree: a ``document`` node over :func:`build_sections` of ``blocks``."""
-        return Node("document", 0, len(self.text), build_sections(self.blocks))
+        """The section tree: a ``document`` node over :func:`build_sections` of ``blocks``.
+
+        When ``blocks`` is a :class:`StreamedChildren`, so are the root's children
+        (:func:`iter_sections` over a fresh pass of the blocks on each iteration): the top-level
+        sections are never all held.
+        """
+        blocks = self.blocks
+        if type(blocks) is StreamedChildren:
+            return Node("document", 0, len(self.text), StreamedChildren(iter_sections, blocks))
+        return Node("document", 0, len(self.text), build_sections(blocks))
 
 
 def build_sections(blocks: Iterable[Node]) -> tuple[Node, ...]:
@@ -237,30 +252,92 @@ def build_sections(blocks: Iterable[Node]) -> tuple[Node, ...]:
     before the first heading stay at the top, before the first section.
 
     Returns:
-        The root's children: leading blocks, then top-level sections.
+        The root's children: leading blocks, then top-level sections (:func:`iter_sections`, held).
     """
-    root: list[Node] = []
+    return tuple(iter_sections(blocks))
+
+
+def iter_sections(blocks: Iterable[Node]) -> Iterator[Node]:
+    """:func:`build_sections`'s nodes as a stream, each as soon as it is complete.
+
+    ``blocks`` is read once, in order. A block before the first heading comes out at once; a
+    top-level section when the next heading of its level or a higher one (or the end) is read.
+    What is held at a time is the open top-level section (its blocks and subsections), not
+    the document.
+
+    Yields:
+        The root's children, in order: leading blocks, then top-level sections.
+    """
     # Open sections as [heading, children] frames, outermost first.
     stack: list[tuple[Node, list[Node]]] = []
 
-    def close() -> None:
+    def close() -> Node | None:
+        """Close the innermost open section: returned when it is a top-level one, else put in its parent."""
         heading, children = stack.pop()
         section = Node(
             "section", heading.start, children[-1].end, tuple(children),
             level=heading.level, title=heading.title, page_no=heading.page_no,
         )
-        (stack[-1][1] if stack else root).append(section)
+        if stack:
+            stack[-1][1].append(section)
+            return None
+        return section
 
     for block in blocks:
         if block.kind == "heading":
             while stack and stack[-1][0].level >= block.level:
-                close()
+                section = close()
+                if section is not None:
+                    yield section
             stack.append((block, [block]))
+        elif stack:
+            stack[-1][1].append(block)
         else:
-            (stack[-1][1] if stack else root).append(block)
+            yield block
     while stack:
-        close()
-    return tuple(root)
+        section = close()
+        if section is not None:
+            yield section
+
+
+class _Passes:
+    """Passes over a long document's top-level blocks, and the diagnostics of the first complete one."""
+
+    __slots__ = ("_make", "_args", "_notes")
+
+    def __init__(self, make: Callable[..., Iterable[Node]], args: tuple) -> None:
+        self._make = make
+        self._args = args
+        self._notes: tuple[str, ...] | None = None
+
+    def blocks(self) -> Iterator[Node]:
+        notes: list[str] = []
+        yield from self._make(*self._args, notes)
+        if self._notes is None:
+            self._notes = tuple(notes)
+
+    def notes(self) -> tuple[str, ...]:
+        if self._notes is None:
+            for _ in self.blocks():
+                pass
+        return self._notes  # type: ignore[return-value]
+
+
+def streamed_document(
+    text: str, make: Callable[..., Iterable[Node]], *args, content_format: str, verbatim: bool = True
+) -> NormalizedDocument:
+    """A :class:`NormalizedDocument` whose ``blocks`` are made by ``make(*args, notes)`` on every pass.
+
+    For a normalizer of long documents: ``make`` yields the top-level blocks in order and appends
+    its diagnostics (strings) to ``notes``, the same ones on every pass. ``blocks`` is a
+    :class:`StreamedChildren` over it, and ``diagnostics`` a :class:`LazyChildren` of the notes
+    of the first pass that ran to its end (one is run when they are read before any did).
+    """
+    passes = _Passes(make, args)
+    return NormalizedDocument(
+        text=text, blocks=StreamedChildren(passes.blocks), content_format=content_format,
+        verbatim=verbatim, diagnostics=LazyChildren(passes.notes),
+    )
 
 
 def check_blocks(normalized: NormalizedDocument) -> None:

@@ -1187,10 +1187,17 @@ def _normalize_streamed(content: str) -> NormalizedDocument | None:
         text = ""
     else:
         text = "".join([lead, *stream.writer.text(), "\n"])
-    blocks = tuple(heading) + tuple(stream.nodes.nodes(len(lead)))
+    # The top-level blocks stay compact (``_Nodes``), made into nodes on every pass over them.
+    blocks = StreamedChildren(_top_level_nodes, tuple(heading), stream.nodes, len(lead))
     return NormalizedDocument(
         text=text, blocks=blocks, content_format="html", verbatim=False, diagnostics=tuple(diagnostics)
     )
+
+
+def _top_level_nodes(heading: tuple[Node, ...], nodes: _Nodes, shift: int) -> Iterator[Node]:
+    """The ``<title>`` heading put first (if any), then the top-level nodes moved by ``shift``."""
+    yield from heading
+    yield from nodes.nodes(shift)
 
 
 def _reader_notes(reader: _Reader) -> list[str]:

@@ -37,6 +37,7 @@ from typing import Iterator
 
 from transforms.structure.tree import (
     LINE_BREAK, LazyChildren, LineStarts, Node, NormalizedDocument, StreamedChildren, count_line_breaks,
+    streamed_document,
 )
 
 __all__ = ["normalize_markdown"]
@@ -293,9 +294,11 @@ def normalize_markdown(content: str) -> NormalizedDocument:
 
     Returns:
         A verbatim :class:`NormalizedDocument` (``text`` is ``content``); intervals in code points.
-        The ``children`` of a top-level list or table longer than a window (see the module
-        docstring) are :class:`~transforms.structure.tree.StreamedChildren`: iterate them, once
-        per pass; every iteration parses the block again.
+        For a document parsed in windows (see the module docstring) its ``blocks`` are a
+        :class:`~transforms.structure.tree.StreamedChildren` (each pass parses the document again,
+        a window at a time, so the top-level blocks are never all held) and its ``diagnostics``
+        are read from a pass; so are the ``children`` of a top-level list or table longer than a
+        window: iterate them, once per pass; every iteration parses the block again.
 
     Raises nothing for any text (a document too deeply nested for the parser is read as plain
     paragraphs, with a diagnostic).
@@ -327,24 +330,29 @@ def normalize_markdown(content: str) -> NormalizedDocument:
             text=content, blocks=plain.blocks, content_format="markdown",
             diagnostics=(f"line {line} nests more than {MAX_NESTING} block quotes or lists: read as plain paragraphs",),
         )
-    blocks: list[Node] = []
+    if windowed:
+        # Parsed a window at a time on every pass over the blocks: never all held.
+        return streamed_document(content, _top_level_blocks, _windowed_blocks, source, content_format="markdown")
+    try:
+        pos = _Positions(source)  # encodes a non-ASCII text to UTF-8: fails on a surrogate
+    except UnicodeEncodeError:
+        source = _without_surrogates(content)
+        pos = _Positions(source)
     notes: list[str] = []
-    if not windowed:
-        try:
-            pos = _Positions(source)  # encodes a non-ASCII text to UTF-8: fails on a surrogate
-        except UnicodeEncodeError:
-            source = _without_surrogates(content)
-            pos = _Positions(source)
-        converted_blocks = (_convert(node, pos, 0) for node in _parser().tree(source).children)
-    else:
-        converted_blocks = _windowed_blocks(source, notes)
-    for converted in converted_blocks:
-        if converted is None:
+    converted_blocks = (_convert(node, pos, 0) for node in _parser().tree(source).children)
+    blocks = tuple(_top_level_blocks(lambda _source, _notes: converted_blocks, source, notes))
+    return NormalizedDocument(text=content, blocks=blocks, content_format="markdown", diagnostics=tuple(notes))
+
+
+def _top_level_blocks(make, source: str, notes: list[str]) -> Iterator[Node]:
+    """The top-level blocks ``make(source, notes)`` converts, in order, without the ``None`` ones
+    and any that starts before the end of the one kept before it."""
+    last_end = -1
+    for converted in make(source, notes):
+        if converted is None or converted.start < last_end:
             continue
-        if blocks and converted.start < blocks[-1].end:
-            continue
-        blocks.append(converted)
-    return NormalizedDocument(text=content, blocks=tuple(blocks), content_format="markdown", diagnostics=tuple(notes))
+        last_end = converted.end
+        yield converted
 
 
 def _without_surrogates(content: str) -> str:

@@ -64,8 +64,8 @@ its lines, their offsets and indentation are made a page (``PAGE_LINES`` lines o
 code points) at a time, a few pages kept, and a list, list item, definition list, quote or table
 whose children span more than ``STREAM_CHARS`` code points gets them as a
 :class:`~transforms.structure.tree.StreamedChildren` that scans its lines again on each iteration
-(no ``len``, no indexing). The blocks are the same as in one pass over the whole document; only
-the top-level sequence is held whole.
+(no ``len``, no indexing), and so are the top-level blocks themselves (each pass over them scans
+the document again). The blocks are the same as in one pass over the whole document.
 """
 
 from __future__ import annotations
@@ -76,7 +76,9 @@ from bisect import bisect_right
 from typing import Callable, Iterator
 
 from transforms.structure.normalizers.text import split_lines
-from transforms.structure.tree import LINE_BREAK, Node, NormalizedDocument, StreamedChildren, count_line_breaks
+from transforms.structure.tree import (
+    LINE_BREAK, Node, NormalizedDocument, StreamedChildren, count_line_breaks, streamed_document,
+)
 
 __all__ = ["normalize_rst"]
 
@@ -123,13 +125,15 @@ def normalize_rst(content: str) -> NormalizedDocument:
 
     Returns:
         A verbatim :class:`NormalizedDocument` (``text`` is ``content``); intervals in code points.
+        Past ``LARGE_CHARS`` its ``blocks`` are a :class:`~transforms.structure.tree.StreamedChildren`
+        (every pass scans the document again, a page at a time; the top-level blocks are never
+        all held) and its ``diagnostics`` are read from such a pass.
     """
     if len(content) > LARGE_CHARS:
-        pages = _Pages(content)
-        scanner = _Scanner(_Column(pages, 0), _Column(pages, 1), _Column(pages, 2), pages.count, stream=True)
-    else:
-        lines, starts = split_lines(content)
-        scanner = _Scanner(lines, starts, [_indent(line) for line in lines], len(lines), stream=False)
+        # Scanned again on every pass over the blocks: they are never all held.
+        return streamed_document(content, _large_blocks, content, content_format="rst")
+    lines, starts = split_lines(content)
+    scanner = _Scanner(lines, starts, [_indent(line) for line in lines], len(lines), stream=False)
     blocks = tuple(scanner.iter_blocks(0, scanner.count, 0, 0, 0, False))
     return NormalizedDocument(
         text=content,
@@ -138,6 +142,15 @@ def normalize_rst(content: str) -> NormalizedDocument:
         verbatim=True,
         diagnostics=scanner.diagnostics(),
     )
+
+
+def _large_blocks(content: str, notes: list[str]) -> Iterator[Node]:
+    """The top-level blocks of a large document, from a scan of its lines a page at a time;
+    then its diagnostics are added to ``notes``."""
+    pages = _Pages(content)
+    scanner = _Scanner(_Column(pages, 0), _Column(pages, 1), _Column(pages, 2), pages.count, stream=True)
+    yield from scanner.iter_blocks(0, scanner.count, 0, 0, 0, False)
+    notes.extend(scanner.diagnostics())
 
 
 def _width(text: str) -> int:
