@@ -970,6 +970,9 @@ class _ListFrame(_Frame):
 
     def close(self) -> None:
         self.state.finish()
+        # (The state's emit is this frame's method: a reference cycle, which the chunker, with
+        # the cycle collector paused, would keep for every top-level list of the page.)
+        self.state.emit = None
         if self.count:
             self.stream.nodes.add_streamed("list", self.start, self.stream.writer.position, 1, self.items)
 
@@ -1168,6 +1171,7 @@ def _normalize_streamed(content: str) -> NormalizedDocument | None:
         stream.advance(stream.frame, True)
     except (etree.LxmlError, ValueError):
         return None
+    stream.frame = None  # (its frames refer to the stream: a cycle that would hold the writer's strings)
     top = stream.top
     top.flush()
     if top.blocks:
