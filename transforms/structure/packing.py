@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from itertools import chain, islice
 from typing import Any, Iterable, Iterator, Mapping
 
-from transforms.structure.tree import LINE_BREAK, LineStarts, Node, NormalizedDocument
+from transforms.structure.tree import LINE_BREAK, LineStarts, Node, NormalizedDocument, StreamedChildren
 from transforms.tokenizers import Tokenizer
 
 __all__ = [
@@ -88,9 +88,15 @@ _PART_CHARS = 1 << 22
 #: Line starts whose stability ``Lines`` remembers at most (then it forgets them all).
 _STABLE_MEMO = 1 << 16
 _NON_SPACE = re.compile(r"\S")
-#: Heading paths (and their prefix counts, and repeated headers' counts) remembered at most
-#: (then all are forgotten): what a document of many sections holds of them.
+#: Prefix counts of heading paths, and counts of repeated headers, remembered at most (then
+#: all are forgotten): what a document of many sections holds of them.
 _TITLES_MEMO = 1 << 12
+#: Tiles of a section given as a stream packed at a time (each may be a subsection of up to
+#: ``tree.HELD_SECTION_NODES`` nodes).
+_SECTION_BATCH = 8
+#: Heading paths whose titles are remembered at most (a path holds its sections, and so their
+#: blocks: few are kept).
+_PATHS_MEMO = 64
 #: Tiles of a split block packed at a time (``Packer._tiles``): what is held of its children.
 _TILE_BATCH = 4096
 _CONTAINERS = frozenset({"list", "list_item", "quote"})
@@ -102,7 +108,14 @@ def _own_heading(node: Node | None, path: tuple[Node, ...]) -> bool:
 
     A heading inside a block quote or a list item is that block's text, not a section's title.
     """
-    return node is not None and node.kind == "heading" and bool(path) and path[-1].children[0] is node
+    if node is None or node.kind != "heading" or not path:
+        return False
+    children = path[-1].children
+    if type(children) is StreamedChildren:
+        # (A section too large to hold, its children made again on each pass: its heading is
+        # the one block that starts where it starts, the others all lie after the heading.)
+        return node.start == path[-1].start
+    return children[0] is node
 
 
 def _headings_in(section: Node) -> int:
@@ -727,12 +740,12 @@ class _Run:
 
     def _titles(self, path: tuple[Node, ...]) -> tuple[str, ...]:
         # Keyed by the path object itself (held in the value, so its id is never reused); the
-        # latest _TITLES_MEMO paths only (a path holds its sections: a document of many sections
+        # latest _PATHS_MEMO paths only (a path holds its sections: a document of many sections
         # must not keep them all alive here).
         titles = self.titles
         known = titles.get(id(path))
         if known is None:
-            if len(titles) >= _TITLES_MEMO:
+            if len(titles) >= _PATHS_MEMO:
                 titles.clear()
             known = titles[id(path)] = (path, tuple(n.title for n in path if n.title))
         return known[1]
@@ -870,7 +883,13 @@ class _Run:
             section, start, end, inner, 1, top, limit=self.p.max_tokens, allow_dropping=False
         ):
             return
-        yield from self._tiles(self.lines.tiles(section.children, start, end), inner, top)
+        children = section.children
+        if type(children) is StreamedChildren:
+            # A section too large to hold has its children as a stream: its tiles are read as
+            # one, a few at a time (each may be a subsection of many blocks).
+            yield from self._tiles(self.lines.iter_tiles(children, start, end), inner, top, batch=_SECTION_BATCH)
+        else:
+            yield from self._tiles(self.lines.tiles(children, start, end), inner, top)
 
     def _tiles(
         self,
@@ -880,11 +899,13 @@ class _Run:
         *,
         contexts: tuple[int, _Context, _Context] | None = None,
         split: str | None = None,
+        batch: int = 0,
     ) -> Iterator[PackedChunk]:
         """Pack tiles in order: subsections, headings and blocks (or the parts of a split block).
 
-        ``tiles`` is a list, or an iterator (a split block's parts, read as a stream and packed
-        :data:`_TILE_BATCH` at a time: a block's tiles are never all held). ``contexts`` is
+        ``tiles`` is a list, or an iterator (a split block's parts, or the children of a root or a
+        section given as a stream, read as a stream and packed ``batch`` (default
+        :data:`_TILE_BATCH`) at a time: a block's tiles are never all held). ``contexts`` is
         ``(k, first, rest)``: a chunk opening at one of the first ``k`` tiles starts with the
         repeated header or fence ``first`` (``(span, kind)`` or ``(None, None)``), at a later
         tile with ``rest``; ``split`` names the block the tiles are parts of.
@@ -901,8 +922,8 @@ class _Run:
         if type(tiles) is list:
             batches: Iterable[list] = (tiles,)
         else:
-            stream = tiles
-            batches = iter(lambda: list(islice(stream, _TILE_BATCH)), [])
+            stream, size = tiles, batch or _TILE_BATCH
+            batches = iter(lambda: list(islice(stream, size)), [])
         offset = 0  # tiles in earlier batches
         for tiles in batches:
             i, n = 0, len(tiles)

@@ -49,6 +49,7 @@ __all__ = [
     "BLOCK_KINDS",
     "LINE_BREAK",
     "LazyChildren",
+    "HELD_SECTION_NODES",
     "LineStarts",
     "Node",
     "NormalizationError",
@@ -235,10 +236,15 @@ class NormalizedDocument:
 
         When ``blocks`` is a :class:`StreamedChildren`, so are the root's children
         (:func:`iter_sections` over a fresh pass of the blocks on each iteration): the top-level
-        sections are never all held.
+        sections are never all held; and when they come from :func:`streamed_document` with
+        ``resumable``, no section holds more than :data:`HELD_SECTION_NODES` nodes (a larger
+        one's children are a ``StreamedChildren`` too, read again from its heading).
         """
         blocks = self.blocks
         if type(blocks) is StreamedChildren:
+            passes = getattr(blocks._make, "__self__", None)
+            if type(passes) is _Passes and passes.resumable:
+                return Node("document", 0, len(self.text), StreamedChildren(_stream_sections, passes))
             return Node("document", 0, len(self.text), StreamedChildren(iter_sections, blocks))
         return Node("document", 0, len(self.text), build_sections(blocks))
 
@@ -301,20 +307,34 @@ def iter_sections(blocks: Iterable[Node]) -> Iterator[Node]:
 
 
 class _Passes:
-    """Passes over a long document's top-level blocks, and the diagnostics of the first complete one."""
+    """Passes over a long document's top-level blocks, and the diagnostics of the first complete one.
 
-    __slots__ = ("_make", "_args", "_notes")
+    ``make(*args, notes, resume)`` yields ``(mark, block)`` pairs: ``mark`` is ``None``, or for a
+    heading an opaque value from which ``make(*args, notes, mark)`` yields the same pairs again,
+    from that heading on (it may skip what comes before). Without ``resumable``, marks are unused.
+    """
 
-    def __init__(self, make: Callable[..., Iterable[Node]], args: tuple) -> None:
+    __slots__ = ("_make", "_args", "_notes", "resumable")
+
+    def __init__(self, make: Callable[..., Iterable[tuple[object, Node]]], args: tuple, resumable: bool) -> None:
         self._make = make
         self._args = args
         self._notes: tuple[str, ...] | None = None
+        self.resumable = resumable
 
     def blocks(self) -> Iterator[Node]:
+        for _, block in self.marked():
+            yield block
+
+    def marked(self) -> Iterator[tuple[object, Node]]:
         notes: list[str] = []
-        yield from self._make(*self._args, notes)
+        yield from self._make(*self._args, notes, None)
         if self._notes is None:
             self._notes = tuple(notes)
+
+    def resumed(self, mark: object) -> Iterator[tuple[object, Node]]:
+        """The pairs from the heading of ``mark`` on (``notes`` of this pass are dropped)."""
+        return iter(self._make(*self._args, [], mark))
 
     def notes(self) -> tuple[str, ...]:
         if self._notes is None:
@@ -324,20 +344,122 @@ class _Passes:
 
 
 def streamed_document(
-    text: str, make: Callable[..., Iterable[Node]], *args, content_format: str, verbatim: bool = True
+    text: str, make: Callable[..., Iterable[tuple[object, Node]]], *args, content_format: str,
+    verbatim: bool = True, resumable: bool = False,
 ) -> NormalizedDocument:
-    """A :class:`NormalizedDocument` whose ``blocks`` are made by ``make(*args, notes)`` on every pass.
+    """A :class:`NormalizedDocument` whose ``blocks`` are made by ``make(*args, notes, resume)`` on every pass.
 
-    For a normalizer of long documents: ``make`` yields the top-level blocks in order and appends
-    its diagnostics (strings) to ``notes``, the same ones on every pass. ``blocks`` is a
-    :class:`StreamedChildren` over it, and ``diagnostics`` a :class:`LazyChildren` of the notes
-    of the first pass that ran to its end (one is run when they are read before any did).
+    For a normalizer of long documents: ``make`` yields the top-level blocks in order as
+    ``(mark, block)`` pairs and appends its diagnostics (strings) to ``notes``, the same ones on
+    every pass. With ``resumable``, the mark of every heading is a value that, given as
+    ``resume``, makes ``make`` yield the same pairs from that heading on (``None``: from the
+    start); then :attr:`NormalizedDocument.root` holds no section of more than
+    :data:`HELD_SECTION_NODES` nodes: a larger one's children are read from its heading again
+    (see :func:`_stream_sections`). ``blocks`` is a :class:`StreamedChildren` over the blocks,
+    and ``diagnostics`` a :class:`LazyChildren` of the notes of the first pass that ran to its
+    end (one is run when they are read before any did).
     """
-    passes = _Passes(make, args)
+    passes = _Passes(make, args, resumable)
     return NormalizedDocument(
         text=text, blocks=StreamedChildren(passes.blocks), content_format=content_format,
         verbatim=verbatim, diagnostics=LazyChildren(passes.notes),
     )
+
+
+#: The most nodes (blocks and sections, counted at the levels sectioning builds: a block's own
+#: children are not) a section built from resumable streamed blocks holds; a section with more
+#: gets its children as a :class:`StreamedChildren` read again from its heading.
+HELD_SECTION_NODES = 1 << 13
+
+
+class _Pushback:
+    """An iterator of ``(mark, block)`` pairs that can take one pair back."""
+
+    __slots__ = ("_pairs", "_back")
+
+    def __init__(self, pairs: Iterator[tuple[object, Node]]) -> None:
+        self._pairs = pairs
+        self._back: tuple[object, Node] | None = None
+
+    def __iter__(self) -> "_Pushback":
+        return self
+
+    def __next__(self) -> tuple[object, Node]:
+        back = self._back
+        if back is not None:
+            self._back = None
+            return back
+        return next(self._pairs)
+
+    def push(self, pair: tuple[object, Node]) -> None:
+        self._back = pair
+
+
+def _stream_sections(passes: _Passes) -> Iterator[Node]:
+    """:func:`iter_sections` of resumable passes, holding no section of more than
+    :data:`HELD_SECTION_NODES` nodes (see :func:`_section_of`)."""
+    for node, _ in _items(_Pushback(passes.marked()), passes, -1):
+        yield node
+
+
+def _items(pairs: _Pushback, passes: _Passes, level: int) -> Iterator[tuple[Node, int]]:
+    """The nodes of a section whose heading has ``level`` (-1: the root), after its heading, with
+    how many nodes each holds: blocks, and sections for the headings deeper than ``level``, up
+    to (not taking) the next heading of ``level`` or a higher one."""
+    for mark, block in pairs:
+        if block.kind == "heading":
+            if block.level <= level:
+                pairs.push((mark, block))
+                return
+            yield _section_of(mark, block, pairs, passes)
+        else:
+            yield block, 1
+
+
+def _section_of(mark: object, heading: Node, pairs: _Pushback, passes: _Passes) -> tuple[Node, int]:
+    """The section ``heading`` opens, its blocks read from ``pairs``, and how many nodes it holds.
+
+    Its children are a tuple while they hold at most :data:`HELD_SECTION_NODES` nodes; past that
+    they are dropped, the rest of the section is read through only to find its end, and its
+    children are a :class:`StreamedChildren` that resumes the blocks at ``mark`` (the heading)
+    on each iteration, nesting them the same way (one node then).
+    """
+    children: list[Node] | None = [heading]
+    held = 1
+    end = heading.end
+    items = _items(pairs, passes, heading.level)
+    for node, size in items:
+        children.append(node)  # type: ignore[union-attr]
+        end = node.end
+        held += size
+        if held > HELD_SECTION_NODES:
+            children = None
+            break
+    if children is not None:
+        section = Node("section", heading.start, end, tuple(children), level=heading.level,
+                       title=heading.title, page_no=heading.page_no)
+        return section, held
+    del items
+    for pair in pairs:
+        block = pair[1]
+        if block.kind == "heading" and block.level <= heading.level:
+            pairs.push(pair)
+            break
+        end = block.end
+    children_again = StreamedChildren(_resumed_section, passes, mark, heading.level)
+    return Node("section", heading.start, end, children_again, level=heading.level,
+                title=heading.title, page_no=heading.page_no), 1
+
+
+def _resumed_section(passes: _Passes, mark: object, level: int) -> Iterator[Node]:
+    """The children of a section too large to hold: its heading, then its nodes, read from ``mark``."""
+    pairs = _Pushback(passes.resumed(mark))
+    for pair in pairs:
+        if pair[1].kind == "heading":
+            yield pair[1]
+            break
+    for node, _ in _items(pairs, passes, level):
+        yield node
 
 
 def check_blocks(normalized: NormalizedDocument) -> None:

@@ -82,7 +82,9 @@ from typing import Callable, Iterator
 
 from lxml import etree
 
-from transforms.structure.tree import NormalizationError, Node, NormalizedDocument, StreamedChildren
+from transforms.structure.tree import (
+    NormalizationError, Node, NormalizedDocument, StreamedChildren, streamed_document,
+)
 
 __all__ = ["normalize_html"]
 
@@ -724,26 +726,37 @@ class _Nodes:
     in one, start, end).
     """
 
-    __slots__ = ("leaf", "ints", "strings", "streamed")
+    __slots__ = ("leaf", "ints", "strings", "streamed", "text")
 
-    def __init__(self, leaf: str) -> None:
+    def __init__(self, leaf: str, *, top: bool = False) -> None:
         self.leaf = leaf
         self.ints = array("i")
         self.strings: dict[int, tuple[str, str, str]] = {}  # record position -> (title, language, fence)
         self.streamed: list[tuple[str, _Nodes]] = []
+        # With ``top`` (the page's top-level blocks, written without a prefix): the rendering, set
+        # once written; a heading's title is read from it (its line is "#" * level, a space and
+        # the title), not kept.
+        self.text: str | None = "" if top else None
 
-    def add(self, node: Node) -> None:
+    def add(self, node: Node, nested: bool = False) -> None:
         children = node.children
-        if node.title or node.language or node.fence:
+        if node.kind == "heading" and self.text is not None and not (nested or node.language or node.fence):
+            pass  # (its title is read back from the rendering)
+        elif node.title or node.language or node.fence:
             self.strings[len(self.ints)] = (node.title, node.language, node.fence)
         elif not children and node.kind == self.leaf and not node.level:
             self._put([~node.start, node.end])
             return
         self._put([_CODE_OF[node.kind] | node.level << 4 | len(children) << 16, node.start, node.end])
         for child in children:
-            self.add(child)
+            self.add(child, True)
 
     def add_streamed(self, kind: str, start: int, end: int, level: int, children: _Nodes) -> None:
+        if end - start <= STREAM_BLOCK_CHARS:
+            # Read back with plain children anyway: kept inline, not as a _Nodes of its own (a
+            # few hundred bytes each, for a page of many short lists or tables).
+            self.add(Node(kind, start, end, tuple(children.nodes(0)), level=level))
+            return
         self._put([_STREAMED | level << 4 | len(self.streamed) << 16, start, end])
         self.streamed.append((kind, children))
 
@@ -761,7 +774,15 @@ class _Nodes:
             node, index = self._node(index, shift)
             yield node
 
-    def _node(self, index: int, shift: int) -> tuple[Node, int]:
+    def marked(self, shift: int, index: int = 0) -> Iterator[tuple[int, Node]]:
+        """:meth:`nodes` from the record at ``index`` (one at the top), each with its record's index."""
+        size = len(self.ints)
+        while index < size:
+            at = index
+            node, index = self._node(index, shift)
+            yield at, node
+
+    def _node(self, index: int, shift: int, top: bool = True) -> tuple[Node, int]:
         ints = self.ints
         head = ints[index]
         if head < 0:
@@ -780,11 +801,13 @@ class _Nodes:
         index += 3
         nodes = []
         for _ in range(count):
-            child, index = self._node(index, shift)
+            child, index = self._node(index, shift, False)
             nodes.append(child)
         node = Node(kind, start, end, tuple(nodes), level=level, header_rows=int(kind == "table"))
         if strings is not None:
             node.title, node.language, node.fence = strings
+        elif kind == "heading" and self.text and top:
+            node.title = self.text[start + level + 1 : end]
         return node, index
 
 
@@ -1039,7 +1062,7 @@ class _Stream:
         self.reader = _Reader()
         self.writer = _Writer()
         self.top = _Collector(nested=False)
-        self.nodes = _Nodes("paragraph")  # the top-level blocks written
+        self.nodes = _Nodes("paragraph", top=True)  # the top-level blocks written
         self.blocks = 0
         self.dropped = 0  # navigation elements left out
         self.has_h1 = False
@@ -1192,16 +1215,25 @@ def _normalize_streamed(content: str) -> NormalizedDocument | None:
     else:
         text = "".join([lead, *stream.writer.text(), "\n"])
     # The top-level blocks stay compact (``_Nodes``), made into nodes on every pass over them.
-    blocks = StreamedChildren(_top_level_nodes, tuple(heading), stream.nodes, len(lead))
-    return NormalizedDocument(
-        text=text, blocks=blocks, content_format="html", verbatim=False, diagnostics=tuple(diagnostics)
-    )
+    stream.nodes.text = text
+    diagnostics = tuple(diagnostics)
+    return streamed_document(text, _top_level_nodes, tuple(heading), stream.nodes, len(lead), diagnostics,
+                             content_format="html", verbatim=False, resumable=True)
 
 
-def _top_level_nodes(heading: tuple[Node, ...], nodes: _Nodes, shift: int) -> Iterator[Node]:
-    """The ``<title>`` heading put first (if any), then the top-level nodes moved by ``shift``."""
-    yield from heading
-    yield from nodes.nodes(shift)
+def _top_level_nodes(
+    heading: tuple[Node, ...], nodes: _Nodes, shift: int, diagnostics: tuple[str, ...], notes: list[str],
+    resume: int | None,
+) -> Iterator[tuple[int | None, Node]]:
+    """The ``<title>`` heading put first (if any), then the top-level nodes moved by ``shift``, each
+    with a mark: for a heading, the index of its record in ``nodes`` (-1 for the title heading),
+    which as ``resume`` gives them again from that heading on; then ``notes`` gets ``diagnostics``."""
+    if resume is None or resume < 0:
+        for node in heading:
+            yield -1, node
+    for index, node in nodes.marked(shift, 0 if resume is None or resume < 0 else resume):
+        yield (index if node.kind == "heading" else None), node
+    notes.extend(diagnostics)
 
 
 def _reader_notes(reader: _Reader) -> list[str]:

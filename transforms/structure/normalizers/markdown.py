@@ -332,7 +332,7 @@ def normalize_markdown(content: str) -> NormalizedDocument:
         )
     if windowed:
         # Parsed a window at a time on every pass over the blocks: never all held.
-        return streamed_document(content, _top_level_blocks, _windowed_blocks, source, content_format="markdown")
+        return streamed_document(content, _windowed_pairs, source, content_format="markdown", resumable=True)
     try:
         pos = _Positions(source)  # encodes a non-ASCII text to UTF-8: fails on a surrogate
     except UnicodeEncodeError:
@@ -342,6 +342,22 @@ def normalize_markdown(content: str) -> NormalizedDocument:
     converted_blocks = (_convert(node, pos, 0) for node in _parser().tree(source).children)
     blocks = tuple(_top_level_blocks(lambda _source, _notes: converted_blocks, source, notes))
     return NormalizedDocument(text=content, blocks=blocks, content_format="markdown", diagnostics=tuple(notes))
+
+
+def _windowed_pairs(
+    source: str, notes: list[str], resume: tuple[int, int, int] | None
+) -> Iterator[tuple[tuple[int, int, int] | None, Node]]:
+    """The top-level blocks of :func:`_windowed_blocks` as :func:`_top_level_blocks` keeps them, each
+    with a mark: for a heading, ``(window start, window size, heading start)``, which as
+    ``resume`` gives the blocks again from that heading on; ``None`` for any other block."""
+    window = [0, 0]
+    target = -1 if resume is None else resume[2]
+    last_end = -1
+    for converted in _windowed_blocks(source, notes, window, None if resume is None else resume[:2]):
+        if converted is None or converted.start < last_end or converted.start < target:
+            continue
+        last_end = converted.end
+        yield ((window[0], window[1], converted.start) if converted.kind == "heading" else None), converted
 
 
 def _top_level_blocks(make, source: str, notes: list[str]) -> Iterator[Node]:
@@ -361,8 +377,14 @@ def _without_surrogates(content: str) -> str:
     return content.encode("utf-8", "replace").decode("utf-8")
 
 
-def _windowed_blocks(source: str, notes: list[str]) -> Iterator[Node | None]:
+def _windowed_blocks(
+    source: str, notes: list[str], window: list[int] | None = None, resume: tuple[int, int] | None = None
+) -> Iterator[Node | None]:
     """The top-level blocks of a long document, parsed a window of about :data:`WINDOW_CHARS` at a time.
+
+    ``window``, if given, is set to ``[start, size]`` of the window each block comes from (code
+    points); given back as ``resume``, that pair makes the blocks from that window on again
+    (the same ones: a window's blocks depend on its start and size only).
 
     A window ends at a line start; its last two top-level blocks are dropped (the text after the
     window could still extend them) and the next window starts at the line of the first one
@@ -393,11 +415,15 @@ def _windowed_blocks(source: str, notes: list[str]) -> Iterator[Node | None]:
     """
     line_starts = LineStarts(source)
     start, size, n = 0, WINDOW_CHARS, len(source)
-    front = _front_matter(source, line_starts)
+    if resume is not None:
+        start, size = resume
+    front = _front_matter(source, line_starts) if start == 0 else None
     if front is not None:
         yield front
         start = _after_line_break(source, front.end)
     while start < n:
+        if window is not None:
+            window[0], window[1] = start, size
         end = _window_end(source, start, size)
         last = end == n
         nodes = list(_parser(front_matter=start == 0).tree(source[start:end]).children)

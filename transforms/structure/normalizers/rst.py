@@ -131,7 +131,7 @@ def normalize_rst(content: str) -> NormalizedDocument:
     """
     if len(content) > LARGE_CHARS:
         # Scanned again on every pass over the blocks: they are never all held.
-        return streamed_document(content, _large_blocks, content, content_format="rst")
+        return streamed_document(content, _large_blocks, content, content_format="rst", resumable=True)
     lines, starts = split_lines(content)
     scanner = _Scanner(lines, starts, [_indent(line) for line in lines], len(lines), stream=False)
     blocks = tuple(scanner.iter_blocks(0, scanner.count, 0, 0, 0, False))
@@ -144,12 +144,19 @@ def normalize_rst(content: str) -> NormalizedDocument:
     )
 
 
-def _large_blocks(content: str, notes: list[str]) -> Iterator[Node]:
-    """The top-level blocks of a large document, from a scan of its lines a page at a time;
-    then its diagnostics are added to ``notes``."""
+def _large_blocks(content: str, notes: list[str], resume: tuple | None) -> Iterator[tuple[tuple | None, Node]]:
+    """The top-level blocks of a large document, from a scan of its lines a page at a time, each
+    with a mark (``None``, or for a title ``(its first line, the title styles met before it, the
+    scanner's simple-table memo)``, which as ``resume`` scans again from that title on with
+    that state); then its diagnostics are added to ``notes``."""
     pages = _Pages(content)
     scanner = _Scanner(_Column(pages, 0), _Column(pages, 1), _Column(pages, 2), pages.count, stream=True)
-    yield from scanner.iter_blocks(0, scanner.count, 0, 0, 0, False)
+    first = 0
+    if resume is not None:
+        first, styles, scanner.simple_table_failure = resume
+        scanner.styles = dict(styles)
+    for node in scanner.iter_blocks(first, scanner.count, 0, 0, 0, False):
+        yield (scanner.top_mark if node.kind == "heading" else None), node
     notes.extend(scanner.diagnostics())
 
 
@@ -289,6 +296,7 @@ class _Scanner:
         # (indentation, top border line, where its scan stopped) of the last simple table that had
         # no bottom border: a later top border inside that range cannot have one either.
         self.simple_table_failure = (-1, -1, -1)
+        self.top_mark: tuple | None = None  # (line, styles, simple-table memo) where the last top-level block started
 
     def diagnostics(self) -> tuple[str, ...]:
         notes = list(self.notes)
@@ -468,6 +476,9 @@ class _Scanner:
                 literal = False
                 i = stop
                 continue
+            if not nesting:
+                # A top-level block starts here: what a scan resumed here needs (see _large_blocks).
+                self.top_mark = (i, tuple(self.styles.items()), self.simple_table_failure)
             node, i, literal = self.block_at(i, hi, depth, nesting)
             yield node
 
