@@ -40,7 +40,7 @@ from transforms.structure.packing import (
     Packer,
     heading_prefix,
 )
-from transforms.structure.tree import Node, NormalizationError, NormalizedDocument, StreamedChildren
+from transforms.structure.tree import Node, NormalizationError, NormalizedDocument, StreamedChildren, map_blocks
 from transforms.tokenizers import Tokenizer
 
 __all__ = ["HeadingChunker", "StructureAwareChunker"]
@@ -454,14 +454,8 @@ class StructureAwareChunker(_StructureChunker):
                         title=node.title, language=node.language, fence=node.fence,
                         header_rows=node.header_rows, page_no=node.page_no)
 
-        blocks = normalized.blocks
         # Streamed top-level blocks stay a stream too.
-        blocks = StreamedChildren(map, flat, blocks) if type(blocks) is StreamedChildren else tuple(flat(b) for b in blocks)
-        return NormalizedDocument(
-            text=normalized.text, blocks=blocks,
-            content_format=normalized.content_format, verbatim=normalized.verbatim,
-            diagnostics=normalized.diagnostics,
-        )
+        return map_blocks(normalized, flat)
 
 
 class HeadingChunker(_StructureChunker):

@@ -58,6 +58,7 @@ __all__ = [
     "build_sections",
     "check_blocks",
     "iter_sections",
+    "map_blocks",
     "streamed_document",
 ]
 
@@ -364,6 +365,35 @@ def streamed_document(
         text=text, blocks=StreamedChildren(passes.blocks), content_format=content_format,
         verbatim=verbatim, diagnostics=LazyChildren(passes.notes),
     )
+
+
+def map_blocks(normalized: NormalizedDocument, fn: Callable[[Node], Node]) -> NormalizedDocument:
+    """``normalized`` with ``fn`` applied to each top-level block (its text and diagnostics kept).
+
+    Streamed ``blocks`` stay a stream, ``fn`` applied as they are made; blocks made by
+    :func:`streamed_document` keep their marks (``fn`` gives a heading's mark to what it makes
+    of the heading), so sections too large to hold are still read again from their heading.
+    """
+    blocks = normalized.blocks
+    if type(blocks) is not StreamedChildren:
+        mapped: Sequence[Node] | StreamedChildren = tuple(fn(b) for b in blocks)
+    else:
+        passes = getattr(blocks._make, "__self__", None)
+        if type(passes) is _Passes:
+            mapped = StreamedChildren(_Passes(_mapped_pairs, (passes, fn), passes.resumable).blocks)
+        else:
+            mapped = StreamedChildren(map, fn, blocks)
+    return NormalizedDocument(
+        text=normalized.text, blocks=mapped, content_format=normalized.content_format,
+        verbatim=normalized.verbatim, diagnostics=normalized.diagnostics,
+    )
+
+
+def _mapped_pairs(
+    passes: _Passes, fn: Callable[[Node], Node], notes: list[str], resume: object
+) -> Iterator[tuple[object, Node]]:
+    for mark, block in passes.marked() if resume is None else passes.resumed(resume):
+        yield mark, fn(block)
 
 
 #: The most nodes (blocks and sections, counted at the levels sectioning builds: a block's own
