@@ -402,94 +402,82 @@ def _mapped_pairs(
 HELD_SECTION_NODES = 1 << 13
 
 
-class _Pushback:
-    """An iterator of ``(mark, block)`` pairs that can take one pair back."""
-
-    __slots__ = ("_pairs", "_back")
-
-    def __init__(self, pairs: Iterator[tuple[object, Node]]) -> None:
-        self._pairs = pairs
-        self._back: tuple[object, Node] | None = None
-
-    def __iter__(self) -> "_Pushback":
-        return self
-
-    def __next__(self) -> tuple[object, Node]:
-        back = self._back
-        if back is not None:
-            self._back = None
-            return back
-        return next(self._pairs)
-
-    def push(self, pair: tuple[object, Node]) -> None:
-        self._back = pair
-
-
 def _stream_sections(passes: _Passes) -> Iterator[Node]:
     """:func:`iter_sections` of resumable passes, holding no section of more than
     :data:`HELD_SECTION_NODES` nodes (see :func:`_section_of`)."""
-    for node, _ in _items(_Pushback(passes.marked()), passes, -1):
-        yield node
+    pairs = passes.marked()
+    return _nodes_after(pairs, next(pairs, None), passes, -1)
 
 
-def _items(pairs: _Pushback, passes: _Passes, level: int) -> Iterator[tuple[Node, int]]:
-    """The nodes of a section whose heading has ``level`` (-1: the root), after its heading, with
-    how many nodes each holds: blocks, and sections for the headings deeper than ``level``, up
-    to (not taking) the next heading of ``level`` or a higher one."""
-    for mark, block in pairs:
+def _nodes_after(
+    pairs: Iterator[tuple[object, Node]], pair: tuple[object, Node] | None, passes: _Passes, level: int
+) -> Iterator[Node]:
+    """The nodes of a section whose heading has ``level`` (-1: the root), from ``pair`` (the first
+    pair after the heading) on: blocks, and a section for each heading deeper than ``level``, up
+    to the next heading of ``level`` or a higher one."""
+    while pair is not None:
+        block = pair[1]
         if block.kind == "heading":
             if block.level <= level:
-                pairs.push((mark, block))
                 return
-            yield _section_of(mark, block, pairs, passes)
+            node, _, pair = _section_of(pair[0], block, pairs, passes)
+            yield node
         else:
-            yield block, 1
+            yield block
+            pair = next(pairs, None)
 
 
-def _section_of(mark: object, heading: Node, pairs: _Pushback, passes: _Passes) -> tuple[Node, int]:
-    """The section ``heading`` opens, its blocks read from ``pairs``, and how many nodes it holds.
+def _section_of(
+    mark: object, heading: Node, pairs: Iterator[tuple[object, Node]], passes: _Passes
+) -> tuple[Node, int, tuple[object, Node] | None]:
+    """The section ``heading`` opens, its blocks read from ``pairs``; how many nodes it holds; and
+    the pair after it (``None`` at the end).
 
     Its children are a tuple while they hold at most :data:`HELD_SECTION_NODES` nodes; past that
     they are dropped, the rest of the section is read through only to find its end, and its
     children are a :class:`StreamedChildren` that resumes the blocks at ``mark`` (the heading)
-    on each iteration, nesting them the same way (one node then).
+    on each iteration, nesting them the same way (it holds one node then).
     """
-    children: list[Node] | None = [heading]
+    level = heading.level
+    children = [heading]
     held = 1
-    end = heading.end
-    items = _items(pairs, passes, heading.level)
-    for node, size in items:
-        children.append(node)  # type: ignore[union-attr]
-        end = node.end
+    pair = next(pairs, None)
+    while pair is not None:
+        block = pair[1]
+        if block.kind == "heading":
+            if block.level <= level:
+                break
+            node, size, pair = _section_of(pair[0], block, pairs, passes)
+        else:
+            node, size = block, 1
+            pair = next(pairs, None)
+        children.append(node)
         held += size
         if held > HELD_SECTION_NODES:
-            children = None
-            break
-    if children is not None:
-        section = Node("section", heading.start, end, tuple(children), level=heading.level,
-                       title=heading.title, page_no=heading.page_no)
-        return section, held
-    del items
-    for pair in pairs:
-        block = pair[1]
-        if block.kind == "heading" and block.level <= heading.level:
-            pairs.push(pair)
-            break
-        end = block.end
-    children_again = StreamedChildren(_resumed_section, passes, mark, heading.level)
-    return Node("section", heading.start, end, children_again, level=heading.level,
-                title=heading.title, page_no=heading.page_no), 1
+            del children
+            end = node.end
+            while pair is not None:
+                block = pair[1]
+                if block.kind == "heading" and block.level <= level:
+                    break
+                end = block.end
+                pair = next(pairs, None)
+            streamed = StreamedChildren(_resumed_section, passes, mark, level)
+            return Node("section", heading.start, end, streamed, level=level, title=heading.title,
+                        page_no=heading.page_no), 1, pair
+    section = Node("section", heading.start, children[-1].end, tuple(children), level=level,
+                   title=heading.title, page_no=heading.page_no)
+    return section, held, pair
 
 
 def _resumed_section(passes: _Passes, mark: object, level: int) -> Iterator[Node]:
     """The children of a section too large to hold: its heading, then its nodes, read from ``mark``."""
-    pairs = _Pushback(passes.resumed(mark))
-    for pair in pairs:
-        if pair[1].kind == "heading":
-            yield pair[1]
+    pairs = passes.resumed(mark)
+    for _, block in pairs:
+        if block.kind == "heading":
+            yield block
             break
-    for node, _ in _items(pairs, passes, level):
-        yield node
+    yield from _nodes_after(pairs, next(pairs, None), passes, level)
 
 
 def check_blocks(normalized: NormalizedDocument) -> None:

@@ -153,8 +153,8 @@ def _large_blocks(content: str, notes: list[str], resume: tuple | None) -> Itera
     scanner = _Scanner(_Column(pages, 0), _Column(pages, 1), _Column(pages, 2), pages.count, stream=True)
     first = 0
     if resume is not None:
-        first, styles, scanner.simple_table_failure = resume
-        scanner.styles = dict(styles)
+        first, scanner.styles_met, scanner.simple_table_failure = resume
+        scanner.styles = dict(scanner.styles_met)
     for node in scanner.iter_blocks(first, scanner.count, 0, 0, 0, False):
         yield (scanner.top_mark if node.kind == "heading" else None), node
     notes.extend(scanner.diagnostics())
@@ -296,6 +296,7 @@ class _Scanner:
         # (indentation, top border line, where its scan stopped) of the last simple table that had
         # no bottom border: a later top border inside that range cannot have one either.
         self.simple_table_failure = (-1, -1, -1)
+        self.styles_met: tuple = ()  # ``styles`` as a tuple of items (a mark holds it)
         self.top_mark: tuple | None = None  # (line, styles, simple-table memo) where the last top-level block started
 
     def diagnostics(self) -> tuple[str, ...]:
@@ -478,7 +479,7 @@ class _Scanner:
                 continue
             if not nesting:
                 # A top-level block starts here: what a scan resumed here needs (see _large_blocks).
-                self.top_mark = (i, tuple(self.styles.items()), self.simple_table_failure)
+                self.top_mark = (i, self.styles_met, self.simple_table_failure)
             node, i, literal = self.block_at(i, hi, depth, nesting)
             yield node
 
@@ -571,7 +572,10 @@ class _Scanner:
 
     def heading(self, first: int, stop: int, title: str, char: str, overline: bool) -> Node:
         style = (char, overline)
-        level = self.styles.setdefault(style, len(self.styles) + 1)
+        level = self.styles.get(style)
+        if level is None:
+            level = self.styles[style] = len(self.styles) + 1
+            self.styles_met = tuple(self.styles.items())
         if level > _MAX_LEVEL:
             self.capped_levels += 1
             level = _MAX_LEVEL
