@@ -31,6 +31,11 @@ Node kinds and what their fields mean:
 ``document``      the root: blocks before the first heading, then the top-level sections
 ================  ===================================================================================
 
+Long documents: a normalizer may give ``blocks`` as a :class:`StreamedChildren` (made again on
+every pass; see :func:`streamed_document`), so that their number never sets the memory; the
+section tree is then a stream too (:func:`iter_sections`), and with blocks that can be read
+again from a heading, no section holds more than :data:`HELD_SECTION_NODES` nodes.
+
 Invariants a normalizer must keep (checked by :func:`check_blocks`): blocks are in order and do not
 overlap; every child lies inside its parent, children in order and not overlapping; every interval
 is non-empty and inside ``[0, len(text)]``. Whitespace between blocks belongs to no block.

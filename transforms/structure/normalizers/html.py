@@ -65,7 +65,9 @@ text before it; the ``<title>`` heading is put first at the end, when no ``h1`` 
 top-level list is written an item at a time, a table when it ends (its widest row sets the
 width; rows are kept packed, a string per 1,024 rows); their nodes are kept as integers (12 bytes
 an item or row) and, when the block's rendering is over :data:`STREAM_BLOCK_CHARS`, given as
-:class:`~transforms.structure.tree.StreamedChildren`. Still whole: a list or table inside a
+:class:`~transforms.structure.tree.StreamedChildren`. The top-level blocks are kept so too (a
+top-level heading's title read back from its line of the rendering) and given as a
+``StreamedChildren`` that makes them again from those records on every pass. Still whole: a list or table inside a
 block quote or list item, an element that is not a container (a huge ``p`` or ``pre``), the
 rest of a page after a missing ``</table>`` (moved out of the table, so held until it ends).
 A page the windows cannot read (the parser refuses it or stops early, or a control character
@@ -1261,7 +1263,9 @@ def normalize_html(content: str) -> NormalizedDocument:
 
     Returns:
         A non-verbatim :class:`NormalizedDocument` whose ``text`` is the Markdown rendering;
-        intervals in code points of that rendering.
+        intervals in code points of that rendering. For a page read in windows its ``blocks``
+        are a :class:`~transforms.structure.tree.StreamedChildren` (made from compact records on
+        every pass; a heading's mark is its record's index, see ``tree.streamed_document``).
 
     Raises:
         NormalizationError: ``unreadable_html`` when the parser stops before the end of the page.
