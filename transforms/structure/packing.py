@@ -34,9 +34,10 @@ Counting, linear in the document
     held whole. The root's children (and a section's, when the normalizer gives them as a
     ``StreamedChildren``: a long document's top-level blocks, a section too large to hold) are
     read as a stream too, one top-level section, or :data:`_SECTION_BATCH` subsections, at a
-    time; heading paths are remembered only for the latest few (a path holds its sections). A block that is split reads its children as a stream, once, in order (a list's
-    items, a table's rows, a quote's blocks; a code block's lines and a block's paragraphs are
-    found in its text the same way), and packs them ``_TILE_BATCH`` tiles at a time: a huge
+    time; heading paths are remembered only for the latest few (a path holds its sections).
+    A block that is split reads its children as a stream, once, in order (a list's items, a
+    table's rows, a quote's blocks; a code block's lines and a block's paragraphs are found in
+    its text the same way), and packs them ``_TILE_BATCH`` tiles at a time: a huge
     list or table whose children are a ``StreamedChildren`` (re-made on each iteration, never
     all held) is never held whole either, and a batch's end changes no cut. For tiktoken's
     cl100k_base and for UTF-8 bytes, a slice that starts and ends at line starts followed by
