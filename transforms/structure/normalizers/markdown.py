@@ -820,7 +820,7 @@ def _list_windows(source: str, start: int, size: int, line_starts: LineStarts, c
     """
     n = len(source)
     kind = None
-    window = size
+    window = _window_for_items(source, start, size)
     prefix = f"{loose}\n\n" if loose else ""
     while True:
         end = _window_end(source, start, window)
@@ -873,7 +873,43 @@ def _list_windows(source: str, start: int, size: int, line_starts: LineStarts, c
         yield converted, list_end, first, pos
         if ended:
             return
-        start, window = next_start, size
+        start, window = next_start, _window_for_items(source, next_start, size)
+
+
+#: The line of a list item: its indentation, then its marker (a bullet, or a number and its delimiter).
+_ITEM_LINE = re.compile(r"([ \t]*+)([-+*]|\d{1,9}([.)]))(?=[ \t\r\n]|\Z)")
+
+
+def _window_for_items(source: str, start: int, size: int) -> int:
+    """The size :func:`_list_windows` first parses a window from ``start`` (an item's line) with:
+    ``size``, doubled while the window would not reach the line of the third item after the
+    first, or of the last one when there are fewer (up to :data:`MAX_WINDOW_CHARS`).
+
+    A window must hold three items to keep one; a list whose items are longer than a window
+    would otherwise be parsed at every doubling (a table of contents of 800 KB items: about six
+    parses of each window). Items are looked for as lines with the first item's indentation and
+    marker, without parsing: a line so found that is no item (one in a fenced code block) or an
+    item so missed (one indented otherwise) only makes the first window smaller or larger than
+    needed; the parse still decides, and doubles further if needed. Window sizes stay ``size``
+    times a power of two, as the doubling alone makes them.
+    """
+    first = _ITEM_LINE.match(source, start)
+    if first is None:
+        return size
+    indent, marker, delimiter = first.groups()
+    marker_pattern = re.escape(marker) if delimiter is None else r"\d{1,9}" + re.escape(delimiter)
+    item = re.compile(r"(?:\r\n?|\n)%s%s(?=[ \t\r\n]|\Z)" % (re.escape(indent), marker_pattern))
+    found = list(islice(item.finditer(source, first.end(), start + MAX_WINDOW_CHARS), 3))
+    if not found:
+        return size
+    # (With fewer than three items found the list may end sooner: the window reaches the last one.)
+    target = found[-1].start()
+    # The window's bounds on code points and lines (see _window_end), to reach that line.
+    reach, lines = target + 1 - start, count_line_breaks(source, start, target) + 1
+    window = size
+    while window < MAX_WINDOW_CHARS and (window < reach or WINDOW_LINES * window // WINDOW_CHARS < lines):
+        window *= 2
+    return window
 
 
 def _is_loose(parsed, pos: _Positions, source: str, item: str) -> bool:
@@ -887,7 +923,11 @@ def _is_loose(parsed, pos: _Positions, source: str, item: str) -> bool:
     """
     if any(child.name == "paragraph" for entry in parsed.children for child in entry.children):
         return True
-    if _BLANK_LINE.search(source, pos.offset, pos.limit) is None:
+    # Only a blank line before the list's last text can make it loose (not those after it).
+    stop = pos.interval(parsed.srcmap)[1]
+    while stop > pos.offset and source[stop - 1] in " \t\r\n":
+        stop -= 1
+    if _BLANK_LINE.search(source, pos.offset, stop) is None:
         return False
     nodes = _parser(front_matter=False).tree(f"{item}\n{source[pos.offset:pos.limit]}").children
     probe = nodes[0].children[0] if nodes and nodes[0].children else None
