@@ -245,22 +245,24 @@ def test_a_long_table_of_chinese_rows_behind_a_long_header_is_read_at_the_defaul
     assert len(rows) == 9217 and text[rows[-1].start:rows[-1].end] == "| 数据9215 | 值 |"
 
 
-def test_a_list_of_items_longer_than_a_stream_window_is_parsed_about_once_a_reading(monkeypatch):
+@pytest.mark.parametrize("odd_indent", ["", " "])
+def test_a_list_of_items_longer_than_a_stream_window_is_parsed_about_once_a_reading(monkeypatch, odd_indent):
     """A window of a streamed list must hold three items to keep one; it used to double from the
     stream window's size, parsing again at every doubling (the corpus's 1 MB table of contents,
     whose items are up to 800 KB, was parsed about 20 times over). The first window is now
-    sized to reach the third item's line, found by its indentation and marker: each window is
-    parsed about once a reading (one to find the list's end, one to stream its items).
-    Blocks are a whole parse's."""
+    sized to reach the third item's line, found by its marker indented less than the item's
+    content (siblings need not be indented alike): each window is parsed about once a reading
+    (one to find the list's end, one to stream its items). Blocks are a whole parse's."""
     text = "# T\n\n" + "".join(
-        f"- item {k}\n" + "".join(f"  - sub {k}.{j}\n" for j in range(200)) for k in range(8)
+        (odd_indent if k % 2 else "") + f"- item {k}\n" + "".join(f"    - sub {k}.{j}\n" for j in range(200))
+        for k in range(8)
     ) + "\nAfter.\n"
     whole, texts = _parsed_texts(monkeypatch, text, WINDOW_CHARS=2000, STREAM_WINDOW_CHARS=400)
     assert [kind for kind, *_ in whole] == ["heading", "list", "paragraph"] and len(whole[1][-1]) == 8
-    windows = Counter(t[: t.index("\n")] for t in texts if t.startswith("- item"))
+    windows = Counter(t[: t.index("\n")].strip() for t in texts if t.lstrip(" ").startswith("- item"))
     assert len(windows) >= 3
-    # (Doubling from 400 code points, each window was parsed 10 times: 5 doublings, two readings.)
-    assert max(windows.values()) <= 4
+    # (Doubling from 400 code points, each window was parsed 10 to 15 times: 5 doublings, two readings.)
+    assert max(windows.values()) <= 6
     assert sum(map(len, texts)) <= 4 * len(text)
 
 

@@ -877,7 +877,7 @@ def _list_windows(source: str, start: int, size: int, line_starts: LineStarts, c
 
 
 #: The line of a list item: its indentation, then its marker (a bullet, or a number and its delimiter).
-_ITEM_LINE = re.compile(r"([ \t]*+)([-+*]|\d{1,9}([.)]))(?=[ \t\r\n]|\Z)")
+_ITEM_LINE = re.compile(r"([ \t]*+)([-+*]|\d{1,9}([.)]))([ \t]*+)(?=[\r\n]|\Z|(?<=[ \t]))")
 
 
 def _window_for_items(source: str, start: int, size: int) -> int:
@@ -887,18 +887,26 @@ def _window_for_items(source: str, start: int, size: int) -> int:
 
     A window must hold three items to keep one; a list whose items are longer than a window
     would otherwise be parsed at every doubling (a table of contents of 800 KB items: about six
-    parses of each window). Items are looked for as lines with the first item's indentation and
-    marker, without parsing: a line so found that is no item (one in a fenced code block) or an
-    item so missed (one indented otherwise) only makes the first window smaller or larger than
+    parses of each window). Items are looked for without parsing, as lines with the first item's
+    marker indented less than its content (CommonMark: a sibling's marker, where a more indented
+    one opens a nested list): a line so found that is no item (one in a fenced code block) or an
+    item so missed (one indented with a tab) only makes the first window smaller or larger than
     needed; the parse still decides, and doubles further if needed. Window sizes stay ``size``
     times a power of two, as the doubling alone makes them.
     """
     first = _ITEM_LINE.match(source, start)
     if first is None:
         return size
-    indent, marker, delimiter = first.groups()
+    indent, marker, delimiter, spaces = first.groups()
     marker_pattern = re.escape(marker) if delimiter is None else r"\d{1,9}" + re.escape(delimiter)
-    item = re.compile(r"(?:\r\n?|\n)%s%s(?=[ \t\r\n]|\Z)" % (re.escape(indent), marker_pattern))
+    if "\t" in indent or "\t" in spaces:
+        # (columns of tabs depend on where they stand: the first item's own indentation only)
+        item = re.compile(r"(?:\r\n?|\n)%s%s(?=[ \t\r\n]|\Z)" % (re.escape(indent), marker_pattern))
+    else:
+        # The item's content starts after its marker and one to four spaces (one when it has more,
+        # or none: the item is blank or its content is indented code).
+        content = len(indent) + len(marker) + (len(spaces) if 1 <= len(spaces) <= 4 else 1)
+        item = re.compile(r"(?:\r\n?|\n) {0,%d}%s(?=[ \t\r\n]|\Z)" % (content - 1, marker_pattern))
     found = list(islice(item.finditer(source, first.end(), start + MAX_WINDOW_CHARS), 3))
     if not found:
         return size
