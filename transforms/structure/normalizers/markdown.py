@@ -808,8 +808,9 @@ def _list_windows(source: str, start: int, size: int, line_starts: LineStarts, c
     item's line. From an item's line the parser reads the same items as from the list's start:
     an item's extent depends on its own lines and those after it. The list ends where the
     window's parse shows another block after it (another list when the bullet character or the
-    ordered delimiter changes) or at the end of the text. A window holding fewer than three
-    items doubles until it holds three (a single item of more than a window is parsed whole).
+    ordered delimiter changes) or at the end of the text. A window's first size is made to reach
+    its third item (:func:`_window_for_items`); a window holding fewer than three items doubles
+    until it holds three (a single item of more than a window is parsed whole).
 
     One thing a window does not see is whether the whole list is loose (CommonMark: a blank line
     between two of its items, or between two blocks of one), which decides whether an item's
