@@ -338,6 +338,38 @@ def _check_filesystem(flag: str, path: str) -> None:
         raise OptionError(f"{flag} {path}: no Beam filesystem for this path ({_one_line(err, 120)})") from None
 
 
+def _check_reachable(flag: str, path: str) -> None:
+    """A gs:// path's service must answer a TCP connection within 5 s: otherwise Beam's GCS client
+    retries for minutes (credentials, then listing) before failing. Other schemes are left to Beam."""
+    import socket
+    import threading
+    from urllib.parse import urlsplit
+
+    if not path.startswith("gs://"):
+        return
+    endpoint = os.environ.get("STORAGE_EMULATOR_HOST")
+    if endpoint:
+        url = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
+        host, port = url.hostname or "localhost", url.port or (443 if url.scheme == "https" else 80)
+    else:
+        host, port = "storage.googleapis.com", 443
+    outcome: list[BaseException | None] = []
+
+    def connect() -> None:  # in a thread: name resolution has no timeout of its own
+        try:
+            socket.create_connection((host, port), timeout=5).close()
+            outcome.append(None)
+        except OSError as err:
+            outcome.append(err)
+
+    thread = threading.Thread(target=connect, daemon=True)
+    thread.start()
+    thread.join(6)
+    if not outcome or outcome[0] is not None:
+        why = _one_line(outcome[0]) if outcome else "no answer in 5 s"
+        raise OptionError(f"{flag} {path}: cannot reach Cloud Storage at {host}:{port} ({why})")
+
+
 def _check_output_name(output: str) -> None:
     """Beam's file sinks find their own temporary files by pattern (a folder "out [1]" failed the
     job at its very end), and a later run could not take such an output as --previous."""
@@ -593,6 +625,11 @@ def parse_job(argv: Sequence[str]) -> Job:
     column_map = _parse_column_map(job_opts.column_map)
     max_document_chars = _max_document_chars(job_opts.max_document_chars)
     progress_seconds = _progress_seconds(job_opts.progress_seconds)
+    # A gs:// path whose service does not answer: one line in 5 s, not minutes of Beam's retries.
+    for flag, path in (("--input", job_opts.input), ("--output", job_opts.output), ("--previous", job_opts.previous),
+                       ("--config", job_opts.config), ("--tokenizer", (job_opts.tokenizer or "").partition(":")[2])):
+        if path:
+            _check_reachable(flag, path)
     spec, tokenizer = _load_spec(job_opts)
     # The runner's own options first: they need no filesystem, and listing gs:// without them
     # (no project, no credentials) can take minutes.

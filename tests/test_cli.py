@@ -87,6 +87,10 @@ def test_missing_input_and_output(capsys, tmp_path, docs):
          "routes[0].when.content_format: 'pdf' is not one of"),
         ("chunkers: {p: {type: TokenTextSplitter}}\nmax_tokens: -3", "max_tokens must be a positive integer, got -3"),
         ("chunkers: {p: {type: TokenTextSplitter}}\nrouting: []", "unknown key 'routing'"),
+        ("chunkers: {p: {type: TokenTextSplitter}}\nroutes: [{when: {content_fromat: [text]}, chunker: p}]",
+         "routes[0].when: unknown key 'content_fromat' (keys are content_format, metadata)"),
+        ("chunkers: {p: {type: TokenTextSplitter}}\nroutes: [{when: [text], chunker: p}]",
+         "routes[0].when: must be a mapping with keys among content_format, metadata, got ['text']"),
     ],
 )
 def test_config_mistakes(capsys, tmp_path, docs, config, message):
@@ -281,3 +285,27 @@ def test_a_folder_given_as_input_without_its_slash_says_how(capsys, tmp_path, do
     (folder / "a.parquet").write_bytes(Path(docs).read_bytes())
     line = _error(capsys, ["--input", str(folder), "--output", str(tmp_path / "o")])
     assert line.endswith(f"; for the files in a folder write {folder}/")
+
+
+@pytest.mark.parametrize("flag", ["--input", "--output", "--previous", "--config", "--tokenizer"])
+def test_unreachable_cloud_storage_fails_at_once(capsys, monkeypatch, tmp_path, docs, flag):
+    """A gs:// path with no service to answer: one line within seconds, before the configuration,
+    the tokenizer or the input is read (Beam's GCS client retried for about two minutes, printing
+    its tracebacks, before the listing failed)."""
+    import time
+
+    from tests.conftest import free_ports
+
+    (port,) = free_ports(1)  # nothing listens there
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
+    docs = str(docs)
+    argv = {"--input": ["--input", "gs://bkt/docs/*.parquet", "--output", str(tmp_path / "o")],
+            "--output": ["--input", docs, "--output", "gs://bkt/out"],
+            "--previous": ["--input", docs, "--output", str(tmp_path / "o"), "--previous", "gs://bkt/old"],
+            "--config": ["--input", docs, "--output", str(tmp_path / "o"), "--config", "gs://bkt/job.yaml"],
+            "--tokenizer": ["--input", docs, "--output", str(tmp_path / "o"), "--tokenizer", "hf:gs://bkt/tok"]}[flag]
+    started = time.monotonic()
+    line = _error(capsys, argv)
+    assert f"{flag} gs://bkt/" in line and f"cannot reach Cloud Storage at 127.0.0.1:{port}" in line
+    assert time.monotonic() - started < 30
+    assert not (tmp_path / "o").exists()
