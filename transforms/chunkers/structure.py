@@ -46,7 +46,8 @@ from transforms.tokenizers import Tokenizer
 __all__ = ["HeadingChunker", "StructureAwareChunker"]
 
 #: Bumped whenever the same input and configuration would give other chunks; part of config().
-ENGINE_VERSION = 1
+#: 2: a section whose title repeats its parent's is one heading with it in heading paths.
+ENGINE_VERSION = 2
 _POLICIES = ("split_with_context", "reject")
 _SEMANTIC_MODES = ("heuristic", "refiner")
 _FLATTEN = {"code": "preserve_code_blocks", "table": "preserve_table_rows", "list": "preserve_list_hierarchy"}

@@ -527,7 +527,7 @@ class _Run:
         self.last: PackedChunk | None = None  # the last chunk flushed (a new chunk's overlap starts from it)
         self.last_tiles: list[int] = []  # tile starts of the last flushed chunk (for overlap)
         self.tiles_in_cur: list[int] = []
-        self.titles: dict[int, tuple[tuple[Node, ...], tuple[str, ...]]] = {}
+        self.titles: dict[tuple[int, int], tuple[tuple[Node, ...], tuple[str, ...]]] = {}
 
     def stream(self) -> Iterator[PackedChunk]:
         root = self.normalized.root
@@ -700,11 +700,25 @@ class _Run:
         if cur.page_no is None and node is not None:
             cur.page_no = node.page_no
 
-    def _titles(self, path: tuple[Node, ...]) -> tuple[str, ...]:
+    def _titles(self, path: tuple[Node, ...], displayed: int = 0) -> tuple[str, ...]:
+        """The heading path of ``path`` without its ``displayed`` innermost sections (their
+        heading line is in the chunk's text).
+
+        A section whose title repeats its parent's is one heading with it (an HTML page's
+        ``<title>`` and its first ``h2``, a Markdown ``# A`` over ``## A``): its title is given
+        once, and not at all when the inner one's heading line is displayed.
+        """
         # Keyed by the path object itself (held in the value, so its id is never reused).
-        known = self.titles.get(id(path))
+        key = (id(path), displayed)
+        known = self.titles.get(key)
         if known is None:
-            known = self.titles[id(path)] = (path, tuple(n.title for n in path if n.title))
+            shown = len(path) - displayed
+            while 0 < shown < len(path) and path[shown - 1].title == path[shown].title:
+                shown -= 1
+            titles = tuple(
+                n.title for i, n in enumerate(path[:shown]) if n.title and (i == 0 or n.title != path[i - 1].title)
+            )
+            known = self.titles[key] = (path, titles)
         return known[1]
 
     def _open(
@@ -729,7 +743,7 @@ class _Run:
         chunk (1 when it starts with a heading line). Outer titles are dropped from the prefix,
         outermost first, when ``allow_dropping`` and that makes it fit.
         """
-        titles = self._titles(path[: len(path) - displayed]) if self.p.include_heading_path else ()
+        titles = self._titles(path, displayed) if self.p.include_heading_path else ()
         section = node is not None and node.kind == "section"
         for dropped in range(len(titles) + 1 if allow_dropping else 1):
             cur = _Open(
@@ -1094,9 +1108,10 @@ class _Run:
         if cur is not None and cur.has_body:
             self._flush()
             cur = None
-        def path_titles(shown: tuple[Node, ...]) -> tuple[tuple[str, ...], int]:
-            """The prefix for ``shown``, outer titles dropped until it takes at most half the budget."""
-            titles = self._titles(shown) if self.p.include_heading_path else ()
+        def path_titles(displayed: int) -> tuple[tuple[str, ...], int]:
+            """The prefix for ``path`` without its ``displayed`` innermost sections, outer titles
+            dropped until it takes at most half the budget."""
+            titles = self._titles(path, displayed) if self.p.include_heading_path else ()
             dropped = 0
             while titles and counter.prefix(titles) > self.p.max_tokens // 2:
                 titles, dropped = titles[1:], dropped + 1
@@ -1105,7 +1120,7 @@ class _Run:
         # A heading's own title is in the text of its first part only (that part starts with
         # the heading line); its later parts carry the title in the prefix like any block's.
         heading = _own_heading(node, path)
-        titles, dropped = path_titles(path[:-1] if heading else path)
+        titles, dropped = path_titles(1 if heading else 0)
         if context is not None and counter.context(context) + counter.prefix(titles) > self.p.max_tokens // 2:
             context, context_kind = None, None
         position = start
@@ -1170,7 +1185,7 @@ class _Run:
                 yield from self._release()
             position = cut
             if first and heading:
-                titles, dropped = path_titles(path)
+                titles, dropped = path_titles(0)
             first = False
 
     def _cut_candidates(self, start: int, end: int) -> list["_Candidates"]:
