@@ -75,6 +75,15 @@ def test_heading_chunker_whole_sections_with_their_ancestors():
     assert all(c.metadata["source"] == "test" for c in chunks)
 
 
+def test_heading_chunker_names_a_title_its_subsection_repeats_once():
+    chunks = _chunks(HeadingChunker(), "# A\n\nintro\n\n## A\n\nbody\n\n### B\n\nmore\n")
+    assert [(c.text, c.headings) for c in chunks] == [
+        ("# A\n\nintro\n\n", ("A",)),
+        ("# A\n\n## A\n\nbody\n\n", ("A",)),
+        ("# A\n\n## A\n\n### B\n\nmore\n", ("A", "B")),
+    ]
+
+
 def test_heading_chunker_crlf_and_unclosed_fence():
     chunks = _chunks(HeadingChunker(), "# T\r\n\r\nx\r\n\r\n```\r\n# inside\r\nrest\r\n")
     assert [(c.text, c.headings) for c in chunks] == [("# T\r\n\r\nx\r\n\r\n```\r\n# inside\r\nrest\r\n", ("T",))]
