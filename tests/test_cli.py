@@ -287,7 +287,7 @@ def test_a_folder_given_as_input_without_its_slash_says_how(capsys, tmp_path, do
     assert line.endswith(f"; for the files in a folder write {folder}/")
 
 
-@pytest.mark.parametrize("flag", ["--input", "--output", "--previous", "--config", "--tokenizer"])
+@pytest.mark.parametrize("flag", ["--input", "--output", "--previous", "--config", "--tokenizer", "tokenizer"])
 def test_unreachable_cloud_storage_fails_at_once(capsys, monkeypatch, tmp_path, docs, flag):
     """A gs:// path with no service to answer: one line within seconds, before the configuration,
     the tokenizer or the input is read (Beam's GCS client retried for about two minutes, printing
@@ -303,9 +303,22 @@ def test_unreachable_cloud_storage_fails_at_once(capsys, monkeypatch, tmp_path, 
             "--output": ["--input", docs, "--output", "gs://bkt/out"],
             "--previous": ["--input", docs, "--output", str(tmp_path / "o"), "--previous", "gs://bkt/old"],
             "--config": ["--input", docs, "--output", str(tmp_path / "o"), "--config", "gs://bkt/job.yaml"],
-            "--tokenizer": ["--input", docs, "--output", str(tmp_path / "o"), "--tokenizer", "hf:gs://bkt/tok"]}[flag]
+            "--tokenizer": ["--input", docs, "--output", str(tmp_path / "o"), "--tokenizer", "hf:gs://bkt/tok"],
+            # (the tokenizer named in the configuration file is checked too)
+            "tokenizer": ["--input", docs, "--output", str(tmp_path / "o"), "--config",
+                          _write(tmp_path / "c.yaml", "tokenizer: hf:gs://bkt/tok\nchunkers: {p: {type: TokenTextSplitter}}\n"
+                                                      "default: p\n")]}[flag]
     started = time.monotonic()
     line = _error(capsys, argv)
-    assert f"{flag} gs://bkt/" in line and f"cannot reach Cloud Storage at 127.0.0.1:{port}" in line
+    named = {"--tokenizer": "--tokenizer hf:gs://bkt/", "tokenizer": "c.yaml: tokenizer hf:gs://bkt/"}.get(flag, f"{flag} gs://bkt/")
+    assert named in line and f"cannot reach Cloud Storage at 127.0.0.1:{port}" in line
     assert time.monotonic() - started < 30
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("endpoint", ["https://x:notaport", "localhost:99999", "http://[::1"])
+def test_a_malformed_emulator_endpoint_is_one_option_error(capsys, monkeypatch, tmp_path, endpoint):
+    """(s11-hostile) urlsplit's ValueError was a traceback with exit status 1."""
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", endpoint)
+    line = _error(capsys, ["--input", "gs://b/x", "--output", str(tmp_path / "o")])
+    assert f"--input gs://b/x: STORAGE_EMULATOR_HOST={endpoint!r} is not a host and port" in line

@@ -84,6 +84,16 @@ def test_heading_chunker_names_a_title_its_subsection_repeats_once():
     ]
 
 
+@pytest.mark.parametrize("text", ["# A\n\n##\n\n### A\n\nbody text\n", "# A\n\n## \n\n### A\n\nbody text\n"])
+def test_a_title_repeated_across_an_untitled_section_is_named_once(text):
+    """(s11-hostile) The repeat is of the nearest title kept, not of the parent node: an empty
+    heading between two "A" left ('A', 'A') in headings and prefix."""
+    chunks = _chunks(HeadingChunker(), text)
+    assert [c.headings for c in chunks] == [("A",)]
+    chunks = _chunks(_bytes(max_tokens=24, target_tokens=20), text)
+    assert [(c.headings, c.metadata["structure"]["prefix"]) for c in chunks] == [(("A",), []), (("A",), ["A"])]
+
+
 def test_heading_chunker_crlf_and_unclosed_fence():
     chunks = _chunks(HeadingChunker(), "# T\r\n\r\nx\r\n\r\n```\r\n# inside\r\nrest\r\n")
     assert [(c.text, c.headings) for c in chunks] == [("# T\r\n\r\nx\r\n\r\n```\r\n# inside\r\nrest\r\n", ("T",))]

@@ -38,6 +38,7 @@ from transforms.structure.packing import (
     Lines,
     PackedChunk,
     Packer,
+    distinct_titles,
     heading_prefix,
 )
 from transforms.structure.tree import Node, NormalizationError, NormalizedDocument, StreamedChildren
@@ -531,10 +532,7 @@ def _heading_chunks(normalized: NormalizedDocument) -> Iterator[PackedChunk]:
         context = tuple(h for _, h in path if h[1] <= start)
         yield PackedChunk(
             spans=context + ((start, end),),
-            # (a section whose title repeats its parent's is one heading with it, as in the packer)
-            headings=tuple(
-                n.title for i, (n, _) in enumerate(path) if n.title and (i == 0 or n.title != path[i - 1][0].title)
-            ),
+            headings=distinct_titles([n for n, _ in path]),  # (as the packer names them)
             prefix=(),
             prefix_dropped=0,
             page_no=next((n.page_no for n, _ in reversed(path) if n.page_no is not None), None),

@@ -58,13 +58,14 @@ import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from itertools import chain, islice
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from transforms.structure.tree import LINE_BREAK, LineStarts, Node, NormalizedDocument
 from transforms.tokenizers import Tokenizer
 
 __all__ = [
-    "EMBEDDING_TEXT_VERSION", "Lines", "PackedChunk", "Packer", "build_embedding_text", "heading_prefix",
+    "EMBEDDING_TEXT_VERSION", "Lines", "PackedChunk", "Packer", "build_embedding_text", "distinct_titles",
+    "heading_prefix",
 ]
 
 #: Marks metadata whose ``structure.prefix`` :func:`build_embedding_text` puts before the text.
@@ -100,6 +101,16 @@ def _own_heading(node: Node | None, path: tuple[Node, ...]) -> bool:
     A heading inside a block quote or a list item is that block's text, not a section's title.
     """
     return node is not None and node.kind == "heading" and bool(path) and path[-1].children[0] is node
+
+
+def distinct_titles(path: Sequence[Node]) -> tuple[str, ...]:
+    """The titles of ``path``'s sections, outermost first, leaving out empty titles and a title
+    that repeats the one kept before it (a section repeating its parent's title is one heading)."""
+    titles: list[str] = []
+    for node in path:
+        if node.title and (not titles or node.title != titles[-1]):
+            titles.append(node.title)
+    return tuple(titles)
 
 
 def _headings_in(section: Node) -> int:
@@ -704,20 +715,19 @@ class _Run:
         """The heading path of ``path`` without its ``displayed`` innermost sections (their
         heading line is in the chunk's text).
 
-        A section whose title repeats its parent's is one heading with it (an HTML page's
-        ``<title>`` and its first ``h2``, a Markdown ``# A`` over ``## A``): its title is given
-        once, and not at all when the inner one's heading line is displayed.
+        A section whose title repeats the nearest title above it (sections without a title
+        between them are passed over) is one heading with it (an HTML page's ``<title>`` and its
+        first ``h2``, a Markdown ``# A`` over ``## A``): its title is given once, and not at all
+        when the inner one's heading line is displayed.
         """
         # Keyed by the path object itself (held in the value, so its id is never reused).
         key = (id(path), displayed)
         known = self.titles.get(key)
         if known is None:
             shown = len(path) - displayed
-            while 0 < shown < len(path) and path[shown - 1].title == path[shown].title:
-                shown -= 1
-            titles = tuple(
-                n.title for i, n in enumerate(path[:shown]) if n.title and (i == 0 or n.title != path[i - 1].title)
-            )
+            titles = distinct_titles(path[:shown])
+            if displayed and titles and titles[-1] == next((n.title for n in path[shown:] if n.title), None):
+                titles = titles[:-1]  # (the displayed heading line says it)
             known = self.titles[key] = (path, titles)
         return known[1]
 
