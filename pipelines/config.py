@@ -204,8 +204,11 @@ def _resolve_route(where: str, rule: Any, chunkers: Mapping[str, Any]) -> dict[s
     if not isinstance(rule["chunker"], str) or rule["chunker"] not in chunkers:
         raise ConfigError(f"{where}: names chunker {rule['chunker']!r}, not one of {sorted(chunkers)}")
     when = rule.get("when") or {}
-    if not isinstance(when, dict) or set(when) - _WHEN_KEYS:
-        raise ConfigError(f"{where}.when: must be a mapping with keys among content_format, metadata")
+    if not isinstance(when, dict):
+        raise ConfigError(f"{where}.when: must be a mapping with keys among content_format, metadata, got {when!r}")
+    unknown = sorted(map(str, set(when) - _WHEN_KEYS))
+    if unknown:
+        raise ConfigError(f"{where}.when: unknown key {unknown[0]!r} (keys are content_format, metadata)")
     formats = when.get("content_format") or []
     formats = [formats] if isinstance(formats, str) else formats
     if not isinstance(formats, list):

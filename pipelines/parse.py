@@ -37,6 +37,7 @@ from pipelines.rechunk import (
     RechunkOptions,
     _check_filesystem,
     _check_output_name,
+    _check_reachable,
     _check_runner,
     _one_line,
     _unknown_options,
@@ -129,38 +130,6 @@ def _max_file_seconds(value: str | None) -> float:
     if not 0 < seconds < float("inf"):
         raise OptionError(f"--max-file-seconds must be a positive number of seconds, got {value!r}")
     return seconds
-
-
-def _check_reachable(flag: str, path: str) -> None:
-    """A gs:// path's service must answer a TCP connection within 5 s: otherwise Beam's GCS client
-    retries for minutes (credentials, then listing) before failing. Other schemes are left to Beam."""
-    import socket
-    import threading
-    from urllib.parse import urlsplit
-
-    if not path.startswith("gs://"):
-        return
-    endpoint = os.environ.get("STORAGE_EMULATOR_HOST")
-    if endpoint:
-        url = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
-        host, port = url.hostname or "localhost", url.port or (443 if url.scheme == "https" else 80)
-    else:
-        host, port = "storage.googleapis.com", 443
-    outcome: list[BaseException | None] = []
-
-    def connect() -> None:  # in a thread: name resolution has no timeout of its own
-        try:
-            socket.create_connection((host, port), timeout=5).close()
-            outcome.append(None)
-        except OSError as err:
-            outcome.append(err)
-
-    thread = threading.Thread(target=connect, daemon=True)
-    thread.start()
-    thread.join(6)
-    if not outcome or outcome[0] is not None:
-        why = _one_line(outcome[0]) if outcome else "no answer in 5 s"
-        raise OptionError(f"{flag} {path}: cannot reach Cloud Storage at {host}:{port} ({why})")
 
 
 def _inside_pattern(output: str, pattern: str) -> bool:

@@ -303,6 +303,8 @@ def _load_spec(job_opts: RechunkOptions) -> tuple[dict[str, Any], Any]:
     kind, _, path = spec["tokenizer"].partition(":")
     if kind == "hf" and path and "://" not in path:  # workers load it again, from their own working directory
         spec["tokenizer"] = f"hf:{os.path.abspath(path)}"
+    if kind == "hf":
+        _check_reachable("--tokenizer" if job_opts.tokenizer else f"{where}: tokenizer", path, spec["tokenizer"])
     try:
         # The workers' per-process cache: in-process runners (in_memory) reuse this instance
         # instead of loading the vocabulary a second time (0.4 s for cl100k_base).
@@ -336,6 +338,49 @@ def _check_filesystem(flag: str, path: str) -> None:
         FileSystems.get_filesystem(path)
     except Exception as err:  # ValueError for an unknown scheme
         raise OptionError(f"{flag} {path}: no Beam filesystem for this path ({_one_line(err, 120)})") from None
+
+
+def _check_reachable(flag: str, path: str, shown: str | None = None) -> None:
+    """A gs:// path's service must answer a TCP connection within 5 s: otherwise Beam's GCS client
+    retries for minutes (credentials, then listing) before failing. Other schemes are left to Beam.
+    (A service that accepts the connection and then never answers is not caught here.)
+
+    Raises:
+        OptionError: No answer, or ``STORAGE_EMULATOR_HOST`` is not a ``[scheme://]host[:port]``;
+            the message names ``flag`` and ``shown`` (default ``path``).
+    """
+    import socket
+    import threading
+    from urllib.parse import urlsplit
+
+    if not path.startswith("gs://"):
+        return
+    endpoint = os.environ.get("STORAGE_EMULATOR_HOST")
+    if endpoint:
+        try:
+            url = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
+            host, port = url.hostname or "localhost", url.port or (443 if url.scheme == "https" else 80)
+        except ValueError as err:  # a port that is no number or out of range, a broken IPv6 address
+            raise OptionError(
+                f"{flag} {shown or path}: STORAGE_EMULATOR_HOST={endpoint!r} is not a host and port ({_one_line(err)})"
+            ) from None
+    else:
+        host, port = "storage.googleapis.com", 443
+    outcome: list[BaseException | None] = []
+
+    def connect() -> None:  # in a thread: name resolution has no timeout of its own
+        try:
+            socket.create_connection((host, port), timeout=5).close()
+            outcome.append(None)
+        except OSError as err:
+            outcome.append(err)
+
+    thread = threading.Thread(target=connect, daemon=True)
+    thread.start()
+    thread.join(6)
+    if not outcome or outcome[0] is not None:
+        why = _one_line(outcome[0]) if outcome else "no answer in 5 s"
+        raise OptionError(f"{flag} {shown or path}: cannot reach Cloud Storage at {host}:{port} ({why})")
 
 
 def _check_output_name(output: str) -> None:
@@ -593,6 +638,12 @@ def parse_job(argv: Sequence[str]) -> Job:
     column_map = _parse_column_map(job_opts.column_map)
     max_document_chars = _max_document_chars(job_opts.max_document_chars)
     progress_seconds = _progress_seconds(job_opts.progress_seconds)
+    # A gs:// path whose service does not answer: one line in 5 s, not minutes of Beam's retries
+    # (the tokenizer's, from the flag or the configuration, in _load_spec).
+    for flag, path in (("--input", job_opts.input), ("--output", job_opts.output), ("--previous", job_opts.previous),
+                       ("--config", job_opts.config)):
+        if path:
+            _check_reachable(flag, path)
     spec, tokenizer = _load_spec(job_opts)
     # The runner's own options first: they need no filesystem, and listing gs:// without them
     # (no project, no credentials) can take minutes.

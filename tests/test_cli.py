@@ -87,6 +87,10 @@ def test_missing_input_and_output(capsys, tmp_path, docs):
          "routes[0].when.content_format: 'pdf' is not one of"),
         ("chunkers: {p: {type: TokenTextSplitter}}\nmax_tokens: -3", "max_tokens must be a positive integer, got -3"),
         ("chunkers: {p: {type: TokenTextSplitter}}\nrouting: []", "unknown key 'routing'"),
+        ("chunkers: {p: {type: TokenTextSplitter}}\nroutes: [{when: {content_fromat: [text]}, chunker: p}]",
+         "routes[0].when: unknown key 'content_fromat' (keys are content_format, metadata)"),
+        ("chunkers: {p: {type: TokenTextSplitter}}\nroutes: [{when: [text], chunker: p}]",
+         "routes[0].when: must be a mapping with keys among content_format, metadata, got ['text']"),
     ],
 )
 def test_config_mistakes(capsys, tmp_path, docs, config, message):
@@ -281,3 +285,40 @@ def test_a_folder_given_as_input_without_its_slash_says_how(capsys, tmp_path, do
     (folder / "a.parquet").write_bytes(Path(docs).read_bytes())
     line = _error(capsys, ["--input", str(folder), "--output", str(tmp_path / "o")])
     assert line.endswith(f"; for the files in a folder write {folder}/")
+
+
+@pytest.mark.parametrize("flag", ["--input", "--output", "--previous", "--config", "--tokenizer", "tokenizer"])
+def test_unreachable_cloud_storage_fails_at_once(capsys, monkeypatch, tmp_path, docs, flag):
+    """A gs:// path with no service to answer: one line within seconds, before the configuration,
+    the tokenizer or the input is read (Beam's GCS client retried for about two minutes, printing
+    its tracebacks, before the listing failed)."""
+    import time
+
+    from tests.conftest import free_ports
+
+    (port,) = free_ports(1)  # nothing listens there
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
+    docs = str(docs)
+    argv = {"--input": ["--input", "gs://bkt/docs/*.parquet", "--output", str(tmp_path / "o")],
+            "--output": ["--input", docs, "--output", "gs://bkt/out"],
+            "--previous": ["--input", docs, "--output", str(tmp_path / "o"), "--previous", "gs://bkt/old"],
+            "--config": ["--input", docs, "--output", str(tmp_path / "o"), "--config", "gs://bkt/job.yaml"],
+            "--tokenizer": ["--input", docs, "--output", str(tmp_path / "o"), "--tokenizer", "hf:gs://bkt/tok"],
+            # (the tokenizer named in the configuration file is checked too)
+            "tokenizer": ["--input", docs, "--output", str(tmp_path / "o"), "--config",
+                          _write(tmp_path / "c.yaml", "tokenizer: hf:gs://bkt/tok\nchunkers: {p: {type: TokenTextSplitter}}\n"
+                                                      "default: p\n")]}[flag]
+    started = time.monotonic()
+    line = _error(capsys, argv)
+    named = {"--tokenizer": "--tokenizer hf:gs://bkt/", "tokenizer": "c.yaml: tokenizer hf:gs://bkt/"}.get(flag, f"{flag} gs://bkt/")
+    assert named in line and f"cannot reach Cloud Storage at 127.0.0.1:{port}" in line
+    assert time.monotonic() - started < 30
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("endpoint", ["https://x:notaport", "localhost:99999", "http://[::1"])
+def test_a_malformed_emulator_endpoint_is_one_option_error(capsys, monkeypatch, tmp_path, endpoint):
+    """(s11-hostile) urlsplit's ValueError was a traceback with exit status 1."""
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", endpoint)
+    line = _error(capsys, ["--input", "gs://b/x", "--output", str(tmp_path / "o")])
+    assert f"--input gs://b/x: STORAGE_EMULATOR_HOST={endpoint!r} is not a host and port" in line

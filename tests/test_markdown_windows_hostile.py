@@ -5,6 +5,7 @@ ones: WINDOW_CHARS 1 Mi code points, WINDOW_LINES 8192, STREAM_WINDOW_CHARS 64 K
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import pytest
 
@@ -245,3 +246,36 @@ def test_a_long_table_of_chinese_rows_behind_a_long_header_is_read_at_the_defaul
     assert [b.kind for b in blocks] == ["heading", "table"]
     rows = list(blocks[1].children)
     assert len(rows) == 9217 and text[rows[-1].start:rows[-1].end] == "| 数据9215 | 值 |"
+
+
+@pytest.mark.parametrize("odd_indent", ["", " "])
+def test_a_list_of_items_longer_than_a_stream_window_is_parsed_about_once_a_reading(monkeypatch, odd_indent):
+    """A window of a streamed list must hold three items to keep one; it used to double from the
+    stream window's size, parsing again at every doubling (the corpus's 1 MB table of contents,
+    whose items are up to 800 KB, was parsed about 20 times over). The first window is now
+    sized to reach the third item's line, found by its marker indented less than the item's
+    content (siblings need not be indented alike): each window is parsed about once a reading
+    (one to find the list's end, one to stream its items). Blocks are a whole parse's."""
+    text = "# T\n\n" + "".join(
+        (odd_indent if k % 2 else "") + f"- item {k}\n" + "".join(f"    - sub {k}.{j}\n" for j in range(200))
+        for k in range(8)
+    ) + "\nAfter.\n"
+    whole, texts = _parsed_texts(monkeypatch, text, WINDOW_CHARS=2000, STREAM_WINDOW_CHARS=400)
+    assert [kind for kind, *_ in whole] == ["heading", "list", "paragraph"] and len(whole[1][-1]) == 8
+    windows = Counter(t[: t.index("\n")].strip() for t in texts if t.lstrip(" ").startswith("- item"))
+    assert len(windows) >= 3
+    # (Doubling from 400 code points, each window was parsed 10 to 15 times: 5 doublings, two readings.)
+    assert max(windows.values()) <= 6
+    assert sum(map(len, texts)) <= 4 * len(text)
+
+
+def test_a_tight_list_is_not_parsed_again_to_learn_whether_it_is_loose(monkeypatch):
+    """A list window with no paragraph is parsed again behind a loose probe item only when a
+    blank line lies before the list's last text (one that can make it loose). A window's own
+    end, and blank lines after the list, used to count as such a blank line: every window of
+    every tight streamed list was parsed twice."""
+    text = "# T\n\n" + "".join(f"- item {k}\n" for k in range(300)) + "\n\n  \nAfter.\n"
+    whole, texts = _parsed_texts(monkeypatch, text, WINDOW_CHARS=1000, STREAM_WINDOW_CHARS=400)
+    assert [kind for kind, *_ in whole] == ["heading", "list", "paragraph"] and len(whole[1][-1]) == 300
+    assert sum(t.startswith("- item") for t in texts) >= 6
+    assert not [t for t in texts if t.startswith("-    x\n")]

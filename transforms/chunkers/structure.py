@@ -38,6 +38,7 @@ from transforms.structure.packing import (
     Lines,
     PackedChunk,
     Packer,
+    distinct_titles,
     heading_prefix,
 )
 from transforms.structure.tree import Node, NormalizationError, NormalizedDocument, StreamedChildren, map_blocks
@@ -46,7 +47,8 @@ from transforms.tokenizers import Tokenizer
 __all__ = ["HeadingChunker", "StructureAwareChunker"]
 
 #: Bumped whenever the same input and configuration would give other chunks; part of config().
-ENGINE_VERSION = 1
+#: 2: a section whose title repeats its parent's is one heading with it in heading paths.
+ENGINE_VERSION = 2
 _POLICIES = ("split_with_context", "reject")
 _SEMANTIC_MODES = ("heuristic", "refiner")
 _FLATTEN = {"code": "preserve_code_blocks", "table": "preserve_table_rows", "list": "preserve_list_hierarchy"}
@@ -527,7 +529,7 @@ def _heading_chunks(normalized: NormalizedDocument) -> Iterator[PackedChunk]:
         context = tuple(h for _, h in path if h[1] <= start)
         yield PackedChunk(
             spans=context + ((start, end),),
-            headings=tuple(n.title for n, _ in path if n.title),
+            headings=distinct_titles([n for n, _ in path]),  # (as the packer names them)
             prefix=(),
             prefix_dropped=0,
             page_no=next((n.page_no for n, _ in reversed(path) if n.page_no is not None), None),

@@ -62,13 +62,14 @@ import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from itertools import chain, islice
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from transforms.structure.tree import LINE_BREAK, LineStarts, Node, NormalizedDocument, StreamedChildren
 from transforms.tokenizers import Tokenizer
 
 __all__ = [
-    "EMBEDDING_TEXT_VERSION", "Lines", "PackedChunk", "Packer", "build_embedding_text", "heading_prefix",
+    "EMBEDDING_TEXT_VERSION", "Lines", "PackedChunk", "Packer", "build_embedding_text", "distinct_titles",
+    "heading_prefix",
 ]
 
 #: Marks metadata whose ``structure.prefix`` :func:`build_embedding_text` puts before the text.
@@ -120,6 +121,16 @@ def _own_heading(node: Node | None, path: tuple[Node, ...]) -> bool:
         # the one block that starts where it starts, the others all lie after the heading.)
         return node.start == path[-1].start
     return children[0] is node
+
+
+def distinct_titles(path: Sequence[Node]) -> tuple[str, ...]:
+    """The titles of ``path``'s sections, outermost first, leaving out empty titles and a title
+    that repeats the one kept before it (a section repeating its parent's title is one heading)."""
+    titles: list[str] = []
+    for node in path:
+        if node.title and (not titles or node.title != titles[-1]):
+            titles.append(node.title)
+    return tuple(titles)
 
 
 def _headings_in(section: Node) -> int:
@@ -554,7 +565,7 @@ class _Run:
         self.last: PackedChunk | None = None  # the last chunk flushed (a new chunk's overlap starts from it)
         self.last_tiles: list[int] = []  # tile starts of the last flushed chunk (for overlap)
         self.tiles_in_cur: list[int] = []
-        self.titles: dict[int, tuple[tuple[Node, ...], tuple[str, ...]]] = {}
+        self.titles: dict[tuple[int, int], tuple[tuple[Node, ...], tuple[str, ...]]] = {}
 
     def stream(self) -> Iterator[PackedChunk]:
         root = self.normalized.root
@@ -742,16 +753,29 @@ class _Run:
         if cur.page_no is None and node is not None:
             cur.page_no = node.page_no
 
-    def _titles(self, path: tuple[Node, ...]) -> tuple[str, ...]:
+    def _titles(self, path: tuple[Node, ...], displayed: int = 0) -> tuple[str, ...]:
+        """The heading path of ``path`` without its ``displayed`` innermost sections (their
+        heading line is in the chunk's text).
+
+        A section whose title repeats the nearest title above it (sections without a title
+        between them are passed over) is one heading with it (an HTML page's ``<title>`` and its
+        first ``h2``, a Markdown ``# A`` over ``## A``): its title is given once, and not at all
+        when the inner one's heading line is displayed.
+        """
         # Keyed by the path object itself (held in the value, so its id is never reused); the
         # latest _PATHS_MEMO paths only (a path holds its sections: a document of many sections
         # must not keep them all alive here).
-        titles = self.titles
-        known = titles.get(id(path))
+        memo = self.titles
+        key = (id(path), displayed)
+        known = memo.get(key)
         if known is None:
-            if len(titles) >= _PATHS_MEMO:
-                titles.clear()
-            known = titles[id(path)] = (path, tuple(n.title for n in path if n.title))
+            if len(memo) >= _PATHS_MEMO:
+                memo.clear()
+            shown = len(path) - displayed
+            titles = distinct_titles(path[:shown])
+            if displayed and titles and titles[-1] == next((n.title for n in path[shown:] if n.title), None):
+                titles = titles[:-1]  # (the displayed heading line says it)
+            known = memo[key] = (path, titles)
         return known[1]
 
     def _open(
@@ -776,7 +800,7 @@ class _Run:
         chunk (1 when it starts with a heading line). Outer titles are dropped from the prefix,
         outermost first, when ``allow_dropping`` and that makes it fit.
         """
-        titles = self._titles(path[: len(path) - displayed]) if self.p.include_heading_path else ()
+        titles = self._titles(path, displayed) if self.p.include_heading_path else ()
         section = node is not None and node.kind == "section"
         for dropped in range(len(titles) + 1 if allow_dropping else 1):
             cur = _Open(
@@ -1149,9 +1173,10 @@ class _Run:
         if cur is not None and cur.has_body:
             self._flush()
             cur = None
-        def path_titles(shown: tuple[Node, ...]) -> tuple[tuple[str, ...], int]:
-            """The prefix for ``shown``, outer titles dropped until it takes at most half the budget."""
-            titles = self._titles(shown) if self.p.include_heading_path else ()
+        def path_titles(displayed: int) -> tuple[tuple[str, ...], int]:
+            """The prefix for ``path`` without its ``displayed`` innermost sections, outer titles
+            dropped until it takes at most half the budget."""
+            titles = self._titles(path, displayed) if self.p.include_heading_path else ()
             dropped = 0
             while titles and counter.prefix(titles) > self.p.max_tokens // 2:
                 titles, dropped = titles[1:], dropped + 1
@@ -1160,7 +1185,7 @@ class _Run:
         # A heading's own title is in the text of its first part only (that part starts with
         # the heading line); its later parts carry the title in the prefix like any block's.
         heading = _own_heading(node, path)
-        titles, dropped = path_titles(path[:-1] if heading else path)
+        titles, dropped = path_titles(1 if heading else 0)
         if context is not None and counter.context(context) + counter.prefix(titles) > self.p.max_tokens // 2:
             context, context_kind = None, None
         position = start
@@ -1225,7 +1250,7 @@ class _Run:
                 yield from self._release()
             position = cut
             if first and heading:
-                titles, dropped = path_titles(path)
+                titles, dropped = path_titles(0)
             first = False
 
     def _cut_candidates(self, start: int, end: int) -> list["_Candidates"]:

@@ -842,8 +842,9 @@ def _list_windows(source: str, start: int, size: int, line_starts: LineStarts, c
     item's line. From an item's line the parser reads the same items as from the list's start:
     an item's extent depends on its own lines and those after it. The list ends where the
     window's parse shows another block after it (another list when the bullet character or the
-    ordered delimiter changes) or at the end of the text. A window holding fewer than three
-    items doubles until it holds three (a single item of more than a window is parsed whole).
+    ordered delimiter changes) or at the end of the text. A window's first size is made to reach
+    its third item (:func:`_window_for_items`); a window holding fewer than three items doubles
+    until it holds three (a single item of more than a window is parsed whole).
 
     One thing a window does not see is whether the whole list is loose (CommonMark: a blank line
     between two of its items, or between two blocks of one), which decides whether an item's
@@ -854,7 +855,7 @@ def _list_windows(source: str, start: int, size: int, line_starts: LineStarts, c
     """
     n = len(source)
     kind = None
-    window = size
+    window = _window_for_items(source, start, size)
     prefix = f"{loose}\n\n" if loose else ""
     while True:
         end = _window_end(source, start, window)
@@ -907,7 +908,51 @@ def _list_windows(source: str, start: int, size: int, line_starts: LineStarts, c
         yield converted, list_end, first, pos
         if ended:
             return
-        start, window = next_start, size
+        start, window = next_start, _window_for_items(source, next_start, size)
+
+
+#: The line of a list item: its indentation, then its marker (a bullet, or a number and its delimiter).
+_ITEM_LINE = re.compile(r"([ \t]*+)([-+*]|\d{1,9}([.)]))([ \t]*+)(?=[\r\n]|\Z|(?<=[ \t]))")
+
+
+def _window_for_items(source: str, start: int, size: int) -> int:
+    """The size :func:`_list_windows` first parses a window from ``start`` (an item's line) with:
+    ``size``, doubled while the window would not reach the line of the third item after the
+    first, or of the last one when there are fewer (up to :data:`MAX_WINDOW_CHARS`).
+
+    A window must hold three items to keep one; a list whose items are longer than a window
+    would otherwise be parsed at every doubling (a table of contents of 800 KB items: about six
+    parses of each window). Items are looked for without parsing, as lines with the first item's
+    marker indented less than its content (CommonMark: a sibling's marker, where a more indented
+    one opens a nested list): a line so found that is no item (one in a fenced code block) or an
+    item so missed (one indented with a tab) only makes the first window smaller or larger than
+    needed; the parse still decides, and doubles further if needed. Window sizes stay ``size``
+    times a power of two, as the doubling alone makes them.
+    """
+    first = _ITEM_LINE.match(source, start)
+    if first is None:
+        return size
+    indent, marker, delimiter, spaces = first.groups()
+    marker_pattern = re.escape(marker) if delimiter is None else r"\d{1,9}" + re.escape(delimiter)
+    if "\t" in indent or "\t" in spaces:
+        # (columns of tabs depend on where they stand: the first item's own indentation only)
+        item = re.compile(r"(?:\r\n?|\n)%s%s(?=[ \t\r\n]|\Z)" % (re.escape(indent), marker_pattern))
+    else:
+        # The item's content starts after its marker and one to four spaces (one when it has more,
+        # or none: the item is blank or its content is indented code).
+        content = len(indent) + len(marker) + (len(spaces) if 1 <= len(spaces) <= 4 else 1)
+        item = re.compile(r"(?:\r\n?|\n) {0,%d}%s(?=[ \t\r\n]|\Z)" % (content - 1, marker_pattern))
+    found = list(islice(item.finditer(source, first.end(), start + MAX_WINDOW_CHARS), 3))
+    if not found:
+        return size
+    # (With fewer than three items found the list may end sooner: the window reaches the last one.)
+    target = found[-1].start()
+    # The window's bounds on code points and lines (see _window_end), to reach that line.
+    reach, lines = target + 1 - start, count_line_breaks(source, start, target) + 1
+    window = size
+    while window < MAX_WINDOW_CHARS and (window < reach or WINDOW_LINES * window // WINDOW_CHARS < lines):
+        window *= 2
+    return window
 
 
 def _is_loose(parsed, pos: _Positions, source: str, item: str) -> bool:
@@ -921,7 +966,11 @@ def _is_loose(parsed, pos: _Positions, source: str, item: str) -> bool:
     """
     if any(child.name == "paragraph" for entry in parsed.children for child in entry.children):
         return True
-    if _BLANK_LINE.search(source, pos.offset, pos.limit) is None:
+    # Only a blank line before the list's last text can make it loose (not those after it).
+    stop = pos.interval(parsed.srcmap)[1]
+    while stop > pos.offset and source[stop - 1] in " \t\r\n":
+        stop -= 1
+    if _BLANK_LINE.search(source, pos.offset, stop) is None:
         return False
     nodes = _parser(front_matter=False).tree(f"{item}\n{source[pos.offset:pos.limit]}").children
     probe = nodes[0].children[0] if nodes and nodes[0].children else None
