@@ -248,8 +248,8 @@ class NormalizedDocument:
         """
         blocks = self.blocks
         if type(blocks) is StreamedChildren:
-            passes = getattr(blocks._make, "__self__", None)
-            if type(passes) is _Passes and passes.resumable:
+            passes = _passes_of(blocks)
+            if passes is not None and passes.resumable:
                 return Node("document", 0, len(self.text), StreamedChildren(_stream_sections, passes))
             return Node("document", 0, len(self.text), StreamedChildren(iter_sections, blocks))
         return Node("document", 0, len(self.text), build_sections(blocks))
@@ -349,6 +349,12 @@ class _Passes:
         return self._notes  # type: ignore[return-value]
 
 
+def _passes_of(blocks: StreamedChildren) -> "_Passes | None":
+    """The :class:`_Passes` whose ``blocks`` make ``blocks`` (:func:`streamed_document`'s), or ``None``."""
+    passes = getattr(blocks._make, "__self__", None)
+    return passes if type(passes) is _Passes else None
+
+
 def streamed_document(
     text: str, make: Callable[..., Iterable[tuple[object, Node]]], *args, content_format: str,
     verbatim: bool = True, resumable: bool = False,
@@ -383,8 +389,8 @@ def map_blocks(normalized: NormalizedDocument, fn: Callable[[Node], Node]) -> No
     if type(blocks) is not StreamedChildren:
         mapped: Sequence[Node] | StreamedChildren = tuple(fn(b) for b in blocks)
     else:
-        passes = getattr(blocks._make, "__self__", None)
-        if type(passes) is _Passes:
+        passes = _passes_of(blocks)
+        if passes is not None:
             mapped = StreamedChildren(_Passes(_mapped_pairs, (passes, fn), passes.resumable).blocks)
         else:
             mapped = StreamedChildren(map, fn, blocks)

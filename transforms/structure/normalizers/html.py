@@ -771,9 +771,7 @@ class _Nodes:
 
     def nodes(self, shift: int) -> Iterator[Node]:
         """The nodes at the top of this sequence, each with its descendants, moved by ``shift``."""
-        index, size = 0, len(self.ints)
-        while index < size:
-            node, index = self._node(index, shift)
+        for _, node in self.marked(shift):
             yield node
 
     def marked(self, shift: int, index: int = 0) -> Iterator[tuple[int, Node]]:
@@ -1233,7 +1231,8 @@ def _top_level_nodes(
     if resume is None or resume < 0:
         for node in heading:
             yield -1, node
-    for index, node in nodes.marked(shift, 0 if resume is None or resume < 0 else resume):
+        resume = 0
+    for index, node in nodes.marked(shift, resume):
         yield (index if node.kind == "heading" else None), node
     notes.extend(diagnostics)
 

@@ -33,7 +33,7 @@ import re
 from bisect import bisect_left
 from functools import lru_cache
 from itertools import islice
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from transforms.structure.tree import (
     LINE_BREAK, LazyChildren, LineStarts, Node, NormalizedDocument, StreamedChildren, count_line_breaks,
@@ -338,37 +338,32 @@ def normalize_markdown(content: str) -> NormalizedDocument:
     except UnicodeEncodeError:
         source = _without_surrogates(content)
         pos = _Positions(source)
-    notes: list[str] = []
-    converted_blocks = (_convert(node, pos, 0) for node in _parser().tree(source).children)
-    blocks = tuple(_top_level_blocks(lambda _source, _notes: converted_blocks, source, notes))
-    return NormalizedDocument(text=content, blocks=blocks, content_format="markdown", diagnostics=tuple(notes))
+    blocks = tuple(_kept_blocks(_convert(node, pos, 0) for node in _parser().tree(source).children))
+    return NormalizedDocument(text=content, blocks=blocks, content_format="markdown")
 
 
 def _windowed_pairs(
     source: str, notes: list[str], resume: tuple[int, int, int] | None
 ) -> Iterator[tuple[tuple[int, int, int] | None, Node]]:
-    """The top-level blocks of :func:`_windowed_blocks` as :func:`_top_level_blocks` keeps them, each
+    """The top-level blocks of :func:`_windowed_blocks` as :func:`_kept_blocks` keeps them, each
     with a mark: for a heading, ``(window start, window size, heading start)``, which as
     ``resume`` gives the blocks again from that heading on; ``None`` for any other block."""
     window = [0, 0]
     target = -1 if resume is None else resume[2]
-    last_end = -1
-    for converted in _windowed_blocks(source, notes, window, None if resume is None else resume[:2]):
-        if converted is None or converted.start < last_end or converted.start < target:
-            continue
-        last_end = converted.end
-        yield ((window[0], window[1], converted.start) if converted.kind == "heading" else None), converted
+    for block in _kept_blocks(_windowed_blocks(source, notes, window, None if resume is None else resume[:2])):
+        if block.start >= target:  # (a resumed pass starts at the heading's window, before it)
+            yield ((window[0], window[1], block.start) if block.kind == "heading" else None), block
 
 
-def _top_level_blocks(make, source: str, notes: list[str]) -> Iterator[Node]:
-    """The top-level blocks ``make(source, notes)`` converts, in order, without the ``None`` ones
-    and any that starts before the end of the one kept before it."""
+def _kept_blocks(converted: Iterable[Node | None]) -> Iterator[Node]:
+    """The converted top-level blocks, in order, without the ``None`` ones and any that starts
+    before the end of the one kept before it."""
     last_end = -1
-    for converted in make(source, notes):
-        if converted is None or converted.start < last_end:
+    for block in converted:
+        if block is None or block.start < last_end:
             continue
-        last_end = converted.end
-        yield converted
+        last_end = block.end
+        yield block
 
 
 def _without_surrogates(content: str) -> str:
