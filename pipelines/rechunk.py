@@ -341,15 +341,20 @@ def _check_filesystem(flag: str, path: str) -> None:
 
 
 def _check_reachable(flag: str, path: str, shown: str | None = None) -> None:
-    """A gs:// path's service must answer a TCP connection within 5 s: otherwise Beam's GCS client
-    retries for minutes (credentials, then listing) before failing. Other schemes are left to Beam.
-    (A service that accepts the connection and then never answers is not caught here.)
+    """A gs:// path's service must answer within 5 s: otherwise Beam's GCS client retries for
+    minutes (credentials, then listing) before failing. Other schemes are left to Beam.
+
+    "Answer" means the first bytes of a reply: to a ``HEAD /`` request on an ``http://``
+    emulator, to the TLS handshake on an ``https://`` one or on Cloud Storage itself (a
+    certificate the local trust store rejects still counts: the service is there). A service that
+    accepts the connection and never replies fails here too.
 
     Raises:
         OptionError: No answer, or ``STORAGE_EMULATOR_HOST`` is not a ``[scheme://]host[:port]``;
             the message names ``flag`` and ``shown`` (default ``path``).
     """
     import socket
+    import ssl
     import threading
     from urllib.parse import urlsplit
 
@@ -364,22 +369,34 @@ def _check_reachable(flag: str, path: str, shown: str | None = None) -> None:
             raise OptionError(
                 f"{flag} {shown or path}: STORAGE_EMULATOR_HOST={endpoint!r} is not a host and port ({_one_line(err)})"
             ) from None
+        tls = url.scheme == "https"
     else:
-        host, port = "storage.googleapis.com", 443
+        host, port, tls = "storage.googleapis.com", 443, True
     outcome: list[BaseException | None] = []
 
-    def connect() -> None:  # in a thread: name resolution has no timeout of its own
+    def ask() -> None:  # in a thread: name resolution has no timeout of its own
         try:
-            socket.create_connection((host, port), timeout=5).close()
+            with socket.create_connection((host, port), timeout=5) as sock:
+                if tls:
+                    try:
+                        ssl.create_default_context().wrap_socket(sock, server_hostname=host).close()
+                    except ssl.SSLCertVerificationError:
+                        pass  # it answered the handshake; Beam's client has its own trust store
+                else:
+                    sock.sendall(f"HEAD / HTTP/1.0\r\nHost: {host}\r\n\r\n".encode("ascii", "replace"))
+                    if not sock.recv(1):
+                        raise OSError("the connection was closed without a reply")
             outcome.append(None)
-        except OSError as err:
+        except socket.timeout:
+            outcome.append(OSError("no reply in 5 s"))
+        except OSError as err:  # refused, unresolvable, reset, a failed handshake (ssl.SSLError)
             outcome.append(err)
 
-    thread = threading.Thread(target=connect, daemon=True)
+    thread = threading.Thread(target=ask, daemon=True)
     thread.start()
     thread.join(6)
     if not outcome or outcome[0] is not None:
-        why = _one_line(outcome[0]) if outcome else "no answer in 5 s"
+        why = _one_line(outcome[0]) if outcome else "no reply in 5 s"
         raise OptionError(f"{flag} {shown or path}: cannot reach Cloud Storage at {host}:{port} ({why})")
 
 
@@ -518,9 +535,12 @@ def _check_runner(options: PipelineOptions, *, tokenizer: str | None = None) -> 
 
 
 def _check_job_endpoint(endpoint: str | None, runner: str) -> None:
-    """A portable runner's job service must be given and answer a TCP connection (5 s at most):
-    Beam itself would wait 300 s and end in a gRPC traceback."""
+    """A portable runner's job service must be given and be ready as a gRPC channel within 5 s
+    (a TCP listener that never speaks HTTP/2 is not): Beam itself would wait 300 s and end in a
+    gRPC traceback."""
     import socket
+
+    import grpc
 
     if not endpoint:
         raise OptionError(f"--job_endpoint is required with {runner}: HOST:PORT of the job service (or 'embed')")
@@ -529,10 +549,17 @@ def _check_job_endpoint(endpoint: str | None, runner: str) -> None:
     host, sep, port = endpoint.rpartition(":")
     if not sep or not port.isdigit() or not host:
         raise OptionError(f"--job_endpoint {endpoint}: expected HOST:PORT of the job service (or 'embed')")
-    try:
+    try:  # a refused or unresolvable address fails at once, with its reason
         socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
     except OSError as err:
         raise OptionError(f"--job_endpoint {endpoint}: no job service answers there ({_one_line(err, 120)})") from None
+    channel = grpc.insecure_channel(endpoint)
+    try:
+        grpc.channel_ready_future(channel).result(timeout=5)
+    except grpc.FutureTimeoutError:
+        raise OptionError(f"--job_endpoint {endpoint}: no job service answers there (no gRPC reply in 5 s)") from None
+    finally:
+        channel.close()
 
 
 def _check_runner_binary(options: PipelineOptions, runner) -> None:

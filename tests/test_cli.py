@@ -316,6 +316,38 @@ def test_unreachable_cloud_storage_fails_at_once(capsys, monkeypatch, tmp_path, 
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_a_storage_service_that_never_replies_fails_at_once(capsys, monkeypatch, tmp_path, scheme):
+    """(s11-hostile) A listener that takes the connection and never replies passed the TCP check,
+    and Beam's GCS client then retried for two minutes. Now the reply itself is awaited, 5 s."""
+    import socket
+    import time
+
+    with socket.socket() as listener:  # the kernel completes the handshake; nothing ever answers
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"{scheme}://127.0.0.1:{port}")
+        started = time.monotonic()
+        line = _error(capsys, ["--input", "gs://bkt/docs/*.parquet", "--output", str(tmp_path / "o")])
+        elapsed = time.monotonic() - started
+    assert line == f"rechunk: error: --input gs://bkt/docs/*.parquet: cannot reach Cloud Storage at 127.0.0.1:{port} (no reply in 5 s)"
+    assert 4 < elapsed < 30
+
+
+def test_a_job_service_that_never_replies_fails_at_once(capsys, tmp_path, docs):
+    """A TCP listener that is no gRPC job service: Beam would wait 300 s for it."""
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        line = _error(capsys, ["--input", str(docs), "--output", str(tmp_path / "o"),
+                               "--runner", "PortableRunner", f"--job_endpoint=127.0.0.1:{port}"])
+    assert line.startswith(f"rechunk: error: --job_endpoint 127.0.0.1:{port}: no job service answers there")
+
+
 @pytest.mark.parametrize("endpoint", ["https://x:notaport", "localhost:99999", "http://[::1"])
 def test_a_malformed_emulator_endpoint_is_one_option_error(capsys, monkeypatch, tmp_path, endpoint):
     """(s11-hostile) urlsplit's ValueError was a traceback with exit status 1."""
