@@ -39,6 +39,7 @@ from pipelines.rechunk import (
     _check_output_name,
     _check_reachable,
     _check_runner,
+    _inside_pattern,
     _one_line,
     _unknown_options,
     _worker_path,
@@ -54,6 +55,9 @@ from transforms.parsing import (
 )
 
 __all__ = ["ParseJob", "main", "parse_job", "run"]
+
+#: Files the parse job writes under --output (relative paths), which --input must not match.
+PARSE_OUTPUT_FILES = ("report.json", "parsed/parsed-00000-of-00001.parquet", "dead_letter/dead_letter-00000-of-00001.parquet")
 
 _USAGE = """usage: rechunk parse --input PATTERN --output DIR [--content-format docling|markdown]
                      [--max-file-bytes N] [--max-file-seconds S] [--pdf-artifacts-path DIR]
@@ -132,16 +136,6 @@ def _max_file_seconds(value: str | None) -> float:
     return seconds
 
 
-def _inside_pattern(output: str, pattern: str) -> bool:
-    """Whether files the job writes under ``output`` would match ``pattern`` (the next run over
-    the same pattern would read this run's Parquet files and report as raw files)."""
-    from apache_beam.io.filesystem import FileSystem
-
-    regex = re.compile(FileSystem.translate_pattern(pattern))
-    written = ("report.json", "parsed/parsed-00000-of-00001.parquet", "dead_letter/dead_letter-00000-of-00001.parquet")
-    return any(regex.match(f"{output}/{name}") for name in written)
-
-
 def _check_docling(pdf_artifacts_path: str | None) -> None:
     """Docling must be importable here (the launcher builds nothing, but a missing extra would
     otherwise fail on every worker); with ``--pdf-artifacts-path``, its PDF pipeline too."""
@@ -189,13 +183,13 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
     if options.view_as(StandardOptions).runner == "DataflowRunner":
         for flag, path in (("--input", own.input), ("--output", own.output)):
             if "://" not in path or path.startswith("file://"):
-                raise OptionError(f"{flag} {path}: DataflowRunner workers cannot read local paths; use gs://")
+                raise OptionError(f"{flag} {path}: DataflowRunner workers cannot reach local paths; use gs://")
     pattern = _worker_path(own.input)
     _check_filesystem("--input", pattern)
     output = own.output.rstrip("/") or "/"
     _check_filesystem("--output", output)
     _check_output_name(output)
-    if _inside_pattern(_worker_path(output), pattern):
+    if _inside_pattern(_worker_path(output), pattern, PARSE_OUTPUT_FILES):
         raise OptionError(
             f"--output {own.output}: inside --input {own.input}; its files would be read as raw files by the next run"
         )

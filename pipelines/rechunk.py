@@ -87,6 +87,18 @@ DEFAULT_MAX_DOCUMENT_CHARS = 100_000_000
 MAX_DOCUMENT_CHARS_LIMIT = 500_000_000
 #: Default of --progress-seconds.
 DEFAULT_PROGRESS_SECONDS = 30
+#: Files the chunk job writes under --output (relative paths), which --input must not match.
+OUTPUT_FILES = (
+    "report.json", "chunks/chunks-00000-of-00001.parquet", "dead_letter/dead_letter-00000-of-00001.parquet",
+    "documents/documents-00000-of-00001.parquet", "deleted/deleted-00000-of-00001.parquet",
+)
+#: Runners Beam knows that this job does not run on, and why.
+UNSUPPORTED_RUNNERS = {
+    # Measured (session 12): with --previous its output lost the kept documents' chunks, and its
+    # metrics gave the report 0 documents read.
+    "BundleBasedDirectRunner": "its side inputs and metrics differ from the FnApiRunner's (kept chunks and report counts came out wrong)",
+    "InteractiveRunner": "it is for notebooks and fails on this job's graph",
+}
 
 
 class OptionError(ValueError):
@@ -400,6 +412,15 @@ def _check_reachable(flag: str, path: str, shown: str | None = None) -> None:
         raise OptionError(f"{flag} {shown or path}: cannot reach Cloud Storage at {host}:{port} ({why})")
 
 
+def _inside_pattern(output: str, pattern: str, written: Sequence[str]) -> bool:
+    """Whether files a job writes under ``output`` (``written``: names relative to it) would match
+    the input ``pattern``: the next run over the same pattern would read them as its input."""
+    from apache_beam.io.filesystem import FileSystem
+
+    regex = re.compile(FileSystem.translate_pattern(pattern))
+    return any(regex.match(f"{output}/{name}") for name in written)
+
+
 def _check_output_name(output: str) -> None:
     """Beam's file sinks find their own temporary files by pattern (a folder "out [1]" failed the
     job at its very end), and a later run could not take such an output as --previous."""
@@ -509,12 +530,19 @@ def _check_runner(options: PipelineOptions, *, tokenizer: str | None = None) -> 
     standard = options.view_as(StandardOptions)
     if standard.runner in (None, "DirectRunner", "direct", "Direct"):
         standard.runner = "FnApiRunner"
+    # By name, before Beam imports it (InteractiveRunner's import fails with this pandas).
+    short = standard.runner.rsplit(".", 1)[-1].lower().removesuffix("runner")
+    for name, why in UNSUPPORTED_RUNNERS.items():
+        if short == name.lower().removesuffix("runner"):
+            raise OptionError(f"--runner {standard.runner}: not supported, {why}; use DirectRunner (FnApiRunner)")
     try:
         from apache_beam.runners.runner import create_runner
 
         runner = create_runner(standard.runner)
     except (ValueError, ImportError) as err:
         raise OptionError(f"--runner {standard.runner}: {_one_line(err)}") from None
+    except Exception as err:  # a runner module that fails on import with these libraries
+        raise OptionError(f"--runner {standard.runner}: Beam cannot load it ({_one_line(err)})") from None
     setup = options.view_as(SetupOptions)
     for flag, path in (("--setup_file", setup.setup_file), ("--requirements_file", setup.requirements_file)):
         if path and "://" not in path and not os.path.isfile(path):
@@ -560,6 +588,21 @@ def _check_job_endpoint(endpoint: str | None, runner: str) -> None:
         raise OptionError(f"--job_endpoint {endpoint}: no job service answers there (no gRPC reply in 5 s)") from None
     finally:
         channel.close()
+
+
+def _check_embedded_environment(environment_type: str | None) -> None:
+    """``--job_endpoint embed`` runs the SDK workers on this machine: Beam's default environment
+    there is DOCKER (a container of Beam's SDK image, pulled if missing), which fails with a
+    traceback where Docker is absent, so the environment must be named."""
+    import shutil
+
+    if environment_type is None:
+        raise OptionError(
+            "--job_endpoint embed: give --environment_type LOOPBACK (workers in this process), or DOCKER "
+            "(Beam's SDK container: needs Docker, and the image or the network to pull it)"
+        )
+    if environment_type.upper() == "DOCKER" and shutil.which("docker") is None:
+        raise OptionError("--environment_type DOCKER: no docker command on this machine; use LOOPBACK")
 
 
 def _check_runner_binary(options: PipelineOptions, runner) -> None:
@@ -612,7 +655,10 @@ def _check_cluster_runner(options: PipelineOptions, runner, tokenizer: str | Non
     if dry_run and type(runner) is not DataflowRunner:
         raise OptionError(f"--dry_run: only DataflowRunner has a dry run; {name} would run the job")
     if type(runner) is PortableRunner:
-        _check_job_endpoint(options.view_as(PortableOptions).job_endpoint, name)
+        portable = options.view_as(PortableOptions)
+        _check_job_endpoint(portable.job_endpoint, name)
+        if portable.job_endpoint == "embed":
+            _check_embedded_environment(portable.environment_type)
     _check_runner_binary(options, runner)
     if not isinstance(runner, DataflowRunner):
         return
@@ -640,7 +686,7 @@ def _check_cluster_runner(options: PipelineOptions, runner, tokenizer: str | Non
         (f"--tokenizer {tokenizer}", hf_path),
     ):
         if path is not None and ("://" not in path or path.startswith("file://")):
-            raise OptionError(f"{where}: {name} workers cannot read local paths; use gs://")
+            raise OptionError(f"{where}: {name} workers cannot reach local paths; use gs://")
 
 
 def parse_job(argv: Sequence[str]) -> Job:
@@ -681,6 +727,11 @@ def parse_job(argv: Sequence[str]) -> Job:
     _check_input(pattern, column_map)
     output = job_opts.output.rstrip("/") or "/"
     _check_output(output)
+    if _inside_pattern(_worker_path(output), _worker_path(pattern), OUTPUT_FILES):
+        raise OptionError(
+            f"--output {job_opts.output}: inside --input {job_opts.input}; its chunk files would be read as "
+            "documents by the next run"
+        )
     previous = _check_previous(job_opts.previous, output) if job_opts.previous is not None else None
     create_output(output)
     return Job(

@@ -257,7 +257,7 @@ DATAFLOW = ["--runner=DataflowRunner", "--project=rechunk-test", "--region=europ
         ([*DATAFLOW[:3], "--temp_location=/tmp/beam"], "--temp_location /tmp/beam: DataflowRunner needs a gs://BUCKET/PATH here"),
         ([*DATAFLOW[:3], "--temp_location=gs://b/tmp"], "--temp_location gs://b/tmp: DataflowRunner needs a gs://BUCKET/PATH here (Invalid GCS bucket"),
         ([*DATAFLOW[:3], "--staging_location=gs://bkt"], "--staging_location gs://bkt: DataflowRunner needs a gs://BUCKET/PATH here"),
-        (DATAFLOW, "--input {docs}: DataflowRunner workers cannot read local paths; use gs://"),
+        (DATAFLOW, "--input {docs}: DataflowRunner workers cannot reach local paths; use gs://"),
         (["--runner=PortableRunner"], "--job_endpoint is required with PortableRunner"),
         (["--runner=PortableRunner", "--job_endpoint=localhost:1"], "--job_endpoint localhost:1: no job service answers there"),
         (["--runner=PortableRunner", "--job_endpoint=nowhere"], "--job_endpoint nowhere: expected HOST:PORT"),
@@ -346,6 +346,43 @@ def test_a_job_service_that_never_replies_fails_at_once(capsys, tmp_path, docs):
         line = _error(capsys, ["--input", str(docs), "--output", str(tmp_path / "o"),
                                "--runner", "PortableRunner", f"--job_endpoint=127.0.0.1:{port}"])
     assert line.startswith(f"rechunk: error: --job_endpoint 127.0.0.1:{port}: no job service answers there")
+
+
+@pytest.mark.parametrize("runner", ["BundleBasedDirectRunner", "InteractiveRunner"])
+def test_runners_the_job_does_not_run_on_are_refused(capsys, tmp_path, docs, runner):
+    """(s12-newcomer) BundleBasedDirectRunner with --previous wrote no kept chunks and exited 0;
+    InteractiveRunner ended in a traceback. Beam's own message listed both as valid runners."""
+    line = _error(capsys, ["--input", str(docs), "--output", str(tmp_path / "o"), "--runner", runner])
+    assert line.startswith(f"rechunk: error: --runner {runner}: not supported, ")
+    assert line.endswith("; use DirectRunner (FnApiRunner)")
+    assert not (tmp_path / "o").exists()
+
+
+def test_an_embedded_job_service_needs_an_environment_type(capsys, monkeypatch, tmp_path, docs):
+    """(s12-newcomer) ``--job_endpoint embed`` alone defaulted to DOCKER: a 154-line traceback
+    where Docker is absent, and an empty --output left behind."""
+    base = ["--input", str(docs), "--output", str(tmp_path / "o"), "--runner", "PortableRunner", "--job_endpoint", "embed"]
+    line = _error(capsys, base)
+    assert line == ("rechunk: error: --job_endpoint embed: give --environment_type LOOPBACK (workers in this process), "
+                    "or DOCKER (Beam's SDK container: needs Docker, and the image or the network to pull it)")
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    line = _error(capsys, [*base, "--environment_type", "DOCKER"])
+    assert line == "rechunk: error: --environment_type DOCKER: no docker command on this machine; use LOOPBACK"
+    assert not (tmp_path / "o").exists()
+
+
+def test_an_output_inside_the_input_pattern_is_refused(capsys, tmp_path, docs):
+    """(s12-newcomer) ``--input 'DIR/**'`` with ``--output DIR/out``: the run succeeded and the
+    next one failed, reading its chunk files as documents."""
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "a.parquet").write_bytes(Path(docs).read_bytes())
+    line = _error(capsys, ["--input", f"{folder}/**", "--output", str(folder / "out")])
+    assert line == (f"rechunk: error: --output {folder}/out: inside --input {folder}/**; its chunk files would be "
+                    "read as documents by the next run")
+    assert not (folder / "out").exists()
+    # A sibling folder, or the pattern's own folder with a one-level glob, is fine.
+    assert main(["--input", f"{folder}/*.parquet", "--output", str(folder / "out")]) == 0
 
 
 @pytest.mark.parametrize("endpoint", ["https://x:notaport", "localhost:99999", "http://[::1"])

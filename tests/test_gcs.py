@@ -168,7 +168,7 @@ def test_job_with_config_and_hf_tokenizer_on_gs(gcs, tmp_path, capsys):
     "extra, message",
     [
         (["--project=P"], "--runner DataflowRunner: Invalid Project ID (P)"),
-        (["--tokenizer", "hf:{tok}"], "--tokenizer hf:{tok}: DataflowRunner workers cannot read local paths; use gs://"),
+        (["--tokenizer", "hf:{tok}"], "--tokenizer hf:{tok}: DataflowRunner workers cannot reach local paths; use gs://"),
     ],
 )
 def test_dataflow_option_mistakes_with_gs_paths(gcs, tmp_path, capsys, extra, message):
