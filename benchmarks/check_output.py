@@ -61,7 +61,8 @@ def _documents(pattern: str, column_map: str) -> list[dict]:
 
 def _as_job_reads(name: str, value):
     """A value as the job reads it: UTF-8 bytes as text (``None`` if not UTF-8: the job dead-letters
-    such a row), an integer id in decimal, ``content_format`` stripped and lower-cased."""
+    such a row), an integer id in decimal, ``content_format`` stripped and lower-cased (null or
+    blank: ``text``, as the job reads it)."""
     if isinstance(value, (bytes, bytearray)):
         try:
             value = bytes(value).decode("utf-8")
@@ -69,8 +70,8 @@ def _as_job_reads(name: str, value):
             return None
     if name == "id" and isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    if name == "content_format" and isinstance(value, str):
-        return value.strip().lower()
+    if name == "content_format" and (value is None or isinstance(value, str)):
+        return (value or "text").strip().lower() or "text"  # as transforms.beam._row_to_document
     return value
 
 

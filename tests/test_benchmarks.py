@@ -243,6 +243,37 @@ def test_check_output_reads_the_input_as_the_job_does(tmp_path, capsys):
     assert summary["dead_letter_by_reason"] == {"duplicate_document_id": 2, "invalid_content": 1}
 
 
+def test_check_output_checks_spans_of_a_document_with_no_format(tmp_path, capsys):
+    """(s12-newcomer) A null or blank ``content_format`` is read as ``text``: its chunks' spans and
+    coverage are checked too (they were skipped), so a lost span is found."""
+    import check_output
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipelines.rechunk import main as rechunk
+
+    text = "First paragraph here.\n\nSecond paragraph, kept.\n"
+    source = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": ["a", "b"], "content": [text, text], "content_format": [None, " "]}), source)
+    out = tmp_path / "out"
+    argv = ["--input", str(source), "--output", str(out)]
+    assert rechunk(argv) == 0
+    assert check_output.main(argv) == 0
+    chunks = pq.read_table(out / "chunks").to_pylist()
+    for chunk in chunks:  # every chunk now claims one character less of the document than its text
+        metadata = json.loads(chunk["metadata"])
+        start, end = metadata["structure"]["spans"][-1]
+        metadata["structure"]["spans"][-1] = [start, end - 1]
+        chunk["metadata"] = json.dumps(metadata)
+    for path in (out / "chunks").glob("*.parquet"):
+        path.unlink()
+    pq.write_table(pa.Table.from_pylist(chunks), out / "chunks" / "edited.parquet")
+    capsys.readouterr()
+    assert check_output.main(argv) == 1
+    printed = capsys.readouterr().out
+    assert printed.count("text is not its spans") == 2
+
+
 def test_chunks_sha256_ignores_file_and_row_order_but_not_values(tmp_path):
     """benchmarks/chunks_sha256.py: the same rows split over files in another order hash alike;
     one changed value (of any column) changes the hash."""
