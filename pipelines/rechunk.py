@@ -73,7 +73,7 @@ from transforms.beam import (
 )
 from transforms.chunkers.registry import build_router
 from transforms.documents import CHUNK_SCHEMA, DOCUMENT_COLUMNS
-from transforms.incremental import MANIFEST_SCHEMA
+from transforms.incremental import MANIFEST_SCHEMA, previous_files
 from transforms.tokenizers import TokenizerError
 
 __all__ = ["RechunkOptions", "build_pipeline", "main", "run"]
@@ -487,10 +487,14 @@ def _check_previous(previous: str, output: str) -> str:
         raise OptionError(
             f"--previous {previous}: no readable report.json there; expected the output of a finished rechunk run"
         ) from None
+    if type(written) is not int or written < 0:
+        raise OptionError(
+            f"--previous {previous}: report.json's chunks_written is {written!r}, not a count; the output was changed"
+        )
     rows = {}
     for sub, expected in (("chunks", CHUNK_SCHEMA), ("documents", MANIFEST_SCHEMA)):
         try:
-            matched = FileSystems.match([f"{previous}/{sub}/*"])[0].metadata_list
+            matched = FileSystems.match([previous_files(previous, sub)])[0].metadata_list
         except Exception:  # no such directory, by scheme
             matched = []
         if not matched:

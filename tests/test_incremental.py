@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 import pyarrow.parquet as pq
 import pytest
 
@@ -204,6 +205,7 @@ def test_stale_chunk_ids_keep_the_previous_order():
         (lambda tmp: _stray_file(tmp), "zz-notes.parquet is not a readable Parquet file"),
         (lambda tmp: _lost_shard(tmp), "chunks/ holds 0 rows but report.json says 2 were written"),
         (lambda tmp: _wrong_type(tmp), "column 'chunk_count' is string, not int32"),
+        (lambda tmp: _count_as_text(tmp), "report.json's chunks_written is '1', not a count; the output was changed"),
     ],
 )
 def test_previous_mistakes_are_option_errors(capsys, tmp_path, make, message):
@@ -255,6 +257,54 @@ def _wrong_type(tmp: Path) -> Path:
         i = table.schema.get_field_index("chunk_count")
         pq.write_table(table.set_column(i, "chunk_count", table.column(i).cast(pa.string())), f)
     return previous
+
+
+def _count_as_text(tmp: Path) -> Path:
+    """(s12-hostile) ``"chunks_written": "1"`` said "chunks/ holds 1 rows but report.json says 1"."""
+    previous = _previous_run(tmp)
+    report = json.loads((previous / "report.json").read_text())
+    (previous / "report.json").write_text(json.dumps({**report, "chunks_written": str(report["chunks_written"])}))
+    return previous
+
+
+def test_every_file_the_check_counts_is_read(tmp_path):
+    """(s12-hostile) The check opened and counted every file in chunks/, the job read only
+    ``*.parquet``: a shard renamed ``.parquet.old`` passed the count and its document was lost,
+    with exit status 0. Now the renamed shard is read too, and the output equals a fresh run."""
+    docs = [dict(row, metadata=None) for row in V1[:3]]
+    source = write_documents(tmp_path / "in" / "docs.parquet", docs)
+    previous = tmp_path / "previous"
+    assert main(["--input", str(source), "--output", str(previous), *MAX_TOKENS]) == 0
+    (shard,) = (previous / "chunks").glob("*.parquet")
+    table = pq.read_table(shard)
+    last = table.column("document_id")[table.num_rows - 1].as_py()
+    mask = pa.array([i == last for i in table.column("document_id").to_pylist()])
+    pq.write_table(table.filter(pa.compute.invert(mask)), shard)
+    pq.write_table(table.filter(mask), previous / "chunks" / "part-1.parquet.old")
+    assert main(["--input", str(source), "--output", str(tmp_path / "fresh"), *MAX_TOKENS]) == 0
+    assert main(["--input", str(source), "--output", str(tmp_path / "next"), *MAX_TOKENS,
+                 "--previous", str(previous)]) == 0
+    assert _report(tmp_path / "next")["documents_skipped_unchanged"] == 3
+    assert _rows(tmp_path / "next", "chunks") == _rows(tmp_path / "fresh", "chunks")
+    assert _rows(tmp_path / "next", "deleted") == []
+
+
+def test_a_manifest_row_with_a_null_field_rechunks_its_document(tmp_path):
+    """(s12-hostile) A null ``chunk_count`` in documents/ failed the job with a traceback (exit 1).
+    Such a row, or a count out of range, now keeps nothing: its document is chunked afresh."""
+    source = write_documents(tmp_path / "in" / "docs.parquet", V1[:3])
+    previous = tmp_path / "previous"
+    assert main(["--input", str(source), "--output", str(previous), *MAX_TOKENS]) == 0
+    (manifest,) = (previous / "documents").glob("*.parquet")
+    rows = pq.read_table(manifest).to_pylist()
+    rows[0]["chunk_count"], rows[1]["input_fingerprint"] = None, None
+    pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(manifest)), manifest)
+    assert main(["--input", str(source), "--output", str(tmp_path / "fresh"), *MAX_TOKENS]) == 0
+    assert main(["--input", str(source), "--output", str(tmp_path / "next"), *MAX_TOKENS,
+                 "--previous", str(previous)]) == 0
+    assert _report(tmp_path / "next")["documents_skipped_unchanged"] == 1
+    for sub in ("chunks", "documents", "dead_letter"):
+        assert _rows(tmp_path / "next", sub) == _rows(tmp_path / "fresh", sub)
 
 
 def test_output_inside_previous_is_an_option_error(capsys, tmp_path):

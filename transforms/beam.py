@@ -46,7 +46,9 @@ from transforms.documents import (
     dumps_metadata,
     escape_bytes,
 )
-from transforms.incremental import DELETED_SCHEMA, MANIFEST_SCHEMA, id_key, manifest_row, stale_chunk_ids, unchanged_key
+from transforms.incremental import (
+    DELETED_SCHEMA, MANIFEST_SCHEMA, id_key, manifest_row, previous_files, stale_chunk_ids, unchanged_key,
+)
 from transforms.progress import shared_progress
 from transforms.tokenizers import Tokenizer, load_tokenizer
 from transforms.validation import DocumentValidator
@@ -1030,10 +1032,15 @@ class _KeptChunksDoFn(beam.DoFn):
 
 def _manifest_keys(table: pa.Table) -> Iterator[tuple[int, int]]:
     """``(id_key, unchanged_key << 32 | chunk_count)`` for each row of a manifest table: two
-    integers, about 130 bytes per document once a worker holds them in a dict."""
+    integers, about 130 bytes per document once a worker holds them in a dict. A row with a null
+    field or a chunk count out of range (a hand-edited manifest) gives nothing: its document is
+    chunked afresh."""
     rows = table.select(["document_id", "document_hash", "input_fingerprint", "chunk_count"]).to_pylist()
     for row in rows:
-        yield id_key(row["document_id"]), unchanged_key(row) << 32 | row["chunk_count"]
+        count = row["chunk_count"]
+        if None in row.values() or not 0 < count < 1 << 32:
+            continue
+        yield id_key(row["document_id"]), unchanged_key(row) << 32 | count
 
 
 class CompareWithPrevious(beam.PTransform):
@@ -1073,7 +1080,7 @@ class CompareWithPrevious(beam.PTransform):
         manifest = (
             pipeline
             | "Read previous manifest" >> ReadFromParquetBatched(
-                f"{self._previous}/documents/*.parquet",
+                previous_files(self._previous, "documents"),
                 columns=["document_id", "document_hash", "input_fingerprint", "chunk_count"],
             ).with_output_types(pa.Table)
             | "Manifest keys" >> beam.FlatMap(_manifest_keys)
@@ -1084,7 +1091,7 @@ class CompareWithPrevious(beam.PTransform):
         kept = _typed_main_output(
             pipeline
             | "Read previous chunks"
-            >> ReadFromParquetBatched(f"{self._previous}/chunks/*.parquet").with_output_types(pa.Table)
+            >> ReadFromParquetBatched(previous_files(self._previous, "chunks")).with_output_types(pa.Table)
             | "Keep unchanged" >> beam.ParDo(_KeptChunksDoFn(), AsList(selected[_KEPT_IDS]))
             .with_outputs(PREVIOUS_IDS, main="chunks"),
             "chunks", pa.Table,

@@ -32,6 +32,7 @@ __all__ = [
     "DELETED_SCHEMA",
     "MANIFEST_SCHEMA",
     "input_fingerprint",
+    "previous_files",
     "id_key",
     "manifest_row",
     "stale_chunk_ids",
@@ -63,6 +64,13 @@ DELETED_SCHEMA = pa.schema(
 
 #: Installed distributions whose version can change chunks: in the fingerprint.
 CHUNKING_LIBRARIES = ("tiktoken", "tokenizers", "docling-core", "markdown-it-pyrs", "lxml", "semchunk")
+
+
+def previous_files(previous: str, folder: str) -> str:
+    """The file pattern of a ``--previous`` output's ``folder`` (``chunks`` or ``documents``):
+    every file in it, so that the job reads exactly the files the command line's check opened and
+    counted (a shard renamed ``*.parquet.old`` was counted but not read: its document was lost)."""
+    return f"{previous}/{folder}/*"
 
 
 @functools.lru_cache(maxsize=1)
