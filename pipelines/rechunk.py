@@ -354,17 +354,18 @@ def _check_filesystem(flag: str, path: str) -> None:
 
 
 def _check_reachable(flag: str, path: str, shown: str | None = None) -> None:
-    """A gs:// path's service must answer within 5 s: otherwise Beam's GCS client retries for
-    minutes (credentials, then listing) before failing. Other schemes are left to Beam.
+    """A gs:// path's service must answer as an HTTP service within 5 s: otherwise Beam's GCS
+    client retries for minutes (credentials, then listing) before failing. Other schemes are left
+    to Beam.
 
-    "Answer" means the first bytes of a reply: to a ``HEAD /`` request on an ``http://``
-    emulator, to the TLS handshake on an ``https://`` one or on Cloud Storage itself (a
-    certificate the local trust store rejects still counts: the service is there). A service that
-    accepts the connection and never replies fails here too.
+    The check sends ``GET /storage/v1/b?project=rechunk-check`` (a bucket listing; over TLS for ``https://`` and for Cloud Storage
+    itself) and needs a status line below 500 back. A TLS certificate that the local trust store
+    rejects counts as an answer (Beam's client has its own). ``STORAGE_EMULATOR_HOST`` must name
+    its scheme, as Beam's client takes it as given.
 
     Raises:
-        OptionError: No answer, or ``STORAGE_EMULATOR_HOST`` is not a ``[scheme://]host[:port]``;
-            the message names ``flag`` and ``shown`` (default ``path``).
+        OptionError: No answer, no HTTP answer, a server error, or ``STORAGE_EMULATOR_HOST`` is
+            not ``http[s]://host[:port]``; the message names ``flag`` and ``shown`` (default ``path``).
     """
     import socket
     import ssl
@@ -375,14 +376,16 @@ def _check_reachable(flag: str, path: str, shown: str | None = None) -> None:
         return
     endpoint = os.environ.get("STORAGE_EMULATOR_HOST")
     if endpoint:
+        where = f"{flag} {shown or path}: STORAGE_EMULATOR_HOST={endpoint!r}"
         try:
-            url = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
-            host, port = url.hostname or "localhost", url.port or (443 if url.scheme == "https" else 80)
+            url = urlsplit(endpoint)
+            host, port = url.hostname, url.port
         except ValueError as err:  # a port that is no number or out of range, a broken IPv6 address
-            raise OptionError(
-                f"{flag} {shown or path}: STORAGE_EMULATOR_HOST={endpoint!r} is not a host and port ({_one_line(err)})"
-            ) from None
+            raise OptionError(f"{where} is not a host and port ({_one_line(err)})") from None
+        if url.scheme not in ("http", "https") or not host:
+            raise OptionError(f"{where} needs its scheme, e.g. http://{endpoint.split('://')[-1]} (Beam's GCS client takes it as given)")
         tls = url.scheme == "https"
+        port = port or (443 if tls else 80)
     else:
         host, port, tls = "storage.googleapis.com", 443, True
     outcome: list[BaseException | None] = []
@@ -390,15 +393,27 @@ def _check_reachable(flag: str, path: str, shown: str | None = None) -> None:
     def ask() -> None:  # in a thread: name resolution has no timeout of its own
         try:
             with socket.create_connection((host, port), timeout=5) as sock:
+                conn = sock
                 if tls:
                     try:
-                        ssl.create_default_context().wrap_socket(sock, server_hostname=host).close()
+                        conn = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
                     except ssl.SSLCertVerificationError:
-                        pass  # it answered the handshake; Beam's client has its own trust store
-                else:
-                    sock.sendall(f"HEAD / HTTP/1.0\r\nHost: {host}\r\n\r\n".encode("ascii", "replace"))
-                    if not sock.recv(1):
-                        raise OSError("the connection was closed without a reply")
+                        outcome.append(None)  # it answered the handshake
+                        return
+                conn.sendall(f"GET /storage/v1/b?project=rechunk-check HTTP/1.0\r\nHost: {host}\r\n\r\n".encode("ascii", "replace"))
+                reply = b""
+                while len(reply) < 12 and b"\n" not in reply:
+                    more = conn.recv(64)
+                    if not more:
+                        break
+                    reply += more
+            status = reply.split(b" ", 2)[1] if reply.startswith(b"HTTP/") and reply.count(b" ") else b""
+            if not reply:
+                raise OSError("the connection was closed without a reply")
+            if not status.isdigit():
+                raise OSError(f"the reply is not HTTP: {reply[:20]!r}")
+            if int(status) >= 500:
+                raise OSError(f"HTTP {int(status)} from the service")
             outcome.append(None)
         except socket.timeout:
             outcome.append(OSError("no reply in 5 s"))
@@ -407,7 +422,7 @@ def _check_reachable(flag: str, path: str, shown: str | None = None) -> None:
 
     thread = threading.Thread(target=ask, daemon=True)
     thread.start()
-    thread.join(6)
+    thread.join(11)
     if not outcome or outcome[0] is not None:
         why = _one_line(outcome[0]) if outcome else "no reply in 5 s"
         raise OptionError(f"{flag} {shown or path}: cannot reach Cloud Storage at {host}:{port} ({why})")

@@ -385,7 +385,52 @@ def test_an_output_inside_the_input_pattern_is_refused(capsys, tmp_path, docs):
     assert main(["--input", f"{folder}/*.parquet", "--output", str(folder / "out")]) == 0
 
 
-@pytest.mark.parametrize("endpoint", ["https://x:notaport", "localhost:99999", "http://[::1"])
+@pytest.mark.parametrize(
+    "reply, why",
+    [(b"garbage\r\n", "the reply is not HTTP: b'garbage\\r\\n'"),
+     (b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n", "HTTP 500 from the service"),
+     (b"", "the connection was closed without a reply")],
+)
+def test_a_storage_service_that_answers_no_http_fails_at_once(capsys, monkeypatch, tmp_path, reply, why):
+    """(s12-hostile) A service answering garbage or HTTP 500 passed the check, then Beam's GCS
+    client retried for 2 to 9 minutes with tracebacks."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+
+    def serve():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(1024)
+                conn.sendall(reply)
+
+    threading.Thread(target=serve, daemon=True).start()
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
+    try:
+        line = _error(capsys, ["--input", str(tmp_path / "x.parquet"), "--output", "gs://bkt/out"])
+    finally:
+        listener.close()
+    assert line == f"rechunk: error: --output gs://bkt/out: cannot reach Cloud Storage at 127.0.0.1:{port} ({why})"
+
+
+def test_an_emulator_host_without_its_scheme_is_refused(capsys, monkeypatch, tmp_path):
+    """(s12-hostile) ``127.0.0.1:9023`` passed the check as http://, but Beam's client takes the
+    value as given: listing failed after 26 s, and an output failed at write time with exit 1."""
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", "127.0.0.1:9023")
+    line = _error(capsys, ["--input", "gs://b/x", "--output", str(tmp_path / "o")])
+    assert line == ("rechunk: error: --input gs://b/x: STORAGE_EMULATOR_HOST='127.0.0.1:9023' needs its scheme, "
+                    "e.g. http://127.0.0.1:9023 (Beam's GCS client takes it as given)")
+
+
+@pytest.mark.parametrize("endpoint", ["https://x:notaport", "http://localhost:99999", "http://[::1"])
 def test_a_malformed_emulator_endpoint_is_one_option_error(capsys, monkeypatch, tmp_path, endpoint):
     """(s11-hostile) urlsplit's ValueError was a traceback with exit status 1."""
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", endpoint)
