@@ -11,8 +11,10 @@ Rendered:
 
 - ``h1``-``h6``: ``"#" * n + " " + title`` (``heading``); inside a list item or a block quote
   the same line is a ``paragraph`` (sections only nest at the top). Sphinx's ``¶`` permalinks
-  (``a.headerlink``) are dropped. ``<title>`` becomes a level-1 heading when the body has no
-  ``h1``.
+  (``a.headerlink``) are dropped. ``<title>`` becomes a level-1 heading when the page has no
+  ``h1`` outside what is left out (an ``h1`` in navigation or in a skipped element below, e.g.
+  ``<noscript><h1>Enable JavaScript</h1></noscript>``, does not count; an ``h1`` anywhere else
+  does, even one rendered as a paragraph or a table cell, or empty): see :func:`_holds_h1`.
 - ``p`` and any other text outside the elements below: ``paragraph``, inline elements
   flattened to their text, whitespace (any Unicode whitespace, no-break spaces included)
   collapsed to single spaces, ``<br>`` a line break inside the paragraph. Containers (``div``,
@@ -61,7 +63,7 @@ the same result as a page read whole: under the top-level containers (``html``, 
 ...), lists and tables, each child is rendered as soon as it is complete (a later sibling exists)
 and then freed, so the element tree alive at a time is the open elements plus about one window.
 Page-wide facts come out the same: navigation is left out where it is met, its tail joined to the
-text before it; the ``<title>`` heading is put first at the end, when no ``h1`` was met. A
+text before it; the ``<title>`` heading is put first at the end, when no ``h1`` that counts was met. A
 top-level list is written an item at a time, a table when it ends (its widest row sets the
 width; rows are kept packed, a string per 1,024 rows); their nodes are kept as integers (12 bytes
 an item or row) and, when the block's rendering is over :data:`STREAM_BLOCK_CHARS`, given as
@@ -886,8 +888,8 @@ class _Frame:
             else:
                 if len(child):  # (navigation inside it; not the child itself)
                     stream.dropped += _remove_navigation(child)
-                keep = self.unit(child)
                 stream.saw(child, self)
+                keep = self.unit(child)
         # Free what was read; the last settled child stays (cleared, its tail kept) so the parser
         # sees the siblings it would see (libxml2 looks at the last child for blank text).
         if self.last is not None:
@@ -1042,7 +1044,7 @@ class _TableFrame(_Frame):
         state = self.state
         state.finish(self.emit)
         for element in state.stray:
-            self.stream.saw(element, None)
+            self.stream.saw(element, self)
 
     def emit(self) -> None:
         stream = self.stream
@@ -1111,13 +1113,13 @@ class _Stream:
             self.writer.write("\n\n")
         self.blocks += 1
 
-    def saw(self, element, frame: _Frame | None) -> None:
-        """An element read whole: note whether it holds an ``h1`` and, first under the root, a ``head``."""
-        if not self.has_h1 and (
-            element.tag == "h1" or (len(element) and next(element.iter("h1"), None) is not None)
-        ):
+    def saw(self, element, frame: _Frame) -> None:
+        """A child of ``frame`` to be read whole, before it is read (every element of the page that
+        is not a frame is one or under one): note whether it holds an ``h1`` that counts
+        (:func:`_holds_h1`) and, first under the root, a ``head``."""
+        if not self.has_h1 and _holds_h1(element):
             self.has_h1 = True
-        if self.head is None and element.tag == "head" and frame is not None and frame.depth == 0:
+        if self.head is None and element.tag == "head" and frame.depth == 0:
             self.head = element
             title = element.find("title")
             self.title = _collapse("".join(title.itertext())) if title is not None else ""
@@ -1278,10 +1280,11 @@ def normalize_html(content: str) -> NormalizedDocument:
     blocks: list[object] = []
     reader = _Reader()
     if root is not None:
+        has_h1 = _holds_h1(root)  # (before the walk, which strips skipped elements it flattens)
         top = _Collector(nested=False)
         reader.walk(root, top, 0)
         blocks = top.finish()
-        if next(root.iter("h1"), None) is None:
+        if not has_h1:
             title = _title(root)
             if title:
                 blocks.insert(0, _Heading(1, title))
@@ -1374,6 +1377,29 @@ def _navigation(root) -> list:
         if names and not _NAVIGATION_CLASSES.isdisjoint(_XML_SPACE.split(names)):
             found.append(element)
     return found
+
+
+def _holds_h1(element) -> bool:
+    """Whether ``element`` is or holds an ``h1`` that is not inside a skipped element (``svg``,
+    ``template``, ``noscript``, ``head`` ...: ``_SKIP_TAGS``): whether the ``<title>`` is left out.
+
+    Both paths ask it of the tree as parsed, navigation removed (the whole tree's :func:`_parse`;
+    the windowed path removes it from each child first), before reading (which strips the skipped
+    elements under an element it flattens past :data:`_MAX_DEPTH`, see ``_deep_text``). It used to
+    be ``h1`` anywhere, asked after the reading on the whole tree and before it for some elements
+    on the windows: an ``h1`` in an ``svg`` counted unless the ``svg`` was nested past that depth,
+    and the two paths disagreed (s12-title). ``element``'s ancestors are not looked at: on the windowed path they are
+    containers, lists and tables (a skipped element is never a frame). Each ``h1`` and skipped
+    element is visited at most twice (no walk up to the root per ``h1``).
+    """
+    hidden = set()  # the h1 and skipped elements inside a skipped element met so far
+    for found in element.iter("h1", *_SKIP_TAGS):
+        if found in hidden:
+            continue
+        if found.tag == "h1":
+            return True
+        hidden.update(found.iter("h1", *_SKIP_TAGS))
+    return False
 
 
 def _title(root) -> str:
