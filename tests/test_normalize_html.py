@@ -279,6 +279,14 @@ def test_skipped_elements_comments_pis_and_cdata():
     assert render(html)[1] == [("paragraph", "kept")]
 
 
+def test_a_skipped_element_around_rows_of_a_table_is_skipped_with_them():
+    # (it was read as a wrapper around rows, like a form or a div, and its other content moved out)
+    html = ("<table><tr><td>a</td></tr><template><tr><td>t</td></tr><h2>T</h2></template>"
+            "<svg><tr><td>s</td></tr></svg><noscript><tr><td>n</td></tr></noscript>"
+            "<form><tr><td>f</td></tr></form></table>")
+    assert render(html)[0] == "| a |\n| --- |\n| f |\n"
+
+
 # -- nasty input --------------------------------------------------------------------------------
 
 

@@ -256,6 +256,13 @@ _TITLE_KEPT = [
     ("<title>T</title><nav><h1>n</h1></nav><div role='navigation'><h1>n</h1></div><p>after</p>", "# T\n\nafter\n"),
     # Seed 30004 of the fuzzer, reduced: a template, past the depth, in an element moved out of a table.
     ("<title>T</title><table>" + "<span>" * 200 + "<template><h1>t</h1></template>", "# T\n"),
+    # A skipped element around rows in a table is skipped with them, as anywhere else: it was
+    # read as a wrapper (like a form), its h1 moved out of the table and rendered, and the
+    # windowed path also asked the moved-out h1 (the fix's first version, an h1 of a template not
+    # counted, found this one with an empty h1).
+    ("<title>T</title><table><tr><td>a</td></tr><template><tr><td>t</td></tr><h1>x</h1></template></table>"
+     "<p>after</p>", "# T\n\n| a |\n| --- |\n\nafter\n"),
+    ("<title>T</title><table><template><tr></tr><h1>", "# T\n"),
 ]
 
 #: Pages with an h1 that counts (no title heading), wherever it is rendered, on both paths.

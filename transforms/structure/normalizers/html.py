@@ -507,9 +507,11 @@ class _TableState:
             self.parts(part, tag, level + 1)
         elif tag in ("colgroup", "col"):
             pass
-        elif part.find(".//tr") is not None and level < _MAX_DEPTH:
+        elif part.find(".//tr") is not None and level < _MAX_DEPTH and _KINDS.get(tag) != _SKIP:
+            # A wrapper around rows (a form, a div); a skipped one (a template ...) is skipped with
+            # its rows, as anywhere else.
             self.text(part.text)
-            self.parts(part, section, level + 1)  # a wrapper around rows (a form, a div)
+            self.parts(part, section, level + 1)
         else:
             self.stray.append(part)
             self.last_stray = True
@@ -1043,8 +1045,6 @@ class _TableFrame(_Frame):
             return  # its table writes the rows
         state = self.state
         state.finish(self.emit)
-        for element in state.stray:
-            self.stream.saw(element, self)
 
     def emit(self) -> None:
         stream = self.stream
