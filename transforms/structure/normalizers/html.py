@@ -1388,10 +1388,18 @@ def _holds_h1(element) -> bool:
     elements under an element it flattens past :data:`_MAX_DEPTH`, see ``_deep_text``). It used to
     be ``h1`` anywhere, asked after the reading on the whole tree and before it for some elements
     on the windows: an ``h1`` in an ``svg`` counted unless the ``svg`` was nested past that depth,
-    and the two paths disagreed (s12-title). ``element``'s ancestors are not looked at: on the windowed path they are
-    containers, lists and tables (a skipped element is never a frame). Each ``h1`` and skipped
-    element is visited at most twice (no walk up to the root per ``h1``).
+    and the two paths disagreed (s12-title). ``element`` must not be inside a skipped element
+    (on the windowed path its ancestors are frames: containers, lists, tables). Time linear in
+    the elements: the first ``h1`` (libxml2's walk, as before) and its ancestors; only when that
+    one is hidden, a walk that meets each ``h1`` and skipped element at most twice.
     """
+    if element.tag == "h1":
+        return True
+    first = next(element.iter("h1"), None) if len(element) else None
+    if first is None:
+        return False
+    if next(first.iterancestors(*_SKIP_TAGS), None) is None:
+        return True
     hidden = set()  # the h1 and skipped elements inside a skipped element met so far
     for found in element.iter("h1", *_SKIP_TAGS):
         if found in hidden:
