@@ -63,10 +63,11 @@ the same result as a page read whole: under the top-level containers (``html``, 
 ...), lists and tables, each child is rendered as soon as it is complete (a later sibling exists)
 and then freed, so the element tree alive at a time is the open elements plus about one window.
 Page-wide facts come out the same: navigation is left out where it is met, its tail joined to the
-text before it; the ``<title>`` heading is put first at the end, when no ``h1`` that counts was met. A
-top-level list is written an item at a time, a table when it ends (its widest row sets the
-width; rows are kept packed, a string per 1,024 rows); their nodes are kept as integers (12 bytes
-an item or row) and, when the block's rendering is over :data:`STREAM_BLOCK_CHARS`, given as
+text before it; the ``<title>`` heading is put first at the end, when no ``h1`` that counts was
+met (each child is asked before it is read). A top-level list is written an item at a time, a
+table when it ends (its widest row sets the width; rows are kept packed, a string per 1,024
+rows); their nodes are kept as integers (12 bytes an item or row) and, when the block's
+rendering is over :data:`STREAM_BLOCK_CHARS`, given as
 :class:`~transforms.structure.tree.StreamedChildren`. The top-level blocks are kept so too (a
 top-level heading's title read back from its line of the rendering) and given as a
 ``StreamedChildren`` that makes them again from those records on every pass. Still whole: a list or table inside a
