@@ -67,6 +67,17 @@ def test_title_is_a_heading_only_without_h1():
         ("paragraph", "x"),
     ]
     assert render(page.format("<h1>Real</h1>"))[1] == [("heading", "# Real", {"level": 1, "title": "Real"})]
+    # An h1 left out with what holds it does not count (s12-title: one in an svg counted, unless
+    # nested past 200 levels, where the reading had stripped the svg before the check).
+    for hidden in ("<noscript><h1>Enable JavaScript</h1></noscript>", "<svg><h1>s</h1></svg>",
+                   "<template><h1>t</h1></template>", "<nav><h1>n</h1></nav>",
+                   "<div>" * 210 + "<svg><h1>s</h1></svg>" + "</div>" * 210):
+        assert render(page.format(hidden + "<p>x</p>"))[1] == [
+            ("heading", "# Page Title", {"level": 1, "title": "Page Title"}), ("paragraph", "x")]
+    # Any other h1 counts, even one not rendered as a heading.
+    assert render(page.format("<ul><li><h1>In</h1></li></ul>"))[1] == [
+        ("list", "- # In", {"level": 1}, [("list_item", "- # In")])]
+    assert render(page.format("<h1></h1><p>x</p>"))[1] == [("paragraph", "x")]
 
 
 # -- code ---------------------------------------------------------------------------------------
@@ -268,6 +279,14 @@ def test_skipped_elements_comments_pis_and_cdata():
     assert render(html)[1] == [("paragraph", "kept")]
 
 
+def test_a_skipped_element_around_rows_of_a_table_is_skipped_with_them():
+    # (it was read as a wrapper around rows, like a form or a div, and its other content moved out)
+    html = ("<table><tr><td>a</td></tr><template><tr><td>t</td></tr><h2>T</h2></template>"
+            "<svg><tr><td>s</td></tr></svg><noscript><tr><td>n</td></tr></noscript>"
+            "<form><tr><td>f</td></tr></form></table>")
+    assert render(html)[0] == "| a |\n| --- |\n| f |\n"
+
+
 # -- nasty input --------------------------------------------------------------------------------
 
 
@@ -438,6 +457,34 @@ def test_navigation_elements_are_those_of_the_xpath_expression(elements):
     root = etree.fromstring((html + "</body></html>").encode("utf-8"), _parser())
     path = root.getroottree().getpath
     assert [path(e) for e in _navigation(root)] == [path(e) for e in etree.XPath(_NAVIGATION_XPATH)(root)]
+
+
+_SKIPPED = ("ancestor::svg or ancestor::template or ancestor::noscript or ancestor::script or ancestor::style"
+            " or ancestor::head")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(["h1", "svg", "template", "noscript", "div", "span", "head"]),
+                          st.integers(min_value=0, max_value=2)),
+                min_size=1, max_size=12))
+def test_an_h1_counts_unless_inside_a_skipped_element(elements):
+    """``_holds_h1`` gives the XPath expression's answer, on the root and on each element (nested
+    skipped elements, h1 inside h1, skipped elements inside an h1)."""
+    from lxml import etree
+
+    from transforms.structure.normalizers.html import _holds_h1, _parser
+
+    html, open_tags = "<html><body>", []
+    for tag, closes in elements:
+        html += f"<{tag}>text"
+        open_tags.append(tag)
+        for _ in range(min(closes, len(open_tags))):
+            html += f"</{open_tags.pop()}>tail"
+    root = etree.fromstring((html + "</body></html>").encode("utf-8"), _parser())
+    for element in root.iter(etree.Element):
+        # (not asked of an element inside a skipped one: neither path does)
+        if not element.xpath(f"boolean({_SKIPPED})"):
+            assert _holds_h1(element) == element.xpath(f"boolean(descendant-or-self::h1[not({_SKIPPED})])")
 
 
 @pytest.mark.parametrize("page, text", [

@@ -11,8 +11,10 @@ Rendered:
 
 - ``h1``-``h6``: ``"#" * n + " " + title`` (``heading``); inside a list item or a block quote
   the same line is a ``paragraph`` (sections only nest at the top). Sphinx's ``¶`` permalinks
-  (``a.headerlink``) are dropped. ``<title>`` becomes a level-1 heading when the body has no
-  ``h1``.
+  (``a.headerlink``) are dropped. ``<title>`` becomes a level-1 heading when the page has no
+  ``h1`` outside what is left out (an ``h1`` in navigation or in a skipped element below, e.g.
+  ``<noscript><h1>Enable JavaScript</h1></noscript>``, does not count; an ``h1`` anywhere else
+  does, even one rendered as a paragraph or a table cell, or empty): see :func:`_holds_h1`.
 - ``p`` and any other text outside the elements below: ``paragraph``, inline elements
   flattened to their text, whitespace (any Unicode whitespace, no-break spaces included)
   collapsed to single spaces, ``<br>`` a line break inside the paragraph. Containers (``div``,
@@ -61,10 +63,11 @@ the same result as a page read whole: under the top-level containers (``html``, 
 ...), lists and tables, each child is rendered as soon as it is complete (a later sibling exists)
 and then freed, so the element tree alive at a time is the open elements plus about one window.
 Page-wide facts come out the same: navigation is left out where it is met, its tail joined to the
-text before it; the ``<title>`` heading is put first at the end, when no ``h1`` was met. A
-top-level list is written an item at a time, a table when it ends (its widest row sets the
-width; rows are kept packed, a string per 1,024 rows); their nodes are kept as integers (12 bytes
-an item or row) and, when the block's rendering is over :data:`STREAM_BLOCK_CHARS`, given as
+text before it; the ``<title>`` heading is put first at the end, when no ``h1`` that counts was
+met (each child is asked before it is read). A top-level list is written an item at a time, a
+table when it ends (its widest row sets the width; rows are kept packed, a string per 1,024
+rows); their nodes are kept as integers (12 bytes an item or row) and, when the block's
+rendering is over :data:`STREAM_BLOCK_CHARS`, given as
 :class:`~transforms.structure.tree.StreamedChildren`. The top-level blocks are kept so too (a
 top-level heading's title read back from its line of the rendering) and given as a
 ``StreamedChildren`` that makes them again from those records on every pass. Still whole: a list or table inside a
@@ -505,9 +508,11 @@ class _TableState:
             self.parts(part, tag, level + 1)
         elif tag in ("colgroup", "col"):
             pass
-        elif part.find(".//tr") is not None and level < _MAX_DEPTH:
+        elif part.find(".//tr") is not None and level < _MAX_DEPTH and _KINDS.get(tag) != _SKIP:
+            # A wrapper around rows (a form, a div); a skipped one (a template ...) is skipped with
+            # its rows, as anywhere else.
             self.text(part.text)
-            self.parts(part, section, level + 1)  # a wrapper around rows (a form, a div)
+            self.parts(part, section, level + 1)
         else:
             self.stray.append(part)
             self.last_stray = True
@@ -886,8 +891,8 @@ class _Frame:
             else:
                 if len(child):  # (navigation inside it; not the child itself)
                     stream.dropped += _remove_navigation(child)
-                keep = self.unit(child)
                 stream.saw(child, self)
+                keep = self.unit(child)
         # Free what was read; the last settled child stays (cleared, its tail kept) so the parser
         # sees the siblings it would see (libxml2 looks at the last child for blank text).
         if self.last is not None:
@@ -1041,8 +1046,6 @@ class _TableFrame(_Frame):
             return  # its table writes the rows
         state = self.state
         state.finish(self.emit)
-        for element in state.stray:
-            self.stream.saw(element, None)
 
     def emit(self) -> None:
         stream = self.stream
@@ -1111,13 +1114,13 @@ class _Stream:
             self.writer.write("\n\n")
         self.blocks += 1
 
-    def saw(self, element, frame: _Frame | None) -> None:
-        """An element read whole: note whether it holds an ``h1`` and, first under the root, a ``head``."""
-        if not self.has_h1 and (
-            element.tag == "h1" or (len(element) and next(element.iter("h1"), None) is not None)
-        ):
+    def saw(self, element, frame: _Frame) -> None:
+        """A child of ``frame`` to be read whole, before it is read (every element of the page that
+        is not a frame is one or under one): note whether it holds an ``h1`` that counts
+        (:func:`_holds_h1`) and, first under the root, a ``head``."""
+        if not self.has_h1 and _holds_h1(element):
             self.has_h1 = True
-        if self.head is None and element.tag == "head" and frame is not None and frame.depth == 0:
+        if self.head is None and element.tag == "head" and frame.depth == 0:
             self.head = element
             title = element.find("title")
             self.title = _collapse("".join(title.itertext())) if title is not None else ""
@@ -1278,10 +1281,11 @@ def normalize_html(content: str) -> NormalizedDocument:
     blocks: list[object] = []
     reader = _Reader()
     if root is not None:
+        has_h1 = _holds_h1(root)  # (before the walk, which strips skipped elements it flattens)
         top = _Collector(nested=False)
         reader.walk(root, top, 0)
         blocks = top.finish()
-        if next(root.iter("h1"), None) is None:
+        if not has_h1:
             title = _title(root)
             if title:
                 blocks.insert(0, _Heading(1, title))
@@ -1374,6 +1378,37 @@ def _navigation(root) -> list:
         if names and not _NAVIGATION_CLASSES.isdisjoint(_XML_SPACE.split(names)):
             found.append(element)
     return found
+
+
+def _holds_h1(element) -> bool:
+    """Whether ``element`` is or holds an ``h1`` that is not inside a skipped element (``svg``,
+    ``template``, ``noscript``, ``head`` ...: ``_SKIP_TAGS``): whether the ``<title>`` is left out.
+
+    Both paths ask it of the tree as parsed, navigation removed (the whole tree's :func:`_parse`;
+    the windowed path removes it from each child first), before reading (which strips the skipped
+    elements under an element it flattens past :data:`_MAX_DEPTH`, see ``_deep_text``). It used to
+    be ``h1`` anywhere, asked after the reading on the whole tree and before it for some elements
+    on the windows: an ``h1`` in an ``svg`` counted unless the ``svg`` was nested past that depth,
+    and the two paths disagreed (s12-title). ``element`` must not be inside a skipped element
+    (on the windowed path its ancestors are frames: containers, lists, tables). Time linear in
+    the elements: the first ``h1`` (libxml2's walk, as before) and its ancestors; only when that
+    one is hidden, a walk that meets each ``h1`` and skipped element at most twice.
+    """
+    if element.tag == "h1":
+        return True
+    first = next(element.iter("h1"), None) if len(element) else None
+    if first is None:
+        return False
+    if next(first.iterancestors(*_SKIP_TAGS), None) is None:
+        return True
+    hidden = set()  # the h1 and skipped elements inside a skipped element met so far
+    for found in element.iter("h1", *_SKIP_TAGS):
+        if found in hidden:
+            continue
+        if found.tag == "h1":
+            return True
+        hidden.update(found.iter("h1", *_SKIP_TAGS))
+    return False
 
 
 def _title(root) -> str:
