@@ -583,9 +583,9 @@ def _check_runner(options: PipelineOptions, *, tokenizer: str | None = None) -> 
 
 
 def _check_job_endpoint(endpoint: str | None, runner: str) -> None:
-    """A portable runner's job service must be given and be ready as a gRPC channel within 5 s
-    (a TCP listener that never speaks HTTP/2 is not): Beam itself would wait 300 s and end in a
-    gRPC traceback."""
+    """A portable runner's job service must be given and answer Beam's job API (``GetJobs``)
+    within 5 s: Beam itself would wait 300 s for a silent address, or end in a gRPC traceback at
+    another gRPC server."""
     import socket
 
     import grpc
@@ -601,11 +601,19 @@ def _check_job_endpoint(endpoint: str | None, runner: str) -> None:
         socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
     except OSError as err:
         raise OptionError(f"--job_endpoint {endpoint}: no job service answers there ({_one_line(err, 120)})") from None
+    from apache_beam.portability.api import beam_job_api_pb2, beam_job_api_pb2_grpc
+
     channel = grpc.insecure_channel(endpoint)
     try:
         grpc.channel_ready_future(channel).result(timeout=5)
+        # Any gRPC server gets this far (an artifact service, say); a Beam job service lists its jobs.
+        beam_job_api_pb2_grpc.JobServiceStub(channel).GetJobs(beam_job_api_pb2.GetJobsRequest(), timeout=5)
     except grpc.FutureTimeoutError:
         raise OptionError(f"--job_endpoint {endpoint}: no job service answers there (no gRPC reply in 5 s)") from None
+    except grpc.RpcError as err:
+        raise OptionError(
+            f"--job_endpoint {endpoint}: no Beam job service answers there ({err.code().name}: {_one_line(err.details(), 120)})"
+        ) from None
     finally:
         channel.close()
 

@@ -335,6 +335,24 @@ def test_a_storage_service_that_never_replies_fails_at_once(capsys, monkeypatch,
     assert 4 < elapsed < 30
 
 
+def test_a_grpc_server_that_is_no_job_service_is_refused(capsys, tmp_path, docs):
+    """(s12-hostile) A gRPC server without Beam's job API (an artifact port, say) passed the check,
+    then the job ended in a 50-line UNIMPLEMENTED traceback with exit 1."""
+    from concurrent import futures
+
+    import grpc
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        line = _error(capsys, ["--input", str(docs), "--output", str(tmp_path / "o"),
+                               "--runner", "PortableRunner", f"--job_endpoint=127.0.0.1:{port}"])
+    finally:
+        server.stop(None)
+    assert line.startswith(f"rechunk: error: --job_endpoint 127.0.0.1:{port}: no Beam job service answers there (UNIMPLEMENTED")
+
+
 def test_a_job_service_that_never_replies_fails_at_once(capsys, tmp_path, docs):
     """A TCP listener that is no gRPC job service: Beam would wait 300 s for it."""
     import socket

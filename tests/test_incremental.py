@@ -157,6 +157,19 @@ def test_fingerprint_covers_every_input_of_the_chunks():
     assert unchanged_key(row) == unchanged_key(dict(row)) and unchanged_key(row) != unchanged_key(changed)
 
 
+def test_fingerprint_covers_the_chunking_libraries_versions(monkeypatch):
+    """(s12-hostile) The semantic chunkers' libraries were left out: after upgrading them,
+    --previous kept chunks that a fresh run may cut otherwise."""
+    import transforms.incremental as incremental
+
+    assert {"langchain-experimental", "sentence-transformers", "torch"} <= set(incremental.CHUNKING_LIBRARIES)
+    document = Document(id="d", content="text")
+    base = dict(chunker_config_hash="c1", tokenizer="t1", max_tokens=512)
+    reference = input_fingerprint(document, **base)
+    monkeypatch.setattr(incremental, "_library_versions", lambda: ("torch==9.9",))
+    assert input_fingerprint(document, **base) != reference
+
+
 def test_kept_chunks_are_the_kept_documents_rows_in_order_and_the_rest_are_listed():
     """Rows of kept and other documents interleaved in one previous table: the kept table holds
     exactly the kept documents' rows, every column, in their order; the others' ids go on."""

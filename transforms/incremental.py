@@ -63,7 +63,11 @@ DELETED_SCHEMA = pa.schema(
 
 
 #: Installed distributions whose version can change chunks: in the fingerprint.
-CHUNKING_LIBRARIES = ("tiktoken", "tokenizers", "docling-core", "markdown-it-pyrs", "lxml", "semchunk")
+CHUNKING_LIBRARIES = (
+    "tiktoken", "tokenizers", "docling-core", "markdown-it-pyrs", "lxml", "semchunk",
+    # the semantic chunkers' cuts follow their embeddings and LangChain's splitter
+    "langchain-experimental", "sentence-transformers", "torch",
+)
 
 
 def previous_files(previous: str, folder: str) -> str:

@@ -48,7 +48,9 @@ __all__ = ["HeadingChunker", "StructureAwareChunker"]
 
 #: Bumped whenever the same input and configuration would give other chunks; part of config().
 #: 2: a section whose title repeats its parent's is one heading with it in heading paths.
-ENGINE_VERSION = 2
+#: 3: an HTML h1 inside navigation or a skipped element (svg, template, noscript, ...) does not
+#:    hide the page's <title>, and a skipped element around table rows is skipped with them.
+ENGINE_VERSION = 3
 _POLICIES = ("split_with_context", "reject")
 _SEMANTIC_MODES = ("heuristic", "refiner")
 _FLATTEN = {"code": "preserve_code_blocks", "table": "preserve_table_rows", "list": "preserve_list_hierarchy"}
