@@ -57,7 +57,9 @@ from transforms.parsing import (
 __all__ = ["ParseJob", "main", "parse_job", "run"]
 
 #: Files the parse job writes under --output (relative paths), which --input must not match.
-PARSE_OUTPUT_FILES = ("report.json", "parsed/parsed-00000-of-00001.parquet", "dead_letter/dead_letter-00000-of-00001.parquet")
+PARSE_OUTPUT_FILES = (
+    "report.json", "parsed/parsed-00000-of-00001.parquet", "dead_letter/dead_letter-00000-of-00001.parquet",
+)
 
 _USAGE = """usage: rechunk parse --input PATTERN --output DIR [--content-format docling|markdown]
                      [--max-file-bytes N] [--max-file-seconds S] [--pdf-artifacts-path DIR]

@@ -97,7 +97,9 @@ UNSUPPORTED_RUNNERS = {
     # Measured (session 12): with --previous a side input of kept ids held the manifest's rows
     # instead (a crash, or the kept documents' chunks lost with exit 0), and its metrics gave the
     # report 0 documents read. Beam's own issue on its side inputs: apache/beam#18942 (open).
-    "BundleBasedDirectRunner": "its side inputs and metrics differ from the FnApiRunner's (kept chunks and report counts came out wrong)",
+    "BundleBasedDirectRunner": (
+        "its side inputs and metrics differ from the FnApiRunner's (kept chunks and report counts came out wrong)"
+    ),
     "InteractiveRunner": "it is for notebooks and fails on this job's graph",
 }
 
@@ -358,9 +360,9 @@ def _check_reachable(flag: str, path: str, shown: str | None = None) -> None:
     client retries for minutes (credentials, then listing) before failing. Other schemes are left
     to Beam.
 
-    The check sends ``GET /storage/v1/b?project=rechunk-check`` (a bucket listing; over TLS for ``https://`` and for Cloud Storage
-    itself) and needs a status line below 500 back. A TLS certificate that the local trust store
-    rejects counts as an answer (Beam's client has its own). ``STORAGE_EMULATOR_HOST`` must name
+    The check sends ``GET /storage/v1/b?project=rechunk-check`` (a bucket listing; over TLS for
+    ``https://`` and for Cloud Storage itself) and needs a status line below 500 back. A TLS
+    certificate that the local trust store rejects counts as an answer (Beam's client has its own). ``STORAGE_EMULATOR_HOST`` must name
     its scheme, as Beam's client takes it as given.
 
     Raises:
@@ -383,7 +385,9 @@ def _check_reachable(flag: str, path: str, shown: str | None = None) -> None:
         except ValueError as err:  # a port that is no number or out of range, a broken IPv6 address
             raise OptionError(f"{where} is not a host and port ({_one_line(err)})") from None
         if url.scheme not in ("http", "https") or not host:
-            raise OptionError(f"{where} needs its scheme, e.g. http://{endpoint.split('://')[-1]} (Beam's GCS client takes it as given)")
+            raise OptionError(
+                f"{where} needs its scheme, e.g. http://{endpoint.split('://')[-1]} (Beam's GCS client takes it as given)"
+            )
         tls = url.scheme == "https"
         port = port or (443 if tls else 80)
     else:
@@ -400,7 +404,8 @@ def _check_reachable(flag: str, path: str, shown: str | None = None) -> None:
                     except ssl.SSLCertVerificationError:
                         outcome.append(None)  # it answered the handshake
                         return
-                conn.sendall(f"GET /storage/v1/b?project=rechunk-check HTTP/1.0\r\nHost: {host}\r\n\r\n".encode("ascii", "replace"))
+                request = f"GET /storage/v1/b?project=rechunk-check HTTP/1.0\r\nHost: {host}\r\n\r\n"
+                conn.sendall(request.encode("ascii", "replace"))
                 reply = b""
                 while len(reply) < 12 and b"\n" not in reply:
                     more = conn.recv(64)
@@ -612,7 +617,8 @@ def _check_job_endpoint(endpoint: str | None, runner: str) -> None:
         raise OptionError(f"--job_endpoint {endpoint}: no job service answers there (no gRPC reply in 5 s)") from None
     except grpc.RpcError as err:
         raise OptionError(
-            f"--job_endpoint {endpoint}: no Beam job service answers there ({err.code().name}: {_one_line(err.details(), 120)})"
+            f"--job_endpoint {endpoint}: no Beam job service answers there "
+            f"({err.code().name}: {_one_line(err.details() or '', 120)})"
         ) from None
     finally:
         channel.close()
