@@ -209,6 +209,25 @@ def test_prose_is_split_at_sentences_and_the_space_between_is_left_out():
     ]
 
 
+@pytest.mark.parametrize(
+    "text, target_tokens, max_tokens, expected",
+    [
+        # UTF-8 bytes: 3 a character. Engine 2 had no cut without whitespace after 。！？ and cut at
+        # its budget: ("猫が寝た。犬が吠えた！「本", 0), ("当？」と聞いた。", 13).
+        ("猫が寝た。犬が吠えた！「本当？」と聞いた。", 30, 40,
+         [("猫が寝た。", 0), ("犬が吠えた！", 5), ("「本当？」と聞いた。", 11)]),
+        ("一句。二句。 Three here. 四句！", 15, 20,
+         [("一句。", 0), ("二句。", 3), ("Three here.", 7), ("四句！", 19)]),
+    ],
+)
+def test_chinese_and_japanese_prose_is_split_at_its_sentence_ends(text, target_tokens, max_tokens, expected):
+    """(s12-newcomer) 。！？ end a sentence with no whitespace after them; a long CJK paragraph was
+    cut at token boundaries, mid-word, every chunk at the full budget."""
+    chunks = _chunks(_bytes(max_tokens=max_tokens, target_tokens=target_tokens), text, "text")
+    assert [(c.text, c.start_offset) for c in chunks] == expected
+    assert all(text[c.start_offset:c.end_offset] == c.text for c in chunks)
+
+
 def test_a_section_that_repeats_its_parents_title_is_one_heading_with_it():
     """An HTML page's <title> over an h2 of the same text (193 of the corpus's 284 pages) made
     every chunk's heading path say it twice. A section whose title repeats its parent's is one

@@ -81,7 +81,12 @@ _BLANK_LINES = re.compile(r"(?:\r\n?|\n)(?:[^\S\r\n]*(?:\r\n?|\n))+")
 # Python's \s is str.isspace(), a superset of the tokenizer pattern's \s, so a line that starts
 # with e.g. U+001C is not taken as stable (the safe side).
 _CONTENT_AHEAD = re.compile(r"[^\S\r\n]*\S")
-_SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"'\u201d\u2019)\]]*\s+")
+# A sentence ends at . ! ? or an ellipsis, with closing quotes or brackets, before whitespace; or
+# at a full-width 。！？ or a half-width ｡ with closing quotes or brackets (」』）】), where no
+# whitespace follows in Chinese and Japanese text.
+_SENTENCE_END = re.compile(
+    r"[.!?\u2026][\"'\u201d\u2019)\]]*\s+|[\u3002\uff01\uff1f\uff61][\"'\u201d\u2019)\]\u300d\u300f\uff09\u3011]*\s*"
+)
 _WORD_START = re.compile(r"\s+")
 # Tokens by which a count from the whole-document encoding may differ from a whole recount of a
 # slice cut inside a line (measured: -3 to +2); estimates further off than this are trusted.
