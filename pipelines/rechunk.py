@@ -92,6 +92,8 @@ OUTPUT_FILES = (
     "report.json", "chunks/chunks-00000-of-00001.parquet", "dead_letter/dead_letter-00000-of-00001.parquet",
     "documents/documents-00000-of-00001.parquet", "deleted/deleted-00000-of-00001.parquet",
 )
+#: --environment_type values of Beam's portable runners (Beam's own lookup is case-sensitive).
+ENVIRONMENT_TYPES = ("DOCKER", "PROCESS", "EXTERNAL", "LOOPBACK")
 #: Runners Beam knows that this job does not run on, and why.
 UNSUPPORTED_RUNNERS = {
     # Measured (session 12): with --previous a side input of kept ids held the manifest's rows
@@ -360,18 +362,21 @@ def _check_reachable(flag: str, path: str, shown: str | None = None) -> None:
     client retries for minutes (credentials, then listing) before failing. Other schemes are left
     to Beam.
 
-    The check sends ``GET /storage/v1/b?project=rechunk-check`` (a bucket listing; over TLS for
-    ``https://`` and for Cloud Storage itself) and needs a status line below 500 back. A TLS
-    certificate that the local trust store rejects counts as an answer (Beam's client has its own). ``STORAGE_EMULATOR_HOST`` must name
+    The check asks for a bucket listing (``GET {endpoint}/storage/v1/b``) as Beam's client would:
+    through the proxy the environment names (``https_proxy``, ``no_proxy``, ...), with the
+    certificates Python trusts (a self-signed emulator that Beam's client would reject fails
+    here too), at the path ``STORAGE_EMULATOR_HOST`` gives. Any HTTP status below 500 (for Cloud
+    Storage itself, 401 without credentials) is an answer. ``STORAGE_EMULATOR_HOST`` must name
     its scheme, as Beam's client takes it as given.
 
     Raises:
-        OptionError: No answer, no HTTP answer, a server error, or ``STORAGE_EMULATOR_HOST`` is
-            not ``http[s]://host[:port]``; the message names ``flag`` and ``shown`` (default ``path``).
+        OptionError: No answer in time, no HTTP answer, a server error, or
+            ``STORAGE_EMULATOR_HOST`` is not ``http[s]://host[:port]``; the message names ``flag``
+            and ``shown`` (default ``path``).
     """
-    import socket
-    import ssl
     import threading
+    import urllib.error
+    import urllib.request
     from urllib.parse import urlsplit
 
     if not path.startswith("gs://"):
@@ -384,52 +389,38 @@ def _check_reachable(flag: str, path: str, shown: str | None = None) -> None:
             host, port = url.hostname, url.port
         except ValueError as err:  # a port that is no number or out of range, a broken IPv6 address
             raise OptionError(f"{where} is not a host and port ({_one_line(err)})") from None
-        if url.scheme not in ("http", "https") or not host:
+        if url.scheme.lower() not in ("http", "https") or not host:
             raise OptionError(
                 f"{where} needs its scheme, e.g. http://{endpoint.split('://')[-1]} (Beam's GCS client takes it as given)"
             )
-        tls = url.scheme == "https"
-        port = port or (443 if tls else 80)
+        base = endpoint.strip().rstrip("/")
+        port = port or (443 if url.scheme.lower() == "https" else 80)
     else:
-        host, port, tls = "storage.googleapis.com", 443, True
+        host, port, base = "storage.googleapis.com", 443, "https://storage.googleapis.com"
     outcome: list[BaseException | None] = []
 
     def ask() -> None:  # in a thread: name resolution has no timeout of its own
         try:
-            with socket.create_connection((host, port), timeout=5) as sock:
-                conn = sock
-                if tls:
-                    try:
-                        conn = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
-                    except ssl.SSLCertVerificationError:
-                        outcome.append(None)  # it answered the handshake
-                        return
-                request = f"GET /storage/v1/b?project=rechunk-check HTTP/1.0\r\nHost: {host}\r\n\r\n"
-                conn.sendall(request.encode("ascii", "replace"))
-                reply = b""
-                while len(reply) < 12 and b"\n" not in reply:
-                    more = conn.recv(64)
-                    if not more:
-                        break
-                    reply += more
-            status = reply.split(b" ", 2)[1] if reply.startswith(b"HTTP/") and reply.count(b" ") else b""
-            if not reply:
-                raise OSError("the connection was closed without a reply")
-            if not status.isdigit():
-                raise OSError(f"the reply is not HTTP: {reply[:20]!r}")
-            if int(status) >= 500:
-                raise OSError(f"HTTP {int(status)} from the service")
+            # A new opener: it reads the proxy variables now (urlopen's is built once per process).
+            with urllib.request.build_opener().open(f"{base}/storage/v1/b?project=rechunk-check", timeout=5):
+                pass
             outcome.append(None)
-        except socket.timeout:
+        except urllib.error.HTTPError as err:  # an HTTP answer: the service is there unless it failed
+            err.close()
+            outcome.append(None if err.code < 500 else OSError(f"HTTP {err.code} from the service"))
+        except urllib.error.URLError as err:
+            reason = err.reason
+            outcome.append(OSError("no reply in 5 s") if isinstance(reason, TimeoutError) else OSError(str(reason)))
+        except TimeoutError:
             outcome.append(OSError("no reply in 5 s"))
-        except OSError as err:  # refused, unresolvable, reset, a failed handshake (ssl.SSLError)
-            outcome.append(err)
+        except Exception as err:  # not HTTP (http.client.BadStatusLine ...), a host name IDNA rejects
+            outcome.append(OSError(f"no HTTP answer: {type(err).__name__}: {_one_line(err, 80)}"))
 
     thread = threading.Thread(target=ask, daemon=True)
     thread.start()
-    thread.join(11)
+    thread.join(12)
     if not outcome or outcome[0] is not None:
-        why = _one_line(outcome[0]) if outcome else "no reply in 5 s"
+        why = _one_line(outcome[0]) if outcome else "no reply in 12 s"
         raise OptionError(f"{flag} {shown or path}: cannot reach Cloud Storage at {host}:{port} ({why})")
 
 
@@ -553,10 +544,12 @@ def _check_previous(previous: str, output: str) -> str:
 def _check_runner(options: PipelineOptions, *, tokenizer: str | None = None) -> None:
     """Pick FnApiRunner for the DirectRunner (no Prism download); check the runner and the files it ships."""
     standard = options.view_as(StandardOptions)
-    if standard.runner in (None, "DirectRunner", "direct", "Direct"):
+    short = (standard.runner or "direct").strip().rsplit(".", 1)[-1].lower().removesuffix("runner")
+    if short in ("direct", "switchingdirect"):
+        # Beam 2.77's SwitchingDirectRunner (what any other spelling of DirectRunner gives) tries
+        # Prism first, downloading its binary from GitHub; FnApiRunner is what it falls back to.
         standard.runner = "FnApiRunner"
     # By name, before Beam imports it (InteractiveRunner's import fails with this pandas).
-    short = standard.runner.rsplit(".", 1)[-1].lower().removesuffix("runner")
     for name, why in UNSUPPORTED_RUNNERS.items():
         if short == name.lower().removesuffix("runner"):
             raise OptionError(f"--runner {standard.runner}: not supported, {why}; use DirectRunner (FnApiRunner)")
@@ -604,11 +597,14 @@ def _check_job_endpoint(endpoint: str | None, runner: str) -> None:
         raise OptionError(f"--job_endpoint {endpoint}: expected HOST:PORT of the job service (or 'embed')")
     try:  # a refused or unresolvable address fails at once, with its reason
         socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
-    except OSError as err:
+    except (OSError, UnicodeError, ValueError) as err:  # UnicodeError: a host name IDNA rejects
         raise OptionError(f"--job_endpoint {endpoint}: no job service answers there ({_one_line(err, 120)})") from None
     from apache_beam.portability.api import beam_job_api_pb2, beam_job_api_pb2_grpc
 
     channel = grpc.insecure_channel(endpoint)
+    grpc_log = logging.getLogger("grpc._common")  # it logs a traceback for a reply it cannot decode
+    level = grpc_log.level
+    grpc_log.setLevel(logging.CRITICAL)
     try:
         grpc.channel_ready_future(channel).result(timeout=5)
         # Any gRPC server gets this far (an artifact service, say); a Beam job service lists its jobs.
@@ -621,6 +617,7 @@ def _check_job_endpoint(endpoint: str | None, runner: str) -> None:
             f"({err.code().name}: {_one_line(err.details() or '', 120)})"
         ) from None
     finally:
+        grpc_log.setLevel(level)
         channel.close()
 
 
@@ -629,14 +626,22 @@ def _check_embedded_environment(environment_type: str | None) -> None:
     there is DOCKER (a container of Beam's SDK image, pulled if missing), which fails with a
     traceback where Docker is absent, so the environment must be named."""
     import shutil
+    import subprocess
 
     if environment_type is None:
         raise OptionError(
             "--job_endpoint embed: give --environment_type LOOPBACK (workers in this process), or DOCKER "
             "(Beam's SDK container: needs Docker, and the image or the network to pull it)"
         )
-    if environment_type.upper() == "DOCKER" and shutil.which("docker") is None:
-        raise OptionError("--environment_type DOCKER: no docker command on this machine; use LOOPBACK")
+    if environment_type == "DOCKER":
+        if shutil.which("docker") is None:
+            raise OptionError("--environment_type DOCKER: no docker command on this machine; use LOOPBACK")
+        try:
+            subprocess.run(["docker", "info"], capture_output=True, timeout=10, check=True)
+        except (OSError, subprocess.SubprocessError):
+            raise OptionError(
+                "--environment_type DOCKER: Docker does not answer here (docker info failed); start it, or use LOOPBACK"
+            ) from None
 
 
 def _check_runner_binary(options: PipelineOptions, runner) -> None:
@@ -688,8 +693,19 @@ def _check_cluster_runner(options: PipelineOptions, runner, tokenizer: str | Non
         raise OptionError(f"--dry_run={dry_run}: give --dry_run=True, or leave the option out")
     if dry_run and type(runner) is not DataflowRunner:
         raise OptionError(f"--dry_run: only DataflowRunner has a dry run; {name} would run the job")
+    portable = options.view_as(PortableOptions)
+    if isinstance(runner, PortableRunner) and portable.environment_type is not None:
+        from apache_beam.portability.common_urns import environments
+
+        # Beam takes the names in upper case, or the URNs of its registered environments.
+        urns = {getattr(environments, kind).urn: kind for kind in ENVIRONMENT_TYPES if kind != "LOOPBACK"}
+        kind = urns.get(portable.environment_type, portable.environment_type)
+        if kind not in ENVIRONMENT_TYPES:
+            raise OptionError(
+                f"--environment_type {portable.environment_type}: one of {', '.join(ENVIRONMENT_TYPES)} (upper case)"
+            )
+        portable.environment_type = kind
     if type(runner) is PortableRunner:
-        portable = options.view_as(PortableOptions)
         _check_job_endpoint(portable.job_endpoint, name)
         if portable.job_endpoint == "embed":
             _check_embedded_environment(portable.environment_type)

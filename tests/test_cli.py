@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.rechunk import main
+from pipelines.rechunk import OptionError, main
 from tests.conftest import REPO, read_output, write_documents
 
 SAMPLE = REPO / "sample" / "docs.parquet"
@@ -376,6 +376,52 @@ def test_runners_the_job_does_not_run_on_are_refused(capsys, tmp_path, docs, run
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("runner", ["DirectRunner", "direct", "directrunner", "DIRECTRUNNER", "SwitchingDirectRunner",
+                                    "apache_beam.runners.direct.direct_runner.DirectRunner"])
+def test_every_spelling_of_the_direct_runner_is_the_fn_api_runner(tmp_path, docs, runner):
+    """(s12-hostile2) Spellings other than DirectRunner/direct went to Beam's SwitchingDirectRunner,
+    which downloads Prism from GitHub first (behind a silent proxy: a hang of minutes)."""
+    from apache_beam.options.pipeline_options import StandardOptions
+
+    from pipelines.rechunk import parse_job
+
+    job = parse_job(["--input", str(docs), "--output", str(tmp_path / "o"), "--runner", runner])
+    assert job.options.view_as(StandardOptions).runner == "FnApiRunner"
+
+
+@pytest.mark.parametrize("value", ["docker", "loopback", "bogus", "BEAM:ENV:DOCKER:V1", "beam:env:loopback:v1"])
+def test_an_unknown_environment_type_is_one_option_error(capsys, tmp_path, docs, value):
+    """(s12-hostile2) Beam's lookup is case-sensitive: these ended in AttributeError, ValueError or
+    KeyError tracebacks after the checks had passed."""
+    line = _error(capsys, ["--input", str(docs), "--output", str(tmp_path / "o"), "--runner", "PortableRunner",
+                           "--job_endpoint", "embed", "--environment_type", value])
+    assert line == f"rechunk: error: --environment_type {value}: one of DOCKER, PROCESS, EXTERNAL, LOOPBACK (upper case)"
+
+
+def test_docker_that_does_not_answer_is_refused_for_an_embedded_job_service(capsys, monkeypatch, tmp_path, docs):
+    """(s12-hostile2) A docker command with no daemon behind it passed, then ``docker run`` failed
+    with a traceback. Beam's URN for DOCKER is taken as DOCKER."""
+    import subprocess
+
+    def no_daemon(*args, **kwargs):
+        raise subprocess.CalledProcessError(1, args[0])
+
+    monkeypatch.setattr("shutil.which", lambda name: "/usr/bin/docker")
+    monkeypatch.setattr("subprocess.run", no_daemon)
+    line = _error(capsys, ["--input", str(docs), "--output", str(tmp_path / "o"), "--runner", "PortableRunner",
+                           "--job_endpoint", "embed", "--environment_type", "beam:env:docker:v1"])
+    assert line == ("rechunk: error: --environment_type DOCKER: Docker does not answer here (docker info failed); "
+                    "start it, or use LOOPBACK")
+
+
+@pytest.mark.parametrize("host", ["jobs..example.com", "a" * 70])
+def test_a_job_endpoint_host_name_idna_rejects_is_one_option_error(capsys, tmp_path, docs, host):
+    """(s12-hostile2) socket's UnicodeError is no OSError: a traceback with exit status 1."""
+    line = _error(capsys, ["--input", str(docs), "--output", str(tmp_path / "o"), "--runner", "PortableRunner",
+                           "--job_endpoint", f"{host}:8099"])
+    assert line.startswith(f"rechunk: error: --job_endpoint {host}:8099: no job service answers there (")
+
+
 def test_an_embedded_job_service_needs_an_environment_type(capsys, monkeypatch, tmp_path, docs):
     """(s12-newcomer) ``--job_endpoint embed`` alone defaulted to DOCKER: a 154-line traceback
     where Docker is absent, and an empty --output left behind."""
@@ -405,9 +451,10 @@ def test_an_output_inside_the_input_pattern_is_refused(capsys, tmp_path, docs):
 
 @pytest.mark.parametrize(
     "reply, why",
-    [(b"garbage\r\n", "the reply is not HTTP: b'garbage\\r\\n'"),
+    [(b"garbage\r\n", "no HTTP answer: BadStatusLine: garbage"),
      (b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n", "HTTP 500 from the service"),
-     (b"", "the connection was closed without a reply")],
+     (b"HTTP/1.1 5", "no HTTP answer: BadStatusLine: HTTP/1.1 5"),
+     (b"", "no HTTP answer: RemoteDisconnected: Remote end closed connection without response")],
 )
 def test_a_storage_service_that_answers_no_http_fails_at_once(capsys, monkeypatch, tmp_path, reply, why):
     """(s12-hostile) A service answering garbage or HTTP 500 passed the check, then Beam's GCS
@@ -437,6 +484,117 @@ def test_a_storage_service_that_answers_no_http_fails_at_once(capsys, monkeypatc
     finally:
         listener.close()
     assert line == f"rechunk: error: --output gs://bkt/out: cannot reach Cloud Storage at 127.0.0.1:{port} ({why})"
+
+
+def _http_server(handler_body: bytes):
+    """A local HTTP server answering every GET with 200 and ``handler_body``; returns it and its port."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(handler_body)))
+            self.end_headers()
+            self.wfile.write(handler_body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, server.server_address[1]
+
+
+def test_the_storage_check_goes_through_the_environments_proxy(monkeypatch):
+    """(s12-hostile2) The check opened its own socket, so behind a proxy (the only way out) every
+    gs:// path was refused while Beam's client, which follows http_proxy, could reach it."""
+    from pipelines.rechunk import _check_reachable
+
+    server, port = _http_server(b'{"kind": "storage#buckets"}')
+    try:
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", "http://gcs.internal.invalid:9023")
+        monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{port}")
+        monkeypatch.delenv("no_proxy", raising=False)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        _check_reachable("--input", "gs://b/x")  # answered through the proxy
+        monkeypatch.delenv("http_proxy")
+        with pytest.raises(OptionError, match=r"cannot reach Cloud Storage at gcs.internal.invalid:9023"):
+            _check_reachable("--input", "gs://b/x")
+    finally:
+        server.shutdown()
+
+
+def test_a_self_signed_emulator_that_beam_would_reject_is_refused(monkeypatch, tmp_path):
+    """(s12-hostile2) A TLS certificate nobody trusts counted as an answer; Beam's client rejects it
+    too and then retried for minutes with no output."""
+    import datetime
+    import ssl
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    from pipelines.rechunk import _check_reachable
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(1).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=3650))
+            .sign(key, hashes.SHA256()))
+    (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "key.pem").write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    server, port = _http_server(b"{}")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    try:
+        for variable in ("https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY"):
+            monkeypatch.delenv(variable, raising=False)
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"https://localhost:{port}")
+        with pytest.raises(OptionError, match=r"cannot reach Cloud Storage at localhost:\d+ \(.*CERTIFICATE_VERIFY_FAILED"):
+            _check_reachable("--output", "gs://b/out")
+    finally:
+        server.shutdown()
+
+
+def test_an_emulator_path_is_asked_as_beams_client_would(monkeypatch):
+    """(s12-hostile2) ``http://host:port/storage`` passed (the check asked ``/storage/v1/b``), then
+    the job failed mid-run: Beam's client asks ``/storage/storage/v1/b`` there."""
+    import http.server
+    import threading
+
+    asked = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            asked.append(self.path)
+            self.send_response(200 if self.path.startswith("/storage/v1/") else 501)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    try:
+        for variable in ("http_proxy", "HTTP_PROXY"):
+            monkeypatch.delenv(variable, raising=False)
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}/")
+        from pipelines.rechunk import _check_reachable
+
+        _check_reachable("--input", "gs://b/x")
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}/storage")
+        with pytest.raises(OptionError, match="HTTP 501 from the service"):
+            _check_reachable("--input", "gs://b/x")
+    finally:
+        server.shutdown()
+    assert asked == ["/storage/v1/b?project=rechunk-check", "/storage/storage/v1/b?project=rechunk-check"]
 
 
 def test_an_emulator_host_without_its_scheme_is_refused(capsys, monkeypatch, tmp_path):

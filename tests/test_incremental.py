@@ -320,6 +320,27 @@ def test_a_manifest_row_with_a_null_field_rechunks_its_document(tmp_path):
         assert _rows(tmp_path / "next", sub) == _rows(tmp_path / "fresh", sub)
 
 
+def test_a_previous_chunk_row_without_a_document_id_is_left_out(tmp_path):
+    """(s12-hostile2) A null ``document_id`` in a previous chunks/ row failed the job mid-pipeline
+    (AttributeError in the kept-chunks step). No document owns such a row: it is left out, and the
+    output equals a fresh run."""
+    source = write_documents(tmp_path / "in" / "docs.parquet", V1[:3])
+    previous = tmp_path / "previous"
+    assert main(["--input", str(source), "--output", str(previous), *MAX_TOKENS]) == 0
+    (shard,) = (previous / "chunks").glob("*.parquet")
+    table = pq.read_table(shard)
+    stray = table.slice(0, 1).set_column(
+        table.schema.get_field_index("document_id"), "document_id", pa.array([None], pa.string()))
+    pq.write_table(pa.concat_tables([table, stray]), shard)
+    report = _report(previous)
+    (previous / "report.json").write_text(json.dumps({**report, "chunks_written": table.num_rows + 1}))
+    assert main(["--input", str(source), "--output", str(tmp_path / "fresh"), *MAX_TOKENS]) == 0
+    assert main(["--input", str(source), "--output", str(tmp_path / "next"), *MAX_TOKENS,
+                 "--previous", str(previous)]) == 0
+    for sub in ("chunks", "documents", "dead_letter", "deleted"):
+        assert _rows(tmp_path / "next", sub) == (_rows(tmp_path / "fresh", sub) if sub != "deleted" else [])
+
+
 def test_output_inside_previous_is_an_option_error(capsys, tmp_path):
     previous = _previous_run(tmp_path)
     docs = write_documents(tmp_path / "in" / "docs.parquet", V1[:1])

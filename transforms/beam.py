@@ -1019,13 +1019,15 @@ class _KeptChunksDoFn(beam.DoFn):
         if kept_ids is not self._kept_ids:
             self._kept_ids, self._kept = kept_ids, frozenset(kept_ids)
         ids = table.column("document_id").to_pylist()
-        keep = {i: id_key(i) in self._kept for i in set(ids)}
+        # (A row without a document id, which no rechunk run writes, belongs to no document: left out.)
+        keep = {i: i is not None and id_key(i) in self._kept for i in set(ids)}
         mask = pa.array([keep[i] for i in ids], pa.bool_())
         kept = table.filter(mask)
         if kept.num_rows:
             yield kept.select(CHUNK_SCHEMA.names).cast(CHUNK_SCHEMA)
         if kept.num_rows < table.num_rows:
-            others = table.select(["document_id", "chunk_index", "chunk_id"]).filter(pc.invert(mask))
+            rest = pc.and_(pc.invert(mask), pc.is_valid(table.column("document_id")))
+            others = table.select(["document_id", "chunk_index", "chunk_id"]).filter(rest)
             for document_id, index, chunk_id in zip(*(c.to_pylist() for c in others.columns)):
                 yield TaggedOutput(PREVIOUS_IDS, (document_id, (index, chunk_id)))
 
