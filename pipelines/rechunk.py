@@ -585,6 +585,7 @@ def _check_job_endpoint(endpoint: str | None, runner: str) -> None:
     within 5 s: Beam itself would wait 300 s for a silent address, or end in a gRPC traceback at
     another gRPC server."""
     import socket
+    import threading
 
     import grpc
 
@@ -595,10 +596,23 @@ def _check_job_endpoint(endpoint: str | None, runner: str) -> None:
     host, sep, port = endpoint.rpartition(":")
     if not sep or not port.isdigit() or not host:
         raise OptionError(f"--job_endpoint {endpoint}: expected HOST:PORT of the job service (or 'embed')")
-    try:  # a refused or unresolvable address fails at once, with its reason
-        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
-    except (OSError, UnicodeError, ValueError) as err:  # UnicodeError: a host name IDNA rejects
-        raise OptionError(f"--job_endpoint {endpoint}: no job service answers there ({_one_line(err, 120)})") from None
+    # A refused or unresolvable address fails at once, with its reason (in a thread: name
+    # resolution has no timeout of its own).
+    outcome: list[BaseException | None] = []
+
+    def connect() -> None:
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+            outcome.append(None)
+        except (OSError, UnicodeError, ValueError) as err:  # UnicodeError: a host name IDNA rejects
+            outcome.append(err)
+
+    thread = threading.Thread(target=connect, daemon=True)
+    thread.start()
+    thread.join(6)
+    if not outcome or outcome[0] is not None:
+        why = _one_line(outcome[0], 120) if outcome else "no connection in 5 s"
+        raise OptionError(f"--job_endpoint {endpoint}: no job service answers there ({why})")
     from apache_beam.portability.api import beam_job_api_pb2, beam_job_api_pb2_grpc
 
     channel = grpc.insecure_channel(endpoint)
