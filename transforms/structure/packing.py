@@ -332,7 +332,7 @@ class _Counter:
 
     def _next_part(self) -> None:
         """Encode the next part (a text's first part may be all of it)."""
-        text, start = self.text, self._reached
+        start = self._reached
         end = next(self._cuts)
         ends = self._encode(start, end)
         self._part_starts.append(start)
