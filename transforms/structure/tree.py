@@ -417,25 +417,25 @@ def _stream_sections(passes: _Passes) -> Iterator[Node]:
     """:func:`iter_sections` of resumable passes, holding no section of more than
     :data:`HELD_SECTION_NODES` nodes (see :func:`_section_of`)."""
     pairs = passes.marked()
-    return _nodes_after(pairs, next(pairs, None), passes, -1)
+    return (node for node, _, _ in _children(pairs, next(pairs, None), passes, -1))
 
 
-def _nodes_after(
+def _children(
     pairs: Iterator[tuple[object, Node]], pair: tuple[object, Node] | None, passes: _Passes, level: int
-) -> Iterator[Node]:
-    """The nodes of a section whose heading has ``level`` (-1: the root), from ``pair`` (the first
-    pair after the heading) on: blocks, and a section for each heading deeper than ``level``, up
-    to the next heading of ``level`` or a higher one."""
+) -> Iterator[tuple[Node, int, tuple[object, Node] | None]]:
+    """The children of a section whose heading has ``level`` (-1: the root), from ``pair`` (the
+    first pair after the heading) on, up to the next heading of ``level`` or a higher one: blocks,
+    and a section for each heading deeper than ``level``. Each as ``(node, how many nodes it
+    holds, the pair after it)``."""
     while pair is not None:
         block = pair[1]
         if block.kind == "heading":
             if block.level <= level:
                 return
-            node, _, pair = _section_of(pair[0], block, pairs, passes)
-            yield node
+            node, size, pair = _section_of(pair[0], block, pairs, passes)
         else:
-            yield block
-            pair = next(pairs, None)
+            node, size, pair = block, 1, next(pairs, None)
+        yield node, size, pair
 
 
 def _section_of(
@@ -453,15 +453,7 @@ def _section_of(
     children = [heading]
     held = 1
     pair = next(pairs, None)
-    while pair is not None:
-        block = pair[1]
-        if block.kind == "heading":
-            if block.level <= level:
-                break
-            node, size, pair = _section_of(pair[0], block, pairs, passes)
-        else:
-            node, size = block, 1
-            pair = next(pairs, None)
+    for node, size, pair in _children(pairs, pair, passes, level):
         children.append(node)
         held += size
         if held > HELD_SECTION_NODES:
@@ -488,7 +480,8 @@ def _resumed_section(passes: _Passes, mark: object, level: int) -> Iterator[Node
         if block.kind == "heading":
             yield block
             break
-    yield from _nodes_after(pairs, next(pairs, None), passes, level)
+    for node, _, _ in _children(pairs, next(pairs, None), passes, level):
+        yield node
 
 
 def check_blocks(normalized: NormalizedDocument) -> None:
