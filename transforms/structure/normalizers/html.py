@@ -1386,10 +1386,8 @@ def _holds_h1(element) -> bool:
 
     Both paths ask it of the tree as parsed, navigation removed (the whole tree's :func:`_parse`;
     the windowed path removes it from each child first), before reading (which strips the skipped
-    elements under an element it flattens past :data:`_MAX_DEPTH`, see ``_deep_text``). It used to
-    be ``h1`` anywhere, asked after the reading on the whole tree and before it for some elements
-    on the windows: an ``h1`` in an ``svg`` counted unless the ``svg`` was nested past that depth,
-    and the two paths disagreed (s12-title). ``element`` must not be inside a skipped element
+    elements under an element it flattens past :data:`_MAX_DEPTH`, see ``_deep_text``), so that
+    both give the same answer at any depth. ``element`` must not be inside a skipped element
     (on the windowed path its ancestors are frames: containers, lists, tables). Time linear in
     the elements: the first ``h1`` (libxml2's walk, as before) and its ancestors; only when that
     one is hidden, a walk that meets each ``h1`` and skipped element at most twice.
