@@ -383,7 +383,9 @@ def _check_reachable(flag: str, path: str, shown: str | None = None) -> None:
         return
     endpoint = os.environ.get("STORAGE_EMULATOR_HOST")
     if endpoint:
-        where = f"{flag} {shown or path}: STORAGE_EMULATOR_HOST={endpoint!r}"
+        # (user and password, if the value holds them, are not printed)
+        safe = re.sub(r"^([^/]*//)?[^/@]*@", lambda m: (m.group(1) or "") + "***@", endpoint)
+        where = f"{flag} {shown or path}: STORAGE_EMULATOR_HOST={safe!r}"
         try:
             url = urlsplit(endpoint)
             host, port = url.hostname, url.port
@@ -391,7 +393,7 @@ def _check_reachable(flag: str, path: str, shown: str | None = None) -> None:
             raise OptionError(f"{where} is not a host and port ({_one_line(err)})") from None
         if url.scheme.lower() not in ("http", "https") or not host:
             raise OptionError(
-                f"{where} needs its scheme, e.g. http://{endpoint.split('://')[-1]} (Beam's GCS client takes it as given)"
+                f"{where} needs its scheme, e.g. http://{safe.split('://')[-1]} (Beam's GCS client takes it as given)"
             )
         base = endpoint.strip().rstrip("/")
         port = port or (443 if url.scheme.lower() == "https" else 80)

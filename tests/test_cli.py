@@ -606,6 +606,14 @@ def test_an_emulator_host_without_its_scheme_is_refused(capsys, monkeypatch, tmp
                     "e.g. http://127.0.0.1:9023 (Beam's GCS client takes it as given)")
 
 
+@pytest.mark.parametrize("endpoint", ["user:s3cret@127.0.0.1:9023", "http://user:s3cret@127.0.0.1:notaport"])
+def test_an_emulator_hosts_password_is_never_printed(capsys, monkeypatch, tmp_path, endpoint):
+    """The option error quotes STORAGE_EMULATOR_HOST: its user and password are masked."""
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", endpoint)
+    line = _error(capsys, ["--input", "gs://b/x", "--output", str(tmp_path / "o")])
+    assert "s3cret" not in line and "user" not in line and "***@127.0.0.1" in line
+
+
 @pytest.mark.parametrize("endpoint", ["https://x:notaport", "http://localhost:99999", "http://[::1"])
 def test_a_malformed_emulator_endpoint_is_one_option_error(capsys, monkeypatch, tmp_path, endpoint):
     """(s11-hostile) urlsplit's ValueError was a traceback with exit status 1."""
