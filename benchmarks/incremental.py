@@ -2,6 +2,7 @@
 
     python benchmarks/incremental.py [--input ../shared/data/corpus/docs.parquet] [--changed 0.10]
         [--rounds 3] [--workdir /tmp/rechunk-incremental] [--out benchmarks/results/incremental.md]
+        [-- any job option, for every run: --direct_running_mode=multi_processing --direct_num_workers=2]
 
 Builds a second version of the corpus in which every document whose position in id order is a
 multiple of ``1/changed`` has one sentence appended (10% by default) and ``--removed`` documents
@@ -11,7 +12,7 @@ process so that both see the same machine: a full run on the second version, the
 run on it with ``--previous``, and runs on a one-document file, without and with a one-document
 ``--previous`` (the runner's fixed start-up, for each graph).
 Each run is a fresh ``python -m pipelines.rechunk`` process on the DirectRunner (FnApiRunner,
-in_memory), timed from start to exit.
+in_memory, unless job options after ``--`` say otherwise), timed from start to exit.
 
 Each run's CPU seconds (user + system of the job's process and its children) are recorded beside
 its wall time, and the same fraction is given by CPU time: on a shared machine the wall times of
@@ -21,8 +22,10 @@ It then checks that the incremental output equals the full run's: the same chunk
 column), dead-letter rows and manifest rows, as sets; that ``deleted/`` lists, per document, the
 previous run's chunk ids the full run no longer has (in chunk order, ``document_removed`` for the
 removed documents); and that ``documents_skipped_unchanged`` is the number of unchanged documents. Prints a Markdown table (best round of each) and writes it
-to ``--out`` when given. The fraction the issue asks for is
-``(incremental - start-up) / (full - start-up)``.
+to ``--out`` when given. Fractions given: ``(incremental - start-up) / (full - start-up)`` (the
+strictest: start-up out of both), the same with the incremental graph's own one-document start-up,
+and the issue's wording, ``incremental <= 0.15 x full + start-up``, as
+``(incremental - start-up, incremental) / full``.
 """
 
 from __future__ import annotations
@@ -110,13 +113,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workdir", default="/tmp/rechunk-incremental")
     parser.add_argument("--out")
+    parser.add_argument("job_options", nargs=argparse.REMAINDER, help="after --: options for every job run")
     args = parser.parse_args(argv)
+    job_options = [a for a in args.job_options if a != "--"]
     workdir = Path(args.workdir)
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
     v1, v2, tiny, n_changed, removed_ids = make_versions(Path(args.input), workdir, args.changed, args.removed)
-    _run(["--input", str(v1), "--output", str(workdir / "previous")])
-    _run(["--input", str(tiny), "--output", str(workdir / "tiny-previous")])
+    _run(["--input", str(v1), "--output", str(workdir / "previous"), *job_options])
+    _run(["--input", str(tiny), "--output", str(workdir / "tiny-previous"), *job_options])
 
     runs = {
         "full": lambda k: ["--input", str(v2), "--output", str(workdir / f"full{k}")],
@@ -130,7 +135,7 @@ def main(argv: list[str] | None = None) -> None:
     cpu: dict[str, list[float]] = {name: [] for name in runs}
     for k in range(args.rounds):
         for name, argv in runs.items():
-            wall, seconds = _run(argv(k))
+            wall, seconds = _run([*argv(k), *job_options])
             times[name].append(wall)
             cpu[name].append(seconds)
 
@@ -156,9 +161,12 @@ def main(argv: list[str] | None = None) -> None:
     cpu_fraction = (least["incremental"] - least["start-up"]) / (least["full"] - least["start-up"])
     # The incremental graph's own fixed cost (more reads, side inputs and stages), on one document.
     own = (best["incremental"] - best["start-up, incremental"]) / (best["full"] - best["start-up"])
+    # The issue's own words: incremental <= 0.15 x full + the runner's fixed start-up (this graph's).
+    issue = (best["incremental"] - best["start-up, incremental"]) / best["full"]
     lines = [
         f"Input: `{args.input}` ({documents} documents), {n_changed} changed "
-        f"({n_changed / documents:.1%}), {len(removed_ids)} removed; {args.rounds} interleaved rounds, best of each.",
+        f"({n_changed / documents:.1%}), {len(removed_ids)} removed; {args.rounds} interleaved rounds, best of each; "
+        f"job options: {' '.join(job_options) or 'none (in_memory)'}.",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}.",
         "",
         "| run | wall s (best) | all rounds | CPU s (least) | all rounds |",
@@ -173,6 +181,9 @@ def main(argv: list[str] | None = None) -> None:
         f"chunks, dead letter and manifest equal the full run's row for row; `deleted/` lists the "
         f"{len(deleted)} documents whose previous chunk ids the full run no longer has "
         f"({sum(r for _, _, r in deleted)} with no chunk left).",
+        "",
+        f"As the issue words its goal (incremental <= 0.15 x full + the runner's fixed start-up, the "
+        f"incremental graph's on one document): (incremental - that start-up) / full = **{issue:.3f}**.",
         "",
         f"By CPU seconds (user + system of the job's process; what a shared machine's load changes least): "
         f"incremental without the start-up over full without it: **{cpu_fraction:.3f}**.",

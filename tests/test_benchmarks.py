@@ -81,12 +81,16 @@ def test_incremental_benchmark_runs_on_a_tiny_input(tmp_path):
 
     out = tmp_path / "incremental.md"
     incremental.main(["--input", str(SAMPLE), "--changed", "0.5", "--removed", "1", "--rounds", "1",
-                      "--workdir", str(tmp_path / "work"), "--out", str(out)])
+                      "--workdir", str(tmp_path / "work"), "--out", str(out), "--", "--max-tokens", "300"])
     text = out.read_text()
     assert "| incremental |" in text and "| start-up, incremental |" in text
     # 7 documents: every second one in id order edited (4), the second removed, 2 left unchanged
     assert "(6 documents), 4 changed (66.7%), 1 removed;" in text and "Skipped unchanged: 2;" in text
-    assert "By CPU seconds" in text
+    assert "By CPU seconds" in text and "As the issue words its goal" in text
+    # the job options after -- reach every run, the previous one included
+    assert "job options: --max-tokens 300." in text
+    for run in ("previous", "full0", "inc0", "tiny0", "tinyinc0"):
+        assert json.loads((tmp_path / "work" / run / "report.json").read_text())["max_tokens"] == 300, run
 
 
 def test_job_phases_on_the_sample(tmp_path, capsys):
@@ -294,3 +298,17 @@ def test_chunks_sha256_ignores_file_and_row_order_but_not_values(tmp_path):
         (tmp_path / column / "chunks").mkdir(parents=True)
         pq.write_table(pa.Table.from_pylist(changed), tmp_path / column / "chunks" / "part-0.parquet")
         assert chunks_sha256(tmp_path / column)[2] != first[2]
+
+
+def test_parquet_pages_benchmark_on_the_sample(tmp_path):
+    """benchmarks/parquet_pages.py on the sample's chunks: both writers give every row back, and
+    the job's writer leaves no dictionary on the text columns (so its file differs)."""
+    import parquet_pages
+
+    from pipelines.rechunk import main as rechunk
+
+    assert rechunk(["--input", str(SAMPLE), "--output", str(tmp_path / "out")]) == 0
+    rows = parquet_pages.main([str(tmp_path / "out" / "chunks"), "--rounds", "1", "--out", str(tmp_path / "t.md")])
+    assert [r["rows"] for r in rows] == [rows[0]["rows"]] * 2 and rows[0]["rows"] > 7
+    assert rows[0]["mb"] != rows[1]["mb"]
+    assert "| the job's (text in plain pages) |" in (tmp_path / "t.md").read_text()

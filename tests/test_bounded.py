@@ -142,3 +142,42 @@ def test_worker_progress_lines_forwarded_by_beam_are_shown_as_rechunk_lines():
     assert progress.getMessage() == "progress: 3 documents, 9 chunks in this worker"
     assert not keep.filter(record(log_module.INFO, 'severity: INFO message: "Creating state cache"'))
     assert keep.filter(record(log_module.WARNING, 'severity: WARN message: "something"'))
+
+
+def test_text_columns_are_written_in_plain_pages_and_the_rest_dictionary_encoded(tmp_path):
+    """Every output file is zstd; a column holding a document's or a chunk's text has no dictionary
+    page (reading a huge value back from one holds an extra copy of it), the other columns keep
+    pyarrow's dictionary encoding (the list of headings included)."""
+    docs = write_documents(tmp_path / "docs.parquet", [
+        {"id": "a", "content": "# Title\n\n" + "Some words here. " * 300, "content_format": "markdown",
+         "metadata": None},
+        {"id": "b", "content": None, "content_format": "text", "metadata": None},
+    ])
+    assert main(["--input", str(docs), "--output", str(tmp_path / "out"), "--max-tokens", "64"]) == 0
+    seen = {}
+    for folder in ("chunks", "dead_letter", "documents"):
+        for path in sorted((tmp_path / "out" / folder).glob("*.parquet")):
+            metadata = pq.ParquetFile(path).metadata
+            for g in range(metadata.num_row_groups):
+                for c in range(metadata.num_columns):
+                    column = metadata.row_group(g).column(c)
+                    assert column.compression == "ZSTD", (path, column.path_in_schema)
+                    seen[(folder, column.path_in_schema)] = "RLE_DICTIONARY" in column.encodings
+    plain = {("chunks", "text"), ("chunks", "embedding_text"), ("dead_letter", "payload"), ("dead_letter", "detail")}
+    assert {key for key, dictionary in seen.items() if not dictionary} == plain
+    assert seen[("chunks", "headings.list.element")] and seen[("chunks", "document_id")]
+    assert ("documents", "document_hash") in seen and ("dead_letter", "reason") in seen
+
+
+def test_parsed_documents_are_written_with_content_in_plain_pages(tmp_path):
+    """``rechunk parse``'s output is the next job's input: its ``content`` has no dictionary page."""
+    from transforms.beam_parse import WriteParsed
+
+    rows = [{"id": f"d{i}", "content": "x" * 2000, "content_format": "markdown", "metadata": "{}"} for i in range(3)]
+    with beam.Pipeline(options=PipelineOptions(["--runner=FnApiRunner"])) as p:
+        _ = p | beam.Create(rows) | WriteParsed(str(tmp_path / "parsed" / "documents"))
+    (path,) = sorted((tmp_path / "parsed").glob("*.parquet"))
+    group = pq.ParquetFile(path).metadata.row_group(0)
+    encodings = {group.column(c).path_in_schema: group.column(c).encodings for c in range(group.num_columns)}
+    assert "RLE_DICTIONARY" not in encodings["content"] and "RLE_DICTIONARY" in encodings["id"]
+    assert pq.read_table(path).to_pylist() == rows

@@ -21,11 +21,11 @@ import apache_beam as beam
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from apache_beam.io import fileio, iobase
+from apache_beam.io import filebasedsink, fileio, iobase
 from apache_beam.io.fileio import EmptyMatchTreatment
 from apache_beam.io.filesystem import CompressionTypes, FileMetadata
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.io.parquetio import ReadFromParquetBatched, WriteToParquetBatched
+from apache_beam.io.parquetio import ReadFromParquetBatched
 from apache_beam.metrics import Metrics
 from apache_beam.pvalue import AsDict, AsList, AsSingleton, TaggedOutput
 from apache_beam.transforms.util import ReshufflePerKey
@@ -1188,7 +1188,7 @@ class _ArrowBatches(beam.DoFn):
 
 class _WriteRows(beam.PTransform):
     """Write row dicts as zstd-compressed Parquet files ``PREFIX-SSSSS-of-NNNNN.parquet`` of ``schema``,
-    through Beam's batched Parquet sink (``WriteToParquetBatched``) in byte-bounded record batches."""
+    through Beam's file sink (:class:`_ParquetSink`) in byte-bounded record batches."""
 
     def __init__(self, file_path_prefix: str, schema: pa.Schema) -> None:
         super().__init__()
@@ -1203,9 +1203,57 @@ class _WriteRows(beam.PTransform):
         )
 
 
-def _parquet_sink(prefix: str, schema: pa.Schema) -> WriteToParquetBatched:
-    """Beam's batched Parquet sink as every output uses it: zstd, ``PREFIX-SSSSS-of-NNNNN.parquet``."""
-    return WriteToParquetBatched(prefix, schema, codec="zstd", file_name_suffix=".parquet")
+#: Columns that hold a document's or a chunk's text: written in plain pages, never dictionary-encoded.
+#: Their values rarely repeat, so pyarrow's dictionary (its default) only grows to its 1 MiB limit and
+#: falls back to plain pages, at a cost on both sides: a reader decodes the dictionary page too, and
+#: a value larger than the limit sits whole in it, so reading it back holds one more copy of it
+#: (apache/arrow#38245; a 50 MB document: 170 MiB of pyarrow's read peak against 118 in plain
+#: pages, benchmarks/results/s12-scale.md). On the chunks of ``docs.parquet`` plain pages also read
+#: 14% and write 6% faster, at the same size (benchmarks/results/s13-parquet-pages.md).
+PLAIN_PAGE_COLUMNS = frozenset({"text", "embedding_text", "content", "payload", "detail"})
+
+
+class _ParquetSink(filebasedsink.FileBasedSink):
+    """Beam's file sink for pyarrow Tables of ``schema``: zstd-compressed Parquet, the columns of
+    :data:`PLAIN_PAGE_COLUMNS` in plain pages and the others dictionary-encoded.
+
+    Beam's own ``WriteToParquetBatched`` does the same but does not expose pyarrow's
+    ``use_dictionary``; this is its sink with that one argument added (``open`` returns the
+    ``ParquetWriter`` and the file it writes, which ``close`` closes in that order).
+    """
+
+    def __init__(self, file_path_prefix: str, schema: pa.Schema) -> None:
+        super().__init__(
+            file_path_prefix,
+            coder=None,
+            file_name_suffix=".parquet",
+            mime_type="application/x-parquet",
+            compression_type=CompressionTypes.UNCOMPRESSED,  # pages are compressed by the writer
+        )
+        self._schema = schema
+        # pyarrow names a column by its Parquet path: a list of strings is ``NAME.list.element``.
+        self._dictionary = [
+            f"{field.name}.list.element" if pa.types.is_list(field.type) else field.name
+            for field in schema
+            if field.name not in PLAIN_PAGE_COLUMNS
+        ]
+
+    def open(self, temp_path: str):
+        handle = super().open(temp_path)
+        return pq.ParquetWriter(handle, self._schema, compression="zstd", use_dictionary=self._dictionary), handle
+
+    def write_record(self, file_handle, value: pa.Table) -> None:
+        file_handle[0].write_table(value)
+
+    def close(self, file_handle) -> None:
+        writer, handle = file_handle
+        writer.close()
+        handle.close()
+
+
+def _parquet_sink(prefix: str, schema: pa.Schema) -> iobase.Write:
+    """The Parquet sink every output uses (:class:`_ParquetSink`): ``PREFIX-SSSSS-of-NNNNN.parquet``."""
+    return iobase.Write(_ParquetSink(prefix, schema))
 
 
 class WriteChunks(_WriteRows):
