@@ -72,7 +72,7 @@ from transforms.beam import (
     _shared_tokenizer,
 )
 from transforms.chunkers.registry import build_router
-from transforms.documents import CHUNK_SCHEMA, DOCUMENT_COLUMNS
+from transforms.documents import CHUNK_SCHEMA, DOCUMENT_COLUMNS, FOLDER_FILES
 from transforms.incremental import MANIFEST_SCHEMA, previous_files
 from transforms.tokenizers import TokenizerError
 
@@ -335,17 +335,20 @@ def _load_spec(job_opts: RechunkOptions) -> tuple[dict[str, Any], Any]:
     return spec, tokenizer
 
 
-def _check_input(pattern: str, column_map: dict[str, str]) -> None:
+def _check_input(given: str, pattern: str, column_map: dict[str, str]) -> None:
+    """The files of ``pattern`` (``--input`` as ``given``, which the messages quote) exist and are
+    Parquet with the id and content columns (up to :data:`MAX_FILES_CHECKED` files)."""
     try:
         matched = FileSystems.match([pattern])[0].metadata_list
     except Exception as err:  # BeamIOError and friends, by scheme
-        raise OptionError(f"--input {pattern}: cannot list files ({_one_line(err)})") from None
+        raise OptionError(f"--input {given}: cannot list files ({_one_line(err)})") from None
     if not matched:
-        raise OptionError(f"--input {pattern}: no file matches")
+        skipped = " (names starting with . or _ are skipped)" if pattern != given else ""
+        raise OptionError(f"--input {given}: no file matches{skipped}")
     # Every file's footer, up to a bound: a non-Parquet file in the glob would otherwise fail the
     # job mid-pipeline. Past the bound only the first files are checked (listing cost on GCS).
     for path in sorted(m.path for m in matched)[:MAX_FILES_CHECKED]:
-        _check_input_schema(pattern, path, column_map)
+        _check_input_schema(given, path, column_map)
 
 
 def _check_filesystem(flag: str, path: str) -> None:
@@ -787,10 +790,10 @@ def parse_job(argv: Sequence[str]) -> Job:
     # The runner's own options first: they need no filesystem, and listing gs:// without them
     # (no project, no credentials) can take minutes.
     _check_runner(options, tokenizer=spec["tokenizer"])
-    # Beam's match reads a trailing "/" as every file in the folder: say so before the workers'
-    # absolute path drops the "/" (which left the folder itself, read as a file mid-pipeline).
-    pattern = job_opts.input + "*" if job_opts.input.endswith("/") else job_opts.input
-    _check_input(pattern, column_map)
+    # A trailing "/" is the folder's data files: say so before the workers' absolute path drops
+    # the "/" (which left the folder itself, read as a file mid-pipeline).
+    pattern = job_opts.input + FOLDER_FILES if job_opts.input.endswith("/") else job_opts.input
+    _check_input(job_opts.input, pattern, column_map)
     output = job_opts.output.rstrip("/") or "/"
     _check_output(output)
     if _inside_pattern(_worker_path(output), _worker_path(pattern), OUTPUT_FILES):

@@ -302,6 +302,24 @@ def test_every_file_the_check_counts_is_read(tmp_path):
     assert _rows(tmp_path / "next", "deleted") == []
 
 
+def test_hidden_files_and_markers_in_previous_folders_are_skipped(tmp_path):
+    """(s13) A ``_SUCCESS`` or ``.DS_Store`` in the previous output's ``chunks/`` or ``documents/``
+    (a copy by a Hadoop tool, a look in macOS's Finder) made ``--previous`` an option error; such
+    names are now skipped by the check and the job alike, and nothing is lost."""
+    source = write_documents(tmp_path / "in" / "docs.parquet", V1[:3])
+    previous = tmp_path / "previous"
+    assert main(["--input", str(source), "--output", str(previous), *MAX_TOKENS]) == 0
+    for sub in ("chunks", "documents"):
+        (previous / sub / "_SUCCESS").write_bytes(b"")
+        (previous / sub / ".DS_Store").write_bytes(b"\x00\x00\x00\x01Bud1")
+    assert main(["--input", str(source), "--output", str(tmp_path / "fresh"), *MAX_TOKENS]) == 0
+    assert main(["--input", str(source), "--output", str(tmp_path / "next"), *MAX_TOKENS,
+                 "--previous", str(previous)]) == 0
+    assert _report(tmp_path / "next")["documents_skipped_unchanged"] == 3
+    for sub in ("chunks", "documents", "dead_letter"):
+        assert _rows(tmp_path / "next", sub) == _rows(tmp_path / "fresh", sub)
+
+
 def test_a_manifest_row_with_a_null_field_rechunks_its_document(tmp_path):
     """(s12-hostile) A null ``chunk_count`` in documents/ failed the job with a traceback (exit 1).
     Such a row, or a count out of range, now keeps nothing: its document is chunked afresh."""

@@ -170,6 +170,33 @@ def test_an_input_folder_with_a_trailing_slash_reads_its_files(tmp_path, capsys)
     assert sorted(c["document_id"] for c in read_output(out, "chunks")) == ["a", "b"]
 
 
+def test_an_input_folder_skips_hidden_files_and_markers(tmp_path, capsys):
+    """(s13) A Spark or Hadoop output folder holds ``_SUCCESS`` and ``.*.crc`` files, and a
+    folder opened in macOS's Finder gains a ``.DS_Store``: with ``DIR/`` each made the whole job
+    an option error ("not a readable Parquet file"). Names starting with ``.`` or ``_`` are now
+    skipped, as pyarrow's datasets and Spark skip them; other files are still checked."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    pq.write_table(pa.table({"id": ["a", "b"], "content": ["first", "second"]}), folder / "part-00000.parquet")
+    (folder / "_SUCCESS").write_bytes(b"")
+    (folder / ".part-00000.parquet.crc").write_bytes(b"crc\x00")
+    (folder / ".DS_Store").write_bytes(b"\x00\x00\x00\x01Bud1")
+    out = tmp_path / "out"
+    assert main(["--input", f"{folder}/", "--output", str(out), "--progress-seconds", "0"]) == 0
+    assert sorted(c["document_id"] for c in read_output(out, "chunks")) == ["a", "b"]
+    (folder / "notes.txt").write_text("not parquet")
+    assert main(["--input", f"{folder}/", "--output", str(tmp_path / "out2")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--input {folder}/: {folder}/notes.txt is not a readable Parquet file" in err[0]
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    (markers / "_SUCCESS").write_bytes(b"")
+    assert main(["--input", f"{markers}/", "--output", str(tmp_path / "out3")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"rechunk: error: --input {markers}/: no file matches (names starting with . or _ are skipped)"
+    )
+
+
 @pytest.mark.parametrize("name", ["out [1]", "out*", "out?", "out{a,b}"])
 def test_an_output_folder_named_like_a_pattern_is_an_option_error(tmp_path, capsys, name):
     """Beam's file sinks find their own files by pattern: "out [1]" failed the job at its end."""

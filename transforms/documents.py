@@ -20,6 +20,7 @@ __all__ = [
     "CHUNK_SCHEMA",
     "DOCUMENT_COLUMNS",
     "DEAD_LETTER_SCHEMA",
+    "FOLDER_FILES",
     "REASONS",
     "STAGES",
     "Chunk",
@@ -30,6 +31,13 @@ __all__ = [
     "escape_bytes",
     "unescape_payload",
 ]
+
+#: The Beam file pattern, relative to a folder, of the data files a folder holds: every file but
+#: those whose name starts with ``.`` or ``_`` (hidden files and markers such as macOS's
+#: ``.DS_Store``, Hadoop's ``.*.crc`` checksums and Spark's ``_SUCCESS``), which pyarrow's
+#: datasets and Spark skip too. ``--input DIR/`` reads ``DIR/`` + this; ``--previous`` reads its
+#: ``chunks/`` and ``documents/`` with it.
+FOLDER_FILES = "[!._]*"
 
 #: The input's own columns (every other column is carried into metadata).
 DOCUMENT_COLUMNS = ("id", "content", "content_format", "metadata")

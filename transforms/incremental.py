@@ -26,7 +26,7 @@ from typing import Any, Iterable, Mapping
 import pyarrow as pa
 
 import transforms
-from transforms.documents import Document, dumps_metadata
+from transforms.documents import FOLDER_FILES, Document, dumps_metadata
 
 __all__ = [
     "DELETED_SCHEMA",
@@ -72,9 +72,10 @@ CHUNKING_LIBRARIES = (
 
 def previous_files(previous: str, folder: str) -> str:
     """The file pattern of a ``--previous`` output's ``folder`` (``chunks`` or ``documents``):
-    every file in it, so that the job reads exactly the files the command line's check opened and
-    counted (a shard renamed ``*.parquet.old`` was counted but not read: its document was lost)."""
-    return f"{previous}/{folder}/*"
+    every data file in it (:data:`~transforms.documents.FOLDER_FILES`: names starting with ``.``
+    or ``_`` are skipped), so that the job reads exactly the files the command line's check opened
+    and counted (a shard renamed ``*.parquet.old`` was counted but not read: its document was lost)."""
+    return f"{previous}/{folder}/{FOLDER_FILES}"
 
 
 @functools.lru_cache(maxsize=1)
