@@ -293,14 +293,14 @@ def run(job: ParseJob) -> dict[str, Any]:
 
 
 def _summary(report: dict[str, Any], output: str) -> str:
-    formats = ", ".join(f"{k} {v}" for k, v in report["files_by_format"].items()) or "none"
-    reasons = ", ".join(f"{k} {v}" for k, v in report["dead_letter_by_reason"].items()) or "none"
+    formats = ", ".join(f"{k} {v:,}" for k, v in report["files_by_format"].items()) or "none"
+    reasons = ", ".join(f"{k} {v:,}" for k, v in report["dead_letter_by_reason"].items()) or "none"
     return "\n".join(
         [
-            f"rechunk parse: {report['files_read']} files read ({formats}), {report['files_parsed']} parsed, "
-            f"{report['files_dead_lettered']} dead-lettered",
-            f"rechunk parse: {report['files_parsed']} documents ({report['content_format']}) written to {output}/parsed/",
-            f"rechunk parse: {report['dead_letter_rows']} dead-letter rows in {output}/dead_letter/ ({reasons})",
+            f"rechunk parse: {report['files_read']:,} files read ({formats}), {report['files_parsed']:,} parsed, "
+            f"{report['files_dead_lettered']:,} dead-lettered",
+            f"rechunk parse: {report['files_parsed']:,} documents ({report['content_format']}) written to {output}/parsed/",
+            f"rechunk parse: {report['dead_letter_rows']:,} dead-letter rows in {output}/dead_letter/ ({reasons})",
             f"rechunk parse: report in {output}/report.json ({report['wall_seconds']} s)",
         ]
     )

@@ -889,12 +889,13 @@ def run(job: Job) -> dict[str, Any] | None:
 
 
 def _count(n: int, noun: str) -> str:
-    """``n`` and ``noun``, the noun without its ``s`` when ``n`` is 1 (``1 document``, ``2 documents``)."""
-    return f"{n} {noun[:-1] if n == 1 else noun}"
+    """``n`` (thousands separated, as the progress lines give it) and ``noun``, the noun without its
+    ``s`` when ``n`` is 1 (``1 document``, ``48,384 chunks``)."""
+    return f"{n:,} {noun[:-1] if n == 1 else noun}"
 
 
 def _summary(report: dict[str, Any], output: str) -> str:
-    reasons = ", ".join(f"{k} {v}" for k, v in report["dead_letter_by_reason"].items()) or "none"
+    reasons = ", ".join(f"{k} {v:,}" for k, v in report["dead_letter_by_reason"].items()) or "none"
     tokens = report["token_count"]
     sizes = (
         f"tokens min {tokens['min']}, p50 {tokens['p50']}, p95 {tokens['p95']}, max {tokens['max']} "
@@ -902,10 +903,10 @@ def _summary(report: dict[str, Any], output: str) -> str:
     )
     return "\n".join(
         [
-            f"rechunk: {_count(report['documents_read'], 'documents')} read, {report['documents_chunked']} chunked, "
-            f"{report['documents_dead_lettered']} dead-lettered ({report['documents_partially_rejected']} partly)",
+            f"rechunk: {_count(report['documents_read'], 'documents')} read, {report['documents_chunked']:,} chunked, "
+            f"{report['documents_dead_lettered']:,} dead-lettered ({report['documents_partially_rejected']:,} partly)",
             f"rechunk: {_count(report['chunks_written'], 'chunks')} written to {output}/chunks/ "
-            f"({sizes}of max {report['max_tokens']}, {report['tokenizer']})",
+            f"({sizes}of max {report['max_tokens']:,}, {report['tokenizer']})",
             f"rechunk: {_count(report['dead_letter_rows'], 'dead-letter rows')} in {output}/dead_letter/ ({reasons})",
             *([f"rechunk: {_count(report['documents_skipped_unchanged'], 'unchanged documents')} kept from "
                f"{inc['previous']} without chunking; {_count(inc['chunks_deleted'], 'previous chunk ids')} listed in "
