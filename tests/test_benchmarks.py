@@ -312,3 +312,67 @@ def test_parquet_pages_benchmark_on_the_sample(tmp_path):
     assert [r["rows"] for r in rows] == [rows[0]["rows"]] * 2 and rows[0]["rows"] > 7
     assert rows[0]["mb"] != rows[1]["mb"]
     assert "| the job's (text in plain pages) |" in (tmp_path / "t.md").read_text()
+
+
+def test_check_output_recounts_with_the_runs_tokenizer(tmp_path, capsys):
+    """(s13-newcomer) check_output.py recounted with cl100k_base whatever the run's tokenizer: a
+    ``utf8-bytes`` run gave thousands of false "token_count != recount" problems. It now counts as
+    the report's tokenizer does (``hf:`` from ``--tokenizer-json``, its hash checked), and still
+    finds a wrong ``token_count``."""
+    import check_output
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers import models, pre_tokenizers, trainers
+
+    from pipelines.rechunk import main as rechunk
+
+    out = tmp_path / "bytes"
+    assert rechunk(["--input", str(SAMPLE), "--output", str(out), "--tokenizer", "utf8-bytes", "--max-tokens", "300"]) == 0
+    assert check_output.main(["--input", str(SAMPLE), "--output", str(out)]) == 0
+    (shard, *_) = sorted((out / "chunks").glob("*.parquet"))
+    table = pq.read_table(shard)
+    i = table.schema.get_field_index("token_count")
+    pq.write_table(table.set_column(i, "token_count", pc.add(table.column(i), 1)), shard)
+    capsys.readouterr()
+    assert check_output.main(["--input", str(SAMPLE), "--output", str(out)]) == 1
+    assert "token_count" in capsys.readouterr().out
+
+    tok = HFTokenizer(models.WordLevel(unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.train_from_iterator(["the cat sat on the mat"], trainers.WordLevelTrainer(special_tokens=["[UNK]"], show_progress=False))
+    (tmp_path / "tok").mkdir()
+    tok.save(str(tmp_path / "tok" / "tokenizer.json"))
+    out = tmp_path / "hf"
+    assert rechunk(["--input", str(SAMPLE), "--output", str(out), "--tokenizer", f"hf:{tmp_path / 'tok'}",
+                    "--max-tokens", "200"]) == 0
+    assert check_output.main(["--input", str(SAMPLE), "--output", str(out), "--tokenizer-json", str(tmp_path / "tok")]) == 0
+    with pytest.raises(SystemExit, match="give its tokenizer.json as --tokenizer-json"):
+        check_output.main(["--input", str(SAMPLE), "--output", str(out)])
+    other = tmp_path / "other.json"
+    other.write_text((tmp_path / "tok" / "tokenizer.json").read_text() + "\n")
+    with pytest.raises(SystemExit, match="not the run's tokenizer"):
+        check_output.main(["--input", str(SAMPLE), "--output", str(out), "--tokenizer-json", str(other)])
+
+
+def test_check_output_lists_input_files_as_the_job_does(tmp_path, capsys):
+    """(s13-newcomer) check_output.py failed with a traceback on a folder holding Spark's
+    ``_SUCCESS`` (the job skips it) and on a ``**`` pattern (Python's glob matched nothing)."""
+    import shutil
+
+    import check_output
+
+    from pipelines.rechunk import main as rechunk
+
+    folder = tmp_path / "in" / "year=2024"
+    folder.mkdir(parents=True)
+    shutil.copy(SAMPLE, folder / "part-0.parquet")
+    (folder / "_SUCCESS").write_bytes(b"")
+    out = tmp_path / "out"
+    assert rechunk(["--input", f"{folder}/", "--output", str(out)]) == 0
+    assert check_output.main(["--input", f"{folder}/", "--output", str(out)]) == 0
+    out2 = tmp_path / "out2"
+    assert rechunk(["--input", f"{tmp_path / 'in'}/**.parquet", "--output", str(out2)]) == 0
+    assert check_output.main(["--input", f"{tmp_path / 'in'}/**.parquet", "--output", str(out2)]) == 0
+    with pytest.raises(SystemExit, match="no document read"):
+        check_output.main(["--input", f"{tmp_path / 'in'}/*.parquet", "--output", str(out2)])
