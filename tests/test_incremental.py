@@ -159,15 +159,41 @@ def test_fingerprint_covers_every_input_of_the_chunks():
 
 def test_fingerprint_covers_the_chunking_libraries_versions(monkeypatch):
     """(s12-hostile) The semantic chunkers' libraries were left out: after upgrading them,
-    --previous kept chunks that a fresh run may cut otherwise."""
-    import transforms.incremental as incremental
+    --previous kept chunks that a fresh run may cut otherwise. (s13-newcomer) Then every document
+    carried them: installing the ``semantic`` extra re-chunked a corpus routed to the structure
+    chunker. Now a core library's version is in every fingerprint, a model library's only in those
+    of the documents routed to a chunker that names it."""
+    import importlib.metadata
 
-    assert {"langchain-experimental", "sentence-transformers", "torch"} <= set(incremental.CHUNKING_LIBRARIES)
+    import transforms.incremental as incremental
+    from transforms.chunkers.semantic import EmbeddingSemanticChunker, LangchainSemanticChunker, SemanticChunker
+    from transforms.chunkers.structure import StructureAwareChunker
+    from transforms.chunkers.text import RecursiveCharacterTextSplitter
+
+    model = ("langchain-experimental", "sentence-transformers", "torch")
+    for chunker in (EmbeddingSemanticChunker, LangchainSemanticChunker, SemanticChunker):
+        assert set(model) <= set(chunker.fingerprint_libraries), chunker
+    assert StructureAwareChunker.fingerprint_libraries == RecursiveCharacterTextSplitter.fingerprint_libraries == ()
+    assert not set(model) & set(incremental.CHUNKING_LIBRARIES)
+
     document = Document(id="d", content="text")
     base = dict(chunker_config_hash="c1", tokenizer="t1", max_tokens=512)
-    reference = input_fingerprint(document, **base)
-    monkeypatch.setattr(incremental, "_library_versions", lambda: ("torch==9.9",))
-    assert input_fingerprint(document, **base) != reference
+    before = (input_fingerprint(document, **base), input_fingerprint(document, **base, libraries=model))
+    real = importlib.metadata.version
+
+    def installed(changed: str):
+        def version(name):
+            return "9.9" if name == changed else real(name)
+        return version
+
+    monkeypatch.setattr(importlib.metadata, "version", installed("torch"))
+    incremental._library_versions.cache_clear()
+    plain, semantic = input_fingerprint(document, **base), input_fingerprint(document, **base, libraries=model)
+    assert plain == before[0] and semantic != before[1]
+    monkeypatch.setattr(importlib.metadata, "version", installed("markdown-it-pyrs"))
+    incremental._library_versions.cache_clear()
+    assert input_fingerprint(document, **base) != before[0]
+    incremental._library_versions.cache_clear()
 
 
 def test_kept_chunks_are_the_kept_documents_rows_in_order_and_the_rest_are_listed():
@@ -385,3 +411,24 @@ def test_arrow_tables_are_coded_as_ipc_and_their_size_is_estimated_without_encod
     impl = coder.get_impl()
     assert impl.estimate_size(table) == table.nbytes > 3000
     assert impl.get_estimated_size_and_observables(table)[0] == table.nbytes
+
+
+def test_a_model_library_upgrade_keeps_the_structure_chunkers_documents(tmp_path, monkeypatch):
+    """(s13-newcomer) The job end to end: after torch's version changes (the ``semantic`` extra
+    installed between two nights) every document routed to the default structure chunker is kept;
+    after a parser's version changes, none is."""
+    import importlib.metadata
+
+    import transforms.incremental as incremental
+
+    source = write_documents(tmp_path / "in" / "docs.parquet", V1[:3])
+    previous = tmp_path / "previous"
+    assert main(["--input", str(source), "--output", str(previous), *MAX_TOKENS]) == 0
+    real = importlib.metadata.version
+    for changed, kept in (("torch", 3), ("markdown-it-pyrs", 0)):
+        monkeypatch.setattr(importlib.metadata, "version", lambda name, c=changed: "9.9" if name == c else real(name))
+        incremental._library_versions.cache_clear()
+        out = tmp_path / f"after-{changed}"
+        assert main(["--input", str(source), "--output", str(out), *MAX_TOKENS, "--previous", str(previous)]) == 0
+        assert _report(out)["documents_skipped_unchanged"] == kept, changed
+    incremental._library_versions.cache_clear()

@@ -880,6 +880,7 @@ class _ChunkDoFn(beam.DoFn):
                 max_tokens=self._max_tokens,
                 chunk_count=accepted,
                 document_hash=first.document_hash,
+                libraries=chunker.fingerprint_libraries,
             ))
 
 
@@ -994,6 +995,7 @@ class _SelectChangedDoFn(beam.DoFn):
             tokenizer=tokenizer_identity,
             max_tokens=self._max_tokens,
             chunk_count=chunk_count,
+            libraries=chunker.fingerprint_libraries,
         )
         if row is None or unchanged_key(row) != key:
             self._changed.inc()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -62,12 +62,11 @@ DELETED_SCHEMA = pa.schema(
 )
 
 
-#: Installed distributions whose version can change chunks: in the fingerprint.
-CHUNKING_LIBRARIES = (
-    "tiktoken", "tokenizers", "docling-core", "markdown-it-pyrs", "lxml", "semchunk",
-    # the semantic chunkers' cuts follow their embeddings and LangChain's splitter
-    "langchain-experimental", "sentence-transformers", "torch",
-)
+#: Installed distributions whose version can change any document's chunks (the tokenizers, the
+#: normalizers' parsers, docling-core): in every fingerprint. A chunker that needs more names them
+#: in its ``fingerprint_libraries`` (the semantic chunkers: ``MODEL_LIBRARIES``), and only the
+#: documents routed to it carry them: installing the ``semantic`` extra re-chunks nothing else.
+CHUNKING_LIBRARIES = ("tiktoken", "tokenizers", "docling-core", "markdown-it-pyrs", "lxml", "semchunk")
 
 
 def previous_files(previous: str, folder: str) -> str:
@@ -78,13 +77,13 @@ def previous_files(previous: str, folder: str) -> str:
     return f"{previous}/{folder}/{FOLDER_FILES}"
 
 
-@functools.lru_cache(maxsize=1)
-def _library_versions() -> tuple[str, ...]:
-    """``name==version`` of each of :data:`CHUNKING_LIBRARIES` (``name==absent`` if not installed)."""
+@functools.lru_cache(maxsize=8)
+def _library_versions(names: tuple[str, ...]) -> tuple[str, ...]:
+    """``name==version`` of each of ``names`` (``name==absent`` if not installed)."""
     from importlib.metadata import PackageNotFoundError, version
 
     found = []
-    for name in CHUNKING_LIBRARIES:
+    for name in names:
         try:
             found.append(f"{name}=={version(name)}")
         except PackageNotFoundError:
@@ -93,20 +92,22 @@ def _library_versions() -> tuple[str, ...]:
 
 
 def input_fingerprint(
-    document: Document, *, chunker_config_hash: str, tokenizer: str, max_tokens: int
+    document: Document, *, chunker_config_hash: str, tokenizer: str, max_tokens: int,
+    libraries: Sequence[str] = (),
 ) -> str:
     """sha256 hex of everything but the content that a document's chunks depend on.
 
     That is the content format, the metadata (as the chunks carry it: compact JSON, sorted keys),
     the routed chunker's ``config_hash``, the tokenizer identity, the job's ``max_tokens`` (the
     validation budget), ``transforms.__version__`` and the versions of the libraries the chunkers
-    parse and count with (:data:`CHUNKING_LIBRARIES`): a new release of any of them chunks
-    everything once more, since it may cut differently.
+    parse and count with (:data:`CHUNKING_LIBRARIES`, then ``libraries``: the routed chunker's
+    ``fingerprint_libraries``): a new release of any of them chunks the documents that depend on
+    it once more, since it may cut differently.
     """
     parts = [
-        "rechunk-input/1",
+        "rechunk-input/2",
         transforms.__version__,
-        *_library_versions(),
+        *_library_versions(CHUNKING_LIBRARIES + tuple(libraries)),
         document.content_format,
         dumps_metadata(document.metadata),
         chunker_config_hash,
@@ -125,16 +126,19 @@ def manifest_row(
     max_tokens: int,
     chunk_count: int,
     document_hash: str | None = None,
+    libraries: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The manifest row (:data:`MANIFEST_SCHEMA`) of a document whose ``chunk_count`` chunks were all accepted.
 
-    ``document_hash`` saves hashing the content again where it is known (its chunks carry it).
+    ``document_hash`` saves hashing the content again where it is known (its chunks carry it);
+    ``libraries`` are the routed chunker's ``fingerprint_libraries`` (:func:`input_fingerprint`).
     """
     return {
         "document_id": document.id,
         "document_hash": document_hash or document.document_hash,
         "input_fingerprint": input_fingerprint(
-            document, chunker_config_hash=chunker_config_hash, tokenizer=tokenizer, max_tokens=max_tokens
+            document, chunker_config_hash=chunker_config_hash, tokenizer=tokenizer, max_tokens=max_tokens,
+            libraries=libraries,
         ),
         "chunker": chunker,
         "chunker_config_hash": chunker_config_hash,

@@ -70,6 +70,9 @@ class Chunker(ABC):
     accepted_content_formats: ClassVar[frozenset[str] | None] = None
     #: Overrides the document's ``content_format`` on every chunk (``None`` keeps it).
     content_format: ClassVar[str | None] = None
+    #: Installed distributions, beyond ``transforms.incremental.CHUNKING_LIBRARIES``, whose version
+    #: can change this chunker's chunks: in the input fingerprint of the documents routed to it.
+    fingerprint_libraries: ClassVar[tuple[str, ...]] = ()
 
     @property
     def name(self) -> str:

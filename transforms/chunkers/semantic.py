@@ -159,6 +159,9 @@ class _ModelChunker(Chunker):
     """Token-budget splitting and model-failure handling shared by the model-backed chunkers."""
 
     accepted_content_formats = _FORMATS
+    # cuts follow the embeddings (a local model runs on sentence-transformers and torch) and,
+    # for LangchainSemanticChunker, LangChain's splitter
+    fingerprint_libraries = ("langchain-experimental", "sentence-transformers", "torch")
     #: Parameters that take a model; in a configuration file they name one under ``models:``.
     model_parameters: ClassVar[tuple[str, ...]] = ()
 
