@@ -44,6 +44,7 @@ from pipelines.rechunk import (
     _worker_path,
     check_given_once,
     create_output,
+    say,
 )
 from transforms.parsing import (
     DEFAULT_MAX_FILE_BYTES,
@@ -310,7 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the parse job from command-line arguments; return the exit status (0 ok, 2 option error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if any(a in ("-h", "--help") for a in argv):
-        print(_USAGE, end="")
+        say(_USAGE, end="")
         return 0
     os.environ["HF_HUB_OFFLINE"] = "1"  # Docling never reaches the Hugging Face Hub
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -320,7 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"rechunk parse: error: {err}", file=sys.stderr)
         return 2
     report = run(job)
-    print(_summary(report, job.output))
+    say(_summary(report, job.output))
     return 0
 
 

@@ -959,6 +959,15 @@ class _WorkerProgress(logging.Filter):
         return True
 
 
+def say(text: str, end: str = "\n") -> None:
+    """Print to stdout; a reader that has gone (``rechunk ... | head -1``) is not an error: the
+    job's outcome stands and its report is in report.json, so the rest of stdout is dropped."""
+    try:
+        print(text, end=end, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the job from command-line arguments; return the exit status (0 ok, 2 option error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -967,7 +976,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return parse_main(argv[1:])
     if any(a in ("-h", "--help") for a in argv):
-        print(_HELP, end="")
+        say(_HELP, end="")
         return 0
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     _LOG.setLevel(logging.INFO)  # progress lines (transforms.progress) show; Beam's INFO does not
@@ -982,9 +991,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = run(job)
     if report is None:
         runner = job.options.view_as(StandardOptions).runner
-        print(f"rechunk: dry run: {runner} built the job graph; nothing ran and nothing was written to {job.output}")
+        say(f"rechunk: dry run: {runner} built the job graph; nothing ran and nothing was written to {job.output}")
         return 0
-    print(_summary(report, job.output))
+    say(_summary(report, job.output))
     return 0
 
 

@@ -620,3 +620,14 @@ def test_a_malformed_emulator_endpoint_is_one_option_error(capsys, monkeypatch, 
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", endpoint)
     line = _error(capsys, ["--input", "gs://b/x", "--output", str(tmp_path / "o")])
     assert f"--input gs://b/x: STORAGE_EMULATOR_HOST={endpoint!r} is not a host and port" in line
+
+
+def test_a_summary_read_by_head_is_no_traceback(tmp_path):
+    """(s13) ``rechunk ... | head -1`` ended in a BrokenPipeError traceback after a finished run."""
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        f"{sys.executable} -m pipelines.rechunk --input {SAMPLE} --output {out} | head -c 10",
+        shell=True, cwd=REPO, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.stdout == "rechunk: 7" and proc.stderr == ""
+    assert json.loads((out / "report.json").read_text())["chunks_written"] > 7

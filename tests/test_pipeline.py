@@ -244,6 +244,30 @@ def test_metadata_is_made_plain_json():
     assert doc.metadata == {"score": None, "n": [1, None], "seen": "2024-05-01", "raw": "ok", "weight": None}
 
 
+def test_metadata_of_a_struct_or_map_column_is_the_object_it_holds():
+    """(s13-newcomer) A struct ``metadata`` column dead-lettered every row as ``invalid_metadata``
+    ("a dict, not a string"), while the same struct in any other column was carried as JSON. A
+    struct or map column's value is now the metadata object; a list that is not a map's is still
+    refused."""
+    import pyarrow as pa
+
+    from transforms.beam import _row_to_document
+
+    table = pa.table({
+        "id": ["s", "m", "n"],
+        "content": ["x", "y", "z"],
+        "metadata": pa.array([{"lang": "en", "n": 1}, None, {"lang": None, "n": 3}],
+                             pa.struct([("lang", pa.string()), ("n", pa.int64())])),
+    })
+    rows = _table_rows(table, {})
+    assert [_row_to_document(r, {}, "t").metadata for r in rows] == [{"lang": "en", "n": 1}, {}, {"lang": None, "n": 3}]
+    mapped = list(_table_rows(pa.table({"id": ["m"], "content": ["y"], "metadata": pa.array(
+        [[("k", "v"), ("a", "b")]], pa.map_(pa.string(), pa.string()))}), {}))
+    assert _row_to_document(mapped[0], {}, "t").metadata == {"a": "b", "k": "v"}
+    dead = _row_to_document({"id": "l", "content": "x", "metadata": ["k", "v"]}, {}, "t")
+    assert (dead.reason, dead.detail) == ("invalid_metadata", "the metadata column is a list, not a string")
+
+
 def _table_rows(table, rename):
     """A table's rows as the job's read makes them (after ``read_row_group``)."""
     from transforms.beam import _release_rows, _table_columns

@@ -543,6 +543,18 @@ def _json_safe(value: Any, depth: int = 0) -> Any:
     return str(value)  # timestamps, decimals, ...: their text
 
 
+def _metadata_object(value: Any) -> Mapping[str, Any] | None:
+    """The object a ``metadata`` value of a struct column (a dict) or a map column (a list of
+    ``(key, value)`` tuples with string keys) holds; ``None`` for any other value."""
+    if isinstance(value, Mapping):
+        return value
+    if isinstance(value, list) and all(
+        isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str) for item in value
+    ):
+        return dict(value)
+    return None
+
+
 def _row_to_document(
     row: Mapping[str, Any], duplicates: Mapping[str, int], tokenizer: str, max_document_chars: int | None = None
 ):
@@ -594,9 +606,12 @@ def _row_to_document(
                 except (ValueError, RecursionError) as err:
                     raise ValueError(f"column {key!r}: {err}") from None
         raw_meta, meta_problem = _as_text(row.get("metadata"))
-        if meta_problem:
+        structured = _metadata_object(row.get("metadata"))
+        if structured is not None:
+            metadata.update(_json_safe(structured))
+        elif meta_problem:
             raise ValueError(f"the metadata column is {meta_problem}")
-        if raw_meta not in (None, ""):
+        elif raw_meta not in (None, ""):
             try:
                 parsed = json.loads(raw_meta)
             except (ValueError, RecursionError):
