@@ -239,6 +239,9 @@ def _check_input_schema(pattern: str, path: str, column_map: dict[str, str]) -> 
             all_names = list(parquet.schema_arrow.names)
     except Exception as err:  # pyarrow's ArrowInvalid, or an IO error by scheme
         hint = f"; for the files in a folder write {path}/" if path == pattern and _has_files(path) else ""
+        if os.path.basename(path).startswith((".", "_")) and not pattern.endswith("/"):
+            folder = path[: len(path) - len(os.path.basename(path))]
+            hint = f"; {folder} skips names starting with . or _ (Spark's _SUCCESS, Hadoop's .crc files)"
         raise OptionError(
             f"--input {pattern}: {path} is not a readable Parquet file ({_one_line(err, 160)}){hint}"
         ) from None
@@ -343,8 +346,13 @@ def _check_input(given: str, pattern: str, column_map: dict[str, str]) -> None:
     except Exception as err:  # BeamIOError and friends, by scheme
         raise OptionError(f"--input {given}: cannot list files ({_one_line(err)})") from None
     if not matched:
-        skipped = " (names starting with . or _ are skipped)" if pattern != given else ""
-        raise OptionError(f"--input {given}: no file matches{skipped}")
+        hint = ""
+        if pattern != given:
+            hint = " (names starting with . or _ are skipped"
+            if _has_files(given + "**"):
+                hint += f"; files in its subfolders are read with '{given}**.parquet'"
+            hint += ")"
+        raise OptionError(f"--input {given}: no file matches{hint}")
     # Every file's footer, up to a bound: a non-Parquet file in the glob would otherwise fail the
     # job mid-pipeline. Past the bound only the first files are checked (listing cost on GCS).
     for path in sorted(m.path for m in matched)[:MAX_FILES_CHECKED]:

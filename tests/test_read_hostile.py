@@ -254,3 +254,22 @@ def test_an_incremental_run_passes_beams_runtime_type_check(tmp_path):
     assert main(argv) == 0
     report = json.loads((tmp_path / "v2" / "report.json").read_text())
     assert report["documents_skipped_unchanged"] == 2 and report["documents_dead_lettered"] == 1
+
+
+def test_folder_hints_for_subfolders_and_marker_files(tmp_path, capsys):
+    """(s13-newcomer) A Spark output partitioned into subfolders gave "no file matches" for
+    ``DIR/``, and ``DIR/*`` stopped at a ``.crc`` file: each error now says what to write."""
+    part = tmp_path / "part"
+    (part / "year=2024").mkdir(parents=True)
+    pq.write_table(pa.table({"id": ["a"], "content": ["first"]}), part / "year=2024" / "part-0.parquet")
+    (part / "_SUCCESS").write_bytes(b"")
+    (part / "year=2024" / ".part-0.parquet.crc").write_bytes(b"")
+    assert main(["--input", f"{part}/", "--output", str(tmp_path / "o1")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"rechunk: error: --input {part}/: no file matches (names starting with . or _ are skipped; "
+        f"files in its subfolders are read with '{part}/**.parquet')"
+    )
+    assert main(["--input", f"{part}/year=2024/*", "--output", str(tmp_path / "o2")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(f"; {part}/year=2024/ skips names starting with . or _ (Spark's _SUCCESS, Hadoop's .crc files)")
+    assert main(["--input", f"{part}/**.parquet", "--output", str(tmp_path / "o3")]) == 0
