@@ -280,9 +280,12 @@ def build_report(result, *, job: ParseJob, wall_seconds: float) -> dict[str, Any
     }
 
 
-def run(job: ParseJob) -> dict[str, Any]:
-    """Run the parse job to completion, write ``report.json`` and return the report."""
-    started = time.monotonic()
+def run(job: ParseJob, *, started: float | None = None) -> dict[str, Any]:
+    """Run the parse job to completion, write ``report.json`` and return the report.
+
+    ``started`` (``time.monotonic()``) is when the command started, for ``wall_seconds`` (by
+    default, now)."""
+    started = time.monotonic() if started is None else started
     pipeline = beam.Pipeline(options=job.options)
     build_pipeline(pipeline, job)
     result = pipeline.run()
@@ -309,6 +312,7 @@ def _summary(report: dict[str, Any], output: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the parse job from command-line arguments; return the exit status (0 ok, 2 option error)."""
+    started = time.monotonic()
     argv = list(sys.argv[1:] if argv is None else argv)
     if any(a in ("-h", "--help") for a in argv):
         say(_USAGE, end="")
@@ -320,7 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OptionError as err:
         print(f"rechunk parse: error: {err}", file=sys.stderr)
         return 2
-    report = run(job)
+    report = run(job, started=started)
     say(_summary(report, job.output))
     return 0
 

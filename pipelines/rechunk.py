@@ -871,13 +871,15 @@ def _worker_path(path: str) -> str:
     return path if "://" in path else os.path.abspath(path)
 
 
-def run(job: Job) -> dict[str, Any] | None:
+def run(job: Job, *, started: float | None = None) -> dict[str, Any] | None:
     """Run the job to completion and write ``report.json``; return the report.
 
-    With ``--dry_run`` (DataflowRunner) the runner only translates and checks the graph: nothing
-    runs, nothing is written, and there is no report (``None``).
+    ``started`` (``time.monotonic()``) is when the command started, for the report's
+    ``wall_seconds`` (by default, now). With ``--dry_run`` (DataflowRunner) the runner only
+    translates and checks the graph: nothing runs, nothing is written, and there is no report
+    (``None``).
     """
-    started = time.monotonic()
+    started = time.monotonic() if started is None else started
     pipeline = beam.Pipeline(options=job.options)
     build_pipeline(pipeline, job)
     result = pipeline.run()
@@ -978,6 +980,7 @@ def say(text: str, end: str = "\n") -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the job from command-line arguments; return the exit status (0 ok, 2 option error)."""
+    started = time.monotonic()
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["parse"]:  # rechunk parse ...: raw files into this job's input
         from pipelines.parse import main as parse_main
@@ -996,7 +999,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OptionError as err:
         print(f"rechunk: error: {err}", file=sys.stderr)
         return 2
-    report = run(job)
+    report = run(job, started=started)
     if report is None:
         runner = job.options.view_as(StandardOptions).runner
         say(f"rechunk: dry run: {runner} built the job graph; nothing ran and nothing was written to {job.output}")

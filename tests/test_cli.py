@@ -631,3 +631,22 @@ def test_a_summary_read_by_head_is_no_traceback(tmp_path):
     )
     assert proc.stdout == "rechunk: 7" and proc.stderr == ""
     assert json.loads((out / "report.json").read_text())["chunks_written"] > 7
+
+
+def test_the_reports_wall_time_counts_the_option_checks(tmp_path, monkeypatch):
+    """(s13-newcomer) ``wall_seconds`` began when the pipeline was built: a slow check (20 s of a
+    gs:// credential lookup) was missing from the time the README calls the job's, start-up
+    included."""
+    import time
+
+    import pipelines.rechunk as rechunk
+
+    checked = rechunk._check_input
+
+    def slow_check(*args, **kwargs):
+        time.sleep(1.0)
+        return checked(*args, **kwargs)
+
+    monkeypatch.setattr(rechunk, "_check_input", slow_check)
+    assert main(["--input", str(SAMPLE), "--output", str(tmp_path / "out")]) == 0
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["wall_seconds"] >= 1.0
