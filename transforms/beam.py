@@ -1160,7 +1160,8 @@ def _utf8_size(value: Any) -> int:
 
 class _ArrowBatches(beam.DoFn):
     """Row dicts into pyarrow Tables of ``schema``, each under :data:`MAX_BATCH_BYTES` bytes of
-    strings and :data:`MAX_BATCH_ROWS` rows (one larger row makes a table of its own)."""
+    strings and :data:`MAX_BATCH_ROWS` rows (one larger row makes a table of its own). Once a
+    table is written, Arrow's pool hands back its unused memory (``release_unused``)."""
 
     def __init__(self, schema: pa.Schema) -> None:
         self._schema = schema
@@ -1173,6 +1174,11 @@ class _ArrowBatches(beam.DoFn):
         size = sum(_utf8_size(v) for v in row.values())
         if self._rows and (self._bytes + size > MAX_BATCH_BYTES or len(self._rows) >= MAX_BATCH_ROWS):
             yield self._flush()
+            # The table has been written downstream by now (the sink is fused here). Arrow's pool
+            # (mimalloc) keeps the freed table and the Parquet writer's page buffers resident
+            # otherwise, and they added to the peak of a huge document's chunking: 50 MB of
+            # HTML list or table, Markdown or RST, 5 to 21 MiB (benchmarks/results/s13-memory-kinds.md).
+            pa.default_memory_pool().release_unused()
         self._rows.append(row)
         self._bytes += size
 
