@@ -1176,8 +1176,8 @@ class _ArrowBatches(beam.DoFn):
             yield self._flush()
             # The table has been written downstream by now (the sink is fused here). Arrow's pool
             # (mimalloc) keeps the freed table and the Parquet writer's page buffers resident
-            # otherwise, and they added to the peak of a huge document's chunking: 50 MB of
-            # HTML list or table, Markdown or RST, 5 to 21 MiB (benchmarks/results/s13-memory-kinds.md).
+            # otherwise, on top of a huge document's chunking: 9 to 23 MiB of the peak of 50 MB of
+            # HTML, an HTML list, Markdown or RST (benchmarks/results/s13-memory-kinds.md).
             pa.default_memory_pool().release_unused()
         self._rows.append(row)
         self._bytes += size
