@@ -236,10 +236,12 @@ def main() -> None:
           "| peak RSS MiB | (peak - tiny) / characters | (peak - tiny) / UTF-8 bytes |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['label']} | {r['characters']:,} | {format(r['utf8_bytes'], ',') if 'utf8_bytes' in r else ''} | {r.get('string_bytes_per_char', '')} | "
+        utf8 = format(r["utf8_bytes"], ",") if "utf8_bytes" in r else ""
+        print(f"| {r['label']} | {r['characters']:,} | {utf8} | {r.get('string_bytes_per_char', '')} | "
               f"{r.get('documents_read', '?')} | {r.get('chunks_written', '?'):,} | "
               f"{sum(r.get('dead_letter_by_reason', {}).values())} | {r['wall_seconds']} | {r['high_water_mib']} | "
               f"{r.get('over_tiny_per_char', '')} | {r.get('over_tiny_per_utf8_byte', '')} |")
+
 
 if __name__ == "__main__":
     main()
