@@ -1,7 +1,8 @@
 """Peak memory of the job: the corpus once and four times over, and single 50 MB documents.
 
     python benchmarks/memory.py [--corpus ../shared/data/corpus/docs.parquet] [--copies 1 4]
-                                [--document-mb 50] [--only corpus|documents] [--documents NAME ...] [--work DIR] [-- JOB OPTIONS]
+                                [--document-mb 50] [--only corpus|documents] [--documents NAME ...]
+                                [--plain-content] [--work DIR] [-- JOB OPTIONS]
 
 Every row is a fresh ``python -m pipelines.rechunk`` with the default runner (the in_memory
 FnApiRunner: the whole job in one process), measured by ``benchmarks/measure_job.py``: wall time,
@@ -12,7 +13,9 @@ temporary folder (``--work``, removed afterwards unless given), never to the rep
     so nothing is a duplicate), in row groups of 256 rows like the original. Memory must not
     grow with N.
 (b) single documents of ``--document-mb`` million characters, each alone in its file:
-    ``markdown`` (the corpus's real Markdown documents joined by blank lines), ``letters`` (one
+    ``markdown`` (the corpus's real Markdown documents joined by blank lines), ``markdown-bmp``
+    (the same with every code point above U+FFFF replaced by U+FFFD, so that CPython stores the
+    string at 2 bytes a character instead of 4, PEP 393; likewise ``rst-bmp``), ``letters`` (one
     run of a-z without whitespace: a single pre-token), ``words`` (random words of 1 to 10
     letters on one line), and three Markdown documents that are one huge block of short children:
     ``table`` (a pipe table of rows like ``| 7 | word |``), ``list`` (a bullet list of one-word
@@ -20,8 +23,16 @@ temporary folder (``--work``, removed afterwards unless given), never to the rep
     reStructuredText: ``html`` and ``rst`` (the corpus's real pages of that format joined, when it
     has any), ``html-list`` (one ``<ul>`` of one-word ``<li>``), ``html-table`` (one ``<table>``
     of two short cells a row) and ``rst-list`` (a bullet list of one-word items). ``tiny`` (one
-    short Markdown document) gives the constant: the job's own footprint. The figure to read is
-    ``(peak - tiny) / size``: the bound asked for is 3.
+    short Markdown document) gives the constant: the job's own footprint. The figures to read are
+    ``(peak - tiny)`` per character and per byte of the content's UTF-8: the bound asked for is 3.
+    Also printed: the UTF-8 bytes and the Python string's own bytes per character
+    (``sys.getsizeof`` over the length: 1, 2 or 4, PEP 393).
+
+``--plain-content`` writes the single documents' ``content`` column in plain pages
+(``use_dictionary`` for every other column only): pyarrow's default writer keeps a huge first value
+in the column's dictionary page, and reading that page holds one more copy of the document
+(apache/arrow#38245; ``results/s12-scale.md``). The default keeps pyarrow's default writer, as
+earlier figures were taken with it. The corpus copies of (a) are always written with the default.
 
 Prints a Markdown table (and a JSON line per run on stderr).
 """
@@ -32,6 +43,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import sys
 import tempfile
@@ -45,12 +57,16 @@ from measure_job import measure  # noqa: E402
 _SCHEMA_COLUMNS = ("id", "content", "content_format", "metadata")
 
 
-def _write(path: Path, columns: dict) -> None:
+def _write(path: Path, columns: dict, plain_content: bool = False) -> None:
+    """``columns`` (name -> list of str or None, the four of the contract) as one Parquet file, zstd,
+    row groups of 256 rows; ``plain_content``: ``content`` in plain pages (no dictionary)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     schema = pa.schema([(c, pa.string()) for c in _SCHEMA_COLUMNS])
-    pq.write_table(pa.table(columns, schema=schema), path, compression="zstd", row_group_size=256)
+    dictionary = [c for c in _SCHEMA_COLUMNS if c != "content"] if plain_content else True
+    pq.write_table(pa.table(columns, schema=schema), path, compression="zstd", row_group_size=256,
+                   use_dictionary=dictionary)
 
 
 def corpus_copies(corpus: str, copies: int, path: Path) -> int:
@@ -77,8 +93,26 @@ def repeat_to_size(head: str, line, chars: int, tail: str = "") -> str:
     return "".join(parts)
 
 
-def single_documents(corpus: str, chars: int, folder: Path) -> dict[str, tuple[Path, int]]:
-    """The single documents of (b); name -> (path, characters)."""
+_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
+
+
+def bmp_only(text: str) -> str:
+    """``text`` with every code point above U+FFFF replaced by U+FFFD (same length in code points)."""
+    return _ASTRAL.sub("\ufffd", text)
+
+
+def string_width(text: str) -> float:
+    """The Python string's own bytes per code point (``sys.getsizeof`` less the empty string's
+    header, over the length): 1, 2 or 4 (PEP 393), to one decimal. Take it before the string goes
+    through the C API's UTF-8 conversion (``PyUnicode_AsUTF8AndSize``: pyarrow, PyO3), which keeps a
+    UTF-8 copy in a non-ASCII string and counts in ``sys.getsizeof``."""
+    return round((sys.getsizeof(text) - sys.getsizeof("")) / max(len(text), 1), 1)
+
+
+def single_documents(corpus: str, chars: int, folder: Path, plain_content: bool = False,
+                     names: set[str] | None = None) -> dict[str, tuple[Path, dict]]:
+    """The single documents of (b) (only ``tiny`` and ``names``, if given), written to ``folder``;
+    name -> (path, figures: ``characters``, ``utf8_bytes``, ``string_bytes_per_char``)."""
     import pyarrow.parquet as pq
 
     table = pq.read_table(corpus, columns=["content", "content_format"])
@@ -100,41 +134,63 @@ def single_documents(corpus: str, chars: int, folder: Path) -> dict[str, tuple[P
     while total < chars:
         words.append(rng.choice(vocabulary))
         total += len(words[-1]) + 1
+    def md_table(i: int) -> str:
+        return f"| {i % 10} | {vocabulary[i % 5000]} |\n"
+
+    def html_row(i: int) -> str:
+        return f"<tr><td>{i % 10}</td><td>{vocabulary[i % 5000]}</td></tr>\n"
+
+    # name -> (a function building the content, its format); built and written one at a time
     documents = {
-        "tiny": ("# Tiny\n\nA short document.\n", "markdown"),
-        "markdown": (joined("markdown"), "markdown"),
-        "letters": (("abcdefghijklmnopqrstuvwxyz" * (chars // 26 + 1))[:chars], "text"),
-        "words": (" ".join(words)[:chars], "text"),
-        "table": (repeat_to_size("| n | word |\n|---|---|\n", lambda i: f"| {i % 10} | {vocabulary[i % 5000]} |\n", chars),
-                  "markdown"),
-        "list": (repeat_to_size("", lambda i: f"- {vocabulary[i % 5000]}\n", chars), "markdown"),
-        "code": (repeat_to_size("```python\n", lambda i: f"x = {i % 10}\n", chars, "```\n"), "markdown"),
-        "html": (joined("html"), "html"),
-        "html-list": (repeat_to_size("<ul>\n", lambda i: f"<li>{vocabulary[i % 5000]}</li>\n", chars, "</ul>\n"), "html"),
-        "html-table": (repeat_to_size("<table>\n<tr><th>n</th><th>word</th></tr>\n",
-                               lambda i: f"<tr><td>{i % 10}</td><td>{vocabulary[i % 5000]}</td></tr>\n", chars,
-                               "</table>\n"), "html"),
-        "rst": (joined("rst"), "rst"),
-        "rst-list": (repeat_to_size("", lambda i: f"- {vocabulary[i % 5000]}\n", chars), "rst"),
+        "tiny": (lambda: "# Tiny\n\nA short document.\n", "markdown"),
+        "markdown": (lambda: joined("markdown"), "markdown"),
+        "markdown-bmp": (lambda: bmp_only(joined("markdown")), "markdown"),
+        "letters": (lambda: ("abcdefghijklmnopqrstuvwxyz" * (chars // 26 + 1))[:chars], "text"),
+        "words": (lambda: " ".join(words)[:chars], "text"),
+        "table": (lambda: repeat_to_size("| n | word |\n|---|---|\n", md_table, chars), "markdown"),
+        "list": (lambda: repeat_to_size("", lambda i: f"- {vocabulary[i % 5000]}\n", chars), "markdown"),
+        "code": (lambda: repeat_to_size("```python\n", lambda i: f"x = {i % 10}\n", chars, "```\n"), "markdown"),
+        "html": (lambda: joined("html"), "html"),
+        "html-list": (lambda: repeat_to_size("<ul>\n", lambda i: f"<li>{vocabulary[i % 5000]}</li>\n", chars,
+                                             "</ul>\n"), "html"),
+        "html-table": (lambda: repeat_to_size("<table>\n<tr><th>n</th><th>word</th></tr>\n", html_row, chars,
+                                              "</table>\n"), "html"),
+        "rst": (lambda: joined("rst"), "rst"),
+        "rst-bmp": (lambda: bmp_only(joined("rst")), "rst"),
+        "rst-list": (lambda: repeat_to_size("", lambda i: f"- {vocabulary[i % 5000]}\n", chars), "rst"),
     }
     out = {}
-    for name, (content, fmt) in documents.items():
+    for name, (build, fmt) in documents.items():
+        if names is not None and name != "tiny" and name not in names:
+            continue
+        content = build()
         if not content:  # the corpus has no document of that format
             continue
         path = folder / f"{name}.parquet"
-        _write(path, {"id": [name], "content": [content], "content_format": [fmt], "metadata": [None]})
-        out[name] = (path, len(content))
+        # the width first: handing a non-ASCII string to Arrow caches its UTF-8 in the string object
+        figures = {"characters": len(content), "utf8_bytes": len(content.encode("utf-8", "surrogatepass")),
+                   "string_bytes_per_char": string_width(content)}
+        _write(path, {"id": [name], "content": [content], "content_format": [fmt], "metadata": [None]},
+               plain_content)
+        out[name] = (path, figures)
+        del content
     return out
 
 
-def _row(label: str, path: Path, chars: int, work: Path, job_options: list[str], tiny_mib: float | None) -> dict:
+def _row(label: str, path: Path, figures: dict, work: Path, job_options: list[str], tiny_mib: float | None) -> dict:
+    """One job run on ``path``: ``measure``'s figures, ``figures`` (``characters``, and for a single
+    document ``utf8_bytes`` and ``string_bytes_per_char``) and, given ``tiny_mib``, the peak above it
+    in bytes per character and per UTF-8 byte."""
     out = work / f"out-{label.replace(' ', '_')}"
     shutil.rmtree(out, ignore_errors=True)
     result = measure(label, ["--input", str(path), "--output", str(out), *job_options],
                      cwd=REPO, stdout=open(os.devnull, "w"))
-    result["characters"] = chars
-    if tiny_mib is not None and chars:
-        result["over_tiny_per_char"] = round((result["high_water_mib"] - tiny_mib) * 2**20 / chars, 2)
+    result.update(figures)
+    if tiny_mib is not None and figures["characters"]:
+        above = (result["high_water_mib"] - tiny_mib) * 2**20
+        result["over_tiny_per_char"] = round(above / figures["characters"], 2)
+        if figures.get("utf8_bytes"):
+            result["over_tiny_per_utf8_byte"] = round(above / figures["utf8_bytes"], 2)
     print(json.dumps(result), file=sys.stderr)
     shutil.rmtree(out, ignore_errors=True)
     return result
@@ -147,7 +203,10 @@ def main() -> None:
     parser.add_argument("--document-mb", type=float, default=50.0, help="millions of characters per document")
     parser.add_argument("--only", choices=("corpus", "documents"))
     parser.add_argument("--documents", nargs="+", metavar="NAME",
-                        help="only these single documents (markdown letters words table list code html html-list html-table rst rst-list; tiny always runs)")
+                        help="only these single documents (markdown markdown-bmp letters words table list code html "
+                             "html-list html-table rst rst-bmp rst-list; tiny always runs)")
+    parser.add_argument("--plain-content", action="store_true",
+                        help="write the single documents' content in plain pages (no dictionary page)")
     parser.add_argument("--work", help="folder for the inputs and outputs (default: a temporary one, removed)")
     parser.add_argument("job_options", nargs=argparse.REMAINDER, help="after --: options for every job run")
     args = parser.parse_args()
@@ -157,28 +216,31 @@ def main() -> None:
     rows = []
     try:
         if args.only != "corpus":
-            documents = single_documents(args.corpus, int(args.document_mb * 1_000_000), work)
-            path, chars = documents.pop("tiny")
-            tiny = _row("tiny", path, chars, work, job_options, None)
+            documents = single_documents(args.corpus, int(args.document_mb * 1_000_000), work, args.plain_content,
+                                         set(args.documents) if args.documents else None)
+            path, figures = documents.pop("tiny")
+            tiny = _row("tiny", path, figures, work, job_options, None)
             rows.append(tiny)
-            for name, (path, chars) in documents.items():
-                if args.documents and name not in args.documents:
-                    continue
-                rows.append(_row(f"{name} {args.document_mb:g} M", path, chars, work, job_options, tiny["high_water_mib"]))
+            for name, (path, figures) in documents.items():
+                rows.append(_row(f"{name} {args.document_mb:g} M", path, figures, work, job_options,
+                                 tiny["high_water_mib"]))
         if args.only != "documents":
             for copies in args.copies:
                 path = work / f"corpus-x{copies}.parquet"
                 chars = corpus_copies(args.corpus, copies, path)
-                rows.append(_row(f"corpus x{copies}", path, chars, work, job_options, None))
+                rows.append(_row(f"corpus x{copies}", path, {"characters": chars}, work, job_options, None))
     finally:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)
-    print("| input | characters | documents | chunks | dead letter | wall s | peak RSS MiB | (peak - tiny) / characters |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| input | characters | UTF-8 bytes | string bytes / char | documents | chunks | dead letter | wall s "
+          "| peak RSS MiB | (peak - tiny) / characters | (peak - tiny) / UTF-8 bytes |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['label']} | {r['characters']:,} | {r.get('documents_read', '?')} | {r.get('chunks_written', '?'):,} | "
+        utf8 = format(r["utf8_bytes"], ",") if "utf8_bytes" in r else ""
+        print(f"| {r['label']} | {r['characters']:,} | {utf8} | {r.get('string_bytes_per_char', '')} | "
+              f"{r.get('documents_read', '?')} | {r.get('chunks_written', '?'):,} | "
               f"{sum(r.get('dead_letter_by_reason', {}).values())} | {r['wall_seconds']} | {r['high_water_mib']} | "
-              f"{r.get('over_tiny_per_char', '')} |")
+              f"{r.get('over_tiny_per_char', '')} | {r.get('over_tiny_per_utf8_byte', '')} |")
 
 
 if __name__ == "__main__":

@@ -171,7 +171,8 @@ def test_memory_benchmarks_one_block_documents_are_one_block_each(tmp_path):
     cases = (("table", "table"), ("list", "list"), ("code", "code"), ("html-list", "list"), ("html-table", "table"),
              ("rst-list", "list"))
     for name, kind in cases:
-        path, chars = documents[name]
+        path, figures = documents[name]
+        chars = figures["characters"]
         row = pq.read_table(path).to_pylist()[0]
         content = row["content"]
         assert len(content) == chars and 20_000 <= chars < 20_100
@@ -179,6 +180,41 @@ def test_memory_benchmarks_one_block_documents_are_one_block_each(tmp_path):
         blocks = list(default_normalizers().normalize(content, row["content_format"]).blocks)
         assert [b.kind for b in blocks] == [kind], name
         assert kind == "code" or len(list(blocks[0].children)) > 500
+
+
+
+def test_memory_benchmarks_plain_content_and_bmp_documents(tmp_path):
+    """``--plain-content`` writes ``content`` without a dictionary page (the other columns keep
+    theirs) and the default keeps one; ``markdown-bmp`` is ``markdown`` with each astral code point
+    replaced by U+FFFD (same length, a 2-byte string where ``markdown`` is a 4-byte one); the figures
+    give the UTF-8 size and the string's width."""
+    import memory
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    corpus = tmp_path / "corpus.parquet"
+    text = "# T\n\nCaf\u00e9 \u2014 rocket \U0001F680 done.\n"
+    pq.write_table(pa.table({"id": ["a"], "content": [text], "content_format": ["markdown"], "metadata": [None]}),
+                   corpus)
+    for plain in (False, True):
+        folder = tmp_path / f"plain-{plain}"
+        folder.mkdir()
+        documents = memory.single_documents(str(corpus), 5_000, folder, plain, {"markdown", "markdown-bmp"})
+        assert set(documents) == {"tiny", "markdown", "markdown-bmp"}
+        for name in documents:
+            columns = pq.ParquetFile(documents[name][0]).metadata.row_group(0)
+            dictionary = {columns.column(i).path_in_schema: columns.column(i).has_dictionary_page
+                          for i in range(columns.num_columns)}
+            assert dictionary["content"] is not plain and dictionary["id"], (name, plain)
+        original = pq.read_table(documents["markdown"][0]).column("content")[0].as_py()
+        bmp = pq.read_table(documents["markdown-bmp"][0]).column("content")[0].as_py()
+        assert len(bmp) == len(original) == documents["markdown"][1]["characters"]
+        assert "\U0001F680" in original and "\U0001F680" not in bmp
+        assert bmp == original.replace("\U0001F680", "\ufffd")
+        assert documents["markdown"][1]["string_bytes_per_char"] == 4.0
+        assert documents["markdown-bmp"][1]["string_bytes_per_char"] == 2.0
+        assert documents["tiny"][1]["string_bytes_per_char"] == 1.0
+        assert documents["markdown"][1]["utf8_bytes"] == len(original.encode())
 
 
 def test_packer_memory_runs_on_a_tiny_input(capsys):

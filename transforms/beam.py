@@ -1177,7 +1177,8 @@ def _utf8_size(value: Any) -> int:
 
 class _ArrowBatches(beam.DoFn):
     """Row dicts into pyarrow Tables of ``schema``, each under :data:`MAX_BATCH_BYTES` bytes of
-    strings and :data:`MAX_BATCH_ROWS` rows (one larger row makes a table of its own)."""
+    strings and :data:`MAX_BATCH_ROWS` rows (one larger row makes a table of its own). Once a
+    table is written, Arrow's pool hands back its unused memory (``release_unused``)."""
 
     def __init__(self, schema: pa.Schema) -> None:
         self._schema = schema
@@ -1190,6 +1191,11 @@ class _ArrowBatches(beam.DoFn):
         size = sum(_utf8_size(v) for v in row.values())
         if self._rows and (self._bytes + size > MAX_BATCH_BYTES or len(self._rows) >= MAX_BATCH_ROWS):
             yield self._flush()
+            # The table has been written downstream by now (the sink is fused here). Arrow's pool
+            # (mimalloc) keeps the freed table and the Parquet writer's page buffers resident
+            # otherwise, on top of a huge document's chunking: 9 to 23 MiB of the peak of 50 MB of
+            # HTML, an HTML list, Markdown or RST (benchmarks/results/s13-memory-kinds.md).
+            pa.default_memory_pool().release_unused()
         self._rows.append(row)
         self._bytes += size
 
