@@ -226,8 +226,9 @@ def _has_files(folder: str) -> bool:
         return False
 
 
-def _check_input_schema(pattern: str, path: str, column_map: dict[str, str]) -> None:
+def _check_input_schema(pattern: str, path: str, column_map: dict[str, str], *, alone: bool = False) -> None:
     """Read the footer of one input file: it must be Parquet with the id and content columns.
+    ``alone``: ``path`` is what the pattern names, no glob (a folder there gets a hint).
 
     Raises:
         OptionError: The file is not readable Parquet, or lacks a required column.
@@ -238,7 +239,7 @@ def _check_input_schema(pattern: str, path: str, column_map: dict[str, str]) -> 
         with FileSystems.open(path) as f, pq.ParquetFile(f) as parquet:
             all_names = list(parquet.schema_arrow.names)
     except Exception as err:  # pyarrow's ArrowInvalid, or an IO error by scheme
-        hint = f"; for the files in a folder write {path}/" if path == pattern and _has_files(path) else ""
+        hint = f"; for the files in a folder write {pattern}/" if alone and _has_files(path) else ""
         if os.path.basename(path).startswith((".", "_")) and not pattern.endswith("/"):
             folder = path[: len(path) - len(os.path.basename(path))]
             hint = f"; {folder} skips names starting with . or _ (Spark's _SUCCESS, Hadoop's .crc files)"
@@ -339,24 +340,25 @@ def _load_spec(job_opts: RechunkOptions) -> tuple[dict[str, Any], Any]:
 
 
 def _check_input(given: str, pattern: str, column_map: dict[str, str]) -> None:
-    """The files of ``pattern`` (``--input`` as ``given``, which the messages quote) exist and are
-    Parquet with the id and content columns (up to :data:`MAX_FILES_CHECKED` files)."""
+    """The files of ``pattern`` (``--input`` as ``given``, which the messages quote; the pattern the
+    workers read, local paths made absolute) exist and are Parquet with the id and content columns
+    (up to :data:`MAX_FILES_CHECKED` files)."""
     try:
         matched = FileSystems.match([pattern])[0].metadata_list
     except Exception as err:  # BeamIOError and friends, by scheme
         raise OptionError(f"--input {given}: cannot list files ({_one_line(err)})") from None
     if not matched:
         hint = ""
-        if pattern != given:
+        if given.endswith("/"):
             hint = " (names starting with . or _ are skipped"
-            if _has_files(given + "**"):
+            if _has_files(pattern[: -len(FOLDER_FILES)] + "**"):
                 hint += f"; files in its subfolders are read with '{given}**.parquet'"
             hint += ")"
         raise OptionError(f"--input {given}: no file matches{hint}")
     # Every file's footer, up to a bound: a non-Parquet file in the glob would otherwise fail the
     # job mid-pipeline. Past the bound only the first files are checked (listing cost on GCS).
     for path in sorted(m.path for m in matched)[:MAX_FILES_CHECKED]:
-        _check_input_schema(given, path, column_map)
+        _check_input_schema(given, path, column_map, alone=path == pattern)
 
 
 def _check_filesystem(flag: str, path: str) -> None:
@@ -801,7 +803,9 @@ def parse_job(argv: Sequence[str]) -> Job:
     # A trailing "/" is the folder's data files: say so before the workers' absolute path drops
     # the "/" (which left the folder itself, read as a file mid-pipeline).
     pattern = job_opts.input + FOLDER_FILES if job_opts.input.endswith("/") else job_opts.input
-    _check_input(job_opts.input, pattern, column_map)
+    # The pattern the workers read: Beam lists a relative pattern from the folder before its first
+    # glob character, so '*.parquet' (no folder before it) matched nothing here but did there.
+    _check_input(job_opts.input, _worker_path(pattern), column_map)
     output = job_opts.output.rstrip("/") or "/"
     _check_output(output)
     if _inside_pattern(_worker_path(output), _worker_path(pattern), OUTPUT_FILES):

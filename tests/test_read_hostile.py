@@ -197,6 +197,25 @@ def test_an_input_folder_skips_hidden_files_and_markers(tmp_path, capsys):
     )
 
 
+def test_a_relative_pattern_that_starts_with_a_glob_reads_its_files(tmp_path, monkeypatch, capsys):
+    """(hostile13) Beam lists a relative pattern from the folder before its first glob character:
+    for '*.parquet' or 'in[1]/x.parquet' that is no folder, so the command line's check found no
+    file ("no file matches", exit 2) where the workers, given the absolute pattern, read them."""
+    folder = tmp_path / "in1"
+    folder.mkdir()
+    pq.write_table(pa.table({"id": ["a"], "content": ["first"]}), folder / "a.parquet")
+    pq.write_table(pa.table({"id": ["b"], "content": ["second"]}), folder / "b.parquet")
+    monkeypatch.chdir(folder)
+    assert main(["--input", "*.parquet", "--output", str(tmp_path / "out"), "--progress-seconds", "0"]) == 0
+    assert sorted(c["document_id"] for c in read_output(tmp_path / "out", "chunks")) == ["a", "b"]
+    monkeypatch.chdir(tmp_path)
+    assert main(["--input", "in[1]/b.parquet", "--output", str(tmp_path / "out2"), "--progress-seconds", "0"]) == 0
+    assert [c["document_id"] for c in read_output(tmp_path / "out2", "chunks")] == ["b"]
+    # A folder named without its "/" still gets the hint, in the words it was given.
+    assert main(["--input", "in1", "--output", str(tmp_path / "out3")]) == 2
+    assert capsys.readouterr().err.strip().endswith("; for the files in a folder write in1/")
+
+
 @pytest.mark.parametrize("name", ["out [1]", "out*", "out?", "out{a,b}"])
 def test_an_output_folder_named_like_a_pattern_is_an_option_error(tmp_path, capsys, name):
     """Beam's file sinks find their own files by pattern: "out [1]" failed the job at its end."""
