@@ -210,7 +210,7 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
     create_output(output)
     for sub in ("parsed", "dead_letter"):
         try:
-            existing = FileSystems.match([f"{output}/{sub}/*"])[0].metadata_list
+            existing = FileSystems.match([f"{output}/{sub}/**"])[0].metadata_list
         except Exception:  # nothing there yet
             existing = []
         if existing:

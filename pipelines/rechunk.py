@@ -462,7 +462,7 @@ def _check_output(output: str) -> None:
         raise OptionError(f"--output {output}: is a file, not a directory")
     for sub in ("chunks", "dead_letter", "documents", "deleted"):
         try:
-            existing = FileSystems.match([f"{output}/{sub}/*"])[0].metadata_list
+            existing = FileSystems.match([f"{output}/{sub}/**"])[0].metadata_list
         except Exception:  # nothing there yet
             existing = []
         if existing:
