@@ -361,6 +361,34 @@ def _check_input(given: str, pattern: str, column_map: dict[str, str]) -> None:
         _check_input_schema(given, path, column_map, alone=path == pattern)
 
 
+def _folder_files(folder: str) -> str:
+    """The pattern of the data files in ``folder`` (``--input DIR/``): ``folder`` +
+    :data:`~transforms.documents.FOLDER_FILES`, with each ``[`` that Beam reads literally in
+    ``folder`` (no ``]`` closes it there: ``data[2024/``) written ``[[]``, so that the ``]`` of
+    ``FOLDER_FILES`` cannot close it. Other glob characters in ``folder`` keep their meaning."""
+    out, i, n = [], 0, len(folder)
+    while i < n:
+        if folder[i] != "[":
+            out.append(folder[i])
+            i += 1
+            continue
+        # Beam's own scan (FileSystem.translate_pattern): "[!" and a first "]" belong to the set.
+        j = i + 1
+        if j < n and folder[j] == "!":
+            j += 1
+        if j < n and folder[j] == "]":
+            j += 1
+        while j < n and folder[j] != "]":
+            j += 1
+        if j >= n:
+            out.append("[[]")
+            i += 1
+        else:
+            out.append(folder[i : j + 1])
+            i = j + 1
+    return "".join(out) + FOLDER_FILES
+
+
 def _check_filesystem(flag: str, path: str) -> None:
     """``path`` must be on a filesystem Beam has here (a typo such as ``gcs://`` would otherwise
     pass the checks and fail mid-pipeline)."""
@@ -802,7 +830,7 @@ def parse_job(argv: Sequence[str]) -> Job:
     _check_runner(options, tokenizer=spec["tokenizer"])
     # A trailing "/" is the folder's data files: say so before the workers' absolute path drops
     # the "/" (which left the folder itself, read as a file mid-pipeline).
-    pattern = job_opts.input + FOLDER_FILES if job_opts.input.endswith("/") else job_opts.input
+    pattern = _folder_files(job_opts.input) if job_opts.input.endswith("/") else job_opts.input
     # The pattern the workers read: Beam lists a relative pattern from the folder before its first
     # glob character, so '*.parquet' (no folder before it) matched nothing here but did there.
     _check_input(job_opts.input, _worker_path(pattern), column_map)

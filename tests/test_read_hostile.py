@@ -216,6 +216,19 @@ def test_a_relative_pattern_that_starts_with_a_glob_reads_its_files(tmp_path, mo
     assert capsys.readouterr().err.strip().endswith("; for the files in a folder write in1/")
 
 
+def test_an_input_folder_whose_name_holds_an_unclosed_bracket_reads_its_files(tmp_path):
+    """(hostile13) Beam reads a "[" that no "]" closes literally, so "data[2024/" read its files as
+    "data[2024/*"; the "]" of "data[2024/[!._]*" closed it instead and nothing matched. A closed
+    set in the folder's name stays a set."""
+    for name, ident in (("data[2024", "a"), ("d1", "b"), ("d2", "c")):
+        (tmp_path / name).mkdir()
+        pq.write_table(pa.table({"id": [ident], "content": ["text"]}), tmp_path / name / "x.parquet")
+    assert main(["--input", f"{tmp_path}/data[2024/", "--output", str(tmp_path / "o1"), "--progress-seconds", "0"]) == 0
+    assert [c["document_id"] for c in read_output(tmp_path / "o1", "chunks")] == ["a"]
+    assert main(["--input", f"{tmp_path}/d[12]/", "--output", str(tmp_path / "o2"), "--progress-seconds", "0"]) == 0
+    assert sorted(c["document_id"] for c in read_output(tmp_path / "o2", "chunks")) == ["b", "c"]
+
+
 @pytest.mark.parametrize("name", ["out [1]", "out*", "out?", "out{a,b}"])
 def test_an_output_folder_named_like_a_pattern_is_an_option_error(tmp_path, capsys, name):
     """Beam's file sinks find their own files by pattern: "out [1]" failed the job at its end."""
