@@ -42,6 +42,7 @@ from pipelines.rechunk import (
     _one_line,
     _unknown_options,
     _worker_path,
+    _worker_pattern,
     check_given_once,
     create_output,
     say,
@@ -186,7 +187,7 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
         for flag, path in (("--input", own.input), ("--output", own.output)):
             if "://" not in path or path.startswith("file://"):
                 raise OptionError(f"{flag} {path}: DataflowRunner workers cannot reach local paths; use gs://")
-    pattern = _worker_path(own.input)
+    pattern = _worker_pattern(own.input)
     _check_filesystem("--input", pattern)
     output = own.output.rstrip("/") or "/"
     _check_filesystem("--output", output)
@@ -197,7 +198,7 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
         )
     _check_reachable("--input", pattern)
     _check_reachable("--output", output)
-    if "://" not in pattern and os.path.isdir(pattern):
+    if "://" not in pattern and os.path.isdir(_worker_path(own.input)):
         raise OptionError(f"--input {own.input}: is a directory; give a file pattern such as {own.input.rstrip('/')}/** (all files below it)")
     try:
         matched = FileSystems.match([pattern])[0].metadata_list

@@ -478,9 +478,25 @@ def _inside_pattern(output: str, pattern: str, written: Sequence[str]) -> bool:
 
 def _check_output_name(output: str) -> None:
     """Beam's file sinks find their own temporary files by pattern (a folder "out [1]" failed the
-    job at its very end), and a later run could not take such an output as --previous."""
+    job at its very end), and a later run could not take such an output as --previous. A relative
+    name is checked as the workers get it: under the current folder."""
     if any(c in output for c in "*?[]{}"):
         raise OptionError(f"--output {output}: a directory, not a pattern; its name must not hold * ? [ ] {{ }}")
+    _check_folder_of_relative("--output", output)
+
+
+def _check_folder_of_relative(flag: str, path: str) -> None:
+    """A relative ``path`` made absolute must hold no ``* ? [ ] { }`` either (the current folder's
+    name): the workers read it as a pattern.
+
+    Raises:
+        OptionError: It does.
+    """
+    if any(c in _worker_path(path) for c in "*?[]{}"):
+        raise OptionError(
+            f"{flag} {path}: the current folder {os.getcwd()} holds * ? [ ] {{ }}, which Beam reads as a "
+            "pattern in the absolute path; give an absolute path elsewhere"
+        )
 
 
 def _check_output(output: str) -> None:
@@ -530,6 +546,7 @@ def _check_previous(previous: str, output: str) -> str:
     _check_filesystem("--previous", previous)
     if any(c in previous for c in "*?[]{}"):
         raise OptionError(f"--previous {previous}: a directory, not a pattern; its name must not hold * ? [ ] {{ }}")
+    _check_folder_of_relative("--previous", previous)
     if _worker_path(previous) == _worker_path(output):
         raise OptionError(f"--previous {previous}: must be another directory than --output")
     if _worker_path(output).startswith(_worker_path(previous).rstrip("/") + "/"):
@@ -833,10 +850,10 @@ def parse_job(argv: Sequence[str]) -> Job:
     pattern = _folder_files(job_opts.input) if job_opts.input.endswith("/") else job_opts.input
     # The pattern the workers read: Beam lists a relative pattern from the folder before its first
     # glob character, so '*.parquet' (no folder before it) matched nothing here but did there.
-    _check_input(job_opts.input, _worker_path(pattern), column_map)
+    _check_input(job_opts.input, _worker_pattern(pattern), column_map)
     output = job_opts.output.rstrip("/") or "/"
     _check_output(output)
-    if _inside_pattern(_worker_path(output), _worker_path(pattern), OUTPUT_FILES):
+    if _inside_pattern(_worker_path(output), _worker_pattern(pattern), OUTPUT_FILES):
         raise OptionError(
             f"--output {job_opts.output}: inside --input {job_opts.input}; its chunk files would be read as "
             "documents by the next run"
@@ -860,8 +877,8 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
     """Add the job's transforms to ``pipeline``."""
     identity = pipeline | "Tokenizer identity" >> beam.Create([job.tokenizer_identity])
     output = _worker_path(job.output)
-    rows = pipeline | "Read documents" >> ReadDocuments(_worker_path(job.input), column_map=job.column_map)
-    ids = pipeline | "Read document ids" >> ReadDocumentIds(_worker_path(job.input), column_map=job.column_map)
+    rows = pipeline | "Read documents" >> ReadDocuments(_worker_pattern(job.input), column_map=job.column_map)
+    ids = pipeline | "Read document ids" >> ReadDocumentIds(_worker_pattern(job.input), column_map=job.column_map)
     admitted = rows | "Admit documents" >> AdmitDocuments(
         identity, ids=ids, max_document_chars=job.max_document_chars
     )
@@ -901,6 +918,17 @@ def _worker_path(path: str) -> str:
     """A local path made absolute: SDK workers (a portable runner's worker pool) have their own
     working directory, where a relative pattern would silently match nothing."""
     return path if "://" in path else os.path.abspath(path)
+
+
+def _worker_pattern(pattern: str) -> str:
+    """A local file pattern made absolute as :func:`_worker_path` makes a path, the current
+    folder's own ``[ * ?`` written as sets (``[[]``, ``[*]``, ``[?]``) so that Beam reads them
+    literally: run from a folder ``proj [v1]``, ``--input docs.parquet`` matched nothing in the
+    workers (a traceback once the checks had passed)."""
+    if "://" in pattern or os.path.isabs(pattern):
+        return pattern
+    folder = re.sub(r"[[*?]", r"[\g<0>]", os.getcwd())
+    return os.path.normpath(os.path.join(folder, pattern))
 
 
 def run(job: Job, *, started: float | None = None) -> dict[str, Any] | None:

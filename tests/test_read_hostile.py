@@ -229,6 +229,30 @@ def test_an_input_folder_whose_name_holds_an_unclosed_bracket_reads_its_files(tm
     assert sorted(c["document_id"] for c in read_output(tmp_path / "o2", "chunks")) == ["b", "c"]
 
 
+def test_relative_paths_under_a_current_folder_named_like_a_pattern(tmp_path, monkeypatch, capsys):
+    """(hostile13) The workers get relative paths made absolute, which Beam reads as patterns: run
+    from a folder "proj [v1]", --input docs.parquet passed the checks and failed in the workers
+    (traceback, "No files found"), --output out ran the whole job and failed in its last step
+    (traceback, beam-temp files left), --previous prev failed in the workers. The input's folder
+    is now written literally; an output or previous there is an option error."""
+    folder = tmp_path / "proj [v1]"
+    folder.mkdir()
+    pq.write_table(pa.table({"id": ["a"], "content": ["first"]}), folder / "docs.parquet")
+    monkeypatch.chdir(folder)
+    out = tmp_path / "out"
+    assert main(["--input", "docs.parquet", "--output", str(out), "--progress-seconds", "0"]) == 0
+    assert [c["document_id"] for c in read_output(out, "chunks")] == ["a"]
+    capsys.readouterr()
+    literal = str(tmp_path / "proj [[]v1]" / "docs.parquet")  # the folder's name, as a pattern
+    assert main(["--input", literal, "--output", "out2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"rechunk: error: --output out2: the current folder {folder} holds * ? [ ] {{ }}")
+    assert not (folder / "out2").exists()
+    (folder / "prev").symlink_to(out)
+    assert main(["--input", literal, "--output", str(tmp_path / "o3"), "--previous", "prev"]) == 2
+    assert capsys.readouterr().err.strip().startswith("rechunk: error: --previous prev: the current folder")
+
+
 @pytest.mark.parametrize("name", ["out [1]", "out*", "out?", "out{a,b}"])
 def test_an_output_folder_named_like_a_pattern_is_an_option_error(tmp_path, capsys, name):
     """Beam's file sinks find their own files by pattern: "out [1]" failed the job at its end."""
