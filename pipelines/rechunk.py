@@ -570,7 +570,10 @@ def _check_previous(previous: str, output: str) -> str:
             matched = []
         if not matched:
             hint = " (an output of rechunk 0.1.0 or later)" if sub == "documents" else ""
-            raise OptionError(f"--previous {previous}: no {sub}/*.parquet there; expected a rechunk run's output{hint}")
+            raise OptionError(
+                f"--previous {previous}: no {sub}/*.parquet there (names starting with . or _ are skipped); "
+                f"expected a rechunk run's output{hint}"
+            )
         rows[sub] = 0
         for path in sorted(m.path for m in matched):
             try:
