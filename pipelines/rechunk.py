@@ -928,10 +928,10 @@ def _worker_pattern(pattern: str) -> str:
     folder's own ``[ * ?`` written as sets (``[[]``, ``[*]``, ``[?]``) so that Beam reads them
     literally: run from a folder ``proj [v1]``, ``--input docs.parquet`` matched nothing in the
     workers (a traceback once the checks had passed)."""
-    if "://" in pattern or os.path.isabs(pattern):
+    if "://" in pattern:
         return pattern
-    folder = re.sub(r"[[*?]", r"[\g<0>]", os.getcwd())
-    return os.path.normpath(os.path.join(folder, pattern))
+    folder = "" if os.path.isabs(pattern) else re.sub(r"[\[*?]", r"[\g<0>]", os.getcwd())
+    return os.path.normpath(os.path.join(folder, pattern))  # normalized as os.path.abspath does
 
 
 def run(job: Job, *, started: float | None = None) -> dict[str, Any] | None:

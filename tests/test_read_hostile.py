@@ -253,6 +253,15 @@ def test_relative_paths_under_a_current_folder_named_like_a_pattern(tmp_path, mo
     assert capsys.readouterr().err.strip().startswith("rechunk: error: --previous prev: the current folder")
 
 
+def test_an_output_inside_an_unnormalized_input_folder_is_refused(tmp_path, capsys):
+    """The inside-the-input check compares normalized paths: DIR/../DIR/ is DIR/."""
+    folder = tmp_path / "d"
+    folder.mkdir()
+    pq.write_table(pa.table({"id": ["a"], "content": ["first"]}), folder / "a.parquet")
+    assert main(["--input", f"{folder}/../d/", "--output", str(folder)]) == 2
+    assert "inside --input" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("name", ["out [1]", "out*", "out?", "out{a,b}"])
 def test_an_output_folder_named_like_a_pattern_is_an_option_error(tmp_path, capsys, name):
     """Beam's file sinks find their own files by pattern: "out [1]" failed the job at its end."""
