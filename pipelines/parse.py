@@ -36,6 +36,7 @@ from pipelines.rechunk import (
     RechunkOptions,
     _check_filesystem,
     _check_output_name,
+    _check_utf8,
     _check_reachable,
     _check_runner,
     _inside_pattern,
@@ -187,6 +188,8 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
         for flag, path in (("--input", own.input), ("--output", own.output)):
             if "://" not in path or path.startswith("file://"):
                 raise OptionError(f"{flag} {path}: DataflowRunner workers cannot reach local paths; use gs://")
+    _check_utf8("--input", own.input, own.input)
+    _check_utf8("--output", own.output, own.output)
     pattern = _worker_pattern(own.input)
     _check_filesystem("--input", pattern)
     output = own.output.rstrip("/") or "/"
@@ -206,6 +209,8 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
         raise OptionError(f"--input {own.input}: cannot list files ({_one_line(err)})") from None
     if not matched:
         raise OptionError(f"--input {own.input}: no file matches")
+    for m in matched:
+        _check_utf8("--input", own.input, m.path)
     if "://" not in output and os.path.exists(output) and not os.path.isdir(output):
         raise OptionError(f"--output {output}: is a file, not a directory")
     create_output(output)

@@ -355,6 +355,8 @@ def _check_input(given: str, pattern: str, column_map: dict[str, str]) -> None:
                 hint += f"; files in its subfolders are read with '{given}**.parquet'"
             hint += ")"
         raise OptionError(f"--input {given}: no file matches{hint}")
+    for m in matched:
+        _check_utf8("--input", given, m.path)
     # Every file's footer, up to a bound: a non-Parquet file in the glob would otherwise fail the
     # job mid-pipeline. Past the bound only the first files are checked (listing cost on GCS).
     for path in sorted(m.path for m in matched)[:MAX_FILES_CHECKED]:
@@ -387,6 +389,22 @@ def _folder_files(folder: str) -> str:
             out.append(folder[i : j + 1])
             i = j + 1
     return "".join(out) + FOLDER_FILES
+
+
+def _check_utf8(flag: str, given: str, path: str) -> None:
+    """``path`` (``flag``'s value ``given``, or a file it matched) must be UTF-8 text: a local name
+    of other bytes (Python holds them as surrogates) failed the job in Beam's graph with a
+    traceback (UnicodeEncodeError).
+
+    Raises:
+        OptionError: It is not; the message shows its bytes escaped.
+    """
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        where = f"{flag} {given.encode('utf-8', 'surrogateescape').decode('utf-8', 'backslashreplace')}"
+        raise OptionError(f"{where}: the name {shown} is not UTF-8; Beam takes file names as UTF-8 text, rename it") from None
 
 
 def _check_filesystem(flag: str, path: str) -> None:
@@ -835,6 +853,9 @@ def parse_job(argv: Sequence[str]) -> Job:
         raise OptionError("--input is required: a file pattern of document Parquet files")
     if not job_opts.output:
         raise OptionError("--output is required: the directory to write chunks/, dead_letter/, documents/ and report.json")
+    for flag, path in (("--input", job_opts.input), ("--output", job_opts.output), ("--previous", job_opts.previous)):
+        if path is not None:
+            _check_utf8(flag, path, path)
     column_map = _parse_column_map(job_opts.column_map)
     max_document_chars = _max_document_chars(job_opts.max_document_chars)
     progress_seconds = _progress_seconds(job_opts.progress_seconds)

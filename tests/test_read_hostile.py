@@ -262,6 +262,34 @@ def test_an_output_inside_an_unnormalized_input_folder_is_refused(tmp_path, caps
     assert "inside --input" in capsys.readouterr().err
 
 
+def test_names_that_are_not_utf8_are_one_option_error(tmp_path, capsys):
+    """(hostile13) A local name of bytes that are not UTF-8 (Python holds them as surrogates)
+    failed both jobs in Beam's graph with a traceback (UnicodeEncodeError, exit 1): a file in
+    --input DIR/, the --input or --output folder, a raw file of rechunk parse."""
+    import os
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    odd = os.fsdecode(b"caf\xe9.parquet")  # Latin-1, as an old archive names it
+    pq.write_table(pa.table({"id": ["a"], "content": ["first"]}), folder / "plain.parquet")
+    os.rename(folder / "plain.parquet", folder / odd)  # (pyarrow itself cannot write to such a name)
+    assert main(["--input", f"{folder}/", "--output", str(tmp_path / "o1")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"rechunk: error: --input {folder}/: the name {folder}/caf\\xe9.parquet is not UTF-8; "
+                   "Beam takes file names as UTF-8 text, rename it")
+    assert main(["--input", str(folder / odd), "--output", str(tmp_path / "o2")]) == 2
+    assert "is not UTF-8" in capsys.readouterr().err
+    out = str(tmp_path / os.fsdecode(b"out\xff"))
+    pq.write_table(pa.table({"id": ["a"], "content": ["first"]}), folder / "ok.parquet")
+    assert main(["--input", str(folder / "ok.parquet"), "--output", out]) == 2
+    assert "--output " in capsys.readouterr().err and not os.path.exists(out)
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / os.fsdecode(b"r\xe9sum\xe9.md")).write_text("# Title\n\ntext\n")
+    assert main(["parse", "--input", f"{raw}/*", "--output", str(tmp_path / "p")]) == 2
+    assert "r\\xe9sum\\xe9.md is not UTF-8" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("name", ["out [1]", "out*", "out?", "out{a,b}"])
 def test_an_output_folder_named_like_a_pattern_is_an_option_error(tmp_path, capsys, name):
     """Beam's file sinks find their own files by pattern: "out [1]" failed the job at its end."""
