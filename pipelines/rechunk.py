@@ -866,6 +866,7 @@ def parse_job(argv: Sequence[str]) -> Job:
         if path:
             _check_reachable(flag, path)
     spec, tokenizer = _load_spec(job_opts)
+    _check_utf8("--tokenizer", spec["tokenizer"], spec["tokenizer"])  # hf:PATH goes into the graph as text
     # The runner's own options first: they need no filesystem, and listing gs:// without them
     # (no project, no credentials) can take minutes.
     _check_runner(options, tokenizer=spec["tokenizer"])

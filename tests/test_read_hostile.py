@@ -283,6 +283,14 @@ def test_names_that_are_not_utf8_are_one_option_error(tmp_path, capsys):
     pq.write_table(pa.table({"id": ["a"], "content": ["first"]}), folder / "ok.parquet")
     assert main(["--input", str(folder / "ok.parquet"), "--output", out]) == 2
     assert "--output " in capsys.readouterr().err and not os.path.exists(out)
+    from tokenizers import Tokenizer, models
+
+    tok = tmp_path / os.fsdecode(b"tok\xff")
+    tok.mkdir()
+    Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]")).save(str(tmp_path / "tokenizer.json"))
+    os.rename(tmp_path / "tokenizer.json", tok / "tokenizer.json")
+    assert main(["--input", str(folder / "ok.parquet"), "--output", str(tmp_path / "o3"), "--tokenizer", f"hf:{tok}"]) == 2
+    assert "--tokenizer hf:" in capsys.readouterr().err
     raw = tmp_path / "raw"
     raw.mkdir()
     (raw / os.fsdecode(b"r\xe9sum\xe9.md")).write_text("# Title\n\ntext\n")
