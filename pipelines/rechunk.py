@@ -875,6 +875,7 @@ def parse_job(argv: Sequence[str]) -> Job:
     pattern = _folder_files(job_opts.input) if job_opts.input.endswith("/") else job_opts.input
     # The pattern the workers read: Beam lists a relative pattern from the folder before its first
     # glob character, so '*.parquet' (no folder before it) matched nothing here but did there.
+    _check_filesystem("--input", job_opts.input)  # (Beam's own error would quote FOLDER_FILES)
     _check_input(job_opts.input, _worker_pattern(pattern), column_map)
     output = job_opts.output.rstrip("/") or "/"
     _check_output(output)

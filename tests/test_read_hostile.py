@@ -298,6 +298,13 @@ def test_names_that_are_not_utf8_are_one_option_error(tmp_path, capsys):
     assert "r\\xe9sum\\xe9.md is not UTF-8" in capsys.readouterr().err
 
 
+def test_a_folder_on_a_filesystem_beam_lacks_is_named_as_given(tmp_path, capsys):
+    """(hostile13) --input file:///DIR/ quoted Beam's error with the job's own pattern (DIR/[!._]*)."""
+    assert main(["--input", f"file://{tmp_path}/", "--output", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"rechunk: error: --input file://{tmp_path}/: no Beam filesystem for this path") and "[!._]" not in err
+
+
 @pytest.mark.parametrize("name", ["out [1]", "out*", "out?", "out{a,b}"])
 def test_an_output_folder_named_like_a_pattern_is_an_option_error(tmp_path, capsys, name):
     """Beam's file sinks find their own files by pattern: "out [1]" failed the job at its end."""
