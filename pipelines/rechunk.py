@@ -72,7 +72,7 @@ from transforms.beam import (
     _shared_tokenizer,
 )
 from transforms.chunkers.registry import build_router
-from transforms.documents import CHUNK_SCHEMA, DOCUMENT_COLUMNS, FOLDER_FILES
+from transforms.documents import CHUNK_SCHEMA, DOCUMENT_COLUMNS, FOLDER_FILES, folder_files
 from transforms.incremental import MANIFEST_SCHEMA, previous_files
 from transforms.tokenizers import TokenizerError
 
@@ -361,34 +361,6 @@ def _check_input(given: str, pattern: str, column_map: dict[str, str]) -> None:
     # job mid-pipeline. Past the bound only the first files are checked (listing cost on GCS).
     for path in sorted(m.path for m in matched)[:MAX_FILES_CHECKED]:
         _check_input_schema(given, path, column_map, alone=path == pattern)
-
-
-def _folder_files(folder: str) -> str:
-    """The pattern of the data files in ``folder`` (``--input DIR/``): ``folder`` +
-    :data:`~transforms.documents.FOLDER_FILES`, with each ``[`` that Beam reads literally in
-    ``folder`` (no ``]`` closes it there: ``data[2024/``) written ``[[]``, so that the ``]`` of
-    ``FOLDER_FILES`` cannot close it. Other glob characters in ``folder`` keep their meaning."""
-    out, i, n = [], 0, len(folder)
-    while i < n:
-        if folder[i] != "[":
-            out.append(folder[i])
-            i += 1
-            continue
-        # Beam's own scan (FileSystem.translate_pattern): "[!" and a first "]" belong to the set.
-        j = i + 1
-        if j < n and folder[j] == "!":
-            j += 1
-        if j < n and folder[j] == "]":
-            j += 1
-        while j < n and folder[j] != "]":
-            j += 1
-        if j >= n:
-            out.append("[[]")
-            i += 1
-        else:
-            out.append(folder[i : j + 1])
-            i = j + 1
-    return "".join(out) + FOLDER_FILES
 
 
 def _check_utf8(flag: str, given: str, path: str) -> None:
@@ -872,7 +844,7 @@ def parse_job(argv: Sequence[str]) -> Job:
     _check_runner(options, tokenizer=spec["tokenizer"])
     # A trailing "/" is the folder's data files: say so before the workers' absolute path drops
     # the "/" (which left the folder itself, read as a file mid-pipeline).
-    pattern = _folder_files(job_opts.input) if job_opts.input.endswith("/") else job_opts.input
+    pattern = folder_files(job_opts.input) if job_opts.input.endswith("/") else job_opts.input
     # The pattern the workers read: Beam lists a relative pattern from the folder before its first
     # glob character, so '*.parquet' (no folder before it) matched nothing here but did there.
     _check_filesystem("--input", job_opts.input)  # (Beam's own error would quote FOLDER_FILES)
