@@ -1,7 +1,7 @@
 #!/bin/sh
 # Relative --input/--output/--previous in a current folder whose name holds [ ]. On main the checks pass
 # on the relative names, the workers get the absolute ones, which Beam reads as patterns (tracebacks).
-# With ee25c1f: the input is read, --output/--previous relative there are one option error.
+# With bf9b8f4: the input is read, --output/--previous relative there are one option error.
 set -u
 R=/work/wt-hostile13/.venv/bin/rechunk
 B=/tmp/h13-cwd; rm -rf "$B"; mkdir -p "$B/proj [v1]"; cd "$B/proj [v1]"
@@ -9,7 +9,7 @@ B=/tmp/h13-cwd; rm -rf "$B"; mkdir -p "$B/proj [v1]"; cd "$B/proj [v1]"
 import pyarrow as pa, pyarrow.parquet as pq
 pq.write_table(pa.table({'id':['a'],'content':['Hello world.'],'content_format':['text']}), 'a.parquet')
 pq.write_table(pa.table({'id':['a'],'content':['Hello world.'],'content_format':['text']}), '$B/a.parquet')"
-echo "== relative --input (main: traceback, exit 1, 'No files found'; with 324abf6: exit 2 'no file matches')"
+echo "== relative --input (main: traceback, exit 1, 'No files found'; with 95d2909: exit 2 'no file matches')"
 $R --input a.parquet --output "$B/o1" --tokenizer utf8-bytes 2>&1 | grep -E "^rechunk|Error" | tail -2
 echo "== relative --output: the job runs, then FinalizeWrite fails (traceback, exit 1, beam-temp left)"
 $R --input "$B/a.parquet" --output o2 --tokenizer utf8-bytes 2>&1 | grep -E "^rechunk|Error" | tail -1

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Fixed in f15ace0 (the second run is refused: chunks/ already holds files).
+# Fixed in a280308 (the second run is refused: chunks/ already holds files).
 # A run killed while writing leaves OUT/chunks/beam-temp-*/ (a partial Parquet file). A second run
 # into the same --output is accepted (the check looks at OUT/chunks/* only, not below), finishes,
 # and leaves the dead temp file inside chunks/: pyarrow.dataset / DuckDB's chunks/**.parquet /

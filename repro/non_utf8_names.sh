@@ -1,6 +1,6 @@
 #!/bin/bash
 # Local names of bytes that are not UTF-8: main gives a UnicodeEncodeError traceback (exit 1)
-# after the checks passed; with d3d4a97, one option error line (exit 2).
+# after the checks passed; with 98aa0fd, one option error line (exit 2).
 R=/work/wt-hostile13/.venv/bin/rechunk
 B=/tmp/h13-nonutf8; rm -rf "$B"; mkdir -p "$B/in" "$B/raw"
 /work/wt-hostile13/.venv/bin/python -c "

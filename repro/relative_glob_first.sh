@@ -1,7 +1,7 @@
 #!/bin/sh
 # A relative --input whose first component holds a glob: main says "no file matches" (exit 2)
 # though the files are there (Beam lists a relative pattern from the folder before its first
-# glob character: none). Fixed in 324abf6.
+# glob character: none). Fixed in 95d2909.
 R=/work/wt-hostile13/.venv/bin/rechunk
 B=/tmp/h13-relglob; rm -rf "$B"; mkdir -p "$B/in1"
 /work/wt-hostile13/.venv/bin/python -c "

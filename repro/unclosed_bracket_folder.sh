@@ -1,6 +1,6 @@
 #!/bin/sh
 # A folder whose name holds a "[" that nothing closes, given as DIR/: Beam read the "[" literally
-# in DIR/* (e9a2ac1 read the file), but the "]" of DIR/[!._]* closed it on main (0c910c0): no file matches. Fixed in ab96c3c.
+# in DIR/* (e9a2ac1 read the file), but the "]" of DIR/[!._]* closed it on main (0c910c0, f85c4af): no file matches. Fixed in d981e4f.
 R=/work/wt-hostile13/.venv/bin/rechunk
 B=/tmp/h13-bracket; rm -rf "$B"; mkdir -p "$B/data[2024"
 /work/wt-hostile13/.venv/bin/python -c "
