@@ -36,12 +36,14 @@ from pipelines.rechunk import (
     RechunkOptions,
     _check_filesystem,
     _check_output_name,
+    _check_utf8,
     _check_reachable,
     _check_runner,
     _inside_pattern,
     _one_line,
     _unknown_options,
     _worker_path,
+    _worker_pattern,
     check_given_once,
     create_output,
     say,
@@ -186,7 +188,9 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
         for flag, path in (("--input", own.input), ("--output", own.output)):
             if "://" not in path or path.startswith("file://"):
                 raise OptionError(f"{flag} {path}: DataflowRunner workers cannot reach local paths; use gs://")
-    pattern = _worker_path(own.input)
+    _check_utf8("--input", own.input, own.input)
+    _check_utf8("--output", own.output, own.output)
+    pattern = _worker_pattern(own.input)
     _check_filesystem("--input", pattern)
     output = own.output.rstrip("/") or "/"
     _check_filesystem("--output", output)
@@ -197,7 +201,7 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
         )
     _check_reachable("--input", pattern)
     _check_reachable("--output", output)
-    if "://" not in pattern and os.path.isdir(pattern):
+    if "://" not in pattern and os.path.isdir(_worker_path(own.input)):
         raise OptionError(f"--input {own.input}: is a directory; give a file pattern such as {own.input.rstrip('/')}/** (all files below it)")
     try:
         matched = FileSystems.match([pattern])[0].metadata_list
@@ -205,12 +209,14 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
         raise OptionError(f"--input {own.input}: cannot list files ({_one_line(err)})") from None
     if not matched:
         raise OptionError(f"--input {own.input}: no file matches")
+    for m in matched:
+        _check_utf8("--input", own.input, m.path)
     if "://" not in output and os.path.exists(output) and not os.path.isdir(output):
         raise OptionError(f"--output {output}: is a file, not a directory")
     create_output(output)
     for sub in ("parsed", "dead_letter"):
         try:
-            existing = FileSystems.match([f"{output}/{sub}/*"])[0].metadata_list
+            existing = FileSystems.match([f"{output}/{sub}/**"])[0].metadata_list
         except Exception:  # nothing there yet
             existing = []
         if existing:

@@ -72,7 +72,7 @@ from transforms.beam import (
     _shared_tokenizer,
 )
 from transforms.chunkers.registry import build_router
-from transforms.documents import CHUNK_SCHEMA, DOCUMENT_COLUMNS, FOLDER_FILES
+from transforms.documents import CHUNK_SCHEMA, DOCUMENT_COLUMNS, FOLDER_FILES, folder_files
 from transforms.incremental import MANIFEST_SCHEMA, previous_files
 from transforms.tokenizers import TokenizerError
 
@@ -226,8 +226,9 @@ def _has_files(folder: str) -> bool:
         return False
 
 
-def _check_input_schema(pattern: str, path: str, column_map: dict[str, str]) -> None:
+def _check_input_schema(pattern: str, path: str, column_map: dict[str, str], *, alone: bool = False) -> None:
     """Read the footer of one input file: it must be Parquet with the id and content columns.
+    ``alone``: ``path`` is what the pattern names, no glob (a folder there gets a hint).
 
     Raises:
         OptionError: The file is not readable Parquet, or lacks a required column.
@@ -238,7 +239,7 @@ def _check_input_schema(pattern: str, path: str, column_map: dict[str, str]) -> 
         with FileSystems.open(path) as f, pq.ParquetFile(f) as parquet:
             all_names = list(parquet.schema_arrow.names)
     except Exception as err:  # pyarrow's ArrowInvalid, or an IO error by scheme
-        hint = f"; for the files in a folder write {path}/" if path == pattern and _has_files(path) else ""
+        hint = f"; for the files in a folder write {pattern}/" if alone and _has_files(path) else ""
         if os.path.basename(path).startswith((".", "_")) and not pattern.endswith("/"):
             folder = path[: len(path) - len(os.path.basename(path))]
             hint = f"; {folder} skips names starting with . or _ (Spark's _SUCCESS, Hadoop's .crc files)"
@@ -339,24 +340,43 @@ def _load_spec(job_opts: RechunkOptions) -> tuple[dict[str, Any], Any]:
 
 
 def _check_input(given: str, pattern: str, column_map: dict[str, str]) -> None:
-    """The files of ``pattern`` (``--input`` as ``given``, which the messages quote) exist and are
-    Parquet with the id and content columns (up to :data:`MAX_FILES_CHECKED` files)."""
+    """The files of ``pattern`` (``--input`` as ``given``, which the messages quote; the pattern the
+    workers read, local paths made absolute) exist and are Parquet with the id and content columns
+    (up to :data:`MAX_FILES_CHECKED` files)."""
     try:
         matched = FileSystems.match([pattern])[0].metadata_list
     except Exception as err:  # BeamIOError and friends, by scheme
         raise OptionError(f"--input {given}: cannot list files ({_one_line(err)})") from None
     if not matched:
         hint = ""
-        if pattern != given:
+        if given.endswith("/"):
             hint = " (names starting with . or _ are skipped"
-            if _has_files(given + "**"):
+            if _has_files(pattern[: -len(FOLDER_FILES)] + "**"):
                 hint += f"; files in its subfolders are read with '{given}**.parquet'"
             hint += ")"
         raise OptionError(f"--input {given}: no file matches{hint}")
+    for m in matched:
+        _check_utf8("--input", given, m.path)
     # Every file's footer, up to a bound: a non-Parquet file in the glob would otherwise fail the
     # job mid-pipeline. Past the bound only the first files are checked (listing cost on GCS).
     for path in sorted(m.path for m in matched)[:MAX_FILES_CHECKED]:
-        _check_input_schema(given, path, column_map)
+        _check_input_schema(given, path, column_map, alone=path == pattern)
+
+
+def _check_utf8(flag: str, given: str, path: str) -> None:
+    """``path`` (``flag``'s value ``given``, or a file it matched) must be UTF-8 text: a local name
+    of other bytes (Python holds them as surrogates) failed the job in Beam's graph with a
+    traceback (UnicodeEncodeError).
+
+    Raises:
+        OptionError: It is not; the message shows its bytes escaped.
+    """
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        where = f"{flag} {given.encode('utf-8', 'surrogateescape').decode('utf-8', 'backslashreplace')}"
+        raise OptionError(f"{where}: the name {shown} is not UTF-8; Beam takes file names as UTF-8 text, rename it") from None
 
 
 def _check_filesystem(flag: str, path: str) -> None:
@@ -448,9 +468,25 @@ def _inside_pattern(output: str, pattern: str, written: Sequence[str]) -> bool:
 
 def _check_output_name(output: str) -> None:
     """Beam's file sinks find their own temporary files by pattern (a folder "out [1]" failed the
-    job at its very end), and a later run could not take such an output as --previous."""
+    job at its very end), and a later run could not take such an output as --previous. A relative
+    name is checked as the workers get it: under the current folder."""
     if any(c in output for c in "*?[]{}"):
         raise OptionError(f"--output {output}: a directory, not a pattern; its name must not hold * ? [ ] {{ }}")
+    _check_folder_of_relative("--output", output)
+
+
+def _check_folder_of_relative(flag: str, path: str) -> None:
+    """A relative ``path`` made absolute must hold no ``* ? [ ] { }`` either (the current folder's
+    name): the workers read it as a pattern.
+
+    Raises:
+        OptionError: It does.
+    """
+    if any(c in _worker_path(path) for c in "*?[]{}"):
+        raise OptionError(
+            f"{flag} {path}: the current folder {os.getcwd()} holds * ? [ ] {{ }}, which Beam reads as a "
+            "pattern in the absolute path; give an absolute path elsewhere"
+        )
 
 
 def _check_output(output: str) -> None:
@@ -460,7 +496,7 @@ def _check_output(output: str) -> None:
         raise OptionError(f"--output {output}: is a file, not a directory")
     for sub in ("chunks", "dead_letter", "documents", "deleted"):
         try:
-            existing = FileSystems.match([f"{output}/{sub}/*"])[0].metadata_list
+            existing = FileSystems.match([f"{output}/{sub}/**"])[0].metadata_list
         except Exception:  # nothing there yet
             existing = []
         if existing:
@@ -500,6 +536,7 @@ def _check_previous(previous: str, output: str) -> str:
     _check_filesystem("--previous", previous)
     if any(c in previous for c in "*?[]{}"):
         raise OptionError(f"--previous {previous}: a directory, not a pattern; its name must not hold * ? [ ] {{ }}")
+    _check_folder_of_relative("--previous", previous)
     if _worker_path(previous) == _worker_path(output):
         raise OptionError(f"--previous {previous}: must be another directory than --output")
     if _worker_path(output).startswith(_worker_path(previous).rstrip("/") + "/"):
@@ -523,7 +560,10 @@ def _check_previous(previous: str, output: str) -> str:
             matched = []
         if not matched:
             hint = " (an output of rechunk 0.1.0 or later)" if sub == "documents" else ""
-            raise OptionError(f"--previous {previous}: no {sub}/*.parquet there; expected a rechunk run's output{hint}")
+            raise OptionError(
+                f"--previous {previous}: no {sub}/*.parquet there (names starting with . or _ are skipped); "
+                f"expected a rechunk run's output{hint}"
+            )
         rows[sub] = 0
         for path in sorted(m.path for m in matched):
             try:
@@ -785,6 +825,9 @@ def parse_job(argv: Sequence[str]) -> Job:
         raise OptionError("--input is required: a file pattern of document Parquet files")
     if not job_opts.output:
         raise OptionError("--output is required: the directory to write chunks/, dead_letter/, documents/ and report.json")
+    for flag, path in (("--input", job_opts.input), ("--output", job_opts.output), ("--previous", job_opts.previous)):
+        if path is not None:
+            _check_utf8(flag, path, path)
     column_map = _parse_column_map(job_opts.column_map)
     max_document_chars = _max_document_chars(job_opts.max_document_chars)
     progress_seconds = _progress_seconds(job_opts.progress_seconds)
@@ -795,16 +838,20 @@ def parse_job(argv: Sequence[str]) -> Job:
         if path:
             _check_reachable(flag, path)
     spec, tokenizer = _load_spec(job_opts)
+    _check_utf8("--tokenizer", spec["tokenizer"], spec["tokenizer"])  # hf:PATH goes into the graph as text
     # The runner's own options first: they need no filesystem, and listing gs:// without them
     # (no project, no credentials) can take minutes.
     _check_runner(options, tokenizer=spec["tokenizer"])
     # A trailing "/" is the folder's data files: say so before the workers' absolute path drops
     # the "/" (which left the folder itself, read as a file mid-pipeline).
-    pattern = job_opts.input + FOLDER_FILES if job_opts.input.endswith("/") else job_opts.input
-    _check_input(job_opts.input, pattern, column_map)
+    pattern = folder_files(job_opts.input) if job_opts.input.endswith("/") else job_opts.input
+    # The pattern the workers read: Beam lists a relative pattern from the folder before its first
+    # glob character, so '*.parquet' (no folder before it) matched nothing here but did there.
+    _check_filesystem("--input", job_opts.input)  # (Beam's own error would quote FOLDER_FILES)
+    _check_input(job_opts.input, _worker_pattern(pattern), column_map)
     output = job_opts.output.rstrip("/") or "/"
     _check_output(output)
-    if _inside_pattern(_worker_path(output), _worker_path(pattern), OUTPUT_FILES):
+    if _inside_pattern(_worker_path(output), _worker_pattern(pattern), OUTPUT_FILES):
         raise OptionError(
             f"--output {job_opts.output}: inside --input {job_opts.input}; its chunk files would be read as "
             "documents by the next run"
@@ -828,8 +875,8 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
     """Add the job's transforms to ``pipeline``."""
     identity = pipeline | "Tokenizer identity" >> beam.Create([job.tokenizer_identity])
     output = _worker_path(job.output)
-    rows = pipeline | "Read documents" >> ReadDocuments(_worker_path(job.input), column_map=job.column_map)
-    ids = pipeline | "Read document ids" >> ReadDocumentIds(_worker_path(job.input), column_map=job.column_map)
+    rows = pipeline | "Read documents" >> ReadDocuments(_worker_pattern(job.input), column_map=job.column_map)
+    ids = pipeline | "Read document ids" >> ReadDocumentIds(_worker_pattern(job.input), column_map=job.column_map)
     admitted = rows | "Admit documents" >> AdmitDocuments(
         identity, ids=ids, max_document_chars=job.max_document_chars
     )
@@ -869,6 +916,17 @@ def _worker_path(path: str) -> str:
     """A local path made absolute: SDK workers (a portable runner's worker pool) have their own
     working directory, where a relative pattern would silently match nothing."""
     return path if "://" in path else os.path.abspath(path)
+
+
+def _worker_pattern(pattern: str) -> str:
+    """A local file pattern made absolute as :func:`_worker_path` makes a path, the current
+    folder's own ``[ * ?`` written as sets (``[[]``, ``[*]``, ``[?]``) so that Beam reads them
+    literally: run from a folder ``proj [v1]``, ``--input docs.parquet`` matched nothing in the
+    workers (a traceback once the checks had passed)."""
+    if "://" in pattern:
+        return pattern
+    folder = "" if os.path.isabs(pattern) else re.sub(r"[\[*?]", r"[\g<0>]", os.getcwd())
+    return os.path.normpath(os.path.join(folder, pattern))  # normalized as os.path.abspath does
 
 
 def run(job: Job, *, started: float | None = None) -> dict[str, Any] | None:

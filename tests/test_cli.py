@@ -113,6 +113,17 @@ def test_refuses_an_output_that_holds_a_previous_run(capsys, tmp_path, docs):
     assert "chunks/ already holds files" in _error(capsys, ["--input", str(docs), "--output", str(out)])
 
 
+def test_refuses_an_output_that_holds_a_killed_runs_temporary_files(capsys, tmp_path, docs):
+    """(hostile13) A run killed while writing leaves chunks/beam-temp-*/ (a partial Parquet file):
+    the check looked at chunks/* only, so a second run into the same folder went ahead and left
+    the dead file inside chunks/, where pyarrow.dataset and DuckDB's chunks/**/*.parquet fail on it."""
+    out = tmp_path / "out"
+    leftover = out / "chunks" / "beam-temp-chunks-0123" / "0a1b.chunks.parquet"
+    leftover.parent.mkdir(parents=True)
+    leftover.write_bytes(b"PAR1 partial")
+    assert "chunks/ already holds files" in _error(capsys, ["--input", str(docs), "--output", str(out)])
+
+
 def test_runs_and_reports(capsys, tmp_path, docs):
     out = tmp_path / "out"
     assert main(["--input", str(docs), "--output", str(out), "--max-tokens", "4"]) == 0

@@ -346,6 +346,19 @@ def test_hidden_files_and_markers_in_previous_folders_are_skipped(tmp_path):
         assert _rows(tmp_path / "next", sub) == _rows(tmp_path / "fresh", sub)
 
 
+def test_a_previous_folder_of_skipped_names_only_says_they_are_skipped(tmp_path, capsys):
+    """(hostile13) documents/ holding only "_documents-...parquet" said "no documents/*.parquet
+    there" beside that very file; the message now gives the rule that skipped it."""
+    source = write_documents(tmp_path / "in" / "docs.parquet", V1[:3])
+    previous = tmp_path / "previous"
+    assert main(["--input", str(source), "--output", str(previous), *MAX_TOKENS]) == 0
+    shard = next((previous / "documents").glob("*.parquet"))
+    shard.rename(shard.with_name("_" + shard.name))
+    capsys.readouterr()
+    assert main(["--input", str(source), "--output", str(tmp_path / "next"), "--previous", str(previous)]) == 2
+    assert "no documents/*.parquet there (names starting with . or _ are skipped)" in capsys.readouterr().err
+
+
 def test_a_manifest_row_with_a_null_field_rechunks_its_document(tmp_path):
     """(s12-hostile) A null ``chunk_count`` in documents/ failed the job with a traceback (exit 1).
     Such a row, or a count out of range, now keeps nothing: its document is chunked afresh."""

@@ -197,6 +197,114 @@ def test_an_input_folder_skips_hidden_files_and_markers(tmp_path, capsys):
     )
 
 
+def test_a_relative_pattern_that_starts_with_a_glob_reads_its_files(tmp_path, monkeypatch, capsys):
+    """(hostile13) Beam lists a relative pattern from the folder before its first glob character:
+    for '*.parquet' or 'in[1]/x.parquet' that is no folder, so the command line's check found no
+    file ("no file matches", exit 2) where the workers, given the absolute pattern, read them."""
+    folder = tmp_path / "in1"
+    folder.mkdir()
+    pq.write_table(pa.table({"id": ["a"], "content": ["first"]}), folder / "a.parquet")
+    pq.write_table(pa.table({"id": ["b"], "content": ["second"]}), folder / "b.parquet")
+    monkeypatch.chdir(folder)
+    assert main(["--input", "*.parquet", "--output", str(tmp_path / "out"), "--progress-seconds", "0"]) == 0
+    assert sorted(c["document_id"] for c in read_output(tmp_path / "out", "chunks")) == ["a", "b"]
+    monkeypatch.chdir(tmp_path)
+    assert main(["--input", "in[1]/b.parquet", "--output", str(tmp_path / "out2"), "--progress-seconds", "0"]) == 0
+    assert [c["document_id"] for c in read_output(tmp_path / "out2", "chunks")] == ["b"]
+    # A folder named without its "/" still gets the hint, in the words it was given.
+    assert main(["--input", "in1", "--output", str(tmp_path / "out3")]) == 2
+    assert capsys.readouterr().err.strip().endswith("; for the files in a folder write in1/")
+
+
+def test_an_input_folder_whose_name_holds_an_unclosed_bracket_reads_its_files(tmp_path):
+    """(hostile13) Beam reads a "[" that no "]" closes literally, so "data[2024/" read its files as
+    "data[2024/*"; the "]" of "data[2024/[!._]*" closed it instead and nothing matched. A closed
+    set in the folder's name stays a set."""
+    for name, ident in (("data[2024", "a"), ("d1", "b"), ("d2", "c")):
+        (tmp_path / name).mkdir()
+        pq.write_table(pa.table({"id": [ident], "content": ["text"]}), tmp_path / name / "x.parquet")
+    assert main(["--input", f"{tmp_path}/data[2024/", "--output", str(tmp_path / "o1"), "--progress-seconds", "0"]) == 0
+    assert [c["document_id"] for c in read_output(tmp_path / "o1", "chunks")] == ["a"]
+    assert main(["--input", f"{tmp_path}/d[12]/", "--output", str(tmp_path / "o2"), "--progress-seconds", "0"]) == 0
+    assert sorted(c["document_id"] for c in read_output(tmp_path / "o2", "chunks")) == ["b", "c"]
+
+
+def test_relative_paths_under_a_current_folder_named_like_a_pattern(tmp_path, monkeypatch, capsys):
+    """(hostile13) The workers get relative paths made absolute, which Beam reads as patterns: run
+    from a folder "proj [v1]", --input docs.parquet passed the checks and failed in the workers
+    (traceback, "No files found"), --output out ran the whole job and failed in its last step
+    (traceback, beam-temp files left), --previous prev failed in the workers. The input's folder
+    is now written literally; an output or previous there is an option error."""
+    folder = tmp_path / "proj [v1]"
+    folder.mkdir()
+    pq.write_table(pa.table({"id": ["a"], "content": ["first"]}), folder / "docs.parquet")
+    monkeypatch.chdir(folder)
+    out = tmp_path / "out"
+    assert main(["--input", "docs.parquet", "--output", str(out), "--progress-seconds", "0"]) == 0
+    assert [c["document_id"] for c in read_output(out, "chunks")] == ["a"]
+    capsys.readouterr()
+    literal = str(tmp_path / "proj [[]v1]" / "docs.parquet")  # the folder's name, as a pattern
+    assert main(["--input", literal, "--output", "out2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"rechunk: error: --output out2: the current folder {folder} holds * ? [ ] {{ }}")
+    assert not (folder / "out2").exists()
+    (folder / "prev").symlink_to(out)
+    assert main(["--input", literal, "--output", str(tmp_path / "o3"), "--previous", "prev"]) == 2
+    assert capsys.readouterr().err.strip().startswith("rechunk: error: --previous prev: the current folder")
+
+
+def test_an_output_inside_an_unnormalized_input_folder_is_refused(tmp_path, capsys):
+    """The inside-the-input check compares normalized paths: DIR/../DIR/ is DIR/."""
+    folder = tmp_path / "d"
+    folder.mkdir()
+    pq.write_table(pa.table({"id": ["a"], "content": ["first"]}), folder / "a.parquet")
+    assert main(["--input", f"{folder}/../d/", "--output", str(folder)]) == 2
+    assert "inside --input" in capsys.readouterr().err
+
+
+def test_names_that_are_not_utf8_are_one_option_error(tmp_path, capsys):
+    """(hostile13) A local name of bytes that are not UTF-8 (Python holds them as surrogates)
+    failed both jobs in Beam's graph with a traceback (UnicodeEncodeError, exit 1): a file in
+    --input DIR/, the --input or --output folder, a raw file of rechunk parse."""
+    import os
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    odd = os.fsdecode(b"caf\xe9.parquet")  # Latin-1, as an old archive names it
+    pq.write_table(pa.table({"id": ["a"], "content": ["first"]}), folder / "plain.parquet")
+    os.rename(folder / "plain.parquet", folder / odd)  # (pyarrow itself cannot write to such a name)
+    assert main(["--input", f"{folder}/", "--output", str(tmp_path / "o1")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"rechunk: error: --input {folder}/: the name {folder}/caf\\xe9.parquet is not UTF-8; "
+                   "Beam takes file names as UTF-8 text, rename it")
+    assert main(["--input", str(folder / odd), "--output", str(tmp_path / "o2")]) == 2
+    assert "is not UTF-8" in capsys.readouterr().err
+    out = str(tmp_path / os.fsdecode(b"out\xff"))
+    pq.write_table(pa.table({"id": ["a"], "content": ["first"]}), folder / "ok.parquet")
+    assert main(["--input", str(folder / "ok.parquet"), "--output", out]) == 2
+    assert "--output " in capsys.readouterr().err and not os.path.exists(out)
+    from tokenizers import Tokenizer, models
+
+    tok = tmp_path / os.fsdecode(b"tok\xff")
+    tok.mkdir()
+    Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]")).save(str(tmp_path / "tokenizer.json"))
+    os.rename(tmp_path / "tokenizer.json", tok / "tokenizer.json")
+    assert main(["--input", str(folder / "ok.parquet"), "--output", str(tmp_path / "o3"), "--tokenizer", f"hf:{tok}"]) == 2
+    assert "--tokenizer hf:" in capsys.readouterr().err
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / os.fsdecode(b"r\xe9sum\xe9.md")).write_text("# Title\n\ntext\n")
+    assert main(["parse", "--input", f"{raw}/*", "--output", str(tmp_path / "p")]) == 2
+    assert "r\\xe9sum\\xe9.md is not UTF-8" in capsys.readouterr().err
+
+
+def test_a_folder_on_a_filesystem_beam_lacks_is_named_as_given(tmp_path, capsys):
+    """(hostile13) --input file:///DIR/ quoted Beam's error with the job's own pattern (DIR/[!._]*)."""
+    assert main(["--input", f"file://{tmp_path}/", "--output", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"rechunk: error: --input file://{tmp_path}/: no Beam filesystem for this path") and "[!._]" not in err
+
+
 @pytest.mark.parametrize("name", ["out [1]", "out*", "out?", "out{a,b}"])
 def test_an_output_folder_named_like_a_pattern_is_an_option_error(tmp_path, capsys, name):
     """Beam's file sinks find their own files by pattern: "out [1]" failed the job at its end."""

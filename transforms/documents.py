@@ -21,6 +21,7 @@ __all__ = [
     "DOCUMENT_COLUMNS",
     "DEAD_LETTER_SCHEMA",
     "FOLDER_FILES",
+    "folder_files",
     "REASONS",
     "STAGES",
     "Chunk",
@@ -38,6 +39,35 @@ __all__ = [
 #: datasets and Spark skip too. ``--input DIR/`` reads ``DIR/`` + this; ``--previous`` reads its
 #: ``chunks/`` and ``documents/`` with it.
 FOLDER_FILES = "[!._]*"
+
+
+def folder_files(folder: str) -> str:
+    """The pattern of the data files in ``folder`` (``--input DIR/``): ``folder`` +
+    :data:`FOLDER_FILES`, with each ``[`` that Beam reads literally in
+    ``folder`` (no ``]`` closes it there: ``data[2024/``) written ``[[]``, so that the ``]`` of
+    ``FOLDER_FILES`` cannot close it. Other glob characters in ``folder`` keep their meaning."""
+    out, i, n = [], 0, len(folder)
+    while i < n:
+        if folder[i] != "[":
+            out.append(folder[i])
+            i += 1
+            continue
+        # Beam's own scan (FileSystem.translate_pattern): "[!" and a first "]" belong to the set.
+        j = i + 1
+        if j < n and folder[j] == "!":
+            j += 1
+        if j < n and folder[j] == "]":
+            j += 1
+        while j < n and folder[j] != "]":
+            j += 1
+        if j >= n:
+            out.append("[[]")
+            i += 1
+        else:
+            out.append(folder[i : j + 1])
+            i = j + 1
+    return "".join(out) + FOLDER_FILES
+
 
 #: The input's own columns (every other column is carried into metadata).
 DOCUMENT_COLUMNS = ("id", "content", "content_format", "metadata")
