@@ -381,7 +381,12 @@ def _check_utf8(flag: str, given: str, path: str) -> None:
 
 def _check_filesystem(flag: str, path: str) -> None:
     """``path`` must be on a filesystem Beam has here (a typo such as ``gcs://`` would otherwise
-    pass the checks and fail mid-pipeline)."""
+    pass the checks and fail mid-pipeline), and not look like a URL missing a slash (``gs:/b/x``
+    is a local folder named ``gs:``, written to silently)."""
+    scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]*):/(?!/)", path)
+    if scheme and "://" not in path:
+        raise OptionError(f"{flag} {path}: a local path starting with {scheme.group(1)}:, "
+                          f"did you mean {scheme.group(1)}://...? (write ./{path} for a local folder so named)")
     try:
         FileSystems.get_filesystem(path)
     except Exception as err:  # ValueError for an unknown scheme
@@ -966,7 +971,7 @@ def _summary(report: dict[str, Any], output: str) -> str:
     reasons = ", ".join(f"{k} {v:,}" for k, v in report["dead_letter_by_reason"].items()) or "none"
     tokens = report["token_count"]
     sizes = (
-        f"tokens min {tokens['min']}, p50 {tokens['p50']}, p95 {tokens['p95']}, max {tokens['max']} "
+        f"tokens min {tokens['min']:,}, p50 {tokens['p50']:,}, p95 {tokens['p95']:,}, max {tokens['max']:,} "
         if tokens["max"] is not None else "no chunk, "
     )
     return "\n".join(

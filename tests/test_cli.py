@@ -661,3 +661,16 @@ def test_the_reports_wall_time_counts_the_option_checks(tmp_path, monkeypatch):
     monkeypatch.setattr(rechunk, "_check_input", slow_check)
     assert main(["--input", str(SAMPLE), "--output", str(tmp_path / "out")]) == 0
     assert json.loads((tmp_path / "out" / "report.json").read_text())["wall_seconds"] >= 1.0
+
+
+@pytest.mark.parametrize("flag", ["--output", "--previous"])
+def test_a_url_missing_a_slash_is_an_option_error(tmp_path, capsys, flag):
+    """(s13-hostile) ``--output gs:/bucket/x`` wrote to a local folder ``gs:`` with exit 0."""
+    argv = ["--input", str(SAMPLE), "--output", str(tmp_path / "out")]
+    argv += ["--previous", "gs:/bucket/prev"] if flag == "--previous" else []
+    if flag == "--output":
+        argv[3] = "gs:/bucket/x"
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "a local path starting with gs:, did you mean gs://...?" in err[0]
+    assert not Path("gs:").exists()
