@@ -53,12 +53,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
         file = pq.ParquetFile(path)
         batches += [file.read_row_group(i, use_threads=False) for i in range(file.num_row_groups)]
     schema = batches[0].schema
-    dictionary = [f"{f.name}.list.element" if pa.types.is_list(f.type) else f.name
+    dictionary = [f"{f.name}.list.item" if pa.types.is_list(f.type) else f.name
                   for f in schema if f.name not in PLAIN_PAGE_COLUMNS]
 
     def write(use_dictionary) -> bytes:
         buffer = io.BytesIO()
-        with pq.ParquetWriter(buffer, schema, compression="zstd", use_dictionary=use_dictionary) as writer:
+        with pq.ParquetWriter(buffer, schema, compression="zstd", use_dictionary=use_dictionary,
+                              use_compliant_nested_type=False) as writer:
             for batch in batches:
                 writer.write_table(batch)
         return buffer.getvalue()

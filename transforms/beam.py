@@ -1254,16 +1254,21 @@ class _ParquetSink(filebasedsink.FileBasedSink):
             compression_type=CompressionTypes.UNCOMPRESSED,  # pages are compressed by the writer
         )
         self._schema = schema
-        # pyarrow names a column by its Parquet path: a list of strings is ``NAME.list.element``.
+        # pyarrow names a column by its Parquet path: a list of strings is ``NAME.list.item`` (the
+        # list layout Beam's sink writes, use_compliant_nested_type=False, kept for every reader
+        # of earlier outputs).
         self._dictionary = [
-            f"{field.name}.list.element" if pa.types.is_list(field.type) else field.name
+            f"{field.name}.list.item" if pa.types.is_list(field.type) else field.name
             for field in schema
             if field.name not in PLAIN_PAGE_COLUMNS
         ]
 
     def open(self, temp_path: str):
         handle = super().open(temp_path)
-        return pq.ParquetWriter(handle, self._schema, compression="zstd", use_dictionary=self._dictionary), handle
+        writer = pq.ParquetWriter(
+            handle, self._schema, compression="zstd", use_dictionary=self._dictionary, use_compliant_nested_type=False
+        )
+        return writer, handle
 
     def write_record(self, file_handle, value: pa.Table) -> None:
         file_handle[0].write_table(value)
