@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from pipelines.rechunk import _worker_pattern  # noqa: E402  (a relative pattern as the job's workers read it)
 from transforms.documents import folder_files  # noqa: E402  (the job's folder rule)
 
 _SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
@@ -98,7 +99,7 @@ def _documents(pattern: str, column_map: str) -> list[dict]:
     """The input rows' ``id``, ``content`` and ``content_format`` (renamed as ``--column-map`` says)."""
     sources = {"id": "id", "content": "content", "content_format": "content_format"}
     sources.update(item.split("=", 1) for item in column_map.split(",") if item)
-    rows = _rows(folder_files(pattern) if pattern.endswith("/") else pattern)
+    rows = _rows(_worker_pattern(folder_files(pattern) if pattern.endswith("/") else pattern))
     if not rows:
         raise SystemExit(f"--input {pattern}: no document read")
     return [{name: _as_job_reads(name, row.get(column)) for name, column in sources.items()} for row in rows]

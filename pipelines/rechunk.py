@@ -354,6 +354,8 @@ def _check_input(given: str, pattern: str, column_map: dict[str, str]) -> None:
             if _has_files(pattern[: -len(FOLDER_FILES)] + "**"):
                 hint += f"; files in its subfolders are read with '{given}**.parquet'"
             hint += ")"
+        if "[" in given and "[[]" not in given:
+            hint += "; [...] is a set of characters in a pattern: write [[] for a literal ["
         raise OptionError(f"--input {given}: no file matches{hint}")
     for m in matched:
         _check_utf8("--input", given, m.path)
@@ -982,8 +984,9 @@ def _summary(report: dict[str, Any], output: str) -> str:
             f"({sizes}of max {report['max_tokens']:,}, {report['tokenizer']})",
             f"rechunk: {_count(report['dead_letter_rows'], 'dead-letter rows')} in {output}/dead_letter/ ({reasons})",
             *([f"rechunk: {_count(report['documents_skipped_unchanged'], 'unchanged documents')} kept from "
-               f"{inc['previous']} without chunking; {_count(inc['chunks_deleted'], 'previous chunk ids')} listed in "
-               f"{output}/deleted/"] if (inc := report.get("incremental")) else []),
+               f"{inc['previous']} without chunking ({inc['documents_new']:,} new, {inc['documents_changed']:,} "
+               f"changed, {inc['documents_deleted']:,} deleted); {_count(inc['chunks_deleted'], 'previous chunk ids')} "
+               f"listed in {output}/deleted/"] if (inc := report.get("incremental")) else []),
             f"rechunk: report in {output}/report.json ({report['wall_seconds']} s)",
         ]
     )

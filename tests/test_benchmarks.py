@@ -412,3 +412,22 @@ def test_check_output_lists_input_files_as_the_job_does(tmp_path, capsys):
     assert check_output.main(["--input", f"{tmp_path / 'in'}/**.parquet", "--output", str(out2)]) == 0
     with pytest.raises(SystemExit, match="no document read"):
         check_output.main(["--input", f"{tmp_path / 'in'}/*.parquet", "--output", str(out2)])
+
+
+def test_check_output_reads_a_relative_pattern_as_the_job_does(tmp_path, monkeypatch):
+    """(s13-newcomer2) A relative pattern the job read (``'my docs [[]v1]/*.parquet'``, or
+    ``'*.parquet'`` inside a folder named like a pattern) gave "no document read"."""
+    import shutil
+
+    import check_output
+
+    from pipelines.rechunk import main as rechunk
+
+    here = tmp_path / "proj [v1]"
+    (here / "my docs [v1]").mkdir(parents=True)
+    shutil.copy(SAMPLE, here / "my docs [v1]" / "docs.parquet")
+    shutil.copy(SAMPLE, here / "docs.parquet")
+    monkeypatch.chdir(here)
+    for pattern, out in (("my docs [[]v1]/*.parquet", "out1"), ("my docs [[]v1]/", "out2"), ("*.parquet", "out3")):
+        assert rechunk(["--input", pattern, "--output", str(tmp_path / out)]) == 0
+        assert check_output.main(["--input", pattern, "--output", str(tmp_path / out)]) == 0, pattern

@@ -381,3 +381,16 @@ def test_folder_hints_for_subfolders_and_marker_files(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.endswith(f"; {part}/year=2024/ skips names starting with . or _ (Spark's _SUCCESS, Hadoop's .crc files)")
     assert main(["--input", f"{part}/**.parquet", "--output", str(tmp_path / "o3")]) == 0
+
+
+def test_a_folder_with_an_unescaped_bracket_gets_the_rule(tmp_path, capsys):
+    """(s13-newcomer2) ``--input 'my docs [v1]/'`` said only "no file matches": ``[v1]`` is a set."""
+    folder = tmp_path / "my docs [v1]"
+    folder.mkdir()
+    pq.write_table(pa.table({"id": ["a"], "content": ["first"]}), folder / "docs.parquet")
+    assert main(["--input", f"{folder}/", "--output", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "; [...] is a set of characters in a pattern: write [[] for a literal ["
+    )
+    escaped = str(folder).replace("[", "[[]")
+    assert main(["--input", f"{escaped}/", "--output", str(tmp_path / "out")]) == 0

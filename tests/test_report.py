@@ -37,12 +37,14 @@ def test_the_summary_separates_thousands_as_the_progress_lines_do():
         "documents_partially_rejected": 1, "chunks_written": 48384, "max_tokens": 1000000,
         "tokenizer": "t", "token_count": {"min": 1, "p50": 2, "p95": 1056, "max": 8100},
         "dead_letter_rows": 1001, "dead_letter_by_reason": {"null_content": 1001}, "wall_seconds": 1.5,
-        "documents_skipped_unchanged": 1000, "incremental": {"previous": "/p", "chunks_deleted": 1},
+        "documents_skipped_unchanged": 1000, "incremental": {
+            "previous": "/p", "chunks_deleted": 1, "documents_new": 2000, "documents_changed": 3, "documents_deleted": 1},
     }
     assert _summary(report, "/o").splitlines() == [
         "rechunk: 1,234,567 documents read, 1,234,000 chunked, 567 dead-lettered (1 partly)",
         "rechunk: 48,384 chunks written to /o/chunks/ (tokens min 1, p50 2, p95 1,056, max 8,100 of max 1,000,000, t)",
         "rechunk: 1,001 dead-letter rows in /o/dead_letter/ (null_content 1,001)",
-        "rechunk: 1,000 unchanged documents kept from /p without chunking; 1 previous chunk id listed in /o/deleted/",
+        "rechunk: 1,000 unchanged documents kept from /p without chunking (2,000 new, 3 changed, 1 deleted); "
+        "1 previous chunk id listed in /o/deleted/",
         "rechunk: report in /o/report.json (1.5 s)",
     ]
