@@ -190,8 +190,8 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
                 raise OptionError(f"{flag} {path}: DataflowRunner workers cannot reach local paths; use gs://")
     _check_utf8("--input", own.input, own.input)
     _check_utf8("--output", own.output, own.output)
+    _check_filesystem("--input", own.input)  # as given: gs:/b/x made absolute hid its missing slash
     pattern = _worker_pattern(own.input)
-    _check_filesystem("--input", pattern)
     output = own.output.rstrip("/") or "/"
     _check_filesystem("--output", output)
     _check_output_name(output)

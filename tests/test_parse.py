@@ -264,6 +264,19 @@ def test_missing_and_unmatched_input(capsys, tmp_path):
     assert "no file matches" in _error(capsys, ["parse", "--input", f"{tmp_path}/none/*", "--output", str(tmp_path / "o")])
 
 
+@pytest.mark.parametrize("flag", ["--input", "--output"])
+def test_a_url_missing_a_slash_is_an_option_error(capsys, raw, tmp_path, monkeypatch, flag):
+    """(s13-hostile13b) ``rechunk parse --input 'gs:/b/*.md'`` was checked made absolute, so the
+    rule never fired: it read a local folder ``gs:`` (or said "no file matches")."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gs:" / "b").mkdir(parents=True)
+    (tmp_path / "gs:" / "b" / "a.md").write_text("# T\n\nhello\n")
+    argv = ["parse", "--input", f"{raw}/*", "--output", str(tmp_path / "o")]
+    argv[argv.index(flag) + 1] = "gs:/b/*.md" if flag == "--input" else "gs:/b/o"
+    assert "a local path starting with gs:, did you mean gs://...?" in _error(capsys, argv)
+    assert not (tmp_path / "o").exists() and not (tmp_path / "gs:" / "b" / "o").exists()
+
+
 def test_output_of_another_run_is_refused(capsys, raw, parsed):
     assert "parsed/ already holds files" in _error(capsys, ["parse", "--input", f"{raw}/*", "--output", str(parsed)])
 
