@@ -218,10 +218,11 @@ def _parse_column_map(text: str | None) -> dict[str, str]:
     return mapping
 
 
-def _has_files(folder: str) -> bool:
-    """Whether ``folder`` is a folder holding a file (for an error's hint; never raises)."""
+def _has_files(folder: str, names: str = "*") -> bool:
+    """Whether ``folder`` is a folder holding a file that ``names`` (a pattern under it) matches
+    (for an error's hint; never raises)."""
     try:
-        return bool(FileSystems.match([folder + "/*"], limits=[1])[0].metadata_list)
+        return bool(FileSystems.match([f"{folder}/{names}"], limits=[1])[0].metadata_list)
     except Exception:  # no such folder, or a filesystem error: no hint
         return False
 
@@ -351,7 +352,8 @@ def _check_input(given: str, pattern: str, column_map: dict[str, str]) -> None:
         hint = ""
         if given.endswith("/"):
             hint = " (names starting with . or _ are skipped"
-            if _has_files(pattern[: -len(FOLDER_FILES)] + "**"):
+            # what the hint reads: a subfolder's _SUCCESS or part-0.txt alone gets no such hint
+            if _has_files(pattern[: -len(FOLDER_FILES) - 1], "**/*.parquet"):
                 hint += f"; files in its subfolders are read with '{given}**.parquet'"
             hint += ")"
         if "[" in given and "[[]" not in given:

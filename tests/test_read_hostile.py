@@ -394,3 +394,16 @@ def test_a_folder_with_an_unescaped_bracket_gets_the_rule(tmp_path, capsys):
     )
     escaped = str(folder).replace("[", "[[]")
     assert main(["--input", f"{escaped}/", "--output", str(tmp_path / "out")]) == 0
+
+
+def test_no_subfolder_hint_when_the_subfolders_hold_no_parquet(tmp_path, capsys):
+    """(s13-hostile13b) A subfolder holding only ``_SUCCESS`` or ``part-0.txt`` got the hint
+    "files in its subfolders are read with 'DIR/**.parquet'", a pattern matching nothing."""
+    for name in ("sub/_SUCCESS", "sub/part-0.txt"):
+        folder = tmp_path / name.replace("/", "_")
+        (folder / "sub").mkdir(parents=True)
+        (folder / name).write_bytes(b"")
+        assert main(["--input", f"{folder}/", "--output", str(tmp_path / "o")]) == 2
+        assert capsys.readouterr().err.strip() == (
+            f"rechunk: error: --input {folder}/: no file matches (names starting with . or _ are skipped)"
+        )
