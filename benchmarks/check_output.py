@@ -70,8 +70,7 @@ def _counter(identity: str, tokenizer_json: str | None):
     if identity.startswith("hf:"):
         if not tokenizer_json:
             raise SystemExit(f"the run counted with {identity}: give its tokenizer.json as --tokenizer-json")
-        path = Path(tokenizer_json)
-        data = (path / "tokenizer.json" if path.is_dir() else path).read_bytes()
+        data = _read_tokenizer_json(tokenizer_json)
         if hashlib.sha256(data).hexdigest()[:8] != identity.rsplit(":", 1)[1]:
             raise SystemExit(f"--tokenizer-json {tokenizer_json}: not the run's tokenizer ({identity})")
         from tokenizers import Tokenizer
@@ -81,6 +80,25 @@ def _counter(identity: str, tokenizer_json: str | None):
         tokenizer.no_padding()
         return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
     raise SystemExit(f"cannot recount tokens of {identity}")
+
+
+def _read_tokenizer_json(given: str) -> bytes:
+    """The bytes of ``given`` (a ``tokenizer.json`` or a folder holding one, local or on any Beam
+    filesystem, as the job's ``hf:PATH`` takes it).
+
+    Raises:
+        SystemExit: Neither ``given`` nor ``given/tokenizer.json`` is a readable file.
+    """
+    from apache_beam.io.filesystem import CompressionTypes
+    from apache_beam.io.filesystems import FileSystems
+
+    for path in (given, given.rstrip("/") + "/tokenizer.json"):
+        try:
+            with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+                return f.read()
+        except Exception:  # no such file, or a folder: try the file in it
+            continue
+    raise SystemExit(f"--tokenizer-json {given}: neither a tokenizer.json nor a folder holding one")
 
 
 def _rows(pattern: str) -> list[dict]:

@@ -389,6 +389,9 @@ def test_check_output_recounts_with_the_runs_tokenizer(tmp_path, capsys):
     other.write_text((tmp_path / "tok" / "tokenizer.json").read_text() + "\n")
     with pytest.raises(SystemExit, match="not the run's tokenizer"):
         check_output.main(["--input", str(SAMPLE), "--output", str(out), "--tokenizer-json", str(other)])
+    # (s13-hostile13b) a path that is not there was a FileNotFoundError traceback
+    with pytest.raises(SystemExit, match="neither a tokenizer.json nor a folder holding one"):
+        check_output.main(["--input", str(SAMPLE), "--output", str(out), "--tokenizer-json", str(tmp_path / "none")])
 
 
 def test_check_output_lists_input_files_as_the_job_does(tmp_path, capsys):
