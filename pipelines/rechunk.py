@@ -356,7 +356,7 @@ def _check_input(given: str, pattern: str, column_map: dict[str, str]) -> None:
             if _has_files(pattern[: -len(FOLDER_FILES) - 1], "**/*.parquet"):
                 hint += f"; files in its subfolders are read with '{given}**.parquet'"
             hint += ")"
-        if "[" in given and "[[]" not in given:
+        if _holds_set(given):
             hint += "; [...] is a set of characters in a pattern: write [[] for a literal ["
         raise OptionError(f"--input {given}: no file matches{hint}")
     for m in matched:
@@ -365,6 +365,30 @@ def _check_input(given: str, pattern: str, column_map: dict[str, str]) -> None:
     # job mid-pipeline. Past the bound only the first files are checked (listing cost on GCS).
     for path in sorted(m.path for m in matched)[:MAX_FILES_CHECKED]:
         _check_input_schema(given, path, column_map, alone=path == pattern)
+
+
+def _holds_set(pattern: str) -> bool:
+    """Whether ``pattern`` holds a ``[...]`` that Beam reads as a set of characters, other than
+    ``[[]`` (a literal ``[``), by Beam's own scan (``FileSystem.translate_pattern``): an unclosed
+    ``[`` (``data[2024/``) is literal and needs no escaping."""
+    i, n = 0, len(pattern)
+    while i < n:
+        if pattern[i] != "[":
+            i += 1
+            continue
+        j = i + 1
+        if j < n and pattern[j] == "!":
+            j += 1
+        if j < n and pattern[j] == "]":
+            j += 1
+        while j < n and pattern[j] != "]":
+            j += 1
+        if j >= n:
+            return False  # this "[" and every later one are unclosed: literal
+        if pattern[i : j + 1] != "[[]":
+            return True
+        i = j + 1
+    return False
 
 
 def _check_utf8(flag: str, given: str, path: str) -> None:

@@ -407,3 +407,17 @@ def test_no_subfolder_hint_when_the_subfolders_hold_no_parquet(tmp_path, capsys)
         assert capsys.readouterr().err.strip() == (
             f"rechunk: error: --input {folder}/: no file matches (names starting with . or _ are skipped)"
         )
+
+
+def test_no_set_hint_for_a_bracket_read_literally(tmp_path, capsys):
+    """(s13-hostile13b) ``--input 'data[2024/'`` (a '[' nothing closes: read literally) with no data
+    file, or ``'my docs [[]v1] [2024/'``, got "write [[] for a literal [", which changes nothing."""
+    for name in ("data[2024", "my docs [v1] [2024"):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "_SUCCESS").write_bytes(b"")
+        given = str(folder).replace("[v1]", "[[]v1]")
+        assert main(["--input", f"{given}/", "--output", str(tmp_path / "o")]) == 2
+        assert capsys.readouterr().err.strip() == (
+            f"rechunk: error: --input {given}/: no file matches (names starting with . or _ are skipped)"
+        )
