@@ -72,7 +72,7 @@ from transforms.beam import (
     _shared_tokenizer,
 )
 from transforms.chunkers.registry import build_router
-from transforms.documents import CHUNK_SCHEMA, DOCUMENT_COLUMNS, FOLDER_FILES, folder_files
+from transforms.documents import CHUNK_SCHEMA, DOCUMENT_COLUMNS, FOLDER_FILES, folder_files, glob_sets
 from transforms.incremental import MANIFEST_SCHEMA, previous_files
 from transforms.tokenizers import TokenizerError
 
@@ -369,26 +369,8 @@ def _check_input(given: str, pattern: str, column_map: dict[str, str]) -> None:
 
 def _holds_set(pattern: str) -> bool:
     """Whether ``pattern`` holds a ``[...]`` that Beam reads as a set of characters, other than
-    ``[[]`` (a literal ``[``), by Beam's own scan (``FileSystem.translate_pattern``): an unclosed
-    ``[`` (``data[2024/``) is literal and needs no escaping."""
-    i, n = 0, len(pattern)
-    while i < n:
-        if pattern[i] != "[":
-            i += 1
-            continue
-        j = i + 1
-        if j < n and pattern[j] == "!":
-            j += 1
-        if j < n and pattern[j] == "]":
-            j += 1
-        while j < n and pattern[j] != "]":
-            j += 1
-        if j >= n:
-            return False  # this "[" and every later one are unclosed: literal
-        if pattern[i : j + 1] != "[[]":
-            return True
-        i = j + 1
-    return False
+    ``[[]`` (a literal ``[``); an unclosed ``[`` (``data[2024/``) is literal and needs no escaping."""
+    return any(pattern[start:end] != "[[]" for start, end in glob_sets(pattern))
 
 
 def _check_utf8(flag: str, given: str, path: str) -> None:
@@ -410,7 +392,11 @@ def _check_utf8(flag: str, given: str, path: str) -> None:
 def _check_filesystem(flag: str, path: str) -> None:
     """``path`` must be on a filesystem Beam has here (a typo such as ``gcs://`` would otherwise
     pass the checks and fail mid-pipeline), and not look like a URL missing a slash (``gs:/b/x``
-    is a local folder named ``gs:``, written to silently)."""
+    is a local folder named ``gs:``, written to silently), nor start with an unexpanded ``~``
+    (``--output=~/x`` wrote to a folder ``./~/x``)."""
+    if path.startswith("~"):
+        raise OptionError(f"{flag} {path}: ~ is not expanded here (a shell expands it only at the start of a "
+                          f"word, not after --flag=); give the full path, or ./{path} for a local folder so named")
     scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]*):/(?!/)", path)
     if scheme and "://" not in path:
         raise OptionError(f"{flag} {path}: a local path starting with {scheme.group(1)}:, "

@@ -674,3 +674,14 @@ def test_a_url_missing_a_slash_is_an_option_error(tmp_path, capsys, flag):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "a local path starting with gs:, did you mean gs://...?" in err[0]
     assert not Path("gs:").exists()
+
+
+def test_an_unexpanded_tilde_is_an_option_error(tmp_path, capsys, monkeypatch):
+    """(s13-hostile2) ``--output=~/x`` (no shell expands ``~`` after ``=``) wrote to ``./~/x``
+    with exit 0, a folder that invites ``rm -rf ~``."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["--input", str(SAMPLE), "--output=~/x"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("rechunk: error: --output ~/x: ~ is not expanded here")
+    assert not (tmp_path / "~").exists()
+    assert main(["--input", str(SAMPLE), "--output", "./~x"]) == 0

@@ -264,6 +264,9 @@ def test_metadata_of_a_struct_or_map_column_is_the_object_it_holds():
     mapped = list(_table_rows(pa.table({"id": ["m"], "content": ["y"], "metadata": pa.array(
         [[("k", "v"), ("a", "b")]], pa.map_(pa.string(), pa.string()))}), {}))
     assert _row_to_document(mapped[0], {}, "t").metadata == {"a": "b", "k": "v"}
+    # a map's keys become their text; the last of equal keys wins (as a dict of its pairs)
+    assert _row_to_document({"id": "i", "content": "x", "metadata": [(1, "a"), (1, "b"), (2, None)]}, {}, "t").metadata \
+        == {"1": "b", "2": None}
     dead = _row_to_document({"id": "l", "content": "x", "metadata": ["k", "v"]}, {}, "t")
     assert (dead.reason, dead.detail) == ("invalid_metadata", "the metadata column is a list, not a string")
 

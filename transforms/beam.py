@@ -545,13 +545,12 @@ def _json_safe(value: Any, depth: int = 0) -> Any:
 
 def _metadata_object(value: Any) -> Mapping[str, Any] | None:
     """The object a ``metadata`` value of a struct column (a dict) or a map column (a list of
-    ``(key, value)`` tuples with string keys) holds; ``None`` for any other value."""
+    ``(key, value)`` tuples: keys become their text, the last of equal keys wins) holds; ``None``
+    for any other value."""
     if isinstance(value, Mapping):
         return value
-    if isinstance(value, list) and all(
-        isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str) for item in value
-    ):
-        return dict(value)
+    if isinstance(value, list) and all(isinstance(item, tuple) and len(item) == 2 for item in value):
+        return {str(key): item for key, item in value}
     return None
 
 

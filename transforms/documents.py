@@ -22,6 +22,7 @@ __all__ = [
     "DEAD_LETTER_SCHEMA",
     "FOLDER_FILES",
     "folder_files",
+    "glob_sets",
     "REASONS",
     "STAGES",
     "Chunk",
@@ -41,32 +42,36 @@ __all__ = [
 FOLDER_FILES = "[!._]*"
 
 
+def glob_sets(pattern: str) -> list[tuple[int, int]]:
+    """The ``[...]`` sets of characters in a Beam file pattern, as ``(start, end)`` slices, scanned
+    as Beam's matching scans them (``FileSystem.translate_pattern``: a ``!`` and then a ``]`` right
+    after the ``[`` belong to the set). A ``[`` that no ``]`` closes is a literal ``[``."""
+    sets, i, n = [], 0, len(pattern)
+    while (i := pattern.find("[", i)) >= 0:
+        j = i + 1
+        if j < n and pattern[j] == "!":
+            j += 1
+        if j < n and pattern[j] == "]":
+            j += 1
+        j = pattern.find("]", j)
+        if j < 0:
+            break  # this "[" and every later one are unclosed: literal
+        sets.append((i, j + 1))
+        i = j + 1
+    return sets
+
+
 def folder_files(folder: str) -> str:
     """The pattern of the data files in ``folder`` (``--input DIR/``): ``folder`` +
-    :data:`FOLDER_FILES`, with each ``[`` that Beam reads literally in
-    ``folder`` (no ``]`` closes it there: ``data[2024/``) written ``[[]``, so that the ``]`` of
-    ``FOLDER_FILES`` cannot close it. Other glob characters in ``folder`` keep their meaning."""
-    out, i, n = [], 0, len(folder)
-    while i < n:
-        if folder[i] != "[":
-            out.append(folder[i])
-            i += 1
-            continue
-        # Beam's own scan (FileSystem.translate_pattern): "[!" and a first "]" belong to the set.
-        j = i + 1
-        if j < n and folder[j] == "!":
-            j += 1
-        if j < n and folder[j] == "]":
-            j += 1
-        while j < n and folder[j] != "]":
-            j += 1
-        if j >= n:
-            out.append("[[]")
-            i += 1
-        else:
-            out.append(folder[i : j + 1])
-            i = j + 1
-    return "".join(out) + FOLDER_FILES
+    :data:`FOLDER_FILES`, with each ``[`` that Beam reads literally in ``folder`` (no ``]`` closes
+    it there: ``data[2024/``) written ``[[]``, so that the ``]`` of ``FOLDER_FILES`` cannot close
+    it. Other glob characters in ``folder``, and its sets (:func:`glob_sets`), keep their meaning."""
+    out, last = [], 0
+    for start, end in glob_sets(folder):
+        out += [folder[last:start], folder[start:end]]
+        last = end
+    # Only the tail can hold a "[": one between two sets would have been a set itself.
+    return "".join(out) + folder[last:].replace("[", "[[]") + FOLDER_FILES
 
 
 #: The input's own columns (every other column is carried into metadata).

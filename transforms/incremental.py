@@ -64,7 +64,7 @@ DELETED_SCHEMA = pa.schema(
 
 #: Installed distributions whose version can change any document's chunks (the tokenizers, the
 #: normalizers' parsers, docling-core): in every fingerprint. A chunker that needs more names them
-#: in its ``fingerprint_libraries`` (the semantic chunkers: ``MODEL_LIBRARIES``), and only the
+#: in its ``fingerprint_libraries`` (the semantic chunkers name their model libraries), and only the
 #: documents routed to it carry them: installing the ``semantic`` extra re-chunks nothing else.
 CHUNKING_LIBRARIES = ("tiktoken", "tokenizers", "docling-core", "markdown-it-pyrs", "lxml", "semchunk")
 
