@@ -35,7 +35,7 @@ from pipelines.rechunk import (
     OptionError,
     RechunkOptions,
     _check_filesystem,
-    _check_output_name,
+    _check_folder_name,
     _check_utf8,
     _check_reachable,
     _check_runner,
@@ -194,7 +194,7 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
     pattern = _worker_pattern(own.input)
     output = own.output.rstrip("/") or "/"
     _check_filesystem("--output", output)
-    _check_output_name(output)
+    _check_folder_name("--output", output)
     if _inside_pattern(_worker_path(output), pattern, PARSE_OUTPUT_FILES):
         raise OptionError(
             f"--output {own.output}: inside --input {own.input}; its files would be read as raw files by the next run"

@@ -424,7 +424,7 @@ def _check_reachable(flag: str, path: str, shown: str | None = None) -> None:
             ``STORAGE_EMULATOR_HOST`` is not ``http[s]://host[:port]``; the message names ``flag``
             and ``shown`` (default ``path``).
     """
-    import threading
+    import http.client
     import urllib.error
     import urllib.request
     from urllib.parse import urlsplit
@@ -449,31 +449,51 @@ def _check_reachable(flag: str, path: str, shown: str | None = None) -> None:
         port = port or (443 if url.scheme.lower() == "https" else 80)
     else:
         host, port, base = "storage.googleapis.com", 443, "https://storage.googleapis.com"
-    outcome: list[BaseException | None] = []
 
-    def ask() -> None:  # in a thread: name resolution has no timeout of its own
+    def ask() -> None:
+        # A new opener: it reads the proxy variables now (urlopen's is built once per process).
         try:
-            # A new opener: it reads the proxy variables now (urlopen's is built once per process).
             with urllib.request.build_opener().open(f"{base}/storage/v1/b?project=rechunk-check", timeout=5):
                 pass
-            outcome.append(None)
         except urllib.error.HTTPError as err:  # an HTTP answer: the service is there unless it failed
             err.close()
-            outcome.append(None if err.code < 500 else OSError(f"HTTP {err.code} from the service"))
+            if err.code >= 500:
+                raise OSError(f"HTTP {err.code} from the service") from None
         except urllib.error.URLError as err:
-            reason = err.reason
-            outcome.append(OSError("no reply in 5 s") if isinstance(reason, TimeoutError) else OSError(str(reason)))
+            raise OSError("no reply in 5 s" if isinstance(err.reason, TimeoutError) else str(err.reason)) from None
         except TimeoutError:
-            outcome.append(OSError("no reply in 5 s"))
-        except Exception as err:  # not HTTP (http.client.BadStatusLine ...), a host name IDNA rejects
-            outcome.append(OSError(f"no HTTP answer: {type(err).__name__}: {_one_line(err, 80)}"))
+            raise OSError("no reply in 5 s") from None
 
-    thread = threading.Thread(target=ask, daemon=True)
-    thread.start()
-    thread.join(12)
-    if not outcome or outcome[0] is not None:
-        why = _one_line(outcome[0]) if outcome else "no reply in 12 s"
+    err = _in_time(ask, 12)
+    if err is not None:
+        # An OSError says why; anything else is no HTTP (http.client's BadStatusLine, or
+        # RemoteDisconnected, an OSError too), or a host name IDNA rejects.
+        if isinstance(err, OSError) and not isinstance(err, http.client.HTTPException):
+            why = _one_line(err)
+        else:
+            why = f"no HTTP answer: {type(err).__name__}: {_one_line(err, 80)}"
         raise OptionError(f"{flag} {shown or path}: cannot reach Cloud Storage at {host}:{port} ({why})")
+
+
+def _in_time(call, seconds: float) -> BaseException | None:
+    """Run ``call()`` in a daemon thread for at most ``seconds`` (name resolution has no timeout of
+    its own): ``None`` when it returned, the exception it raised, or a ``TimeoutError`` ("no reply
+    in N s") when it had not finished."""
+    import threading
+
+    outcome: list[BaseException | None] = []
+
+    def target() -> None:
+        try:
+            call()
+            outcome.append(None)
+        except Exception as err:
+            outcome.append(err)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return outcome[0] if outcome else TimeoutError(f"no reply in {seconds:g} s")
 
 
 def _inside_pattern(output: str, pattern: str, written: Sequence[str]) -> bool:
@@ -485,32 +505,27 @@ def _inside_pattern(output: str, pattern: str, written: Sequence[str]) -> bool:
     return any(regex.match(f"{output}/{name}") for name in written)
 
 
-def _check_output_name(output: str) -> None:
-    """Beam's file sinks find their own temporary files by pattern (a folder "out [1]" failed the
-    job at its very end), and a later run could not take such an output as --previous. A relative
-    name is checked as the workers get it: under the current folder."""
-    if any(c in output for c in "*?[]{}"):
-        raise OptionError(f"--output {output}: a directory, not a pattern; its name must not hold * ? [ ] {{ }}")
-    _check_folder_of_relative("--output", output)
-
-
-def _check_folder_of_relative(flag: str, path: str) -> None:
-    """A relative ``path`` made absolute must hold no ``* ? [ ] { }`` either (the current folder's
-    name): the workers read it as a pattern.
+def _check_folder_name(flag: str, folder: str) -> None:
+    """``folder`` (``--output``, ``--previous``) is a folder, not a pattern: Beam's file sinks find
+    their own temporary files by pattern (a folder "out [1]" failed the job at its very end), and a
+    later run could not take such an output as --previous. A relative name is checked as the
+    workers get it, under the current folder, whose own name must then be free of them too.
 
     Raises:
-        OptionError: It does.
+        OptionError: ``folder``, or the current folder it is relative to, holds ``* ? [ ] { }``.
     """
-    if any(c in _worker_path(path) for c in "*?[]{}"):
+    if any(c in folder for c in "*?[]{}"):
+        raise OptionError(f"{flag} {folder}: a directory, not a pattern; its name must not hold * ? [ ] {{ }}")
+    if any(c in _worker_path(folder) for c in "*?[]{}"):
         raise OptionError(
-            f"{flag} {path}: the current folder {os.getcwd()} holds * ? [ ] {{ }}, which Beam reads as a "
+            f"{flag} {folder}: the current folder {os.getcwd()} holds * ? [ ] {{ }}, which Beam reads as a "
             "pattern in the absolute path; give an absolute path elsewhere"
         )
 
 
 def _check_output(output: str) -> None:
     _check_filesystem("--output", output)
-    _check_output_name(output)
+    _check_folder_name("--output", output)
     if "://" not in output and os.path.exists(output) and not os.path.isdir(output):
         raise OptionError(f"--output {output}: is a file, not a directory")
     for sub in ("chunks", "dead_letter", "documents", "deleted"):
@@ -553,9 +568,7 @@ def _check_previous(previous: str, output: str) -> str:
         raise OptionError("--previous: empty path; give an earlier run's output directory, or leave the option out")
     previous = previous.rstrip("/") or "/"
     _check_filesystem("--previous", previous)
-    if any(c in previous for c in "*?[]{}"):
-        raise OptionError(f"--previous {previous}: a directory, not a pattern; its name must not hold * ? [ ] {{ }}")
-    _check_folder_of_relative("--previous", previous)
+    _check_folder_name("--previous", previous)
     if _worker_path(previous) == _worker_path(output):
         raise OptionError(f"--previous {previous}: must be another directory than --output")
     if _worker_path(output).startswith(_worker_path(previous).rstrip("/") + "/"):
@@ -657,7 +670,6 @@ def _check_job_endpoint(endpoint: str | None, runner: str) -> None:
     within 5 s: Beam itself would wait 300 s for a silent address, or end in a gRPC traceback at
     another gRPC server."""
     import socket
-    import threading
 
     import grpc
 
@@ -668,23 +680,10 @@ def _check_job_endpoint(endpoint: str | None, runner: str) -> None:
     host, sep, port = endpoint.rpartition(":")
     if not sep or not port.isdigit() or not host:
         raise OptionError(f"--job_endpoint {endpoint}: expected HOST:PORT of the job service (or 'embed')")
-    # A refused or unresolvable address fails at once, with its reason (in a thread: name
-    # resolution has no timeout of its own).
-    outcome: list[BaseException | None] = []
-
-    def connect() -> None:
-        try:
-            socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
-            outcome.append(None)
-        except (OSError, UnicodeError, ValueError) as err:  # UnicodeError: a host name IDNA rejects
-            outcome.append(err)
-
-    thread = threading.Thread(target=connect, daemon=True)
-    thread.start()
-    thread.join(6)
-    if not outcome or outcome[0] is not None:
-        why = _one_line(outcome[0], 120) if outcome else "no connection in 5 s"
-        raise OptionError(f"--job_endpoint {endpoint}: no job service answers there ({why})")
+    # A refused or unresolvable address (or a host name IDNA rejects) fails at once, with its reason.
+    err = _in_time(lambda: socket.create_connection((host.strip("[]"), int(port)), timeout=5).close(), 6)
+    if err is not None:
+        raise OptionError(f"--job_endpoint {endpoint}: no job service answers there ({_one_line(err, 120)})")
     from apache_beam.portability.api import beam_job_api_pb2, beam_job_api_pb2_grpc
 
     channel = grpc.insecure_channel(endpoint)
