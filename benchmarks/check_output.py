@@ -34,8 +34,8 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipelines.rechunk import _worker_pattern  # noqa: E402  (a relative pattern as the job's workers read it)
-from transforms.documents import folder_files  # noqa: E402  (the job's folder rule)
+from pipelines.rechunk import _worker_pattern
+from transforms.documents import folder_files
 
 _SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
 _PAT = (
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             problems.append(f"{where}: {n} tokens > {max_tokens}")
         if n != c["token_count"]:
             problems.append(f"{where}: token_count {c['token_count']} != recount {n}")
-        key = f"{c['document_id']}\x00{c['chunk_index']}\x00{c['text']}".encode("utf-8")
+        key = f"{c['document_id']}\x00{c['chunk_index']}\x00{c['text']}".encode()
         if hashlib.sha256(key).hexdigest() != c["chunk_id"]:
             problems.append(f"{where}: chunk_id is not sha256(id, index, text)")
         if not c["embedding_text"].endswith(c["text"]):
@@ -197,19 +197,30 @@ def main(argv: list[str] | None = None) -> int:
         problems.append(f"{len(missing)} documents neither chunked nor dead-lettered, e.g. {missing[:3]}")
 
     counts.sort()
+
     def pct(q: float) -> int:
         return counts[int(q * (len(counts) - 1))] if counts else 0
 
-    print(json.dumps({
-        "documents": len(rows),  # input rows, as the report's documents_read
-        "chunks": len(chunks),
-        "dead_letter_rows": len(dead),
-        "dead_letter_by_reason": dict(sorted(collections.Counter(d["reason"] for d in dead).items())),
-        "tokens": {"min": counts[0] if counts else None, "p50": pct(0.5), "p95": pct(0.95), "max": counts[-1] if counts else None},
-        "chunks_under_100_tokens": sum(1 for n in counts if n < 100),
-        "structure_documents_coverage_checked": len(covered),
-        "problems": len(problems),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "documents": len(rows),  # input rows, as the report's documents_read
+                "chunks": len(chunks),
+                "dead_letter_rows": len(dead),
+                "dead_letter_by_reason": dict(sorted(collections.Counter(d["reason"] for d in dead).items())),
+                "tokens": {
+                    "min": counts[0] if counts else None,
+                    "p50": pct(0.5),
+                    "p95": pct(0.95),
+                    "max": counts[-1] if counts else None,
+                },
+                "chunks_under_100_tokens": sum(1 for n in counts if n < 100),
+                "structure_documents_coverage_checked": len(covered),
+                "problems": len(problems),
+            },
+            indent=2,
+        )
+    )
     for line in problems[:20]:
         print("PROBLEM", line)
     return 1 if problems else 0

@@ -61,7 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     chunks, source = chunker.stream_with_source(document, tokenizer_identity=tokenizer.identity)
     print(f"normalized: peak +{_status('VmHWM') - base:.0f} MiB")
     validator = DocumentValidator(
-        document, tokenizer=tokenizer, tokenizer_identity=tokenizer.identity, max_tokens=512,
+        document,
+        tokenizer=tokenizer,
+        tokenizer_identity=tokenizer.identity,
+        max_tokens=512,
         source=None if source is document.content else source,
         structure_limits={"max_overlap_tokens": 50, "min_preferred_tokens": 100},
     )

@@ -32,8 +32,11 @@ def chunks_sha256(output: str | Path) -> tuple[int, list[str], str]:
     rows.sort(key=lambda r: r["chunk_id"])
     digest = hashlib.sha256()
     for row in rows:
-        digest.update(json.dumps([row[c] for c in columns], sort_keys=True, default=str, ensure_ascii=False)
-                      .encode("utf-8", "surrogatepass"))
+        digest.update(
+            json.dumps([row[c] for c in columns], sort_keys=True, default=str, ensure_ascii=False).encode(
+                "utf-8", "surrogatepass"
+            )
+        )
         digest.update(b"\0")
     return len(rows), columns, digest.hexdigest()
 

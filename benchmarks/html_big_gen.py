@@ -14,10 +14,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from memory import repeat_to_size  # noqa: E402
-
 import pyarrow as pa
 import pyarrow.parquet as pq
+from memory import repeat_to_size
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -33,11 +32,16 @@ def main(argv: list[str] | None = None) -> None:
         return repeat_to_size(head, lambda _: make(), chars, tail)
 
     pages = {
-        "html_list": fill("<html><head><title>List</title></head><body><ul>\n",
-                          lambda: f"<li>{words(1)}</li>\n", "</ul></body></html>"),
-        "html_table": fill("<html><body><table><tr><th>a</th><th>b</th></tr>\n",
-                           lambda: f"<tr><td>{rnd.randint(0, 9)}</td><td>{rnd.randint(0, 9)}</td></tr>\n",
-                           "</table></body></html>"),
+        "html_list": fill(
+            "<html><head><title>List</title></head><body><ul>\n",
+            lambda: f"<li>{words(1)}</li>\n",
+            "</ul></body></html>",
+        ),
+        "html_table": fill(
+            "<html><body><table><tr><th>a</th><th>b</th></tr>\n",
+            lambda: f"<tr><td>{rnd.randint(0, 9)}</td><td>{rnd.randint(0, 9)}</td></tr>\n",
+            "</table></body></html>",
+        ),
         "html_paragraphs": fill("<html><body><h1>Paragraphs</h1>\n", lambda: f"<p>{words(10)}</p>\n", "</body></html>"),
     }
     schema = pa.schema([(c, pa.string()) for c in ("id", "content", "content_format", "metadata")])

@@ -56,8 +56,12 @@ def main(argv: list[str] | None = None) -> int:
 
         return normalize
 
-    runs = {"baseline": base.normalize_html, "branch": branch.normalize_html,
-            "branch, whole tree forced": forced(1 << 62), "branch, windows forced": forced(0)}
+    runs = {
+        "baseline": base.normalize_html,
+        "branch": branch.normalize_html,
+        "branch, whole tree forced": forced(1 << 62),
+        "branch, windows forced": forced(0),
+    }
     best = {name: float("inf") for name in runs}
     for _ in range(args.rounds):
         for name, fn in runs.items():

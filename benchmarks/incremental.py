@@ -52,8 +52,7 @@ def _run(args: list[str]) -> tuple[float, float]:
     """Wall seconds and CPU seconds (user + system, the job's process and its children) of one run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
-    subprocess.run([sys.executable, "-m", "pipelines.rechunk", *args], check=True, cwd=REPO,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, "-m", "pipelines.rechunk", *args], check=True, cwd=REPO, stdout=subprocess.DEVNULL)
     wall = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -67,8 +66,11 @@ def _rows(folder: Path) -> list[tuple]:
 
 def _expected_deleted(previous: Path, full: Path) -> list[tuple]:
     """``deleted/`` rows as the contract defines them, from the previous run's chunks and the full run's."""
-    old = ds.dataset(str(previous / "chunks"), format="parquet").to_table(
-        columns=["document_id", "chunk_index", "chunk_id"]).to_pylist()
+    old = (
+        ds.dataset(str(previous / "chunks"), format="parquet")
+        .to_table(columns=["document_id", "chunk_index", "chunk_id"])
+        .to_pylist()
+    )
     new = ds.dataset(str(full / "chunks"), format="parquet").to_table(columns=["document_id", "chunk_id"])
     kept, live = set(new.column("chunk_id").to_pylist()), set(new.column("document_id").to_pylist())
     gone: dict[str, list[tuple[int, str]]] = {}
@@ -91,7 +93,7 @@ def make_versions(source: Path, workdir: Path, changed: float, removed: int) -> 
     order = sorted(range(len(ids)), key=lambda i: ids[i])
     edited = set(order[::step])
     # Removed documents sit half a step after edited ones, so no edited document is removed.
-    gone = set(order[step // 2::max(1, len(order) // max(1, removed))][:removed]) - edited
+    gone = set(order[step // 2 :: max(1, len(order) // max(1, removed))][:removed]) - edited
     new_contents = [
         c + "\n\nThis paragraph was added for the incremental benchmark.\n" if i in edited else c
         for i, c in enumerate(contents)
@@ -125,11 +127,23 @@ def main(argv: list[str] | None = None) -> None:
 
     runs = {
         "full": lambda k: ["--input", str(v2), "--output", str(workdir / f"full{k}")],
-        "incremental": lambda k: ["--input", str(v2), "--output", str(workdir / f"inc{k}"),
-                                  "--previous", str(workdir / "previous")],
+        "incremental": lambda k: [
+            "--input",
+            str(v2),
+            "--output",
+            str(workdir / f"inc{k}"),
+            "--previous",
+            str(workdir / "previous"),
+        ],
         "start-up": lambda k: ["--input", str(tiny), "--output", str(workdir / f"tiny{k}")],
-        "start-up, incremental": lambda k: ["--input", str(tiny), "--output", str(workdir / f"tinyinc{k}"),
-                                            "--previous", str(workdir / "tiny-previous")],
+        "start-up, incremental": lambda k: [
+            "--input",
+            str(tiny),
+            "--output",
+            str(workdir / f"tinyinc{k}"),
+            "--previous",
+            str(workdir / "tiny-previous"),
+        ],
     }
     times: dict[str, list[float]] = {name: [] for name in runs}
     cpu: dict[str, list[float]] = {name: [] for name in runs}
@@ -143,8 +157,10 @@ def main(argv: list[str] | None = None) -> None:
     for sub in ("chunks", "dead_letter", "documents"):
         if _rows(full / sub) != _rows(inc / sub):
             sys.exit(f"incremental {sub}/ differs from the full run's")
-    deleted = sorted((r["document_id"], r["chunk_ids"], r["document_removed"])
-                     for r in ds.dataset(str(inc / "deleted"), format="parquet").to_table().to_pylist())
+    deleted = sorted(
+        (r["document_id"], r["chunk_ids"], r["document_removed"])
+        for r in ds.dataset(str(inc / "deleted"), format="parquet").to_table().to_pylist()
+    )
     if deleted != _expected_deleted(workdir / "previous", full):
         sys.exit("incremental deleted/ differs from the previous run's chunks the full run no longer has")
     # Every document gone from the input is listed as removed (so is one dead-lettered only now).
@@ -171,9 +187,11 @@ def main(argv: list[str] | None = None) -> None:
         "",
         "| run | wall s (best) | all rounds | CPU s (least) | all rounds |",
         "|---|---|---|---|---|",
-        *(f"| {name} | {best[name]:.1f} | {', '.join(f'{t:.1f}' for t in values)} | "
-          f"{least[name]:.1f} | {', '.join(f'{t:.1f}' for t in cpu[name])} |"
-          for name, values in times.items()),
+        *(
+            f"| {name} | {best[name]:.1f} | {', '.join(f'{t:.1f}' for t in values)} | "
+            f"{least[name]:.1f} | {', '.join(f'{t:.1f}' for t in cpu[name])} |"
+            for name, values in times.items()
+        ),
         "",
         f"Incremental / full: {best['incremental'] / best['full']:.3f}; without the start-up: "
         f"**{fraction:.3f}**; without the incremental graph's own start-up (one document with "

@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from measure_job import process_tree  # noqa: E402
+from measure_job import process_tree
 
 
 def _stage_label(name: str) -> str:
@@ -36,8 +36,10 @@ def _stage_label(name: str) -> str:
         label = part.split("-ParDo")[0].rsplit("_", 1)[0].replace("-", " ")
         # A transform nested in one already listed ("Read documents Read Parquet ...") is not
         # listed again: the list stays short enough to show every top-level transform.
-        if label and not label.startswith("ref_PCollection") and not any(
-            label == known or label.startswith(known + " ") for known in labels
+        if (
+            label
+            and not label.startswith("ref_PCollection")
+            and not any(label == known or label.startswith(known + " ") for known in labels)
         ):
             labels.append(label)
     return ", ".join(labels)[:160]
@@ -49,8 +51,9 @@ def main(argv: list[str] | None = None) -> dict:
     if not any(a.startswith(("--progress-seconds", "--progress_seconds")) for a in argv):
         argv += ["--progress-seconds", "0"]
     started, cpu_started = time.monotonic(), time.process_time()
-    import pipelines.rechunk as rechunk
     from apache_beam.runners.portability.fn_api_runner import fn_runner
+
+    import pipelines.rechunk as rechunk
 
     me = os.getpid()
     stages: list[tuple[str, float, dict[int, float]]] = []
@@ -86,8 +89,14 @@ def main(argv: list[str] | None = None) -> dict:
             cells = ", ".join(f"{c:.1f}" for c in [used.get(me, 0.0), *others])
             print(f"| {seconds:.1f} | {cells} | {_stage_label(name)} |")
     print(f"critical path (launcher outside stages + each stage's busiest process): {critical:.1f} s CPU")
-    return {"exit": status, "wall": wall, "launcher": launcher, "outside": outside, "critical": critical,
-            "stages": [_stage_label(name) for name, _, _ in stages]}
+    return {
+        "exit": status,
+        "wall": wall,
+        "launcher": launcher,
+        "outside": outside,
+        "critical": critical,
+        "stages": [_stage_label(name) for name, _, _ in stages],
+    }
 
 
 if __name__ == "__main__":

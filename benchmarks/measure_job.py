@@ -74,13 +74,24 @@ def measure(label: str, job_args: list[str], **popen) -> dict:
         high_water = max(high_water, _high_water_bytes(proc.pid))
         time.sleep(0.2)
     wall = time.monotonic() - started
-    result = {"label": label, "exit": proc.returncode, "wall_seconds": round(wall, 1),
-              "peak_rss_mib": round(peak / 2**20), "high_water_mib": round(high_water / 2**20)}
+    result = {
+        "label": label,
+        "exit": proc.returncode,
+        "wall_seconds": round(wall, 1),
+        "peak_rss_mib": round(peak / 2**20),
+        "high_water_mib": round(high_water / 2**20),
+    }
     try:
         with open(os.path.join(output, "report.json")) as f:
             report = json.load(f)
-        for key in ("documents_read", "documents_chunked", "documents_dead_lettered", "chunks_written",
-                    "dead_letter_by_reason", "token_count"):
+        for key in (
+            "documents_read",
+            "documents_chunked",
+            "documents_dead_lettered",
+            "chunks_written",
+            "dead_letter_by_reason",
+            "token_count",
+        ):
             result[key] = report[key]
     except OSError:
         pass

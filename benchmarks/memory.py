@@ -65,8 +65,9 @@ def _write(path: Path, columns: dict, plain_content: bool = False) -> None:
 
     schema = pa.schema([(c, pa.string()) for c in _SCHEMA_COLUMNS])
     dictionary = [c for c in _SCHEMA_COLUMNS if c != "content"] if plain_content else True
-    pq.write_table(pa.table(columns, schema=schema), path, compression="zstd", row_group_size=256,
-                   use_dictionary=dictionary)
+    pq.write_table(
+        pa.table(columns, schema=schema), path, compression="zstd", row_group_size=256, use_dictionary=dictionary
+    )
 
 
 def corpus_copies(corpus: str, copies: int, path: Path) -> int:
@@ -93,7 +94,7 @@ def repeat_to_size(head: str, line, chars: int, tail: str = "") -> str:
     return "".join(parts)
 
 
-_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
 def bmp_only(text: str) -> str:
@@ -109,8 +110,9 @@ def string_width(text: str) -> float:
     return round((sys.getsizeof(text) - sys.getsizeof("")) / max(len(text), 1), 1)
 
 
-def single_documents(corpus: str, chars: int, folder: Path, plain_content: bool = False,
-                     names: set[str] | None = None) -> dict[str, tuple[Path, dict]]:
+def single_documents(
+    corpus: str, chars: int, folder: Path, plain_content: bool = False, names: set[str] | None = None
+) -> dict[str, tuple[Path, dict]]:
     """The single documents of (b) (only ``tiny`` and ``names``, if given), written to ``folder``;
     name -> (path, figures: ``characters``, ``utf8_bytes``, ``string_bytes_per_char``)."""
     import pyarrow.parquet as pq
@@ -128,12 +130,14 @@ def single_documents(corpus: str, chars: int, folder: Path, plain_content: bool 
         return "\n\n".join(parts)[:chars]
 
     rng = random.Random(4)
-    vocabulary = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(1, 10)))
-                  for _ in range(5000)]
+    vocabulary = [
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(1, 10))) for _ in range(5000)
+    ]
     words, total = [], 0
     while total < chars:
         words.append(rng.choice(vocabulary))
         total += len(words[-1]) + 1
+
     def md_table(i: int) -> str:
         return f"| {i % 10} | {vocabulary[i % 5000]} |\n"
 
@@ -151,10 +155,14 @@ def single_documents(corpus: str, chars: int, folder: Path, plain_content: bool 
         "list": (lambda: repeat_to_size("", lambda i: f"- {vocabulary[i % 5000]}\n", chars), "markdown"),
         "code": (lambda: repeat_to_size("```python\n", lambda i: f"x = {i % 10}\n", chars, "```\n"), "markdown"),
         "html": (lambda: joined("html"), "html"),
-        "html-list": (lambda: repeat_to_size("<ul>\n", lambda i: f"<li>{vocabulary[i % 5000]}</li>\n", chars,
-                                             "</ul>\n"), "html"),
-        "html-table": (lambda: repeat_to_size("<table>\n<tr><th>n</th><th>word</th></tr>\n", html_row, chars,
-                                              "</table>\n"), "html"),
+        "html-list": (
+            lambda: repeat_to_size("<ul>\n", lambda i: f"<li>{vocabulary[i % 5000]}</li>\n", chars, "</ul>\n"),
+            "html",
+        ),
+        "html-table": (
+            lambda: repeat_to_size("<table>\n<tr><th>n</th><th>word</th></tr>\n", html_row, chars, "</table>\n"),
+            "html",
+        ),
         "rst": (lambda: joined("rst"), "rst"),
         "rst-bmp": (lambda: bmp_only(joined("rst")), "rst"),
         "rst-list": (lambda: repeat_to_size("", lambda i: f"- {vocabulary[i % 5000]}\n", chars), "rst"),
@@ -168,10 +176,12 @@ def single_documents(corpus: str, chars: int, folder: Path, plain_content: bool 
             continue
         path = folder / f"{name}.parquet"
         # the width first: handing a non-ASCII string to Arrow caches its UTF-8 in the string object
-        figures = {"characters": len(content), "utf8_bytes": len(content.encode("utf-8", "surrogatepass")),
-                   "string_bytes_per_char": string_width(content)}
-        _write(path, {"id": [name], "content": [content], "content_format": [fmt], "metadata": [None]},
-               plain_content)
+        figures = {
+            "characters": len(content),
+            "utf8_bytes": len(content.encode("utf-8", "surrogatepass")),
+            "string_bytes_per_char": string_width(content),
+        }
+        _write(path, {"id": [name], "content": [content], "content_format": [fmt], "metadata": [None]}, plain_content)
         out[name] = (path, figures)
         del content
     return out
@@ -183,8 +193,9 @@ def _row(label: str, path: Path, figures: dict, work: Path, job_options: list[st
     in bytes per character and per UTF-8 byte."""
     out = work / f"out-{label.replace(' ', '_')}"
     shutil.rmtree(out, ignore_errors=True)
-    result = measure(label, ["--input", str(path), "--output", str(out), *job_options],
-                     cwd=REPO, stdout=open(os.devnull, "w"))
+    result = measure(
+        label, ["--input", str(path), "--output", str(out), *job_options], cwd=REPO, stdout=open(os.devnull, "w")
+    )
     result.update(figures)
     if tiny_mib is not None and figures["characters"]:
         above = (result["high_water_mib"] - tiny_mib) * 2**20
@@ -202,11 +213,18 @@ def main() -> None:
     parser.add_argument("--copies", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--document-mb", type=float, default=50.0, help="millions of characters per document")
     parser.add_argument("--only", choices=("corpus", "documents"))
-    parser.add_argument("--documents", nargs="+", metavar="NAME",
-                        help="only these single documents (markdown markdown-bmp letters words table list code html "
-                             "html-list html-table rst rst-bmp rst-list; tiny always runs)")
-    parser.add_argument("--plain-content", action="store_true",
-                        help="write the single documents' content in plain pages (no dictionary page)")
+    parser.add_argument(
+        "--documents",
+        nargs="+",
+        metavar="NAME",
+        help="only these single documents (markdown markdown-bmp letters words table list code html "
+        "html-list html-table rst rst-bmp rst-list; tiny always runs)",
+    )
+    parser.add_argument(
+        "--plain-content",
+        action="store_true",
+        help="write the single documents' content in plain pages (no dictionary page)",
+    )
     parser.add_argument("--work", help="folder for the inputs and outputs (default: a temporary one, removed)")
     parser.add_argument("job_options", nargs=argparse.REMAINDER, help="after --: options for every job run")
     args = parser.parse_args()
@@ -216,14 +234,20 @@ def main() -> None:
     rows = []
     try:
         if args.only != "corpus":
-            documents = single_documents(args.corpus, int(args.document_mb * 1_000_000), work, args.plain_content,
-                                         set(args.documents) if args.documents else None)
+            documents = single_documents(
+                args.corpus,
+                int(args.document_mb * 1_000_000),
+                work,
+                args.plain_content,
+                set(args.documents) if args.documents else None,
+            )
             path, figures = documents.pop("tiny")
             tiny = _row("tiny", path, figures, work, job_options, None)
             rows.append(tiny)
             for name, (path, figures) in documents.items():
-                rows.append(_row(f"{name} {args.document_mb:g} M", path, figures, work, job_options,
-                                 tiny["high_water_mib"]))
+                rows.append(
+                    _row(f"{name} {args.document_mb:g} M", path, figures, work, job_options, tiny["high_water_mib"])
+                )
         if args.only != "documents":
             for copies in args.copies:
                 path = work / f"corpus-x{copies}.parquet"
@@ -232,15 +256,19 @@ def main() -> None:
     finally:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)
-    print("| input | characters | UTF-8 bytes | string bytes / char | documents | chunks | dead letter | wall s "
-          "| peak RSS MiB | (peak - tiny) / characters | (peak - tiny) / UTF-8 bytes |")
+    print(
+        "| input | characters | UTF-8 bytes | string bytes / char | documents | chunks | dead letter | wall s "
+        "| peak RSS MiB | (peak - tiny) / characters | (peak - tiny) / UTF-8 bytes |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         utf8 = format(r["utf8_bytes"], ",") if "utf8_bytes" in r else ""
-        print(f"| {r['label']} | {r['characters']:,} | {utf8} | {r.get('string_bytes_per_char', '')} | "
-              f"{r.get('documents_read', '?')} | {r.get('chunks_written', '?'):,} | "
-              f"{sum(r.get('dead_letter_by_reason', {}).values())} | {r['wall_seconds']} | {r['high_water_mib']} | "
-              f"{r.get('over_tiny_per_char', '')} | {r.get('over_tiny_per_utf8_byte', '')} |")
+        print(
+            f"| {r['label']} | {r['characters']:,} | {utf8} | {r.get('string_bytes_per_char', '')} | "
+            f"{r.get('documents_read', '?')} | {r.get('chunks_written', '?'):,} | "
+            f"{sum(r.get('dead_letter_by_reason', {}).values())} | {r['wall_seconds']} | {r['high_water_mib']} | "
+            f"{r.get('over_tiny_per_char', '')} | {r.get('over_tiny_per_utf8_byte', '')} |"
+        )
 
 
 if __name__ == "__main__":

@@ -67,8 +67,15 @@ def main(argv: list[str] | None = None) -> int:
     children = tree.StreamedChildren(make) if streamed else tree.LazyChildren(make)
     if args.kind == "code":  # no children: the packer finds its lines in the text
         streamed, children = hasattr(packing.Lines, "stable_after"), ()
-    block = Node(args.kind, 0, len(text) - 1, children, header_rows=1 if args.kind == "table" else 0, level=1,
-                 fence="```" if args.kind == "code" else "")
+    block = Node(
+        args.kind,
+        0,
+        len(text) - 1,
+        children,
+        header_rows=1 if args.kind == "table" else 0,
+        level=1,
+        fence="```" if args.kind == "code" else "",
+    )
     normalized = NormalizedDocument(text=text, blocks=(block,), content_format="markdown")
     tokenizer = load_tokenizer("tiktoken:cl100k_base")
     tokenizer.count("warm up")
@@ -84,9 +91,11 @@ def main(argv: list[str] | None = None) -> int:
         chunks += 1
     cpu = time.process_time() - t0
     peak = _status("VmHWM") - base
-    print(f"{args.kind} of {args.rows:,} rows, {len(text):,} characters, {'lines' if args.kind == 'code' else 'children'} "
-          f"{'read as a stream' if streamed else 'held whole'}, code from {args.repo}: {chunks:,} chunks, "
-          f"peak +{peak:.0f} MiB ({peak * 2**20 / len(text):.1f} bytes/char), {cpu:.1f} s CPU")
+    print(
+        f"{args.kind} of {args.rows:,} rows, {len(text):,} characters, {'lines' if args.kind == 'code' else 'children'} "
+        f"{'read as a stream' if streamed else 'held whole'}, code from {args.repo}: {chunks:,} chunks, "
+        f"peak +{peak:.0f} MiB ({peak * 2**20 / len(text):.1f} bytes/char), {cpu:.1f} s CPU"
+    )
     return 0
 
 

@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from transforms.beam import PLAIN_PAGE_COLUMNS  # noqa: E402
+from transforms.beam import PLAIN_PAGE_COLUMNS
 
 
 def _best(rounds: int, work) -> tuple[float, object]:
@@ -53,13 +53,17 @@ def main(argv: list[str] | None = None) -> list[dict]:
         file = pq.ParquetFile(path)
         batches += [file.read_row_group(i, use_threads=False) for i in range(file.num_row_groups)]
     schema = batches[0].schema
-    dictionary = [f"{f.name}.list.item" if pa.types.is_list(f.type) else f.name
-                  for f in schema if f.name not in PLAIN_PAGE_COLUMNS]
+    dictionary = [
+        f"{f.name}.list.item" if pa.types.is_list(f.type) else f.name
+        for f in schema
+        if f.name not in PLAIN_PAGE_COLUMNS
+    ]
 
     def write(use_dictionary) -> bytes:
         buffer = io.BytesIO()
-        with pq.ParquetWriter(buffer, schema, compression="zstd", use_dictionary=use_dictionary,
-                              use_compliant_nested_type=False) as writer:
+        with pq.ParquetWriter(
+            buffer, schema, compression="zstd", use_dictionary=use_dictionary, use_compliant_nested_type=False
+        ) as writer:
             for batch in batches:
                 writer.write_table(batch)
         return buffer.getvalue()
@@ -69,7 +73,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
         return sum(file.read_row_group(i, use_threads=False).num_rows for i in range(file.num_row_groups))
 
     rows = []
-    for label, use_dictionary in (("pyarrow default (all dictionary)", True), ("the job's (text in plain pages)", dictionary)):
+    for label, use_dictionary in (
+        ("pyarrow default (all dictionary)", True),
+        ("the job's (text in plain pages)", dictionary),
+    ):
         write_s, data = _best(args.rounds, lambda: write(use_dictionary))
         read_s, count = _best(args.rounds, lambda: read(data))
         rows.append({"writer": label, "write_s": write_s, "read_s": read_s, "mb": len(data) / 1e6, "rows": count})

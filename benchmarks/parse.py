@@ -116,8 +116,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"built {work / 'raw'} in {time.monotonic() - started:.1f} s", file=sys.stderr)
 
     started = time.monotonic()
-    code = rechunk_main(["parse", "--input", f"{work}/raw/*", "--output", f"{work}/parse",
-                         "--max-file-bytes", str(MAX_FILE_BYTES), *beam_args])
+    code = rechunk_main(
+        [
+            "parse",
+            "--input",
+            f"{work}/raw/*",
+            "--output",
+            f"{work}/parse",
+            "--max-file-bytes",
+            str(MAX_FILE_BYTES),
+            *beam_args,
+        ]
+    )
     parse_wall = time.monotonic() - started
     started = time.monotonic()
     code |= rechunk_main(["--input", f"{work}/parse/parsed/*.parquet", "--output", f"{work}/chunks", *beam_args])
@@ -139,16 +149,24 @@ def main(argv: list[str] | None = None) -> int:
         mb = sizes.get(fmt, 0) / 1e6
         rate = f"{files / seconds:.1f}" if seconds else "-"
         mbps = f"{mb / seconds:.2f}" if seconds else "-"
-        print(f"| {fmt} | {files} | {parse['parsed_by_format'].get(fmt, 0)} | {mb:.2f} | {seconds:.2f} | {rate} | {mbps} |")
+        print(
+            f"| {fmt} | {files} | {parse['parsed_by_format'].get(fmt, 0)} | {mb:.2f} | {seconds:.2f} | {rate} | {mbps} |"
+        )
     print()
-    print(f"parse job: {parse['files_read']} files, {parse['files_parsed']} parsed, wall {parse_wall:.1f} s "
-          f"(report {parse['wall_seconds']} s); dead letter by reason: {json.dumps(parse['dead_letter_by_reason'])}")
-    print(f"chunk job: {chunk['documents_read']} documents, {chunk['documents_chunked']} chunked, "
-          f"{chunk['chunks_written']} chunks, wall {chunk_wall:.1f} s; dead letter by reason: "
-          f"{json.dumps(chunk['dead_letter_by_reason'])}")
-    accounted = (parse["files_parsed"] + parse["files_dead_lettered"] == parse["files_read"]
-                 and chunk["documents_read"] == parse["files_parsed"]
-                 and chunk["documents_chunked"] + chunk["documents_dead_lettered"] == chunk["documents_read"])
+    print(
+        f"parse job: {parse['files_read']} files, {parse['files_parsed']} parsed, wall {parse_wall:.1f} s "
+        f"(report {parse['wall_seconds']} s); dead letter by reason: {json.dumps(parse['dead_letter_by_reason'])}"
+    )
+    print(
+        f"chunk job: {chunk['documents_read']} documents, {chunk['documents_chunked']} chunked, "
+        f"{chunk['chunks_written']} chunks, wall {chunk_wall:.1f} s; dead letter by reason: "
+        f"{json.dumps(chunk['dead_letter_by_reason'])}"
+    )
+    accounted = (
+        parse["files_parsed"] + parse["files_dead_lettered"] == parse["files_read"]
+        and chunk["documents_read"] == parse["files_parsed"]
+        and chunk["documents_chunked"] + chunk["documents_dead_lettered"] == chunk["documents_read"]
+    )
     print(f"every file accounted for: {accounted}")
     return 0 if code == 0 and accounted else 1
 

@@ -102,9 +102,10 @@ import os
 import platform
 import re
 import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -310,14 +311,15 @@ def load_inputs(corpora: Path, questions_csv: Path) -> tuple[list[Question], dic
                 start, end = int(ref["start_index"]), int(ref["end_index"])
                 if corpus[start:end] != ref["content"] or not 0 <= start <= end <= len(corpus):
                     raise InputError(
-                        f"{where}: reference [{start}:{end}] of {corpus_id} is not its content "
-                        f"{ref['content'][:60]!r}"
+                        f"{where}: reference [{start}:{end}] of {corpus_id} is not its content {ref['content'][:60]!r}"
                     )
                 ranges.append((start, end))
         except (ValueError, TypeError, KeyError) as err:
             if isinstance(err, InputError):
                 raise
-            raise InputError(f"{where}: references must be a JSON list of {{content, start_index, end_index}} ({err})") from err
+            raise InputError(
+                f"{where}: references must be a JSON list of {{content, start_index, end_index}} ({err})"
+            ) from err
         if not ranges:
             raise InputError(f"{where}: no references")
         questions.append(Question(row["question"], corpus_id, tuple(ranges)))
@@ -383,17 +385,62 @@ def locate(corpus: str, text: str, start: int) -> Range | None:
 #: object description (``.. function:: sig``, ``.. method::``, ``.. class::`` ...) or an admonition
 #: (``.. versionadded:: 3.4``); rendered as the argument in a paragraph, then the parsed body.
 SPHINX_DIRECTIVES = (
-    "function", "method", "class", "exception", "attribute", "data", "module", "currentmodule",
-    "decorator", "classmethod", "staticmethod", "versionadded", "versionchanged", "deprecated",
-    "deprecated-removed", "seealso", "audit-event", "describe", "option", "envvar",
+    "function",
+    "method",
+    "class",
+    "exception",
+    "attribute",
+    "data",
+    "module",
+    "currentmodule",
+    "decorator",
+    "classmethod",
+    "staticmethod",
+    "versionadded",
+    "versionchanged",
+    "deprecated",
+    "deprecated-removed",
+    "seealso",
+    "audit-event",
+    "describe",
+    "option",
+    "envvar",
 )
 #: Sphinx directives that print nothing (index entries, author credits).
 SPHINX_SILENT_DIRECTIVES = ("index", "sectionauthor", "moduleauthor", "toctree", "highlight")
 #: Sphinx roles (``:func:`open```): rendered as their text in a literal.
 SPHINX_ROLES = (
-    "attr", "class", "data", "func", "meth", "mod", "exc", "const", "obj", "pep", "rfc", "program",
-    "ref", "source", "file", "term", "envvar", "option", "keyword", "samp", "kbd", "doc", "abbr",
-    "dfn", "menuselection", "command", "makevar", "mailheader", "mimetype", "newsgroup", "regexp",
+    "attr",
+    "class",
+    "data",
+    "func",
+    "meth",
+    "mod",
+    "exc",
+    "const",
+    "obj",
+    "pep",
+    "rfc",
+    "program",
+    "ref",
+    "source",
+    "file",
+    "term",
+    "envvar",
+    "option",
+    "keyword",
+    "samp",
+    "kbd",
+    "doc",
+    "abbr",
+    "dfn",
+    "menuselection",
+    "command",
+    "makevar",
+    "mailheader",
+    "mimetype",
+    "newsgroup",
+    "regexp",
 )
 
 
@@ -494,7 +541,9 @@ def docling_document(document: Document) -> Document:
         try:
             name, data = f"{document.id}.html", rst_to_html(document.content)
         except ImportError as err:
-            raise ChunkingError("unsupported_content_format", "reST needs docutils to become HTML: pip install docutils") from err
+            raise ChunkingError(
+                "unsupported_content_format", "reST needs docutils to become HTML: pip install docutils"
+            ) from err
     else:
         name, data = f"{document.id}.md", document.content
     try:
@@ -794,7 +843,7 @@ def _pct(value: tuple[float, float] | None) -> str:
 def markdown_table(rows: Sequence[Row], *, tokenizer: str) -> str:
     """The rows as one Markdown table (scores in percent, mean ± std over the questions)."""
     lines = [
-        f"| chunker | max tokens | chunks | mean tokens | over budget (left out) | recall % | precision % | IoU % | k |",
+        "| chunker | max tokens | chunks | mean tokens | over budget (left out) | recall % | precision % | IoU % | k |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
@@ -817,7 +866,9 @@ def _specs(args: argparse.Namespace, budgets: Sequence[int]) -> list[tuple[str, 
     if args.config:
         data = load_config(args.config)
         for budget in budgets:
-            out.append((args.config, resolve_config(data, tokenizer=args.tokenizer, max_tokens=budget, source=args.config)))
+            out.append(
+                (args.config, resolve_config(data, tokenizer=args.tokenizer, max_tokens=budget, source=args.config))
+            )
         return out
     names = args.chunker or list(CHUNKERS)
     for name in names:
@@ -836,7 +887,9 @@ def _specs(args: argparse.Namespace, budgets: Sequence[int]) -> list[tuple[str, 
             data = {"chunkers": {"c": {"type": name, "params": dict(chosen)}}, "default": "c"}
             if "embeddings" in getattr(CHUNKERS[name], "model_parameters", ()):
                 data["models"] = dict(LOCAL_MODELS)
-            out.append((name, resolve_config(data, tokenizer=args.tokenizer, max_tokens=budget, source=f"--chunker {name}")))
+            out.append(
+                (name, resolve_config(data, tokenizer=args.tokenizer, max_tokens=budget, source=f"--chunker {name}"))
+            )
     return out
 
 
@@ -857,13 +910,30 @@ def local_embedder() -> Embedder:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--corpora", type=Path, default=DATA / "corpora", help="folder of corpus files (default: the shipped set)")
-    parser.add_argument("--questions", type=Path, default=DATA / "questions.csv", help="Chroma-layout questions CSV (default: the shipped set)")
+    parser.add_argument(
+        "--corpora", type=Path, default=DATA / "corpora", help="folder of corpus files (default: the shipped set)"
+    )
+    parser.add_argument(
+        "--questions",
+        type=Path,
+        default=DATA / "questions.csv",
+        help="Chroma-layout questions CSV (default: the shipped set)",
+    )
     parser.add_argument("--config", help="a rechunk configuration file (instead of --chunker)")
     parser.add_argument("--chunker", action="append", help="a chunker class name; repeatable (default: every chunker)")
-    parser.add_argument("--params", help="JSON parameters for the --chunker classes (default: see the module docstring)")
-    parser.add_argument("--tokenizer", default=None, help="as rechunk --tokenizer (default: the configuration's, tiktoken:cl100k_base)")
-    parser.add_argument("--max-tokens", type=int, nargs="+", default=[200, 400], help="budgets to run each chunker at (default: 200 400)")
+    parser.add_argument(
+        "--params", help="JSON parameters for the --chunker classes (default: see the module docstring)"
+    )
+    parser.add_argument(
+        "--tokenizer", default=None, help="as rechunk --tokenizer (default: the configuration's, tiktoken:cl100k_base)"
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        nargs="+",
+        default=[200, 400],
+        help="budgets to run each chunker at (default: 200 400)",
+    )
     parser.add_argument("--k", type=int, default=5, help="chunks retrieved per question (default: 5, Chroma's)")
     parser.add_argument("--output", type=Path, help="also write the table to this file")
     args = parser.parse_args(argv)
@@ -905,7 +975,10 @@ def main(argv: Sequence[str] | None = None, *, embedder: Embedder | None = None)
         corpora.label = corpora.label or label
         row = evaluate(questions, corpora, embed, question_vectors, k=args.k, max_tokens=spec["max_tokens"])
         rows.append(row)
-        print(f"retrieval_quality: {row.chunker} @ {row.max_tokens}: {row.chunks} chunks, recall {_pct(row.recall)}", file=sys.stderr)
+        print(
+            f"retrieval_quality: {row.chunker} @ {row.max_tokens}: {row.chunks} chunks, recall {_pct(row.recall)}",
+            file=sys.stderr,
+        )
     header = (
         f"{len(questions)} questions over {len(documents)} corpora ({args.questions.name}); "
         f"embedder `{embedder.identity}`; k = {args.k}; Python {platform.python_version()}\n\n"

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from memory import repeat_to_size  # noqa: E402
+from memory import repeat_to_size
 
 
 def documents(chars: int) -> dict[str, callable]:
@@ -33,14 +33,19 @@ def documents(chars: int) -> dict[str, callable]:
     return {
         "list_short": lambda: fill("", lambda: f"- {words(1)}\n"),
         "enum_nested": lambda: fill("", lambda: f"#. {words(5)}\n\n   - {words(3)}\n   - {words(2)}\n\n"),
-        "grid_table": lambda: fill("+---+---+\n| a | b |\n+===+===+\n",
-                                   lambda: f"| {rnd.randint(0, 9)} | {rnd.randint(0, 9)} |\n+---+---+\n"),
-        "simple_table": lambda: fill("===  ===\na    b\n===  ===\n",
-                                     lambda: f"{rnd.randint(0, 9)}    {rnd.randint(0, 9)}\n", "===  ===\n"),
+        "grid_table": lambda: fill(
+            "+---+---+\n| a | b |\n+===+===+\n", lambda: f"| {rnd.randint(0, 9)} | {rnd.randint(0, 9)} |\n+---+---+\n"
+        ),
+        "simple_table": lambda: fill(
+            "===  ===\na    b\n===  ===\n", lambda: f"{rnd.randint(0, 9)}    {rnd.randint(0, 9)}\n", "===  ===\n"
+        ),
         "line_blocks": lambda: fill("", lambda: f"| {words(3)}\n"),
-        "paragraphs": lambda: fill("Title\n=====\n\n", lambda: (
-            f"{words(3)}\n{'-' * 20}\n\n" if rnd.random() < 0.01 else f"{words(4)}\n\n")),
-        "quote": lambda: fill("Intro::\n\nText.\n\n", lambda: f"   {words(6)}\n" + ("\n" if rnd.random() < 0.3 else "")),
+        "paragraphs": lambda: fill(
+            "Title\n=====\n\n", lambda: f"{words(3)}\n{'-' * 20}\n\n" if rnd.random() < 0.01 else f"{words(4)}\n\n"
+        ),
+        "quote": lambda: fill(
+            "Intro::\n\nText.\n\n", lambda: f"   {words(6)}\n" + ("\n" if rnd.random() < 0.3 else "")
+        ),
         "definitions": lambda: fill("", lambda: f"{words(1)}\n   {words(5)}\n"),
         "long_lines": lambda: fill("", lambda: f"{words(400)}\n\n"),
     }
@@ -62,8 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.only and name not in args.only:
             continue
         text = make()
-        table = pa.table({"id": [name], "content": [text], "content_format": ["rst"], "metadata": [None]},
-                         schema=schema)
+        table = pa.table(
+            {"id": [name], "content": [text], "content_format": ["rst"], "metadata": [None]}, schema=schema
+        )
         pq.write_table(table, out / f"{name}.parquet")
         print(f"{name}: {len(text):,} characters")
     return 0

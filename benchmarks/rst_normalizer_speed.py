@@ -46,8 +46,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args(argv)
     baseline = load_normalizer(args.baseline, "rst")
-    sets = {"corpus rst": [row["content"] for row in pq.read_table(args.corpus, columns=["content", "content_format"])
-                           .to_pylist() if row["content_format"] == "rst"]}
+    sets = {
+        "corpus rst": [
+            row["content"]
+            for row in pq.read_table(args.corpus, columns=["content", "content_format"]).to_pylist()
+            if row["content_format"] == "rst"
+        ]
+    }
     for path in args.input:
         sets[os.path.basename(path)] = [pq.read_table(path, columns=["content"]).column(0)[0].as_py()]
     for name, texts in sets.items():
@@ -56,8 +61,10 @@ def main(argv: list[str] | None = None) -> int:
             best["baseline"] = min(best["baseline"], run(baseline.normalize_rst, texts))
             best["this"] = min(best["this"], run(rst.normalize_rst, texts))
         chars = sum(map(len, texts))
-        print(f"{name}: {len(texts)} documents, {chars:,} characters: baseline {best['baseline']:.3f} s, "
-              f"this checkout {best['this']:.3f} s, ratio {best['this'] / best['baseline']:.3f}")
+        print(
+            f"{name}: {len(texts)} documents, {chars:,} characters: baseline {best['baseline']:.3f} s, "
+            f"this checkout {best['this']:.3f} s, ratio {best['this'] / best['baseline']:.3f}"
+        )
     return 0
 
 

@@ -38,13 +38,13 @@ def _load(repo: str) -> dict:
     for k in _modules():
         del sys.modules[k]
     sys.path.insert(0, repo)
-    import transforms.chunkers  # noqa: F401
-    import transforms.documents  # noqa: F401
-    import transforms.structure.normalizers.html  # noqa: F401
-    import transforms.structure.normalizers.markdown  # noqa: F401
-    import transforms.structure.normalizers.rst  # noqa: F401
-    import transforms.structure.normalizers.text  # noqa: F401
-    import transforms.tokenizers  # noqa: F401
+    import transforms.chunkers
+    import transforms.documents
+    import transforms.structure.normalizers.html
+    import transforms.structure.normalizers.markdown
+    import transforms.structure.normalizers.rst
+    import transforms.structure.normalizers.text
+    import transforms.tokenizers
     import transforms.validation  # noqa: F401
 
     loaded = {k: sys.modules[k] for k in _modules()}
@@ -56,7 +56,8 @@ CHUNKERS = {
     "StructureAwareChunker": lambda c, t: c.StructureAwareChunker(tokenizer=t, max_tokens=512),
     "TokenTextSplitter": lambda c, t: c.TokenTextSplitter(tokenizer=t, chunk_size=512, chunk_overlap=0),
     "RecursiveCharacterTextSplitter": lambda c, t: c.RecursiveCharacterTextSplitter(
-        tokenizer=t, length="tokens", chunk_size=512, chunk_overlap=0),
+        tokenizer=t, length="tokens", chunk_size=512, chunk_overlap=0
+    ),
 }
 
 
@@ -90,8 +91,11 @@ def main(argv: list[str] | None = None) -> int:
         for r in rows_in:
             if r["content"] is None or r["content_format"] == "docling":
                 continue
-            docs.append(document_type(id=r["id"], content=r["content"], content_format=r["content_format"] or "text",
-                                      metadata={}))
+            docs.append(
+                document_type(
+                    id=r["id"], content=r["content"], content_format=r["content_format"] or "text", metadata={}
+                )
+            )
             total += len(r["content"])
             if args.max_chars is not None and total >= args.max_chars:
                 break
@@ -113,9 +117,15 @@ def main(argv: list[str] | None = None) -> int:
         chunker, n = chunkers[which], 0
         for d in docs:
             chunks, source = chunker.chunk_with_source(d, tokenizer_identity=tokenizer.identity)
-            result = validate_chunks(d, chunks, tokenizer=tokenizer, tokenizer_identity=tokenizer.identity,
-                                     max_tokens=512, source=source,
-                                     structure_limits={"max_overlap_tokens": 50, "min_preferred_tokens": 100})
+            result = validate_chunks(
+                d,
+                chunks,
+                tokenizer=tokenizer,
+                tokenizer_identity=tokenizer.identity,
+                max_tokens=512,
+                source=source,
+                structure_limits={"max_overlap_tokens": 50, "min_preferred_tokens": 100},
+            )
             if result.rejected:
                 raise AssertionError(f"{name}: {d.id}: {result.rejected[0].reason}")
             n += len(result.accepted)
@@ -138,14 +148,18 @@ def main(argv: list[str] | None = None) -> int:
             best[k] = min(best[k], time.process_time() - started)
     docs = state["baseline"][0]
     megabytes = sum(len(d.content.encode("utf-8", "surrogatepass")) for d in docs) / 1e6
-    print(f"Input: {args.input} ({len(docs)} documents, {sum(len(d.content) for d in docs):,} characters, "
-          f"{megabytes:.1f} MB). Best of {args.rounds} interleaved rounds, CPU seconds. Baseline: {args.baseline}.")
+    print(
+        f"Input: {args.input} ({len(docs)} documents, {sum(len(d.content) for d in docs):,} characters, "
+        f"{megabytes:.1f} MB). Best of {args.rounds} interleaved rounds, CPU seconds. Baseline: {args.baseline}."
+    )
     print()
     print("| row | CPU s | MB/s | ratio to encode_ordinary | output |")
     print("|---|---:|---:|---:|---:|")
     for k in rows:
-        print(f"| {k} | {best[k]:.2f} | {megabytes / best[k]:.2f} | {best['encode_ordinary'] / best[k]:.3f} | "
-              f"{outputs[k]:,} |")
+        print(
+            f"| {k} | {best[k]:.2f} | {megabytes / best[k]:.2f} | {best['encode_ordinary'] / best[k]:.3f} | "
+            f"{outputs[k]:,} |"
+        )
     return 0
 
 

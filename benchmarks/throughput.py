@@ -50,9 +50,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -153,15 +154,20 @@ def _project_rows(documents, tokenizer, *, docling: bool) -> dict[str, Callable[
         chunkers = {
             "TokenTextSplitter": TokenTextSplitter(tokenizer=tokenizer, chunk_size=MAX_TOKENS, chunk_overlap=0),
             "RecursiveCharacterTextSplitter (tokens)": RecursiveCharacterTextSplitter(
-                tokenizer=tokenizer, length="tokens", chunk_size=MAX_TOKENS, chunk_overlap=0),
+                tokenizer=tokenizer, length="tokens", chunk_size=MAX_TOKENS, chunk_overlap=0
+            ),
             "CharacterTextSplitter (tokens)": CharacterTextSplitter(
-                tokenizer=tokenizer, length="tokens", chunk_size=MAX_TOKENS, chunk_overlap=0),
+                tokenizer=tokenizer, length="tokens", chunk_size=MAX_TOKENS, chunk_overlap=0
+            ),
             "StructureAwareChunker": StructureAwareChunker(tokenizer=tokenizer, max_tokens=MAX_TOKENS),
         }
     rows = {}
     for name, chunker in chunkers.items():
-        limits = ({"max_overlap_tokens": chunker.max_overlap_tokens, "min_preferred_tokens": chunker.min_preferred_tokens}
-                  if hasattr(chunker, "min_preferred_tokens") else None)
+        limits = (
+            {"max_overlap_tokens": chunker.max_overlap_tokens, "min_preferred_tokens": chunker.min_preferred_tokens}
+            if hasattr(chunker, "min_preferred_tokens")
+            else None
+        )
 
         def alone(chunker=chunker) -> int:
             return sum(len(chunker.chunk(d, tokenizer_identity=identity)) for d in documents)
@@ -170,9 +176,15 @@ def _project_rows(documents, tokenizer, *, docling: bool) -> dict[str, Callable[
             n = 0
             for d in documents:
                 chunks, source = chunker.chunk_with_source(d, tokenizer_identity=identity)
-                result = validate_chunks(d, chunks, tokenizer=tokenizer, tokenizer_identity=identity,
-                                         max_tokens=MAX_TOKENS, source=None if source is d.content else source,
-                                         structure_limits=limits)
+                result = validate_chunks(
+                    d,
+                    chunks,
+                    tokenizer=tokenizer,
+                    tokenizer_identity=identity,
+                    max_tokens=MAX_TOKENS,
+                    source=None if source is d.content else source,
+                    structure_limits=limits,
+                )
                 n += len(result.accepted)
             return n
 
@@ -199,18 +211,24 @@ def _text_peers(encoding) -> dict[str, Callable[[], Callable[[str], list[str]]]]
     try:
         from langchain_text_splitters import RecursiveCharacterTextSplitter, TokenTextSplitter
 
-        peers["LangChain TokenTextSplitter"] = lambda: TokenTextSplitter(
-            encoding_name=encoding.name, chunk_size=MAX_TOKENS, chunk_overlap=0, disallowed_special=()).split_text
-        peers["LangChain RecursiveCharacterTextSplitter.from_tiktoken_encoder"] = (
-            lambda: RecursiveCharacterTextSplitter.from_tiktoken_encoder(
-                encoding_name=encoding.name, chunk_size=MAX_TOKENS, chunk_overlap=0, disallowed_special=()).split_text)
+        peers["LangChain TokenTextSplitter"] = lambda: (
+            TokenTextSplitter(
+                encoding_name=encoding.name, chunk_size=MAX_TOKENS, chunk_overlap=0, disallowed_special=()
+            ).split_text
+        )
+        peers["LangChain RecursiveCharacterTextSplitter.from_tiktoken_encoder"] = lambda: (
+            RecursiveCharacterTextSplitter.from_tiktoken_encoder(
+                encoding_name=encoding.name, chunk_size=MAX_TOKENS, chunk_overlap=0, disallowed_special=()
+            ).split_text
+        )
     except ImportError:
         pass
     try:
         import semchunk
 
         peers["semchunk"] = lambda: semchunk.chunkerify(
-            lambda text: len(encoding.encode_ordinary(text)), chunk_size=MAX_TOKENS)
+            lambda text: len(encoding.encode_ordinary(text)), chunk_size=MAX_TOKENS
+        )
     except ImportError:
         pass
     return peers
@@ -226,7 +244,7 @@ def _peer_rows(peers, texts, encoding) -> tuple[dict[str, Callable[[], int]], di
         for text in texts:
             try:
                 result = _check_chunks(text, list(split(text)), count)
-            except Exception:  # noqa: BLE001 - a peer failing on a document is a finding
+            except Exception:
                 totals["errors"] += 1
                 continue
             usable.append(text)
@@ -249,6 +267,7 @@ def _docling_peer(documents, encoding) -> tuple[dict, dict]:
         from docling_core.types.doc import DoclingDocument
     except ImportError:
         return {}, {}
+
     def make() -> HybridChunker:
         return HybridChunker(tokenizer=OpenAITokenizer(tokenizer=encoding, max_tokens=MAX_TOKENS))
 
@@ -275,14 +294,17 @@ def _docling_peer(documents, encoding) -> tuple[dict, dict]:
     return {"docling-core HybridChunker": run}, {"docling-core HybridChunker": {"over_budget": over}}
 
 
-def _ratio_lines(best: dict[str, float], outputs: dict[str, int], checks: dict[str, dict],
-                 megabytes: float, base: float) -> list[str]:
+def _ratio_lines(
+    best: dict[str, float], outputs: dict[str, int], checks: dict[str, dict], megabytes: float, base: float
+) -> list[str]:
     """One Markdown table row per measured row: seconds, MB/s, ratio to ``base`` seconds, output, violations."""
     lines = []
     for name, seconds in best.items():
         unit = "tokens" if name.startswith("encode") else "chunks"
-        lines.append(f"| {name} | {seconds:.2f} | {megabytes / seconds:.2f} | {base / seconds:.2f} | "
-                     f"{outputs[name]:,} {unit} | {_violations(checks.get(name))} |")
+        lines.append(
+            f"| {name} | {seconds:.2f} | {megabytes / seconds:.2f} | {base / seconds:.2f} | "
+            f"{outputs[name]:,} {unit} | {_violations(checks.get(name))} |"
+        )
     return lines
 
 
@@ -324,8 +346,11 @@ def plain_loop(input_path: str, output_dir: str) -> dict[str, int]:
     spec = resolve_config(load_config(None), tokenizer=None, max_tokens=None)
     tokenizer = load_tokenizer(spec["tokenizer"])
     router = build_router(spec, tokenizer=tokenizer)
-    limits = {c.config_hash: {"max_overlap_tokens": c.max_overlap_tokens, "min_preferred_tokens": c.min_preferred_tokens}
-              for c in router.chunkers.values() if hasattr(c, "min_preferred_tokens")}
+    limits = {
+        c.config_hash: {"max_overlap_tokens": c.max_overlap_tokens, "min_preferred_tokens": c.min_preferred_tokens}
+        for c in router.chunkers.values()
+        if hasattr(c, "min_preferred_tokens")
+    }
     os.makedirs(output_dir, exist_ok=True)
     writer = pq.ParquetWriter(os.path.join(output_dir, "chunks.parquet"), CHUNK_SCHEMA, compression="zstd")
     rows: list[dict[str, Any]] = []
@@ -334,8 +359,12 @@ def plain_loop(input_path: str, output_dir: str) -> dict[str, int]:
     for batch in parquet.iter_batches(columns=["id", "content", "content_format"]):
         for row in batch.to_pylist():
             documents += 1
-            document = Document(id=str(row["id"]), content=row["content"] or "",
-                                content_format=row["content_format"] or "text", metadata={})
+            document = Document(
+                id=str(row["id"]),
+                content=row["content"] or "",
+                content_format=row["content_format"] or "text",
+                metadata={},
+            )
             try:
                 _, chunker = router.select(document)
                 chunks, source = chunker.chunk_with_source(document, tokenizer_identity=tokenizer.identity)
@@ -344,9 +373,15 @@ def plain_loop(input_path: str, output_dir: str) -> dict[str, int]:
                 continue
             if not chunks:
                 continue
-            result = validate_chunks(document, chunks, tokenizer=tokenizer, tokenizer_identity=tokenizer.identity,
-                                     max_tokens=spec["max_tokens"], source=None if source is document.content else source,
-                                     structure_limits=limits.get(chunks[0].chunker_config_hash))
+            result = validate_chunks(
+                document,
+                chunks,
+                tokenizer=tokenizer,
+                tokenizer_identity=tokenizer.identity,
+                max_tokens=spec["max_tokens"],
+                source=None if source is document.content else source,
+                structure_limits=limits.get(chunks[0].chunker_config_hash),
+            )
             rejected += len(result.rejected)
             for chunk in result.accepted:
                 rows.append(_writable(chunk))
@@ -387,11 +422,15 @@ def _measure_process(argv: list[str], output: str) -> dict[str, Any]:
     out = proc.stdout.read()
     if proc.returncode != 0:
         raise RuntimeError(f"{argv[:4]} exited {proc.returncode}")
-    result = {"seconds": wall, "peak_mib": max(peak, high) / 2**20,
-              "cpu_busiest": max(cpu.values(), default=0.0), "cpu_total": sum(cpu.values()),
-              # the launcher (the job's own process) first, then its workers, busiest first
-              "cpu_by_process": [cpu.get(proc.pid, 0.0)] + sorted(
-                  (s for p, s in cpu.items() if p != proc.pid and s >= 0.05), reverse=True)}
+    result = {
+        "seconds": wall,
+        "peak_mib": max(peak, high) / 2**20,
+        "cpu_busiest": max(cpu.values(), default=0.0),
+        "cpu_total": sum(cpu.values()),
+        # the launcher (the job's own process) first, then its workers, busiest first
+        "cpu_by_process": [cpu.get(proc.pid, 0.0)]
+        + sorted((s for p, s in cpu.items() if p != proc.pid and s >= 0.05), reverse=True),
+    }
     report = Path(output) / "report.json"
     if report.exists():
         result["chunks"] = json.loads(report.read_text())["chunks_written"]
@@ -403,15 +442,38 @@ def _measure_process(argv: list[str], output: str) -> dict[str, Any]:
 def _job_rows(input_path: str, rounds: int, workers: int) -> dict[str, dict[str, Any]]:
     python = sys.executable
     runs = {
-        "plain single-process loop (pyarrow read, chunk, validate, write)":
-            lambda out: [python, str(Path(__file__).resolve()), "--plain-loop", input_path, out],
-        "job, DirectRunner in_memory":
-            lambda out: [python, "-m", "pipelines.rechunk", "--input", input_path, "--output", out,
-                         "--progress-seconds", "0", "--direct_running_mode=in_memory"],
-        f"job, DirectRunner multi_processing, {workers} workers":
-            lambda out: [python, "-m", "pipelines.rechunk", "--input", input_path, "--output", out,
-                         "--progress-seconds", "0", "--direct_running_mode=multi_processing",
-                         f"--direct_num_workers={workers}"],
+        "plain single-process loop (pyarrow read, chunk, validate, write)": lambda out: [
+            python,
+            str(Path(__file__).resolve()),
+            "--plain-loop",
+            input_path,
+            out,
+        ],
+        "job, DirectRunner in_memory": lambda out: [
+            python,
+            "-m",
+            "pipelines.rechunk",
+            "--input",
+            input_path,
+            "--output",
+            out,
+            "--progress-seconds",
+            "0",
+            "--direct_running_mode=in_memory",
+        ],
+        f"job, DirectRunner multi_processing, {workers} workers": lambda out: [
+            python,
+            "-m",
+            "pipelines.rechunk",
+            "--input",
+            input_path,
+            "--output",
+            out,
+            "--progress-seconds",
+            "0",
+            "--direct_running_mode=multi_processing",
+            f"--direct_num_workers={workers}",
+        ],
     }
     best: dict[str, dict[str, Any]] = {}
     for _ in range(rounds):
@@ -433,7 +495,12 @@ def _job_rows(input_path: str, rounds: int, workers: int) -> dict[str, dict[str,
 # ------------------------------------------------------------------------------------------------
 
 LINEAR_KINDS = ("real text", "no whitespace", "one run of letters")
-LINEAR_ROWS = ("tokenizer count", "TokenTextSplitter", "RecursiveCharacterTextSplitter (tokens)", "StructureAwareChunker")
+LINEAR_ROWS = (
+    "tokenizer count",
+    "TokenTextSplitter",
+    "RecursiveCharacterTextSplitter (tokens)",
+    "StructureAwareChunker",
+)
 
 
 def _linear_text(kind: str, chars: int, corpus: str) -> str:
@@ -463,7 +530,8 @@ def linear_probe(kind: str, row: str, small_chars: int, rounds: int, corpus_path
     chunker = {
         "TokenTextSplitter": lambda: TokenTextSplitter(tokenizer=tokenizer, chunk_size=MAX_TOKENS, chunk_overlap=0),
         "RecursiveCharacterTextSplitter (tokens)": lambda: RecursiveCharacterTextSplitter(
-            tokenizer=tokenizer, length="tokens", chunk_size=MAX_TOKENS, chunk_overlap=0),
+            tokenizer=tokenizer, length="tokens", chunk_size=MAX_TOKENS, chunk_overlap=0
+        ),
         "StructureAwareChunker": lambda: StructureAwareChunker(tokenizer=tokenizer, max_tokens=MAX_TOKENS),
     }.get(row, lambda: None)()
 
@@ -483,16 +551,26 @@ def linear_probe(kind: str, row: str, small_chars: int, rounds: int, corpus_path
             run(text)
             best[name] = min(best[name], time.process_time() - started)
     grown = _high_water_bytes(os.getpid()) - base
-    return {"small_seconds": best["small"], "large_seconds": best["large"], "peak_growth_mib": grown / 2**20,
-            "large_mb": len(large.encode("utf-8")) / 1e6}
+    return {
+        "small_seconds": best["small"],
+        "large_seconds": best["large"],
+        "peak_growth_mib": grown / 2**20,
+        "large_mb": len(large.encode("utf-8")) / 1e6,
+    }
 
 
 def _linear_rows(corpus_path: str, small_chars: int, rounds: int) -> dict[tuple[str, str], dict[str, Any]]:
     results = {}
     for kind in LINEAR_KINDS:
         for row in LINEAR_ROWS:
-            argv = [sys.executable, str(Path(__file__).resolve()), "--linear-probe", json.dumps(
-                {"kind": kind, "row": row, "small_chars": small_chars, "rounds": rounds, "corpus_path": corpus_path})]
+            argv = [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--linear-probe",
+                json.dumps(
+                    {"kind": kind, "row": row, "small_chars": small_chars, "rounds": rounds, "corpus_path": corpus_path}
+                ),
+            ]
             out = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, check=True).stdout
             results[(kind, row)] = json.loads(out.strip().splitlines()[-1])
     return results
@@ -548,13 +626,16 @@ def _chart(path: Path, bars: list[tuple[str, float]], job: list[tuple[str, float
     panels = [(bars, "throughput / one encode_ordinary pass"), (job, "job throughput / plain single-process loop")]
     panels = [(b, t) for b, t in panels if b]
     heights = [max(1.5, 0.32 * len(b) + 0.8) for b, _ in panels]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(10, sum(heights)), squeeze=False,
-                             gridspec_kw={"height_ratios": heights})
+    fig, axes = plt.subplots(
+        len(panels), 1, figsize=(10, sum(heights)), squeeze=False, gridspec_kw={"height_ratios": heights}
+    )
     for ax, (items, title) in zip(axes[:, 0], panels):
         labels = [name for name, _ in items][::-1]
         values = [value for _, value in items][::-1]
-        colors = ["#4c72b0" if not any(p in l for p in ("chonkie", "LangChain", "semchunk", "docling-core")) else "#dd8452"
-                  for l in labels]
+        colors = [
+            "#4c72b0" if not any(p in l for p in ("chonkie", "LangChain", "semchunk", "docling-core")) else "#dd8452"
+            for l in labels
+        ]
         ax.barh(labels, values, color=colors)
         for y, v in enumerate(values):
             ax.text(v, y, f" {v:.2f}", va="center", fontsize=8)
@@ -571,12 +652,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--input", default=str(REPO.parent / "shared/data/corpus/docs.parquet"))
     parser.add_argument("--docling-input", default=str(REPO.parent / "shared/data/corpus/docling.parquet"))
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--max-chars", type=int, default=None, help="stop loading text documents after this many characters")
+    parser.add_argument(
+        "--max-chars", type=int, default=None, help="stop loading text documents after this many characters"
+    )
     parser.add_argument("--workers", type=int, default=2, help="multi_processing workers of the job row")
     parser.add_argument("--linear-chars", type=int, default=500_000, help="the small document of the linear-time rows")
-    parser.add_argument("--skip", default="", help="comma-separated sections to leave out: chunkers (the text table), job, linear, peers, docling")
-    parser.add_argument("--rows", default="", help="comma-separated name prefixes: measure only those chunker and "
-                        "peer rows of the text section (its encode_ordinary rows always run)")
+    parser.add_argument(
+        "--skip",
+        default="",
+        help="comma-separated sections to leave out: chunkers (the text table), job, linear, peers, docling",
+    )
+    parser.add_argument(
+        "--rows",
+        default="",
+        help="comma-separated name prefixes: measure only those chunker and "
+        "peer rows of the text section (its encode_ordinary rows always run)",
+    )
     parser.add_argument("--out", default=None, help="write the table (Markdown) here and the chart (PNG) beside it")
     parser.add_argument("--plain-loop", nargs=2, metavar=("INPUT", "OUTPUT"), help=argparse.SUPPRESS)
     parser.add_argument("--linear-probe", help=argparse.SUPPRESS)
@@ -613,7 +704,9 @@ def main(argv: list[str] | None = None) -> int:
         rows.update({k: v for k, v in _project_rows(documents, tokenizer, docling=False).items() if wanted(k)})
         checks: dict[str, dict] = {}
         if "peers" not in skip:
-            peer_rows, checks = _peer_rows({k: v for k, v in _text_peers(encoding).items() if wanted(k)}, texts, encoding)
+            peer_rows, checks = _peer_rows(
+                {k: v for k, v in _text_peers(encoding).items() if wanted(k)}, texts, encoding
+            )
             rows.update(peer_rows)
         best, outputs = _interleave(rows, args.rounds)
         base = best["encode_ordinary"]
@@ -672,8 +765,12 @@ def main(argv: list[str] | None = None) -> int:
                 table = table.filter(__import__("pyarrow").array([i in ids for i in table.column("id").to_pylist()]))
                 job_input = os.path.join(tmp, "input.parquet")
                 pq.write_table(table, job_input, row_group_size=64)
-            job_mb = _megabytes(__import__("pyarrow.parquet").parquet.read_table(job_input, columns=["content"])
-                                .column("content").to_pylist())
+            job_mb = _megabytes(
+                __import__("pyarrow.parquet")
+                .parquet.read_table(job_input, columns=["content"])
+                .column("content")
+                .to_pylist()
+            )
             job = _job_rows(job_input, args.rounds, args.workers)
         loop = next(iter(job.values()))
         lines += [
@@ -692,11 +789,13 @@ def main(argv: list[str] | None = None) -> int:
             "|---|---:|---:|---:|---:|---:|---|---|---:|",
         ]
         for name, result in job.items():
-            lines.append(f"| {name} | {result['seconds']:.1f} | {job_mb / result['seconds']:.2f} | "
-                         f"{loop['seconds'] / result['seconds']:.2f} | {result.get('chunks', 0):,} | {result['peak_mib']:.0f} | "
-                         f"{result['cpu_busiest']:.1f} / {result['cpu_total']:.1f} | "
-                         f"{', '.join(f'{c:.1f}' for c in result['cpu_by_process'])} | "
-                         f"{loop['cpu_busiest'] / max(result['cpu_busiest'], 1e-9):.2f} |")
+            lines.append(
+                f"| {name} | {result['seconds']:.1f} | {job_mb / result['seconds']:.2f} | "
+                f"{loop['seconds'] / result['seconds']:.2f} | {result.get('chunks', 0):,} | {result['peak_mib']:.0f} | "
+                f"{result['cpu_busiest']:.1f} / {result['cpu_total']:.1f} | "
+                f"{', '.join(f'{c:.1f}' for c in result['cpu_by_process'])} | "
+                f"{loop['cpu_busiest'] / max(result['cpu_busiest'], 1e-9):.2f} |"
+            )
             job_bars.append((name.split(" (")[0], loop["seconds"] / result["seconds"]))
 
     # -- linear --------------------------------------------------------------------------------
@@ -714,8 +813,10 @@ def main(argv: list[str] | None = None) -> int:
             "|---|---|---:|---:|---:|---:|",
         ]
         for (kind, row), r in linear.items():
-            lines.append(f"| {kind} | {row} | {r['small_seconds']:.3f} | {r['large_seconds']:.3f} | "
-                         f"{r['large_seconds'] / max(r['small_seconds'], 1e-9):.1f} | {r['peak_growth_mib']:.0f} |")
+            lines.append(
+                f"| {kind} | {row} | {r['small_seconds']:.3f} | {r['large_seconds']:.3f} | "
+                f"{r['large_seconds'] / max(r['small_seconds'], 1e-9):.1f} | {r['peak_growth_mib']:.0f} |"
+            )
 
     table = "\n".join(lines)
     print(table)

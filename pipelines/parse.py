@@ -22,8 +22,9 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -36,9 +37,9 @@ from pipelines.rechunk import (
     RechunkOptions,
     _check_filesystem,
     _check_folder_name,
-    _check_utf8,
     _check_reachable,
     _check_runner,
+    _check_utf8,
     _inside_pattern,
     _one_line,
     _unknown_options,
@@ -60,7 +61,9 @@ __all__ = ["ParseJob", "main", "parse_job", "run"]
 
 #: Files the parse job writes under --output (relative paths), which --input must not match.
 PARSE_OUTPUT_FILES = (
-    "report.json", "parsed/parsed-00000-of-00001.parquet", "dead_letter/dead_letter-00000-of-00001.parquet",
+    "report.json",
+    "parsed/parsed-00000-of-00001.parquet",
+    "dead_letter/dead_letter-00000-of-00001.parquet",
 )
 
 _USAGE = """usage: rechunk parse --input PATTERN --output DIR [--content-format docling|markdown]
@@ -180,7 +183,9 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
     if pdf is not None and not os.path.isdir(pdf):
         raise OptionError(f"--pdf-artifacts-path {pdf}: no such local directory (Docling's PDF models)")
     if pdf is not None and not os.listdir(pdf):
-        raise OptionError(f"--pdf-artifacts-path {pdf}: empty; fetch Docling's models there (docling-tools models download -o {pdf})")
+        raise OptionError(
+            f"--pdf-artifacts-path {pdf}: empty; fetch Docling's models there (docling-tools models download -o {pdf})"
+        )
     _check_docling(os.path.abspath(pdf) if pdf else None)
     options = PipelineOptions(rest)
     _check_runner(options)
@@ -202,7 +207,9 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
     _check_reachable("--input", pattern)
     _check_reachable("--output", output)
     if "://" not in pattern and os.path.isdir(_worker_path(own.input)):
-        raise OptionError(f"--input {own.input}: is a directory; give a file pattern such as {own.input.rstrip('/')}/** (all files below it)")
+        raise OptionError(
+            f"--input {own.input}: is a directory; give a file pattern such as {own.input.rstrip('/')}/** (all files below it)"
+        )
     try:
         matched = FileSystems.match([pattern])[0].metadata_list
     except Exception as err:  # BeamIOError and friends, by scheme
@@ -220,23 +227,32 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
         except Exception:  # nothing there yet
             existing = []
         if existing:
-            raise OptionError(f"--output {output}: {sub}/ already holds files from another run; choose an empty directory")
+            raise OptionError(
+                f"--output {output}: {sub}/ already holds files from another run; choose an empty directory"
+            )
     return ParseJob(
-        input=pattern, output=output, content_format=own.content_format, max_file_bytes=max_file_bytes,
+        input=pattern,
+        output=output,
+        content_format=own.content_format,
+        max_file_bytes=max_file_bytes,
         max_file_seconds=max_file_seconds,
-        pdf_artifacts_path=os.path.abspath(pdf) if pdf else None, options=options,
+        pdf_artifacts_path=os.path.abspath(pdf) if pdf else None,
+        options=options,
     )
 
 
 def build_pipeline(pipeline: beam.Pipeline, job: ParseJob) -> None:
     """Add the parse job's transforms to ``pipeline``."""
     from transforms.beam import DEAD_LETTER
-    from transforms.beam_parse import ParseFiles, WriteParseDeadLetter, WriteParsed
+    from transforms.beam_parse import ParseFiles, WriteParsed, WriteParseDeadLetter
 
     output = _worker_path(job.output)
     parsed = pipeline | "Parse files" >> ParseFiles(
-        job.input, content_format=job.content_format, max_file_bytes=job.max_file_bytes,
-        max_file_seconds=job.max_file_seconds, pdf_artifacts_path=job.pdf_artifacts_path,
+        job.input,
+        content_format=job.content_format,
+        max_file_bytes=job.max_file_bytes,
+        max_file_seconds=job.max_file_seconds,
+        pdf_artifacts_path=job.pdf_artifacts_path,
     )
     _ = parsed.documents | "Write parsed" >> WriteParsed(f"{output}/parsed/parsed")
     _ = parsed[DEAD_LETTER] | "Write dead letter" >> WriteParseDeadLetter(f"{output}/dead_letter/dead_letter")

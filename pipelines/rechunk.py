@@ -30,8 +30,9 @@ import os
 import re
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -89,8 +90,11 @@ MAX_DOCUMENT_CHARS_LIMIT = 500_000_000
 DEFAULT_PROGRESS_SECONDS = 30
 #: Files the chunk job writes under --output (relative paths), which --input must not match.
 OUTPUT_FILES = (
-    "report.json", "chunks/chunks-00000-of-00001.parquet", "dead_letter/dead_letter-00000-of-00001.parquet",
-    "documents/documents-00000-of-00001.parquet", "deleted/deleted-00000-of-00001.parquet",
+    "report.json",
+    "chunks/chunks-00000-of-00001.parquet",
+    "dead_letter/dead_letter-00000-of-00001.parquet",
+    "documents/documents-00000-of-00001.parquet",
+    "deleted/deleted-00000-of-00001.parquet",
 )
 #: --environment_type values of Beam's portable runners (Beam's own lookup is case-sensitive).
 ENVIRONMENT_TYPES = ("DOCKER", "PROCESS", "EXTERNAL", "LOOPBACK")
@@ -116,27 +120,38 @@ class RechunkOptions(PipelineOptions):
     @classmethod
     def _add_argparse_args(cls, parser) -> None:
         parser.add_argument("--input", help="File pattern of document Parquet files (any Beam filesystem).")
-        parser.add_argument("--output", help="Output directory: chunks/, dead_letter/, documents/, deleted/ (with --previous), report.json.")
+        parser.add_argument(
+            "--output",
+            help="Output directory: chunks/, dead_letter/, documents/, deleted/ (with --previous), report.json.",
+        )
         parser.add_argument("--config", help="YAML or JSON chunking configuration. Default: configs/default.yaml.")
         parser.add_argument(
             "--tokenizer",
             help="Budget tokenizer: tiktoken:cl100k_base (default), utf8-bytes, or hf:PATH to a tokenizer.json (local or gs://).",
         )
         parser.add_argument(
-            "--max-tokens", "--max_tokens", dest="max_tokens",
+            "--max-tokens",
+            "--max_tokens",
+            dest="max_tokens",
             help="Hard budget for every chunk's embedding_text, in tokens of --tokenizer. Default 512.",
         )
         parser.add_argument(
-            "--column-map", "--column_map", dest="column_map",
+            "--column-map",
+            "--column_map",
+            dest="column_map",
             help="Input column names, e.g. content=text,id=doc_id. Default: the contract's names.",
         )
         parser.add_argument(
-            "--max-document-chars", "--max_document_chars", dest="max_document_chars",
+            "--max-document-chars",
+            "--max_document_chars",
+            dest="max_document_chars",
             help=f"Longer documents (in code points) are dead-lettered as document_too_large. "
             f"Default {DEFAULT_MAX_DOCUMENT_CHARS:,}.",
         )
         parser.add_argument(
-            "--progress-seconds", "--progress_seconds", dest="progress_seconds",
+            "--progress-seconds",
+            "--progress_seconds",
+            dest="progress_seconds",
             help=f"Log documents and chunks per second every N seconds (per worker); 0: never. "
             f"Default {DEFAULT_PROGRESS_SECONDS}.",
         )
@@ -386,7 +401,9 @@ def _check_utf8(flag: str, given: str, path: str) -> None:
     except UnicodeEncodeError:
         shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
         where = f"{flag} {given.encode('utf-8', 'surrogateescape').decode('utf-8', 'backslashreplace')}"
-        raise OptionError(f"{where}: the name {shown} is not UTF-8; Beam takes file names as UTF-8 text, rename it") from None
+        raise OptionError(
+            f"{where}: the name {shown} is not UTF-8; Beam takes file names as UTF-8 text, rename it"
+        ) from None
 
 
 def _check_filesystem(flag: str, path: str) -> None:
@@ -395,12 +412,16 @@ def _check_filesystem(flag: str, path: str) -> None:
     is a local folder named ``gs:``, written to silently), nor start with an unexpanded ``~``
     (``--output=~/x`` wrote to a folder ``./~/x``)."""
     if path.startswith("~"):
-        raise OptionError(f"{flag} {path}: ~ is not expanded here (a shell expands it only at the start of a "
-                          f"word, not after --flag=); give the full path, or ./{path} for a local folder so named")
+        raise OptionError(
+            f"{flag} {path}: ~ is not expanded here (a shell expands it only at the start of a "
+            f"word, not after --flag=); give the full path, or ./{path} for a local folder so named"
+        )
     scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]*):/(?!/)", path)
     if scheme and "://" not in path:
-        raise OptionError(f"{flag} {path}: a local path starting with {scheme.group(1)}:, "
-                          f"did you mean {scheme.group(1)}://...? (write ./{path} for a local folder so named)")
+        raise OptionError(
+            f"{flag} {path}: a local path starting with {scheme.group(1)}:, "
+            f"did you mean {scheme.group(1)}://...? (write ./{path} for a local folder so named)"
+        )
     try:
         FileSystems.get_filesystem(path)
     except Exception as err:  # ValueError for an unknown scheme
@@ -744,8 +765,8 @@ def _check_runner_binary(options: PipelineOptions, runner) -> None:
             raise OptionError(
                 f"--prism_location {location}: {name} downloads its binary from GitHub unless this is a local "
                 "file; give the path of a prism binary, or leave --runner out (the DirectRunner runs offline)"
-                if location else
-                f"--prism_location is required with {name}: the path of a local prism binary (else Beam downloads "
+                if location
+                else f"--prism_location is required with {name}: the path of a local prism binary (else Beam downloads "
                 "it from GitHub); or leave --runner out (the DirectRunner runs offline)"
             )
         return
@@ -842,7 +863,9 @@ def parse_job(argv: Sequence[str]) -> Job:
     if not job_opts.input:
         raise OptionError("--input is required: a file pattern of document Parquet files")
     if not job_opts.output:
-        raise OptionError("--output is required: the directory to write chunks/, dead_letter/, documents/ and report.json")
+        raise OptionError(
+            "--output is required: the directory to write chunks/, dead_letter/, documents/ and report.json"
+        )
     for flag, path in (("--input", job_opts.input), ("--output", job_opts.output), ("--previous", job_opts.previous)):
         if path is not None:
             _check_utf8(flag, path, path)
@@ -851,8 +874,12 @@ def parse_job(argv: Sequence[str]) -> Job:
     progress_seconds = _progress_seconds(job_opts.progress_seconds)
     # A gs:// path whose service does not answer: one line in 5 s, not minutes of Beam's retries
     # (the tokenizer's, from the flag or the configuration, in _load_spec).
-    for flag, path in (("--input", job_opts.input), ("--output", job_opts.output), ("--previous", job_opts.previous),
-                       ("--config", job_opts.config)):
+    for flag, path in (
+        ("--input", job_opts.input),
+        ("--output", job_opts.output),
+        ("--previous", job_opts.previous),
+        ("--config", job_opts.config),
+    ):
         if path:
             _check_reachable(flag, path)
     spec, tokenizer = _load_spec(job_opts)
@@ -895,9 +922,7 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
     output = _worker_path(job.output)
     rows = pipeline | "Read documents" >> ReadDocuments(_worker_pattern(job.input), column_map=job.column_map)
     ids = pipeline | "Read document ids" >> ReadDocumentIds(_worker_pattern(job.input), column_map=job.column_map)
-    admitted = rows | "Admit documents" >> AdmitDocuments(
-        identity, ids=ids, max_document_chars=job.max_document_chars
-    )
+    admitted = rows | "Admit documents" >> AdmitDocuments(identity, ids=ids, max_document_chars=job.max_document_chars)
     documents = admitted.documents
     manifest = []
     if job.previous:
@@ -985,7 +1010,8 @@ def _summary(report: dict[str, Any], output: str) -> str:
     tokens = report["token_count"]
     sizes = (
         f"tokens min {tokens['min']:,}, p50 {tokens['p50']:,}, p95 {tokens['p95']:,}, max {tokens['max']:,} "
-        if tokens["max"] is not None else "no chunk, "
+        if tokens["max"] is not None
+        else "no chunk, "
     )
     return "\n".join(
         [
@@ -994,10 +1020,16 @@ def _summary(report: dict[str, Any], output: str) -> str:
             f"rechunk: {_count(report['chunks_written'], 'chunks')} written to {output}/chunks/ "
             f"({sizes}of max {report['max_tokens']:,}, {report['tokenizer']})",
             f"rechunk: {_count(report['dead_letter_rows'], 'dead-letter rows')} in {output}/dead_letter/ ({reasons})",
-            *([f"rechunk: {_count(report['documents_skipped_unchanged'], 'unchanged documents')} kept from "
-               f"{inc['previous']} without chunking ({inc['documents_new']:,} new, {inc['documents_changed']:,} "
-               f"changed, {inc['documents_deleted']:,} deleted); {_count(inc['chunks_deleted'], 'previous chunk ids')} "
-               f"listed in {output}/deleted/"] if (inc := report.get("incremental")) else []),
+            *(
+                [
+                    f"rechunk: {_count(report['documents_skipped_unchanged'], 'unchanged documents')} kept from "
+                    f"{inc['previous']} without chunking ({inc['documents_new']:,} new, {inc['documents_changed']:,} "
+                    f"changed, {inc['documents_deleted']:,} deleted); {_count(inc['chunks_deleted'], 'previous chunk ids')} "
+                    f"listed in {output}/deleted/"
+                ]
+                if (inc := report.get("incremental"))
+                else []
+            ),
             f"rechunk: report in {output}/report.json ({report['wall_seconds']} s)",
         ]
     )

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -94,9 +95,7 @@ def build_report(
     counters = _counters(result)
     report: dict[str, Any] = {name: counters.get(name, 0) for name in _DOCUMENT_COUNTERS}
     report["dead_letter_by_reason"] = {
-        name.split(".", 1)[1]: value
-        for name, value in sorted(counters.items())
-        if name.startswith("dead_letter.")
+        name.split(".", 1)[1]: value for name, value in sorted(counters.items()) if name.startswith("dead_letter.")
     }
     report["dead_letter_rows"] = sum(report["dead_letter_by_reason"].values())
     report["chunks_by_chunker"] = {
@@ -108,11 +107,17 @@ def build_report(
     # Model-backed chunkers: requests sent (retries included), answers from the response caches,
     # documents split locally after a transient model failure (or a refiner's fallback).
     report["model"] = {name: counters.get(f"model.{name}", 0) for name in ("calls", "cache_hits", "fallbacks")}
-    report["incremental"] = None if previous is None else {
-        "previous": previous,
-        **{name: counters.get(f"incremental.{name}", 0)
-           for name in ("documents_new", "documents_changed", "documents_deleted", "chunks_deleted")},
-    }
+    report["incremental"] = (
+        None
+        if previous is None
+        else {
+            "previous": previous,
+            **{
+                name: counters.get(f"incremental.{name}", 0)
+                for name in ("documents_new", "documents_changed", "documents_deleted", "chunks_deleted")
+            },
+        }
+    )
     report["token_count"] = _token_stats(f"{output}/chunks/*.parquet")
     report["tokenizer"] = tokenizer_identity
     report["max_tokens"] = spec["max_tokens"]

@@ -37,8 +37,7 @@ def main(shared_data: str) -> None:
         }
     )
     schema = pa.schema([(c, pa.string()) for c in ("id", "content", "content_format", "metadata")])
-    pq.write_table(pa.Table.from_pylist(out, schema=schema), Path(__file__).parent / "docs.parquet",
-                   compression="zstd")
+    pq.write_table(pa.Table.from_pylist(out, schema=schema), Path(__file__).parent / "docs.parquet", compression="zstd")
 
 
 if __name__ == "__main__":

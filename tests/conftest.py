@@ -225,9 +225,20 @@ def gcs(tmp_path_factory):
     (port,) = free_ports(1)
     bucket = "rechunk-test"
     service = Service(
-        [sys.executable, "-m", "gcp_storage_emulator", "start", "--host=127.0.0.1", f"--port={port}",
-         "--in-memory", f"--default-bucket={bucket}", "-q"],
-        folder / "emulator.log", cwd=folder, env=venv_env(),
+        [
+            sys.executable,
+            "-m",
+            "gcp_storage_emulator",
+            "start",
+            "--host=127.0.0.1",
+            f"--port={port}",
+            "--in-memory",
+            f"--default-bucket={bucket}",
+            "-q",
+        ],
+        folder / "emulator.log",
+        cwd=folder,
+        env=venv_env(),
     )
     try:
         service.wait_for_port(port)

@@ -116,8 +116,12 @@ class _Handler(BaseHTTPRequestHandler):
                 self.end_headers()
                 return
             if item[0] == "echo":
-                self._send(item[1], json.dumps({"error": {"headers": dict(self.headers),
-                                                          "body": raw.decode("utf-8", "replace")}}).encode())
+                self._send(
+                    item[1],
+                    json.dumps(
+                        {"error": {"headers": dict(self.headers), "body": raw.decode("utf-8", "replace")}}
+                    ).encode(),
+                )
                 return
             if item[0] == "endless":
                 self._done()
@@ -142,8 +146,10 @@ class _Handler(BaseHTTPRequestHandler):
             texts = body["input"]
             # embedding_batch_noise: vectors shift with the batch's size, as batched GPU inference's do.
             shift = server.embedding_batch_noise * len(texts)
-            data = [{"object": "embedding", "index": i, "embedding": [x + shift for x in bag_of_words(t)]}
-                    for i, t in enumerate(texts)]
+            data = [
+                {"object": "embedding", "index": i, "embedding": [x + shift for x in bag_of_words(t)]}
+                for i, t in enumerate(texts)
+            ]
             self._send(200, json.dumps({"object": "list", "data": data, "model": body.get("model")}).encode())
             return
         if self.path.endswith("/chat/completions"):
@@ -176,7 +182,7 @@ class FakeOpenAIServer(ThreadingHTTPServer):
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}/v1"
 
-    def start(self) -> "FakeOpenAIServer":
+    def start(self) -> FakeOpenAIServer:
         self._thread.start()
         return self
 

@@ -38,17 +38,41 @@ def test_check_chunks_finds_budget_verbatim_and_lost_text():
 
 def test_benchmark_runs_on_a_tiny_input(tmp_path, capsys):
     out = tmp_path / "result.md"
-    assert throughput.main([
-        "--input", str(SAMPLE), "--docling-input", str(SAMPLE), "--max-chars", "3000", "--rounds", "1",
-        "--skip", "job,linear", "--out", str(out),
-    ]) == 0
+    assert (
+        throughput.main(
+            [
+                "--input",
+                str(SAMPLE),
+                "--docling-input",
+                str(SAMPLE),
+                "--max-chars",
+                "3000",
+                "--rounds",
+                "1",
+                "--skip",
+                "job,linear",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     table = out.read_text()
-    for row in ("encode_ordinary", "encode_ordinary_batch", "TokenTextSplitter + validation",
-                "RecursiveCharacterTextSplitter (tokens)", "StructureAwareChunker + validation",
-                "encode_ordinary of the Markdown export", "DoclingChunker (hybrid)"):
+    for row in (
+        "encode_ordinary",
+        "encode_ordinary_batch",
+        "TokenTextSplitter + validation",
+        "RecursiveCharacterTextSplitter (tokens)",
+        "StructureAwareChunker + validation",
+        "encode_ordinary of the Markdown export",
+        "DoclingChunker (hybrid)",
+    ):
         assert f"| {row} |" in table, row
-    peers = {"chonkie": "chonkie RecursiveChunker", "semchunk": "semchunk",
-             "langchain_text_splitters": "LangChain TokenTextSplitter"}
+    peers = {
+        "chonkie": "chonkie RecursiveChunker",
+        "semchunk": "semchunk",
+        "langchain_text_splitters": "LangChain TokenTextSplitter",
+    }
     for module, row in peers.items():
         if importlib.util.find_spec(module) is not None:
             assert f"| {row} |" in table and "0 over 512" in table.split(f"| {row} |")[1].splitlines()[0]
@@ -59,13 +83,28 @@ def test_benchmark_runs_on_a_tiny_input(tmp_path, capsys):
 def test_benchmark_job_rows_alone_on_a_tiny_input(tmp_path):
     """--skip chunkers,docling,peers,linear: only the whole-job rows, each a real run of the job."""
     out = tmp_path / "job.md"
-    assert throughput.main([
-        "--input", str(SAMPLE), "--rounds", "1", "--skip", "chunkers,docling,peers,linear", "--out", str(out),
-    ]) == 0
+    assert (
+        throughput.main(
+            [
+                "--input",
+                str(SAMPLE),
+                "--rounds",
+                "1",
+                "--skip",
+                "chunkers,docling,peers,linear",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     table = out.read_text()
     assert "### Text" not in table and "### Docling" not in table and "### Linear" not in table
-    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in table.splitlines()
-            if line.startswith("| plain") or line.startswith("| job")}
+    rows = {
+        line.split(" | ")[0].lstrip("| "): line.split(" | ")
+        for line in table.splitlines()
+        if line.startswith("| plain") or line.startswith("| job")
+    }
     assert len(rows) == 3
     chunks = {name: cells[4] for name, cells in rows.items()}
     assert len(set(chunks.values())) == 1 and int(chunks["job, DirectRunner in_memory"].replace(",", "")) > 7
@@ -80,8 +119,25 @@ def test_incremental_benchmark_runs_on_a_tiny_input(tmp_path):
     import incremental
 
     out = tmp_path / "incremental.md"
-    incremental.main(["--input", str(SAMPLE), "--changed", "0.5", "--removed", "1", "--rounds", "1",
-                      "--workdir", str(tmp_path / "work"), "--out", str(out), "--", "--max-tokens", "300"])
+    incremental.main(
+        [
+            "--input",
+            str(SAMPLE),
+            "--changed",
+            "0.5",
+            "--removed",
+            "1",
+            "--rounds",
+            "1",
+            "--workdir",
+            str(tmp_path / "work"),
+            "--out",
+            str(out),
+            "--",
+            "--max-tokens",
+            "300",
+        ]
+    )
     text = out.read_text()
     assert "| incremental |" in text and "| start-up, incremental |" in text
     # 7 documents: every second one in id order edited (4), the second removed, 2 left unchanged
@@ -124,10 +180,25 @@ def test_side_by_side_runs_on_a_tiny_input(capsys):
     ours = lambda: [k for k in sys.modules if k == "transforms" or k.startswith("transforms.")]  # noqa: E731
     saved = {k: sys.modules[k] for k in ours()}
     try:
-        assert structure_side_by_side.main([
-            "--baseline", str(REPO), "--input", str(SAMPLE), "--max-chars", "3000", "--rounds", "1",
-            "--chunker", "TokenTextSplitter", "--chunker", "RecursiveCharacterTextSplitter",
-        ]) == 0
+        assert (
+            structure_side_by_side.main(
+                [
+                    "--baseline",
+                    str(REPO),
+                    "--input",
+                    str(SAMPLE),
+                    "--max-chars",
+                    "3000",
+                    "--rounds",
+                    "1",
+                    "--chunker",
+                    "TokenTextSplitter",
+                    "--chunker",
+                    "RecursiveCharacterTextSplitter",
+                ]
+            )
+            == 0
+        )
     finally:
         for k in ours():
             del sys.modules[k]
@@ -139,15 +210,30 @@ def test_side_by_side_runs_on_a_tiny_input(capsys):
 
 def test_benchmark_rows_picks_rows(tmp_path):
     out = tmp_path / "rows.md"
-    assert throughput.main([
-        "--input", str(SAMPLE), "--max-chars", "3000", "--rounds", "1", "--skip", "job,linear,docling",
-        "--rows", "TokenTextSplitter,LangChain TokenTextSplitter", "--out", str(out),
-    ]) == 0
+    assert (
+        throughput.main(
+            [
+                "--input",
+                str(SAMPLE),
+                "--max-chars",
+                "3000",
+                "--rounds",
+                "1",
+                "--skip",
+                "job,linear,docling",
+                "--rows",
+                "TokenTextSplitter,LangChain TokenTextSplitter",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     names = [line.split(" | ")[0].lstrip("| ") for line in out.read_text().splitlines() if line.startswith("| ")]
     expected = ["encode_ordinary", "encode_ordinary_batch", "TokenTextSplitter", "TokenTextSplitter + validation"]
     if importlib.util.find_spec("langchain_text_splitters") is not None:
         expected.append("LangChain TokenTextSplitter")
-    assert names[names.index("encode_ordinary"):] == expected
+    assert names[names.index("encode_ordinary") :] == expected
 
 
 def test_chunker_memory_runs_on_a_tiny_input(capsys):
@@ -168,8 +254,14 @@ def test_memory_benchmarks_one_block_documents_are_one_block_each(tmp_path):
     from transforms.structure.normalizers import default_normalizers
 
     documents = memory.single_documents(str(SAMPLE), 20_000, tmp_path)
-    cases = (("table", "table"), ("list", "list"), ("code", "code"), ("html-list", "list"), ("html-table", "table"),
-             ("rst-list", "list"))
+    cases = (
+        ("table", "table"),
+        ("list", "list"),
+        ("code", "code"),
+        ("html-list", "list"),
+        ("html-table", "table"),
+        ("rst-list", "list"),
+    )
     for name, kind in cases:
         path, figures = documents[name]
         chars = figures["characters"]
@@ -182,7 +274,6 @@ def test_memory_benchmarks_one_block_documents_are_one_block_each(tmp_path):
         assert kind == "code" or len(list(blocks[0].children)) > 500
 
 
-
 def test_memory_benchmarks_plain_content_and_bmp_documents(tmp_path):
     """``--plain-content`` writes ``content`` without a dictionary page (the other columns keep
     theirs) and the default keeps one; ``markdown-bmp`` is ``markdown`` with each astral code point
@@ -193,9 +284,10 @@ def test_memory_benchmarks_plain_content_and_bmp_documents(tmp_path):
     import pyarrow.parquet as pq
 
     corpus = tmp_path / "corpus.parquet"
-    text = "# T\n\nCaf\u00e9 \u2014 rocket \U0001F680 done.\n"
-    pq.write_table(pa.table({"id": ["a"], "content": [text], "content_format": ["markdown"], "metadata": [None]}),
-                   corpus)
+    text = "# T\n\nCaf\u00e9 \u2014 rocket \U0001f680 done.\n"
+    pq.write_table(
+        pa.table({"id": ["a"], "content": [text], "content_format": ["markdown"], "metadata": [None]}), corpus
+    )
     for plain in (False, True):
         folder = tmp_path / f"plain-{plain}"
         folder.mkdir()
@@ -203,14 +295,16 @@ def test_memory_benchmarks_plain_content_and_bmp_documents(tmp_path):
         assert set(documents) == {"tiny", "markdown", "markdown-bmp"}
         for name in documents:
             columns = pq.ParquetFile(documents[name][0]).metadata.row_group(0)
-            dictionary = {columns.column(i).path_in_schema: columns.column(i).has_dictionary_page
-                          for i in range(columns.num_columns)}
+            dictionary = {
+                columns.column(i).path_in_schema: columns.column(i).has_dictionary_page
+                for i in range(columns.num_columns)
+            }
             assert dictionary["content"] is not plain and dictionary["id"], (name, plain)
         original = pq.read_table(documents["markdown"][0]).column("content")[0].as_py()
         bmp = pq.read_table(documents["markdown-bmp"][0]).column("content")[0].as_py()
         assert len(bmp) == len(original) == documents["markdown"][1]["characters"]
-        assert "\U0001F680" in original and "\U0001F680" not in bmp
-        assert bmp == original.replace("\U0001F680", "\ufffd")
+        assert "\U0001f680" in original and "\U0001f680" not in bmp
+        assert bmp == original.replace("\U0001f680", "\ufffd")
         assert documents["markdown"][1]["string_bytes_per_char"] == 4.0
         assert documents["markdown-bmp"][1]["string_bytes_per_char"] == 2.0
         assert documents["tiny"][1]["string_bytes_per_char"] == 1.0
@@ -235,7 +329,9 @@ def test_check_output_reads_a_folder_with_a_column_map_and_finds_a_lost_document
     from pipelines.rechunk import main as rechunk
 
     table = pq.read_table(SAMPLE)
-    table = table.rename_columns(["doc_id" if n == "id" else "body" if n == "content" else n for n in table.column_names])
+    table = table.rename_columns(
+        ["doc_id" if n == "id" else "body" if n == "content" else n for n in table.column_names]
+    )
     folder = tmp_path / "in"
     folder.mkdir()
     pq.write_table(table.slice(0, 3), folder / "a.parquet")
@@ -265,11 +361,15 @@ def test_check_output_reads_the_input_as_the_job_does(tmp_path, capsys):
 
     from pipelines.rechunk import main as rechunk
 
-    table = pa.table({
-        "id": pa.array([1, 2, 3, 3, 4], pa.int64()),
-        "content": pa.array([b"# A\n\nText one.", b"plain \xc3\xa9 text", b"dup", b"dup", b"\xff\xfe"], pa.binary()),
-        "content_format": [" Markdown ", "text", "text", "text", "text"],
-    })
+    table = pa.table(
+        {
+            "id": pa.array([1, 2, 3, 3, 4], pa.int64()),
+            "content": pa.array(
+                [b"# A\n\nText one.", b"plain \xc3\xa9 text", b"dup", b"dup", b"\xff\xfe"], pa.binary()
+            ),
+            "content_format": [" Markdown ", "text", "text", "text", "text"],
+        }
+    )
     source = tmp_path / "in.parquet"
     pq.write_table(table, source)
     out = tmp_path / "out"
@@ -319,7 +419,6 @@ def test_chunks_sha256_ignores_file_and_row_order_but_not_values(tmp_path):
     one changed value (of any column) changes the hash."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-
     from chunks_sha256 import chunks_sha256
 
     rows = [{"chunk_id": f"c{i}", "text": f"text {i}", "token_count": i, "headings": ["A", str(i)]} for i in range(6)]
@@ -364,7 +463,9 @@ def test_check_output_recounts_with_the_runs_tokenizer(tmp_path, capsys):
     from pipelines.rechunk import main as rechunk
 
     out = tmp_path / "bytes"
-    assert rechunk(["--input", str(SAMPLE), "--output", str(out), "--tokenizer", "utf8-bytes", "--max-tokens", "300"]) == 0
+    assert (
+        rechunk(["--input", str(SAMPLE), "--output", str(out), "--tokenizer", "utf8-bytes", "--max-tokens", "300"]) == 0
+    )
     assert check_output.main(["--input", str(SAMPLE), "--output", str(out)]) == 0
     (shard, *_) = sorted((out / "chunks").glob("*.parquet"))
     table = pq.read_table(shard)
@@ -376,13 +477,31 @@ def test_check_output_recounts_with_the_runs_tokenizer(tmp_path, capsys):
 
     tok = HFTokenizer(models.WordLevel(unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok.train_from_iterator(["the cat sat on the mat"], trainers.WordLevelTrainer(special_tokens=["[UNK]"], show_progress=False))
+    tok.train_from_iterator(
+        ["the cat sat on the mat"], trainers.WordLevelTrainer(special_tokens=["[UNK]"], show_progress=False)
+    )
     (tmp_path / "tok").mkdir()
     tok.save(str(tmp_path / "tok" / "tokenizer.json"))
     out = tmp_path / "hf"
-    assert rechunk(["--input", str(SAMPLE), "--output", str(out), "--tokenizer", f"hf:{tmp_path / 'tok'}",
-                    "--max-tokens", "200"]) == 0
-    assert check_output.main(["--input", str(SAMPLE), "--output", str(out), "--tokenizer-json", str(tmp_path / "tok")]) == 0
+    assert (
+        rechunk(
+            [
+                "--input",
+                str(SAMPLE),
+                "--output",
+                str(out),
+                "--tokenizer",
+                f"hf:{tmp_path / 'tok'}",
+                "--max-tokens",
+                "200",
+            ]
+        )
+        == 0
+    )
+    assert (
+        check_output.main(["--input", str(SAMPLE), "--output", str(out), "--tokenizer-json", str(tmp_path / "tok")])
+        == 0
+    )
     with pytest.raises(SystemExit, match="give its tokenizer.json as --tokenizer-json"):
         check_output.main(["--input", str(SAMPLE), "--output", str(out)])
     other = tmp_path / "other.json"

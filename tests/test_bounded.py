@@ -21,10 +21,13 @@ from transforms.progress import ProgressLog
 
 def test_longer_documents_are_dead_lettered_whole(tmp_path):
     at_limit, over = "word " * 20, "word " * 20 + "x"
-    docs = write_documents(tmp_path / "docs.parquet", [
-        {"id": "fits", "content": at_limit, "content_format": "text", "metadata": None},
-        {"id": "big", "content": over, "content_format": "text", "metadata": None},
-    ])
+    docs = write_documents(
+        tmp_path / "docs.parquet",
+        [
+            {"id": "fits", "content": at_limit, "content_format": "text", "metadata": None},
+            {"id": "big", "content": over, "content_format": "text", "metadata": None},
+        ],
+    )
     assert main(["--input", str(docs), "--output", str(tmp_path / "out"), "--max-document-chars", "100"]) == 0
     dead = read_output(tmp_path / "out", "dead_letter")
     assert [(d["document_id"], d["stage"], d["reason"], d["payload"]) for d in dead] == [
@@ -40,16 +43,30 @@ def test_duplicate_ids_are_found_by_the_id_only_read(tmp_path):
     """The job counts ids from a second read of the id column (renamed by --column-map)."""
     import pyarrow as pa
 
-    table = pa.table({
-        "doc_id": ["a", "dup", "dup", "b"],
-        "text": ["Alpha text.", "One.", "Two.", "Beta text."],
-    })
+    table = pa.table(
+        {
+            "doc_id": ["a", "dup", "dup", "b"],
+            "text": ["Alpha text.", "One.", "Two.", "Beta text."],
+        }
+    )
     pq.write_table(table, tmp_path / "docs.parquet")
-    assert main(["--input", str(tmp_path / "docs.parquet"), "--output", str(tmp_path / "out"),
-                 "--column-map", "id=doc_id,content=text"]) == 0
+    assert (
+        main(
+            [
+                "--input",
+                str(tmp_path / "docs.parquet"),
+                "--output",
+                str(tmp_path / "out"),
+                "--column-map",
+                "id=doc_id,content=text",
+            ]
+        )
+        == 0
+    )
     dead = read_output(tmp_path / "out", "dead_letter")
     assert sorted((d["document_id"], d["reason"], d["payload"]) for d in dead) == [
-        ("dup", "duplicate_document_id", "One."), ("dup", "duplicate_document_id", "Two."),
+        ("dup", "duplicate_document_id", "One."),
+        ("dup", "duplicate_document_id", "Two."),
     ]
     assert {c["document_id"] for c in read_output(tmp_path / "out", "chunks")} == {"a", "b"}
 
@@ -117,9 +134,9 @@ def test_progress_lines_come_at_the_interval():
 
 
 def test_the_job_logs_progress(tmp_path, caplog):
-    docs = write_documents(tmp_path / "docs.parquet", [
-        {"id": str(i), "content": f"Document {i}.", "metadata": None} for i in range(5)
-    ])
+    docs = write_documents(
+        tmp_path / "docs.parquet", [{"id": str(i), "content": f"Document {i}.", "metadata": None} for i in range(5)]
+    )
     with caplog.at_level(logging.INFO, logger="rechunk"):
         assert main(["--input", str(docs), "--output", str(tmp_path / "out"), "--progress-seconds", "1e-9"]) == 0
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("progress: ")]
@@ -133,8 +150,9 @@ def test_worker_progress_lines_forwarded_by_beam_are_shown_as_rechunk_lines():
     from pipelines.rechunk import _WorkerProgress
 
     def record(level, text):
-        return log_module.LogRecord("apache_beam.runners.portability.local_job_service", level, __file__, 1,
-                                    "Worker: %s", (text,), None)
+        return log_module.LogRecord(
+            "apache_beam.runners.portability.local_job_service", level, __file__, 1, "Worker: %s", (text,), None
+        )
 
     keep = _WorkerProgress()
     progress = record(log_module.INFO, 'severity: INFO message: "progress: 3 documents, 9 chunks in this worker" x: 1')
@@ -148,11 +166,18 @@ def test_text_columns_are_written_in_plain_pages_and_the_rest_dictionary_encoded
     """Every output file is zstd; a column holding a document's or a chunk's text has no dictionary
     page (reading a huge value back from one holds an extra copy of it), the other columns keep
     pyarrow's dictionary encoding (the list of headings included)."""
-    docs = write_documents(tmp_path / "docs.parquet", [
-        {"id": "a", "content": "# Title\n\n" + "Some words here. " * 300, "content_format": "markdown",
-         "metadata": None},
-        {"id": "b", "content": None, "content_format": "text", "metadata": None},
-    ])
+    docs = write_documents(
+        tmp_path / "docs.parquet",
+        [
+            {
+                "id": "a",
+                "content": "# Title\n\n" + "Some words here. " * 300,
+                "content_format": "markdown",
+                "metadata": None,
+            },
+            {"id": "b", "content": None, "content_format": "text", "metadata": None},
+        ],
+    )
     assert main(["--input", str(docs), "--output", str(tmp_path / "out"), "--max-tokens", "64"]) == 0
     seen = {}
     for folder in ("chunks", "dead_letter", "documents"):

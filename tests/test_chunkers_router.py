@@ -17,8 +17,10 @@ def _doc(fmt="text", **metadata):
 def test_first_match_wins_then_default():
     router = ChunkerRouter(
         chunkers={"a": A, "b": B},
-        routes=[Route(chunker="a", content_formats=frozenset({"markdown"})),
-                Route(chunker="b", metadata={"lang": frozenset({"en"})})],
+        routes=[
+            Route(chunker="a", content_formats=frozenset({"markdown"})),
+            Route(chunker="b", metadata={"lang": frozenset({"en"})}),
+        ],
         default="a",
     )
     assert router.select(_doc("markdown", lang="en"))[0] == "a"
@@ -26,7 +28,9 @@ def test_first_match_wins_then_default():
     assert router.select(_doc("text", lang="de"))[0] == "a"
 
 
-@pytest.mark.parametrize("value, matches", [(1, True), (True, False), (1.0, False), ("1", False), ([1], False), (None, False)])
+@pytest.mark.parametrize(
+    "value, matches", [(1, True), (True, False), (1.0, False), ("1", False), ([1], False), (None, False)]
+)
 def test_metadata_values_match_by_type_and_value(value, matches):
     router = ChunkerRouter(chunkers={"a": A}, routes=[Route(chunker="a", metadata={"priority": frozenset({1})})])
     doc = _doc(priority=value)

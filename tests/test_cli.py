@@ -42,10 +42,19 @@ def _write(path: Path, text: str) -> str:
         (["--max-tokens", "abc"], "--max-tokens must be a positive integer, got 'abc'"),
         (["--max-tokens", "0"], "--max-tokens must be a positive integer, got 0"),
         (["--max-tokens", "100000000000"], "--max-tokens must be at most 1,000,000, got 100,000,000,000"),
-        (["--tokenizer", "nope"], "--tokenizer: tokenizer must be 'tiktoken:cl100k_base', 'utf8-bytes' or 'hf:PATH', got 'nope'"),
-        (["--tokenizer", "tiktoken:o999k"], "--tokenizer: tiktoken encoding must be one of ['cl100k_base'] (offline), got 'o999k'"),
+        (
+            ["--tokenizer", "nope"],
+            "--tokenizer: tokenizer must be 'tiktoken:cl100k_base', 'utf8-bytes' or 'hf:PATH', got 'nope'",
+        ),
+        (
+            ["--tokenizer", "tiktoken:o999k"],
+            "--tokenizer: tiktoken encoding must be one of ['cl100k_base'] (offline), got 'o999k'",
+        ),
         (["--tokenizer", "hf:/no/such/dir"], "--tokenizer: no tokenizer.json at '/no/such/dir'"),
-        (["--column-map", "body"], "--column-map: expected NAME=COLUMN with NAME one of id, content, content_format, metadata, got 'body'"),
+        (
+            ["--column-map", "body"],
+            "--column-map: expected NAME=COLUMN with NAME one of id, content, content_format, metadata, got 'body'",
+        ),
         (["--max_tokn", "5"], "unrecognized option --max_tokn"),
         (["--previous", "/no/such/dir"], "--previous /no/such/dir: no readable report.json there"),
         (["--config", "/no/such.yaml"], "--config /no/such.yaml: cannot read the file"),
@@ -61,7 +70,9 @@ def test_option_mistakes(capsys, tmp_path, docs, argv_tail, message):
 def test_missing_input_and_output(capsys, tmp_path, docs):
     assert "--input is required" in _error(capsys, ["--output", str(tmp_path / "o")])
     assert "--output is required" in _error(capsys, ["--input", str(docs)])
-    assert "no file matches" in _error(capsys, ["--input", str(tmp_path / "nothing*.parquet"), "--output", str(tmp_path / "o")])
+    assert "no file matches" in _error(
+        capsys, ["--input", str(tmp_path / "nothing*.parquet"), "--output", str(tmp_path / "o")]
+    )
 
 
 @pytest.mark.parametrize(
@@ -70,27 +81,45 @@ def test_missing_input_and_output(capsys, tmp_path, docs):
         ("chunkers: [unclosed", "not valid YAML/JSON"),
         ("- a list", "the top level must be a mapping, got list"),
         ("chunkers: {p: {type: Nope}}\ndefault: p", "chunkers.p: unknown chunker type 'Nope'"),
-        ("chunkers: {p: {type: RecursiveCharacterTextSplitter, params: {chunk_sise: 5}}}",
-         "chunkers.p.params: unknown parameter 'chunk_sise' for RecursiveCharacterTextSplitter"),
-        ("chunkers: {p: {type: RecursiveCharacterTextSplitter, params: {chunk_size: 0}}}",
-         "chunkers.p.params: chunk_size must be > 0, got 0"),
-        ("chunkers: {s: {type: StructureAwareChunker, params: {target_tokens: -5}}}",
-         "chunkers.s.params: target_tokens must be >= 1, got -5"),
-        ("chunkers: {s: {type: StructureAwareChunker, params: {max_tokens: 2000}}}",
-         "chunkers.s.params: max_tokens 2000 is over the job's max_tokens 512"),
-        ("chunkers: {h: {type: DoclingChunker, params: {chunker: hybrid, max_tokens: 600}}}",
-         "chunkers.h.params: max_tokens 600 is over the job's max_tokens 512"),
-        ("chunkers: {p: {type: TokenTextSplitter}}\nroutes: [{when: {content_format: [text]}, chunker: q}]",
-         "routes[0]: names chunker 'q', not one of ['p']"),
+        (
+            "chunkers: {p: {type: RecursiveCharacterTextSplitter, params: {chunk_sise: 5}}}",
+            "chunkers.p.params: unknown parameter 'chunk_sise' for RecursiveCharacterTextSplitter",
+        ),
+        (
+            "chunkers: {p: {type: RecursiveCharacterTextSplitter, params: {chunk_size: 0}}}",
+            "chunkers.p.params: chunk_size must be > 0, got 0",
+        ),
+        (
+            "chunkers: {s: {type: StructureAwareChunker, params: {target_tokens: -5}}}",
+            "chunkers.s.params: target_tokens must be >= 1, got -5",
+        ),
+        (
+            "chunkers: {s: {type: StructureAwareChunker, params: {max_tokens: 2000}}}",
+            "chunkers.s.params: max_tokens 2000 is over the job's max_tokens 512",
+        ),
+        (
+            "chunkers: {h: {type: DoclingChunker, params: {chunker: hybrid, max_tokens: 600}}}",
+            "chunkers.h.params: max_tokens 600 is over the job's max_tokens 512",
+        ),
+        (
+            "chunkers: {p: {type: TokenTextSplitter}}\nroutes: [{when: {content_format: [text]}, chunker: q}]",
+            "routes[0]: names chunker 'q', not one of ['p']",
+        ),
         ("chunkers: {p: {type: TokenTextSplitter}}\ndefault: q", "default names chunker 'q', not one of ['p']"),
-        ("chunkers: {p: {type: TokenTextSplitter}}\nroutes: [{when: {content_format: [pdf]}, chunker: p}]",
-         "routes[0].when.content_format: 'pdf' is not one of"),
+        (
+            "chunkers: {p: {type: TokenTextSplitter}}\nroutes: [{when: {content_format: [pdf]}, chunker: p}]",
+            "routes[0].when.content_format: 'pdf' is not one of",
+        ),
         ("chunkers: {p: {type: TokenTextSplitter}}\nmax_tokens: -3", "max_tokens must be a positive integer, got -3"),
         ("chunkers: {p: {type: TokenTextSplitter}}\nrouting: []", "unknown key 'routing'"),
-        ("chunkers: {p: {type: TokenTextSplitter}}\nroutes: [{when: {content_fromat: [text]}, chunker: p}]",
-         "routes[0].when: unknown key 'content_fromat' (keys are content_format, metadata)"),
-        ("chunkers: {p: {type: TokenTextSplitter}}\nroutes: [{when: [text], chunker: p}]",
-         "routes[0].when: must be a mapping with keys among content_format, metadata, got ['text']"),
+        (
+            "chunkers: {p: {type: TokenTextSplitter}}\nroutes: [{when: {content_fromat: [text]}, chunker: p}]",
+            "routes[0].when: unknown key 'content_fromat' (keys are content_format, metadata)",
+        ),
+        (
+            "chunkers: {p: {type: TokenTextSplitter}}\nroutes: [{when: [text], chunker: p}]",
+            "routes[0].when: must be a mapping with keys among content_format, metadata, got ['text']",
+        ),
     ],
 )
 def test_config_mistakes(capsys, tmp_path, docs, config, message):
@@ -148,8 +177,20 @@ def test_column_map_and_utf8_bytes_tokenizer(tmp_path):
     schema = pa.schema([("doc_id", pa.string()), ("body", pa.string()), ("lang", pa.string())])
     path = write_documents(tmp_path / "in.parquet", [{"doc_id": "x", "body": "héllo wörld", "lang": "de"}], schema)
     out = tmp_path / "out"
-    code = main(["--input", str(path), "--output", str(out), "--column-map", "id=doc_id,content=body",
-                 "--tokenizer", "utf8-bytes", "--max-tokens", "8"])
+    code = main(
+        [
+            "--input",
+            str(path),
+            "--output",
+            str(out),
+            "--column-map",
+            "id=doc_id,content=body",
+            "--tokenizer",
+            "utf8-bytes",
+            "--max-tokens",
+            "8",
+        ]
+    )
     assert code == 0
     rows = read_output(out, "chunks")
     # 12 bytes do not fit 8: the paragraph is split between words, the space left between chunks.
@@ -163,7 +204,10 @@ def test_column_map_and_utf8_bytes_tokenizer(tmp_path):
 def test_module_entry_point_exits_2_without_traceback(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "pipelines.rechunk", "--input", str(SAMPLE), "--output", str(tmp_path / "o"), "--bogus"],
-        capture_output=True, text=True, cwd=REPO, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
     )
     assert proc.returncode == 2
     assert proc.stderr.strip() == "rechunk: error: unrecognized option --bogus (see rechunk --help)"
@@ -181,8 +225,11 @@ def test_input_that_is_not_parquet_or_lacks_columns(capsys, tmp_path):
     junk.write_text("not parquet at all")
     line = _error(capsys, ["--input", str(junk), "--output", str(tmp_path / "o")])
     assert f"{junk} is not a readable Parquet file" in line
-    other = write_documents(tmp_path / "other.parquet", [{"doc_id": "x", "body": "b"}],
-                            pa.schema([("doc_id", pa.string()), ("body", pa.string())]))
+    other = write_documents(
+        tmp_path / "other.parquet",
+        [{"doc_id": "x", "body": "b"}],
+        pa.schema([("doc_id", pa.string()), ("body", pa.string())]),
+    )
     line = _error(capsys, ["--input", str(other), "--output", str(tmp_path / "o")])
     assert "has no column 'id' (it has body, doc_id); name yours with --column-map id=COLUMN" in line
     line = _error(capsys, ["--input", str(other), "--output", str(tmp_path / "o"), "--column-map", "id=doc_id"])
@@ -190,7 +237,9 @@ def test_input_that_is_not_parquet_or_lacks_columns(capsys, tmp_path):
 
 
 def test_every_matched_file_is_checked(capsys, tmp_path):
-    good = write_documents(tmp_path / "in" / "a.parquet", [{"id": "a", "content": "x", "content_format": None, "metadata": None}])
+    good = write_documents(
+        tmp_path / "in" / "a.parquet", [{"id": "a", "content": "x", "content_format": None, "metadata": None}]
+    )
     (good.parent / "b.parquet").write_bytes(b"PAR1")
     line = _error(capsys, ["--input", str(good.parent / "*.parquet"), "--output", str(tmp_path / "o")])
     assert f"{good.parent / 'b.parquet'} is not a readable Parquet file" in line
@@ -229,12 +278,18 @@ def test_beam_option_mistakes_are_one_line(capsys, tmp_path, docs, extra, messag
 @pytest.mark.parametrize(
     "config, message",
     [
-        ("chunkers: {p: {type: TokenTextSplitter}}\nroutes: [{when: {content_format: 5}, chunker: p}]", "must be a list of formats, got 5"),
+        (
+            "chunkers: {p: {type: TokenTextSplitter}}\nroutes: [{when: {content_format: 5}, chunker: p}]",
+            "must be a list of formats, got 5",
+        ),
         ("chunkers: {p: {type: [TokenTextSplitter]}}", "unknown chunker type ['TokenTextSplitter']"),
         ("chunkers: {p: {type: TokenTextSplitter, params: [1, 2]}}", "params: must be a mapping, got [1, 2]"),
         ("chunkers: {p: {type: TokenTextSplitter}}\ndefault: {p: 1}", "default names chunker {'p': 1}"),
         ("1: a\nchunkers: {p: {type: TokenTextSplitter}}", "unknown key '1'"),
-        ("chunkers: {p: {type: TokenTextSplitter}}\nroutes: [{when: {metadata: {k: [[1]]}}, chunker: p}]", "values must be scalars"),
+        (
+            "chunkers: {p: {type: TokenTextSplitter}}\nroutes: [{when: {metadata: {k: [[1]]}}, chunker: p}]",
+            "values must be scalars",
+        ),
     ],
 )
 def test_config_values_of_the_wrong_type(capsys, tmp_path, docs, config, message):
@@ -256,7 +311,12 @@ def test_column_map_mistakes(capsys, tmp_path, docs, mapping, message):
     assert message in line
 
 
-DATAFLOW = ["--runner=DataflowRunner", "--project=rechunk-test", "--region=europe-west1", "--temp_location=gs://bkt/tmp"]
+DATAFLOW = [
+    "--runner=DataflowRunner",
+    "--project=rechunk-test",
+    "--region=europe-west1",
+    "--temp_location=gs://bkt/tmp",
+]
 
 
 @pytest.mark.parametrize(
@@ -265,19 +325,37 @@ DATAFLOW = ["--runner=DataflowRunner", "--project=rechunk-test", "--region=europ
         ([a for a in DATAFLOW if not a.startswith("--project")], "--project is required with DataflowRunner"),
         ([a for a in DATAFLOW if not a.startswith("--region")], "--region is required with DataflowRunner"),
         ([a for a in DATAFLOW if not a.startswith("--temp")], "--temp_location is required with DataflowRunner"),
-        ([*DATAFLOW[:3], "--temp_location=/tmp/beam"], "--temp_location /tmp/beam: DataflowRunner needs a gs://BUCKET/PATH here"),
-        ([*DATAFLOW[:3], "--temp_location=gs://b/tmp"], "--temp_location gs://b/tmp: DataflowRunner needs a gs://BUCKET/PATH here (Invalid GCS bucket"),
-        ([*DATAFLOW[:3], "--staging_location=gs://bkt"], "--staging_location gs://bkt: DataflowRunner needs a gs://BUCKET/PATH here"),
+        (
+            [*DATAFLOW[:3], "--temp_location=/tmp/beam"],
+            "--temp_location /tmp/beam: DataflowRunner needs a gs://BUCKET/PATH here",
+        ),
+        (
+            [*DATAFLOW[:3], "--temp_location=gs://b/tmp"],
+            "--temp_location gs://b/tmp: DataflowRunner needs a gs://BUCKET/PATH here (Invalid GCS bucket",
+        ),
+        (
+            [*DATAFLOW[:3], "--staging_location=gs://bkt"],
+            "--staging_location gs://bkt: DataflowRunner needs a gs://BUCKET/PATH here",
+        ),
         (DATAFLOW, "--input {docs}: DataflowRunner workers cannot reach local paths; use gs://"),
         (["--runner=PortableRunner"], "--job_endpoint is required with PortableRunner"),
-        (["--runner=PortableRunner", "--job_endpoint=localhost:1"], "--job_endpoint localhost:1: no job service answers there"),
+        (
+            ["--runner=PortableRunner", "--job_endpoint=localhost:1"],
+            "--job_endpoint localhost:1: no job service answers there",
+        ),
         (["--runner=PortableRunner", "--job_endpoint=nowhere"], "--job_endpoint nowhere: expected HOST:PORT"),
         # Runners that would download a binary at start (the newcomer saw Prism's 109-line traceback).
         (["--runner=PrismRunner"], "--prism_location is required with PrismRunner"),
         (["--runner=PrismRunner", "--prism_location=/no/prism"], "--prism_location /no/prism: PrismRunner downloads"),
         (["--runner=FlinkRunner"], "--flink_job_server_jar: FlinkRunner downloads its job-server jar"),
-        (["--runner=SparkRunner", "--spark_job_server_jar=/no.jar"], "--spark_job_server_jar /no.jar: SparkRunner downloads"),
-        (["--runner=FlinkRunner", "--job_endpoint=localhost:1"], "--job_endpoint localhost:1: no job service answers there"),
+        (
+            ["--runner=SparkRunner", "--spark_job_server_jar=/no.jar"],
+            "--spark_job_server_jar /no.jar: SparkRunner downloads",
+        ),
+        (
+            ["--runner=FlinkRunner", "--job_endpoint=localhost:1"],
+            "--job_endpoint localhost:1: no job service answers there",
+        ),
         (["--dry_run=True"], "--dry_run: only DataflowRunner has a dry run; FnApiRunner would run the job"),
         ([*DATAFLOW, "--dry_run=False"], "--dry_run=False: give --dry_run=True, or leave the option out"),
         (["--type_check_additional=nope"], "--runner FnApiRunner: Unrecognized --type_check_additional feature: nope"),
@@ -310,18 +388,30 @@ def test_unreachable_cloud_storage_fails_at_once(capsys, monkeypatch, tmp_path, 
     (port,) = free_ports(1)  # nothing listens there
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
     docs = str(docs)
-    argv = {"--input": ["--input", "gs://bkt/docs/*.parquet", "--output", str(tmp_path / "o")],
-            "--output": ["--input", docs, "--output", "gs://bkt/out"],
-            "--previous": ["--input", docs, "--output", str(tmp_path / "o"), "--previous", "gs://bkt/old"],
-            "--config": ["--input", docs, "--output", str(tmp_path / "o"), "--config", "gs://bkt/job.yaml"],
-            "--tokenizer": ["--input", docs, "--output", str(tmp_path / "o"), "--tokenizer", "hf:gs://bkt/tok"],
-            # (the tokenizer named in the configuration file is checked too)
-            "tokenizer": ["--input", docs, "--output", str(tmp_path / "o"), "--config",
-                          _write(tmp_path / "c.yaml", "tokenizer: hf:gs://bkt/tok\nchunkers: {p: {type: TokenTextSplitter}}\n"
-                                                      "default: p\n")]}[flag]
+    argv = {
+        "--input": ["--input", "gs://bkt/docs/*.parquet", "--output", str(tmp_path / "o")],
+        "--output": ["--input", docs, "--output", "gs://bkt/out"],
+        "--previous": ["--input", docs, "--output", str(tmp_path / "o"), "--previous", "gs://bkt/old"],
+        "--config": ["--input", docs, "--output", str(tmp_path / "o"), "--config", "gs://bkt/job.yaml"],
+        "--tokenizer": ["--input", docs, "--output", str(tmp_path / "o"), "--tokenizer", "hf:gs://bkt/tok"],
+        # (the tokenizer named in the configuration file is checked too)
+        "tokenizer": [
+            "--input",
+            docs,
+            "--output",
+            str(tmp_path / "o"),
+            "--config",
+            _write(
+                tmp_path / "c.yaml",
+                "tokenizer: hf:gs://bkt/tok\nchunkers: {p: {type: TokenTextSplitter}}\ndefault: p\n",
+            ),
+        ],
+    }[flag]
     started = time.monotonic()
     line = _error(capsys, argv)
-    named = {"--tokenizer": "--tokenizer hf:gs://bkt/", "tokenizer": "c.yaml: tokenizer hf:gs://bkt/"}.get(flag, f"{flag} gs://bkt/")
+    named = {"--tokenizer": "--tokenizer hf:gs://bkt/", "tokenizer": "c.yaml: tokenizer hf:gs://bkt/"}.get(
+        flag, f"{flag} gs://bkt/"
+    )
     assert named in line and f"cannot reach Cloud Storage at 127.0.0.1:{port}" in line
     assert time.monotonic() - started < 30
     assert not (tmp_path / "o").exists()
@@ -342,7 +432,10 @@ def test_a_storage_service_that_never_replies_fails_at_once(capsys, monkeypatch,
         started = time.monotonic()
         line = _error(capsys, ["--input", "gs://bkt/docs/*.parquet", "--output", str(tmp_path / "o")])
         elapsed = time.monotonic() - started
-    assert line == f"rechunk: error: --input gs://bkt/docs/*.parquet: cannot reach Cloud Storage at 127.0.0.1:{port} (no reply in 5 s)"
+    assert (
+        line
+        == f"rechunk: error: --input gs://bkt/docs/*.parquet: cannot reach Cloud Storage at 127.0.0.1:{port} (no reply in 5 s)"
+    )
     assert 4 < elapsed < 30
 
 
@@ -357,11 +450,23 @@ def test_a_grpc_server_that_is_no_job_service_is_refused(capsys, tmp_path, docs)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     try:
-        line = _error(capsys, ["--input", str(docs), "--output", str(tmp_path / "o"),
-                               "--runner", "PortableRunner", f"--job_endpoint=127.0.0.1:{port}"])
+        line = _error(
+            capsys,
+            [
+                "--input",
+                str(docs),
+                "--output",
+                str(tmp_path / "o"),
+                "--runner",
+                "PortableRunner",
+                f"--job_endpoint=127.0.0.1:{port}",
+            ],
+        )
     finally:
         server.stop(None)
-    assert line.startswith(f"rechunk: error: --job_endpoint 127.0.0.1:{port}: no Beam job service answers there (UNIMPLEMENTED")
+    assert line.startswith(
+        f"rechunk: error: --job_endpoint 127.0.0.1:{port}: no Beam job service answers there (UNIMPLEMENTED"
+    )
 
 
 def test_a_job_service_that_never_replies_fails_at_once(capsys, tmp_path, docs):
@@ -372,8 +477,18 @@ def test_a_job_service_that_never_replies_fails_at_once(capsys, tmp_path, docs):
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
         port = listener.getsockname()[1]
-        line = _error(capsys, ["--input", str(docs), "--output", str(tmp_path / "o"),
-                               "--runner", "PortableRunner", f"--job_endpoint=127.0.0.1:{port}"])
+        line = _error(
+            capsys,
+            [
+                "--input",
+                str(docs),
+                "--output",
+                str(tmp_path / "o"),
+                "--runner",
+                "PortableRunner",
+                f"--job_endpoint=127.0.0.1:{port}",
+            ],
+        )
     assert line.startswith(f"rechunk: error: --job_endpoint 127.0.0.1:{port}: no job service answers there")
 
 
@@ -387,8 +502,17 @@ def test_runners_the_job_does_not_run_on_are_refused(capsys, tmp_path, docs, run
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("runner", ["DirectRunner", "direct", "directrunner", "DIRECTRUNNER", "SwitchingDirectRunner",
-                                    "apache_beam.runners.direct.direct_runner.DirectRunner"])
+@pytest.mark.parametrize(
+    "runner",
+    [
+        "DirectRunner",
+        "direct",
+        "directrunner",
+        "DIRECTRUNNER",
+        "SwitchingDirectRunner",
+        "apache_beam.runners.direct.direct_runner.DirectRunner",
+    ],
+)
 def test_every_spelling_of_the_direct_runner_is_the_fn_api_runner(tmp_path, docs, runner):
     """(s12-hostile2) Spellings other than DirectRunner/direct went to Beam's SwitchingDirectRunner,
     which downloads Prism from GitHub first (behind a silent proxy: a hang of minutes)."""
@@ -404,9 +528,24 @@ def test_every_spelling_of_the_direct_runner_is_the_fn_api_runner(tmp_path, docs
 def test_an_unknown_environment_type_is_one_option_error(capsys, tmp_path, docs, value):
     """(s12-hostile2) Beam's lookup is case-sensitive: these ended in AttributeError, ValueError or
     KeyError tracebacks after the checks had passed."""
-    line = _error(capsys, ["--input", str(docs), "--output", str(tmp_path / "o"), "--runner", "PortableRunner",
-                           "--job_endpoint", "embed", "--environment_type", value])
-    assert line == f"rechunk: error: --environment_type {value}: one of DOCKER, PROCESS, EXTERNAL, LOOPBACK (upper case)"
+    line = _error(
+        capsys,
+        [
+            "--input",
+            str(docs),
+            "--output",
+            str(tmp_path / "o"),
+            "--runner",
+            "PortableRunner",
+            "--job_endpoint",
+            "embed",
+            "--environment_type",
+            value,
+        ],
+    )
+    assert (
+        line == f"rechunk: error: --environment_type {value}: one of DOCKER, PROCESS, EXTERNAL, LOOPBACK (upper case)"
+    )
 
 
 def test_docker_that_does_not_answer_is_refused_for_an_embedded_job_service(capsys, monkeypatch, tmp_path, docs):
@@ -419,27 +558,64 @@ def test_docker_that_does_not_answer_is_refused_for_an_embedded_job_service(caps
 
     monkeypatch.setattr("shutil.which", lambda name: "/usr/bin/docker")
     monkeypatch.setattr("subprocess.run", no_daemon)
-    line = _error(capsys, ["--input", str(docs), "--output", str(tmp_path / "o"), "--runner", "PortableRunner",
-                           "--job_endpoint", "embed", "--environment_type", "beam:env:docker:v1"])
-    assert line == ("rechunk: error: --environment_type DOCKER: Docker does not answer here (docker info failed); "
-                    "start it, or use LOOPBACK")
+    line = _error(
+        capsys,
+        [
+            "--input",
+            str(docs),
+            "--output",
+            str(tmp_path / "o"),
+            "--runner",
+            "PortableRunner",
+            "--job_endpoint",
+            "embed",
+            "--environment_type",
+            "beam:env:docker:v1",
+        ],
+    )
+    assert line == (
+        "rechunk: error: --environment_type DOCKER: Docker does not answer here (docker info failed); "
+        "start it, or use LOOPBACK"
+    )
 
 
 @pytest.mark.parametrize("host", ["jobs..example.com", "a" * 70])
 def test_a_job_endpoint_host_name_idna_rejects_is_one_option_error(capsys, tmp_path, docs, host):
     """(s12-hostile2) socket's UnicodeError is no OSError: a traceback with exit status 1."""
-    line = _error(capsys, ["--input", str(docs), "--output", str(tmp_path / "o"), "--runner", "PortableRunner",
-                           "--job_endpoint", f"{host}:8099"])
+    line = _error(
+        capsys,
+        [
+            "--input",
+            str(docs),
+            "--output",
+            str(tmp_path / "o"),
+            "--runner",
+            "PortableRunner",
+            "--job_endpoint",
+            f"{host}:8099",
+        ],
+    )
     assert line.startswith(f"rechunk: error: --job_endpoint {host}:8099: no job service answers there (")
 
 
 def test_an_embedded_job_service_needs_an_environment_type(capsys, monkeypatch, tmp_path, docs):
     """(s12-newcomer) ``--job_endpoint embed`` alone defaulted to DOCKER: a 154-line traceback
     where Docker is absent, and an empty --output left behind."""
-    base = ["--input", str(docs), "--output", str(tmp_path / "o"), "--runner", "PortableRunner", "--job_endpoint", "embed"]
+    base = [
+        "--input",
+        str(docs),
+        "--output",
+        str(tmp_path / "o"),
+        "--runner",
+        "PortableRunner",
+        "--job_endpoint",
+        "embed",
+    ]
     line = _error(capsys, base)
-    assert line == ("rechunk: error: --job_endpoint embed: give --environment_type LOOPBACK (workers in this process), "
-                    "or DOCKER (Beam's SDK container: needs Docker, and the image or the network to pull it)")
+    assert line == (
+        "rechunk: error: --job_endpoint embed: give --environment_type LOOPBACK (workers in this process), "
+        "or DOCKER (Beam's SDK container: needs Docker, and the image or the network to pull it)"
+    )
     monkeypatch.setattr("shutil.which", lambda name: None)
     line = _error(capsys, [*base, "--environment_type", "DOCKER"])
     assert line == "rechunk: error: --environment_type DOCKER: no docker command on this machine; use LOOPBACK"
@@ -453,8 +629,10 @@ def test_an_output_inside_the_input_pattern_is_refused(capsys, tmp_path, docs):
     folder.mkdir()
     (folder / "a.parquet").write_bytes(Path(docs).read_bytes())
     line = _error(capsys, ["--input", f"{folder}/**", "--output", str(folder / "out")])
-    assert line == (f"rechunk: error: --output {folder}/out: inside --input {folder}/**; its chunk files would be "
-                    "read as documents by the next run")
+    assert line == (
+        f"rechunk: error: --output {folder}/out: inside --input {folder}/**; its chunk files would be "
+        "read as documents by the next run"
+    )
     assert not (folder / "out").exists()
     # A sibling folder, or the pattern's own folder with a one-level glob, is fine.
     assert main(["--input", f"{folder}/*.parquet", "--output", str(folder / "out")]) == 0
@@ -462,10 +640,12 @@ def test_an_output_inside_the_input_pattern_is_refused(capsys, tmp_path, docs):
 
 @pytest.mark.parametrize(
     "reply, why",
-    [(b"garbage\r\n", "no HTTP answer: BadStatusLine: garbage"),
-     (b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n", "HTTP 500 from the service"),
-     (b"HTTP/1.1 5", "no HTTP answer: BadStatusLine: HTTP/1.1 5"),
-     (b"", "no HTTP answer: RemoteDisconnected: Remote end closed connection without response")],
+    [
+        (b"garbage\r\n", "no HTTP answer: BadStatusLine: garbage"),
+        (b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n", "HTTP 500 from the service"),
+        (b"HTTP/1.1 5", "no HTTP answer: BadStatusLine: HTTP/1.1 5"),
+        (b"", "no HTTP answer: RemoteDisconnected: Remote end closed connection without response"),
+    ],
 )
 def test_a_storage_service_that_answers_no_http_fails_at_once(capsys, monkeypatch, tmp_path, reply, why):
     """(s12-hostile) A service answering garbage or HTTP 500 passed the check, then Beam's GCS
@@ -552,12 +732,20 @@ def test_a_self_signed_emulator_that_beam_would_reject_is_refused(monkeypatch, t
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
     now = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(1).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=3650))
-            .sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=3650))
+        .sign(key, hashes.SHA256())
+    )
     (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (tmp_path / "key.pem").write_bytes(key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    (tmp_path / "key.pem").write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     server, port = _http_server(b"{}")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
@@ -566,7 +754,9 @@ def test_a_self_signed_emulator_that_beam_would_reject_is_refused(monkeypatch, t
         for variable in ("https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY"):
             monkeypatch.delenv(variable, raising=False)
         monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"https://localhost:{port}")
-        with pytest.raises(OptionError, match=r"cannot reach Cloud Storage at localhost:\d+ \(.*CERTIFICATE_VERIFY_FAILED"):
+        with pytest.raises(
+            OptionError, match=r"cannot reach Cloud Storage at localhost:\d+ \(.*CERTIFICATE_VERIFY_FAILED"
+        ):
             _check_reachable("--output", "gs://b/out")
     finally:
         server.shutdown()
@@ -613,8 +803,10 @@ def test_an_emulator_host_without_its_scheme_is_refused(capsys, monkeypatch, tmp
     value as given: listing failed after 26 s, and an output failed at write time with exit 1."""
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", "127.0.0.1:9023")
     line = _error(capsys, ["--input", "gs://b/x", "--output", str(tmp_path / "o")])
-    assert line == ("rechunk: error: --input gs://b/x: STORAGE_EMULATOR_HOST='127.0.0.1:9023' needs its scheme, "
-                    "e.g. http://127.0.0.1:9023 (Beam's GCS client takes it as given)")
+    assert line == (
+        "rechunk: error: --input gs://b/x: STORAGE_EMULATOR_HOST='127.0.0.1:9023' needs its scheme, "
+        "e.g. http://127.0.0.1:9023 (Beam's GCS client takes it as given)"
+    )
 
 
 @pytest.mark.parametrize("endpoint", ["user:s3cret@127.0.0.1:9023", "http://user:s3cret@127.0.0.1:notaport"])
@@ -638,7 +830,11 @@ def test_a_summary_read_by_head_is_no_traceback(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.run(
         f"{sys.executable} -m pipelines.rechunk --input {SAMPLE} --output {out} | head -c 10",
-        shell=True, cwd=REPO, capture_output=True, text=True, timeout=300,
+        shell=True,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.stdout == "rechunk: 7" and proc.stderr == ""
     assert json.loads((out / "report.json").read_text())["chunks_written"] > 7

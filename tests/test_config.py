@@ -40,7 +40,10 @@ def test_budgets_left_out_take_the_jobs_max_tokens():
         "hier": {"chunker": "hierarchical"},
     }
     assert (spec["tokenizer"], spec["max_tokens"], spec["default"], spec["routes"]) == (
-        "tiktoken:cl100k_base", 300, None, []
+        "tiktoken:cl100k_base",
+        300,
+        None,
+        [],
     )
 
 

@@ -219,9 +219,9 @@ def test_hand_built_hybrid_merges_peers_under_the_same_headings(tok):
 
 
 def test_hand_built_hybrid_without_merging_or_context(tok):
-    chunks = DoclingChunker(
-        max_tokens=BUDGET, merge_peers=False, contextualize=False, tokenizer=tok
-    ).chunk(_duck_document(), tokenizer_identity="t")
+    chunks = DoclingChunker(max_tokens=BUDGET, merge_peers=False, contextualize=False, tokenizer=tok).chunk(
+        _duck_document(), tokenizer_identity="t"
+    )
     assert _shape(chunks) == HIERARCHICAL
     assert [c.embedding_text for c in chunks] == [t for t, _, _ in HIERARCHICAL]
 
@@ -463,8 +463,9 @@ def test_launcher_and_workers_import_docling_chunking_only_for_a_docling_documen
 
     from tests.conftest import REPO
 
-    out = subprocess.run([sys.executable, "-c", _LAZY_IMPORT_PROBE], cwd=REPO,
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _LAZY_IMPORT_PROBE], cwd=REPO, capture_output=True, text=True, check=True
+    )
     found = json.loads(out.stdout.strip().splitlines()[-1])
     assert found["launch"] == []
     assert found["markdown"] == []

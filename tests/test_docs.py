@@ -47,7 +47,7 @@ def _section(name: str) -> str:
     text = CONTRACT.read_text(encoding="utf-8")
     match = re.search(rf"^#+ .*{re.escape(name)}.*$", text, flags=re.MULTILINE)
     assert match, f"docs/contract.md has no heading naming {name}"
-    rest = text[match.end():]
+    rest = text[match.end() :]
     end = re.search(r"^#+ ", rest, flags=re.MULTILINE)
     return rest[: end.start() if end else len(rest)]
 
@@ -59,7 +59,9 @@ def test_every_output_column_is_in_its_schema_table(schema_name):
     section = _section(schema_name)
     rows = set(re.findall(r"^\| `([a-z_]+)` \|", section, flags=re.MULTILINE))
     assert set(schema.names) <= rows, f"{schema_name}: not in docs/contract.md: {sorted(set(schema.names) - rows)}"
-    assert rows <= set(schema.names), f"{schema_name}: docs/contract.md names columns the code lacks: {sorted(rows - set(schema.names))}"
+    assert rows <= set(schema.names), (
+        f"{schema_name}: docs/contract.md names columns the code lacks: {sorted(rows - set(schema.names))}"
+    )
 
 
 def test_every_reason_code_is_in_the_contract_with_its_stage():
@@ -93,9 +95,22 @@ def test_every_report_key_of_a_real_run_is_in_the_contract(tmp_path, capsys):
     ]
     write_documents(tmp_path / "in" / "docs.parquet", docs)
     assert main(["--input", str(tmp_path / "in" / "docs.parquet"), "--output", str(tmp_path / "run1")]) == 0
-    write_documents(tmp_path / "in2" / "docs.parquet", docs[:1] + [{"id": "c", "content": "New.", "content_format": "text"}])
-    assert main(["--input", str(tmp_path / "in2" / "docs.parquet"), "--output", str(tmp_path / "run2"),
-                 "--previous", str(tmp_path / "run1")]) == 0
+    write_documents(
+        tmp_path / "in2" / "docs.parquet", docs[:1] + [{"id": "c", "content": "New.", "content_format": "text"}]
+    )
+    assert (
+        main(
+            [
+                "--input",
+                str(tmp_path / "in2" / "docs.parquet"),
+                "--output",
+                str(tmp_path / "run2"),
+                "--previous",
+                str(tmp_path / "run1"),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     first = json.loads((tmp_path / "run1" / "report.json").read_text())
     second = json.loads((tmp_path / "run2" / "report.json").read_text())

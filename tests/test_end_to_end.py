@@ -123,6 +123,8 @@ def test_chunk_ids_identical_across_runs_and_running_modes(runs):
     first = rows(runs["in_memory"])
     assert first == rows(runs["in_memory_again"])
     assert first == rows(runs["multi_processing"])
-    dead = [sorted((d["document_id"], d["reason"], d["chunk_id"] or "") for d in read_output(out, "dead_letter"))
-            for out in runs.values()]
+    dead = [
+        sorted((d["document_id"], d["reason"], d["chunk_id"] or "") for d in read_output(out, "dead_letter"))
+        for out in runs.values()
+    ]
     assert dead[0] == dead[1] == dead[2]

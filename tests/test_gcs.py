@@ -76,7 +76,9 @@ def test_gs_input_and_output_in_process(gcs, local_run):
     assert _ids(gs_dead) == _ids(dead) and len(gs_dead) == 6
     _same_figures(gs_report, report)
     assert gs_report["output"] == {
-        "chunks": f"{output}/chunks/", "dead_letter": f"{output}/dead_letter/", "documents": f"{output}/documents/"
+        "chunks": f"{output}/chunks/",
+        "dead_letter": f"{output}/dead_letter/",
+        "documents": f"{output}/documents/",
     }
     beam_chunks, beam_report = _read_with_beam(output)
     assert _ids(beam_chunks) == _ids(chunks) and beam_report == gs_report
@@ -97,7 +99,10 @@ def test_rechunk_command_with_gs_paths(gcs, local_run):
     output = gcs.url("cli/out")
     proc = subprocess.run(
         [str(Path(sys.executable).parent / "rechunk"), "--input", gcs.url("cli/in/*.parquet"), "--output", output],
-        capture_output=True, text=True, env=gcs.env(), timeout=120,
+        capture_output=True,
+        text=True,
+        env=gcs.env(),
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     assert f"22 chunks written to {output}/chunks/" in proc.stdout
@@ -168,14 +173,26 @@ def test_job_with_config_and_hf_tokenizer_on_gs(gcs, tmp_path, capsys):
     "extra, message",
     [
         (["--project=P"], "--runner DataflowRunner: Invalid Project ID (P)"),
-        (["--tokenizer", "hf:{tok}"], "--tokenizer hf:{tok}: DataflowRunner workers cannot reach local paths; use gs://"),
+        (
+            ["--tokenizer", "hf:{tok}"],
+            "--tokenizer hf:{tok}: DataflowRunner workers cannot reach local paths; use gs://",
+        ),
     ],
 )
 def test_dataflow_option_mistakes_with_gs_paths(gcs, tmp_path, capsys, extra, message):
     tok = _word_level(tmp_path / "tok").parent  # a local tokenizer that loads, here but not on workers
     docs = gcs.upload(sample_with_dead_letters(tmp_path / "docs.parquet"), "opts/in/docs.parquet")
-    argv = ["--input", docs, "--output", gcs.url("opts/out"), "--runner=DataflowRunner", "--project=rechunk-test",
-            "--region=europe-west1", f"--temp_location={gcs.url('opts/tmp')}", *(e.format(tok=tok) for e in extra)]
+    argv = [
+        "--input",
+        docs,
+        "--output",
+        gcs.url("opts/out"),
+        "--runner=DataflowRunner",
+        "--project=rechunk-test",
+        "--region=europe-west1",
+        f"--temp_location={gcs.url('opts/tmp')}",
+        *(e.format(tok=tok) for e in extra),
+    ]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("rechunk: error: ") and message.format(tok=tok) in err[0], err

@@ -34,7 +34,9 @@ def test_speed_benchmark_runs_against_this_checkout(tmp_path, capsys):
     import html_speed
 
     html_big_gen.main(["2000", str(tmp_path)])
-    assert html_speed.main(["--baseline", str(REPO), "--rounds", "1", "--input", str(tmp_path / "html_list.parquet")]) == 0
+    assert (
+        html_speed.main(["--baseline", str(REPO), "--rounds", "1", "--input", str(tmp_path / "html_list.parquet")]) == 0
+    )
     out = capsys.readouterr().out
     assert "1 pages" in out and "branch, windows forced:" in out
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401  (pa.compute)
+import pyarrow.compute
 import pyarrow.parquet as pq
 import pytest
 
@@ -27,13 +27,20 @@ def _paragraphs(topic: str, n: int) -> str:
 
 
 V1 = [
-    {"id": "same", "content": f"# Same\n\n{_paragraphs('stability', 6)}", "content_format": "markdown",
-     "metadata": {"source": "a"}},
-    {"id": "edited", "content": f"# Edited\n\n{_paragraphs('editing', 6)}", "content_format": "markdown",
-     "metadata": None},
+    {
+        "id": "same",
+        "content": f"# Same\n\n{_paragraphs('stability', 6)}",
+        "content_format": "markdown",
+        "metadata": {"source": "a"},
+    },
+    {
+        "id": "edited",
+        "content": f"# Edited\n\n{_paragraphs('editing', 6)}",
+        "content_format": "markdown",
+        "metadata": None,
+    },
     {"id": "retagged", "content": _paragraphs("metadata", 3), "content_format": "text", "metadata": {"v": 1}},
-    {"id": "reformatted", "content": "# Title\n\nSome text under a title.", "content_format": "text",
-     "metadata": None},
+    {"id": "reformatted", "content": "# Title\n\nSome text under a title.", "content_format": "text", "metadata": None},
     {"id": "removed", "content": _paragraphs("removal", 4), "content_format": "text", "metadata": None},
     {"id": "emptied", "content": _paragraphs("emptiness", 2), "content_format": "text", "metadata": None},
     {"id": "was-null", "content": None, "content_format": "text", "metadata": None},
@@ -69,8 +76,12 @@ def runs(tmp_path_factory):
     v2 = write_documents(tmp / "v2" / "docs.parquet", _v2())
     assert main(["--input", str(v1), "--output", str(tmp / "previous"), *MAX_TOKENS]) == 0
     assert main(["--input", str(v2), "--output", str(tmp / "fresh"), *MAX_TOKENS]) == 0
-    assert main(["--input", str(v2), "--output", str(tmp / "incremental"), *MAX_TOKENS,
-                 "--previous", str(tmp / "previous")]) == 0
+    assert (
+        main(
+            ["--input", str(v2), "--output", str(tmp / "incremental"), *MAX_TOKENS, "--previous", str(tmp / "previous")]
+        )
+        == 0
+    )
     return tmp
 
 
@@ -78,8 +89,15 @@ def test_output_equals_a_fresh_run_row_for_row(runs):
     for sub in ("chunks", "dead_letter", "documents"):
         assert _rows(runs / "incremental", sub) == _rows(runs / "fresh", sub), sub
     fresh, incremental = _report(runs / "fresh"), _report(runs / "incremental")
-    for key in ("documents_read", "documents_chunked", "documents_dead_lettered", "chunks_written",
-                "dead_letter_by_reason", "chunks_by_chunker", "token_count"):
+    for key in (
+        "documents_read",
+        "documents_chunked",
+        "documents_dead_lettered",
+        "chunks_written",
+        "dead_letter_by_reason",
+        "chunks_by_chunker",
+        "token_count",
+    ):
         assert incremental[key] == fresh[key], key
 
 
@@ -121,12 +139,26 @@ def test_unchanged_documents_are_copied_not_chunked_again(tmp_path):
     table = pa.concat_tables([pq.read_table(f) for f in files])
     for f in files:
         f.unlink()
-    text = [("TAMPERED " + t) if d == "same" else t
-            for t, d in zip(table.column("text").to_pylist(), table.column("document_id").to_pylist())]
+    text = [
+        ("TAMPERED " + t) if d == "same" else t
+        for t, d in zip(table.column("text").to_pylist(), table.column("document_id").to_pylist())
+    ]
     table = table.set_column(table.schema.get_field_index("text"), "text", pa.array(text, pa.string()))
     pq.write_table(table, files[0])
-    assert main(["--input", str(v1), "--output", str(tmp_path / "next"), *MAX_TOKENS,
-                 "--previous", str(tmp_path / "previous")]) == 0
+    assert (
+        main(
+            [
+                "--input",
+                str(v1),
+                "--output",
+                str(tmp_path / "next"),
+                *MAX_TOKENS,
+                "--previous",
+                str(tmp_path / "previous"),
+            ]
+        )
+        == 0
+    )
     rows = read_output(tmp_path / "next", "chunks")
     assert {r["document_id"] for r in rows} == {"same", "edited"}
     assert all(r["text"].startswith("TAMPERED ") == (r["document_id"] == "same") for r in rows)
@@ -134,8 +166,21 @@ def test_unchanged_documents_are_copied_not_chunked_again(tmp_path):
 
 def test_another_budget_rechunks_everything(runs, tmp_path):
     v2 = write_documents(tmp_path / "docs.parquet", _v2())
-    assert main(["--input", str(v2), "--output", str(tmp_path / "out"), "--max-tokens", "64",
-                 "--previous", str(runs / "previous")]) == 0
+    assert (
+        main(
+            [
+                "--input",
+                str(v2),
+                "--output",
+                str(tmp_path / "out"),
+                "--max-tokens",
+                "64",
+                "--previous",
+                str(runs / "previous"),
+            ]
+        )
+        == 0
+    )
     assert _report(tmp_path / "out")["documents_skipped_unchanged"] == 0
 
 
@@ -184,6 +229,7 @@ def test_fingerprint_covers_the_chunking_libraries_versions(monkeypatch):
     def installed(changed: str):
         def version(name):
             return "9.9" if name == changed else real(name)
+
         return version
 
     monkeypatch.setattr(importlib.metadata, "version", installed("torch"))
@@ -209,8 +255,14 @@ def test_kept_chunks_are_the_kept_documents_rows_in_order_and_the_rest_are_liste
     rows = []
     for position, document_id in enumerate(order):
         row = {field.name: None for field in CHUNK_SCHEMA}
-        row.update(chunk_id=f"{document_id}-{position}", document_id=document_id, chunk_index=position,
-                   text=f"text {position}", embedding_text=f"text {position}", headings=[document_id])
+        row.update(
+            chunk_id=f"{document_id}-{position}",
+            document_id=document_id,
+            chunk_index=position,
+            text=f"text {position}",
+            embedding_text=f"text {position}",
+            headings=[document_id],
+        )
         rows.append(row)
     table = pa.Table.from_pylist(rows, schema=CHUNK_SCHEMA)
     dofn = _KeptChunksDoFn()
@@ -321,8 +373,10 @@ def test_every_file_the_check_counts_is_read(tmp_path):
     pq.write_table(table.filter(pa.compute.invert(mask)), shard)
     pq.write_table(table.filter(mask), previous / "chunks" / "part-1.parquet.old")
     assert main(["--input", str(source), "--output", str(tmp_path / "fresh"), *MAX_TOKENS]) == 0
-    assert main(["--input", str(source), "--output", str(tmp_path / "next"), *MAX_TOKENS,
-                 "--previous", str(previous)]) == 0
+    assert (
+        main(["--input", str(source), "--output", str(tmp_path / "next"), *MAX_TOKENS, "--previous", str(previous)])
+        == 0
+    )
     assert _report(tmp_path / "next")["documents_skipped_unchanged"] == 3
     assert _rows(tmp_path / "next", "chunks") == _rows(tmp_path / "fresh", "chunks")
     assert _rows(tmp_path / "next", "deleted") == []
@@ -339,8 +393,10 @@ def test_hidden_files_and_markers_in_previous_folders_are_skipped(tmp_path):
         (previous / sub / "_SUCCESS").write_bytes(b"")
         (previous / sub / ".DS_Store").write_bytes(b"\x00\x00\x00\x01Bud1")
     assert main(["--input", str(source), "--output", str(tmp_path / "fresh"), *MAX_TOKENS]) == 0
-    assert main(["--input", str(source), "--output", str(tmp_path / "next"), *MAX_TOKENS,
-                 "--previous", str(previous)]) == 0
+    assert (
+        main(["--input", str(source), "--output", str(tmp_path / "next"), *MAX_TOKENS, "--previous", str(previous)])
+        == 0
+    )
     assert _report(tmp_path / "next")["documents_skipped_unchanged"] == 3
     for sub in ("chunks", "documents", "dead_letter"):
         assert _rows(tmp_path / "next", sub) == _rows(tmp_path / "fresh", sub)
@@ -370,8 +426,10 @@ def test_a_manifest_row_with_a_null_field_rechunks_its_document(tmp_path):
     rows[0]["chunk_count"], rows[1]["input_fingerprint"] = None, None
     pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(manifest)), manifest)
     assert main(["--input", str(source), "--output", str(tmp_path / "fresh"), *MAX_TOKENS]) == 0
-    assert main(["--input", str(source), "--output", str(tmp_path / "next"), *MAX_TOKENS,
-                 "--previous", str(previous)]) == 0
+    assert (
+        main(["--input", str(source), "--output", str(tmp_path / "next"), *MAX_TOKENS, "--previous", str(previous)])
+        == 0
+    )
     assert _report(tmp_path / "next")["documents_skipped_unchanged"] == 1
     for sub in ("chunks", "documents", "dead_letter"):
         assert _rows(tmp_path / "next", sub) == _rows(tmp_path / "fresh", sub)
@@ -387,13 +445,16 @@ def test_a_previous_chunk_row_without_a_document_id_is_left_out(tmp_path):
     (shard,) = (previous / "chunks").glob("*.parquet")
     table = pq.read_table(shard)
     stray = table.slice(0, 1).set_column(
-        table.schema.get_field_index("document_id"), "document_id", pa.array([None], pa.string()))
+        table.schema.get_field_index("document_id"), "document_id", pa.array([None], pa.string())
+    )
     pq.write_table(pa.concat_tables([table, stray]), shard)
     report = _report(previous)
     (previous / "report.json").write_text(json.dumps({**report, "chunks_written": table.num_rows + 1}))
     assert main(["--input", str(source), "--output", str(tmp_path / "fresh"), *MAX_TOKENS]) == 0
-    assert main(["--input", str(source), "--output", str(tmp_path / "next"), *MAX_TOKENS,
-                 "--previous", str(previous)]) == 0
+    assert (
+        main(["--input", str(source), "--output", str(tmp_path / "next"), *MAX_TOKENS, "--previous", str(previous)])
+        == 0
+    )
     for sub in ("chunks", "documents", "dead_letter", "deleted"):
         assert _rows(tmp_path / "next", sub) == (_rows(tmp_path / "fresh", sub) if sub != "deleted" else [])
 
@@ -413,8 +474,7 @@ def test_arrow_tables_are_coded_as_ipc_and_their_size_is_estimated_without_encod
     from transforms.documents import CHUNK_SCHEMA
 
     row = {field.name: None for field in CHUNK_SCHEMA}
-    row.update(chunk_id="c", document_id="d", chunk_index=0, text="t" * 1000, embedding_text="é" * 500,
-               headings=["h"])
+    row.update(chunk_id="c", document_id="d", chunk_index=0, text="t" * 1000, embedding_text="é" * 500, headings=["h"])
     table = pa.Table.from_pylist([row, {**row, "chunk_index": 1}], schema=CHUNK_SCHEMA)
     coder = beam.coders.registry.get_coder(pa.Table)
     assert isinstance(coder, ArrowTableCoder)

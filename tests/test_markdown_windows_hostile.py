@@ -18,8 +18,15 @@ _CASES = {
     # window's parse read "----" as a thematic break and the rest as other blocks.
     "front matter past the first window": ("----\r-x | y\n- in comment -->\n  ```\n----\n", 31, 202),
     "front matter closed by an indented longer line": (
-        "---\ntitle: x\n" + "".join(f"key{i}: value {i}\n\n" for i in range(200)) + "  -----  x\n# After\n\n- a\n- b\n", 100, 64),
-    "front matter of CR lines": ("---\r" + "".join(f"k{i}: v\r\r" for i in range(100)) + "---\r" + "para\r" * 50, 64, 64),
+        "---\ntitle: x\n" + "".join(f"key{i}: value {i}\n\n" for i in range(200)) + "  -----  x\n# After\n\n- a\n- b\n",
+        100,
+        64,
+    ),
+    "front matter of CR lines": (
+        "---\r" + "".join(f"k{i}: v\r\r" for i in range(100)) + "---\r" + "para\r" * 50,
+        64,
+        64,
+    ),
     # A table window of dense non-ASCII text behind a header copy of more than 256 bytes: the
     # table node starts inside the copy, at a negative offset, which indexed before the window's
     # first 256-byte block (IndexError, so the whole document was a chunker_error).
@@ -56,8 +63,10 @@ def test_a_document_of_more_lone_cr_lines_than_window_lines_is_windowed(monkeypa
     assert windowed == whole and len(parsed) > 5
 
 
-@pytest.mark.parametrize("header, delimiter", [("<div>", "|---|"), ("<!-- c", "---|"), ("<script> | x", "|---|---|"),
-                                               ("<div>\t| b |", "--|:-:")])
+@pytest.mark.parametrize(
+    "header, delimiter",
+    [("<div>", "|---|"), ("<!-- c", "---|"), ("<script> | x", "|---|---|"), ("<div>\t| b |", "--|:-:")],
+)
 def test_an_html_line_that_heads_a_table_is_a_table_wherever_a_window_ends(monkeypatch, header, delimiter):
     """A line that opens an HTML block followed by a delimiter row is a table's header (the parser
     tries tables first): every window size from 10 to 70 code points puts a window's end after it
@@ -95,8 +104,12 @@ def test_a_fences_first_line_ends_at_any_line_break(monkeypatch, line_break):
     assert _streamed(monkeypatch, minimized, 28, 28)[0] == whole
 
 
-@pytest.mark.parametrize("block_item", ["- ```\n  x\n\n  y\n  ```\n", "- <div>\n  x\n  </div>\n", "-\n", "1. ```\n   x\n   ```\n"])
-def test_a_list_loose_by_a_blank_line_between_items_without_paragraphs_is_loose_in_every_window(monkeypatch, block_item):
+@pytest.mark.parametrize(
+    "block_item", ["- ```\n  x\n\n  y\n  ```\n", "- <div>\n  x\n  </div>\n", "-\n", "1. ```\n   x\n   ```\n"]
+)
+def test_a_list_loose_by_a_blank_line_between_items_without_paragraphs_is_loose_in_every_window(
+    monkeypatch, block_item
+):
     """A blank line between items that hold no paragraph (fenced code, HTML, empty items) makes the
     whole list loose; a later window of items with text alone is tight, where the parser cuts an
     item's trailing whitespace ("- \\n  b \\t": the paragraph is "b \\t" loose, "b" tight). Such a
@@ -117,17 +130,23 @@ def test_the_diagnostic_of_a_cut_block_names_the_line_cap_and_counts_lone_cr_lin
     text = "# T\r\r" + "".join(f"> quoted line {i}\r" for i in range(20000)) + "\rAfter.\r"
     doc = normalize_markdown(text)
     assert [b.kind for b in doc.blocks] == ["heading", "quote", "quote", "paragraph"]
-    assert doc.diagnostics == ("the block on line 3 is longer than a window of 2097152 code points or 16384 lines "
-                               "(a line of a wide table or opening many containers weighs more): "
-                               "cut where each window ends",)
+    assert doc.diagnostics == (
+        "the block on line 3 is longer than a window of 2097152 code points or 16384 lines "
+        "(a line of a wide table or opening many containers weighs more): "
+        "cut where each window ends",
+    )
 
 
-@pytest.mark.parametrize("text, window, stream_window, window_lines", [
-    ("  ```\n  - 😀\n  | a | b |\n  ```\n-\n  b \t\r-\t\x00\r\n-\ta\n\n-\t<div>\u2028\n-\t|\n", 56, 21, None),
-    ("- \n  - x\n  | a | b |\n  ```\n  cont\n-\n  b\t\t\r\n- x | y\n  \r- `c|d`\r  |---|---|\n", 215, 23, 3),
-])
+@pytest.mark.parametrize(
+    "text, window, stream_window, window_lines",
+    [
+        ("  ```\n  - 😀\n  | a | b |\n  ```\n-\n  b \t\r-\t\x00\r\n-\ta\n\n-\t<div>\u2028\n-\t|\n", 56, 21, None),
+        ("- \n  - x\n  | a | b |\n  ```\n  cont\n-\n  b\t\t\r\n- x | y\n  \r- `c|d`\r  |---|---|\n", 215, 23, 3),
+    ],
+)
 def test_a_window_ending_on_a_table_header_after_a_blank_line_does_not_make_the_list_loose(
-        monkeypatch, text, window, stream_window, window_lines):
+    monkeypatch, text, window, stream_window, window_lines
+):
     """A streamed list's window whose last line follows a blank line read that line, without the
     delimiter row under it, as an item: the window's list was loose, and the items kept from it
     (and the whole list's looseness) with it. The tight list keeps its items' text trimmed."""
@@ -218,14 +237,14 @@ def test_a_short_document_with_a_wide_table_over_many_rows_is_read_in_windows(mo
     assert max(_cells(t) for t in texts) <= 2 * markdown.WINDOW_CELLS + 2 * 2000
 
 
-@pytest.mark.parametrize("line", ["- " * 20 + "x\n", "1. " * 12 + "- " * 8 + "y\n", "- > " * 10 + "z\n",
-                                  "- " + "> " * 20 + "q\n\n"])
+@pytest.mark.parametrize(
+    "line", ["- " * 20 + "x\n", "1. " * 12 + "- " * 8 + "y\n", "- > " * 10 + "z\n", "- " + "> " * 20 + "q\n\n"]
+)
 def test_lines_opening_many_containers_weigh_more_in_a_window(monkeypatch, line):
     """A line opening many lists or quotes (a node or two each) counts as half its container
     markers more lines: "- " * 99 + "x" lines took 1.2 GB per 1 Mi-character window, and
     "> " * 99 + "x" lines between blank lines 528 MiB for a 1 MB document. Blocks are a whole
     parse's."""
-    from transforms.structure.normalizers import markdown
 
     text = "# T\n\n" + line * 300 + "\nAfter.\n"
     whole, texts = _parsed_texts(monkeypatch, text, WINDOW_LINES=100, WINDOW_CHARS=1 << 20)
@@ -245,7 +264,7 @@ def test_a_long_table_of_chinese_rows_behind_a_long_header_is_read_at_the_defaul
     blocks = tuple(doc.blocks)  # (a stream: the document is read in windows)
     assert [b.kind for b in blocks] == ["heading", "table"]
     rows = list(blocks[1].children)
-    assert len(rows) == 9217 and text[rows[-1].start:rows[-1].end] == "| 数据9215 | 值 |"
+    assert len(rows) == 9217 and text[rows[-1].start : rows[-1].end] == "| 数据9215 | 值 |"
 
 
 @pytest.mark.parametrize("odd_indent", ["", " "])
@@ -256,10 +275,14 @@ def test_a_list_of_items_longer_than_a_stream_window_is_parsed_about_once_a_read
     sized to reach the third item's line, found by its marker indented less than the item's
     content (siblings need not be indented alike): each window is parsed about once a reading
     (one to find the list's end, one to stream its items). Blocks are a whole parse's."""
-    text = "# T\n\n" + "".join(
-        (odd_indent if k % 2 else "") + f"- item {k}\n" + "".join(f"    - sub {k}.{j}\n" for j in range(200))
-        for k in range(8)
-    ) + "\nAfter.\n"
+    text = (
+        "# T\n\n"
+        + "".join(
+            (odd_indent if k % 2 else "") + f"- item {k}\n" + "".join(f"    - sub {k}.{j}\n" for j in range(200))
+            for k in range(8)
+        )
+        + "\nAfter.\n"
+    )
     whole, texts = _parsed_texts(monkeypatch, text, WINDOW_CHARS=2000, STREAM_WINDOW_CHARS=400)
     assert [kind for kind, *_ in whole] == ["heading", "list", "paragraph"] and len(whole[1][-1]) == 8
     windows = Counter(t[: t.index("\n")].strip() for t in texts if t.lstrip(" ").startswith("- item"))

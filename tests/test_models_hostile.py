@@ -91,8 +91,9 @@ def test_malformed_base_urls_are_refused_with_a_reason(url, message):
         OpenAIEmbedder(base_url=url, model="m", allow_external_transmission=True)
 
 
-@pytest.mark.parametrize("url", ["http://LOCALHOST:8/v1", "http://[::1]:8/v1", "HTTP://127.0.0.2:8/v1/",
-                                 "http://localhost:8/v1"])
+@pytest.mark.parametrize(
+    "url", ["http://LOCALHOST:8/v1", "http://[::1]:8/v1", "HTTP://127.0.0.2:8/v1/", "http://localhost:8/v1"]
+)
 def test_plain_loopback_urls_are_local(url):
     assert is_loopback_url(url)
     OpenAIEmbedder(base_url=url, model="m")
@@ -142,7 +143,7 @@ def test_the_timeout_bounds_the_whole_answer(openai_server):
 @pytest.mark.parametrize(
     "body",
     [
-        '{"data": [{"index": 0, "embedding": [1' + "0" * 400 + ', 1]}]}',  # int beyond float range
+        '{"data": [{"index": 0, "embedding": [1' + "0" * 400 + ", 1]}]}",  # int beyond float range
         '{"data": [{"index": 0, "embedding": [1e400, 1]}]}',  # parses as inf
         '{"data": [{"index": 0, "embedding": [NaN, 1]}]}',
         '{"data": [{"index": 0, "embedding": [true, 1]}]}',

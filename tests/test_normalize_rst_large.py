@@ -26,8 +26,9 @@ def large(monkeypatch):
 
 def tree(nodes) -> list:
     """Every field of every node, children (streamed or not) as lists, recursively."""
-    return [(n.kind, n.start, n.end, n.level, n.title, n.language, n.fence, n.header_rows, tree(n.children))
-            for n in nodes]
+    return [
+        (n.kind, n.start, n.end, n.level, n.title, n.language, n.fence, n.header_rows, tree(n.children)) for n in nodes
+    ]
 
 
 def test_a_long_list_streams_its_items(large):
@@ -65,9 +66,21 @@ def test_simple_table_rows_streamed_with_a_continuation_line(large):
 
 def test_simple_table_header_without_body_takes_the_bottom_border(large):
     text = "=== ===\na   b\n=== ===\n=== ===\n"
-    assert tree(normalize_rst(text).blocks) == [("table", 0, 29, 0, "", "", "", 1, [
-        ("table_row", 0, 29, 0, "", "", "", 0, []),
-    ])]
+    assert tree(normalize_rst(text).blocks) == [
+        (
+            "table",
+            0,
+            29,
+            0,
+            "",
+            "",
+            "",
+            1,
+            [
+                ("table_row", 0, 29, 0, "", "", "", 0, []),
+            ],
+        )
+    ]
 
 
 def test_quote_with_crlf_streams_its_blocks(large):
@@ -92,15 +105,45 @@ def test_item_holding_a_long_nested_list(large):
     text = "- top\n\n  - a\n  - b\n  - c\n"
     (outer,) = normalize_rst(text).blocks
     assert tree([outer]) == [
-        ("list", 0, 24, 1, "", "", "", 0, [
-            ("list_item", 0, 24, 0, "", "", "", 0, [
-                ("list", 7, 24, 2, "", "", "", 0, [
-                    ("list_item", 7, 12, 0, "", "", "", 0, []),
-                    ("list_item", 13, 18, 0, "", "", "", 0, []),
-                    ("list_item", 19, 24, 0, "", "", "", 0, []),
-                ]),
-            ]),
-        ]),
+        (
+            "list",
+            0,
+            24,
+            1,
+            "",
+            "",
+            "",
+            0,
+            [
+                (
+                    "list_item",
+                    0,
+                    24,
+                    0,
+                    "",
+                    "",
+                    "",
+                    0,
+                    [
+                        (
+                            "list",
+                            7,
+                            24,
+                            2,
+                            "",
+                            "",
+                            "",
+                            0,
+                            [
+                                ("list_item", 7, 12, 0, "", "", "", 0, []),
+                                ("list_item", 13, 18, 0, "", "", "", 0, []),
+                                ("list_item", 19, 24, 0, "", "", "", 0, []),
+                            ],
+                        ),
+                    ],
+                ),
+            ],
+        ),
     ]
 
 
@@ -138,7 +181,8 @@ DOCUMENTS = [
 
 
 @pytest.mark.parametrize(
-    "page_lines, page_chars, stream_chars", [(1, 1, 0), (2, 1000, 5), (3, 1, 40), (1000, 20, 300), (4096, 1 << 18, 65536)]
+    "page_lines, page_chars, stream_chars",
+    [(1, 1, 0), (2, 1000, 5), (3, 1, 40), (1000, 20, 300), (4096, 1 << 18, 65536)],
 )
 @pytest.mark.parametrize("index", range(len(DOCUMENTS)))
 def test_large_path_same_blocks_as_whole_path(monkeypatch, index, page_lines, page_chars, stream_chars):
@@ -156,10 +200,21 @@ def test_large_path_same_blocks_as_whole_path(monkeypatch, index, page_lines, pa
     check_blocks(large_doc)
 
 
-@pytest.mark.parametrize("text", [
-    "", "a", "a\n", "\n\n\n", "ab\ncd\n\nef", "a\r\nb\rc\n\r\n", "\r", "\r\n", "x" * 50 + "\n" + "y\n" * 9 + "z" * 30,
-    "long line\r\n" * 7 + "\r" * 5 + "end",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "a",
+        "a\n",
+        "\n\n\n",
+        "ab\ncd\n\nef",
+        "a\r\nb\rc\n\r\n",
+        "\r",
+        "\r\n",
+        "x" * 50 + "\n" + "y\n" * 9 + "z" * 30,
+        "long line\r\n" * 7 + "\r" * 5 + "end",
+    ],
+)
 @pytest.mark.parametrize("page_lines, page_chars", [(1, 1), (2, 1), (3, 7), (2, 1000), (1000, 5), (4, 12)])
 def test_pages_cover_every_line_once(monkeypatch, text, page_lines, page_chars):
     """Pages cut by lines and by code points hold the lines, starts and indents of the whole text."""
@@ -220,7 +275,16 @@ REPO = Path(__file__).resolve().parent.parent
 def test_rst_fuzz_runs_and_finds_a_difference(monkeypatch, capsys):
     from benchmarks.differential import rst_fuzz
 
-    args = ["--corpus", str(REPO / "sample" / "docs.parquet"), "--generated", "3", "--mutated", "2", "--chunks-every", "2"]
+    args = [
+        "--corpus",
+        str(REPO / "sample" / "docs.parquet"),
+        "--generated",
+        "3",
+        "--mutated",
+        "2",
+        "--chunks-every",
+        "2",
+    ]
     assert rst_fuzz.main(args) == 0
     counts = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert counts["documents"] == 6 and counts["differences"] == 0 and counts["chunk comparisons"] > 0
@@ -242,7 +306,10 @@ def test_rst_big_blocks_writes_one_row_documents(tmp_path):
 
     from benchmarks import rst_big_blocks
 
-    assert rst_big_blocks.main(["--chars", "2000", "--out", str(tmp_path), "--only", "grid_table", "--only", "list_short"]) == 0
+    assert (
+        rst_big_blocks.main(["--chars", "2000", "--out", str(tmp_path), "--only", "grid_table", "--only", "list_short"])
+        == 0
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["grid_table.parquet", "list_short.parquet"]
     rows = pq.read_table(tmp_path / "grid_table.parquet").to_pylist()
     assert len(rows) == 1 and rows[0]["content_format"] == "rst" and rows[0]["metadata"] is None

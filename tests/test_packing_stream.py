@@ -18,14 +18,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.test_structure_properties import markdown_doc
 from transforms.chunkers import StructureAwareChunker, structure
 from transforms.documents import Document
 from transforms.structure import packing
 from transforms.structure.packing import Packer
 from transforms.structure.tree import Node, NormalizedDocument, StreamedChildren
 from transforms.tokenizers import TiktokenTokenizer, Utf8ByteTokenizer
-
-from tests.test_structure_properties import markdown_doc
 
 TOK = TiktokenTokenizer("cl100k_base")
 BYTES = Utf8ByteTokenizer()
@@ -41,27 +40,53 @@ def _streamed(node: Node) -> Node:
         children = StreamedChildren(map, _streamed, tuple(children))
     elif children:
         children = tuple(_streamed(c) for c in children)
-    return Node(node.kind, node.start, node.end, children, level=node.level, title=node.title,
-                language=node.language, fence=node.fence, header_rows=node.header_rows, page_no=node.page_no)
+    return Node(
+        node.kind,
+        node.start,
+        node.end,
+        children,
+        level=node.level,
+        title=node.title,
+        language=node.language,
+        fence=node.fence,
+        header_rows=node.header_rows,
+        page_no=node.page_no,
+    )
 
 
 def _stream_document(normalized: NormalizedDocument) -> NormalizedDocument:
-    return NormalizedDocument(text=normalized.text, blocks=tuple(_streamed(b) for b in normalized.blocks),
-                              content_format=normalized.content_format, verbatim=normalized.verbatim,
-                              diagnostics=normalized.diagnostics)
+    return NormalizedDocument(
+        text=normalized.text,
+        blocks=tuple(_streamed(b) for b in normalized.blocks),
+        content_format=normalized.content_format,
+        verbatim=normalized.verbatim,
+        diagnostics=normalized.diagnostics,
+    )
 
 
-def _run(monkeypatch, content: str, params: dict, tokenizer, *, streamed: bool, batch: int | None,
-         content_format: str = "markdown"):
+def _run(
+    monkeypatch,
+    content: str,
+    params: dict,
+    tokenizer,
+    *,
+    streamed: bool,
+    batch: int | None,
+    content_format: str = "markdown",
+):
     """Every field of every chunk, and of the packer's chunks."""
     packed: list = []
     with monkeypatch.context() as patch:
         real_piece, real_normalize = structure._piece, structure._normalize
-        patch.setattr(structure, "_piece", lambda source, verbatim, chunk: (
-            packed.append(dict(vars(chunk))) or real_piece(source, verbatim, chunk)))
+        patch.setattr(
+            structure,
+            "_piece",
+            lambda source, verbatim, chunk: packed.append(dict(vars(chunk))) or real_piece(source, verbatim, chunk),
+        )
         if streamed:
-            patch.setattr(structure, "_normalize", lambda registry, document: _stream_document(
-                real_normalize(registry, document)))
+            patch.setattr(
+                structure, "_normalize", lambda registry, document: _stream_document(real_normalize(registry, document))
+            )
         if batch is not None:
             patch.setattr(packing, "_TILE_BATCH", batch)
         chunker = StructureAwareChunker(tokenizer=tokenizer, **params)
@@ -74,29 +99,40 @@ def _compare(monkeypatch, content: str, params: dict, tokenizer, content_format:
     expected = _run(monkeypatch, content, params, tokenizer, streamed=False, batch=None, content_format=content_format)
     for batch in (1, 2, 3, None):
         for streamed in (False, True):
-            got = _run(monkeypatch, content, params, tokenizer, streamed=streamed, batch=batch,
-                       content_format=content_format)
+            got = _run(
+                monkeypatch, content, params, tokenizer, streamed=streamed, batch=batch, content_format=content_format
+            )
             assert got == expected, (batch, streamed, params)
 
 
 def _params(rng: random.Random) -> dict:
     max_tokens = rng.choice([8, 12, 16, 24, 32, 48, 64])
     target = rng.randint(max(1, max_tokens // 3), max_tokens)
-    params = {"max_tokens": max_tokens, "target_tokens": target,
-              "min_preferred_tokens": rng.choice([0, target, rng.randint(0, target)])}
-    if rng.random() < .3 and target > 1:
+    params = {
+        "max_tokens": max_tokens,
+        "target_tokens": target,
+        "min_preferred_tokens": rng.choice([0, target, rng.randint(0, target)]),
+    }
+    if rng.random() < 0.3 and target > 1:
         params["overlap_tokens"] = rng.randint(1, min(20, target - 1))
-    for flag in ("merge_small_sections", "allow_cross_top_level_merge", "include_heading_path_in_embedding",
-                 "preserve_code_blocks", "preserve_table_rows", "preserve_list_hierarchy"):
-        if rng.random() < .25:
-            params[flag] = rng.random() < .5
+    for flag in (
+        "merge_small_sections",
+        "allow_cross_top_level_merge",
+        "include_heading_path_in_embedding",
+        "preserve_code_blocks",
+        "preserve_table_rows",
+        "preserve_list_hierarchy",
+    ):
+        if rng.random() < 0.25:
+            params[flag] = rng.random() < 0.5
     return params
 
 
 def _table(rng: random.Random, rows: int) -> str:
     head = "| name | value | note |\n|---|---:|---|\n"
-    return head + "".join(f"| r{i} | {rng.randint(0, 10**rng.randint(1, 9))} | {'x ' * rng.randint(0, 6)}|\n"
-                          for i in range(rows))
+    return head + "".join(
+        f"| r{i} | {rng.randint(0, 10 ** rng.randint(1, 9))} | {'x ' * rng.randint(0, 6)}|\n" for i in range(rows)
+    )
 
 
 def _list(rng: random.Random, items: int) -> str:
@@ -104,14 +140,15 @@ def _list(rng: random.Random, items: int) -> str:
     for i in range(items):
         depth = rng.choice([0, 0, 0, 1, 2])
         out.append("  " * depth + rng.choice(["- ", "* ", "1. "]) + f"item {i} " + "word " * rng.randint(0, 8))
-        if rng.random() < .15:
+        if rng.random() < 0.15:
             out.append("  " * depth + "  continued line of the same item")
     return "\n".join(out) + "\n"
 
 
 def _quote(rng: random.Random, lines: int) -> str:
-    return "".join("> " + ("quoted text " * rng.randint(1, 5)) + ("\n>\n" if rng.random() < .3 else "\n")
-                   for _ in range(lines))
+    return "".join(
+        "> " + ("quoted text " * rng.randint(1, 5)) + ("\n>\n" if rng.random() < 0.3 else "\n") for _ in range(lines)
+    )
 
 
 def _code(rng: random.Random, lines: int) -> str:
@@ -152,12 +189,13 @@ def test_each_kind_of_split_block(monkeypatch, block, tokenizer, max_tokens):
     rng = random.Random(max_tokens)
     body = {"table": _table, "list": _list, "quote": _quote, "code": _code}[block](rng, 80)
     content = "# A\n\n## B\n\n" + body + "\nafter\n"
-    for params in ({"max_tokens": max_tokens},
-                   {"max_tokens": max_tokens, "min_preferred_tokens": 0},
-                   {"max_tokens": max_tokens, "overlap_tokens": max(1, max_tokens // 4),
-                    "target_tokens": max(2, max_tokens // 2)},
-                   {"max_tokens": max_tokens, "include_heading_path_in_embedding": False},
-                   {"max_tokens": max_tokens, "preserve_table_rows": False, "preserve_code_blocks": False}):
+    for params in (
+        {"max_tokens": max_tokens},
+        {"max_tokens": max_tokens, "min_preferred_tokens": 0},
+        {"max_tokens": max_tokens, "overlap_tokens": max(1, max_tokens // 4), "target_tokens": max(2, max_tokens // 2)},
+        {"max_tokens": max_tokens, "include_heading_path_in_embedding": False},
+        {"max_tokens": max_tokens, "preserve_table_rows": False, "preserve_code_blocks": False},
+    ):
         _compare(monkeypatch, content, params, tokenizer)
 
 
@@ -179,14 +217,24 @@ def test_hand_built_table_with_header_rows(monkeypatch, header_rows, tokenizer):
     streamed = _stream_document(plain)
     for max_tokens in (8, 16, 24, 64):
         for overlap in (0, 2):
-            packer = Packer(tokenizer=tokenizer, target_tokens=max_tokens, max_tokens=max_tokens,
-                            min_preferred_tokens=max_tokens // 4, overlap_tokens=overlap)
+            packer = Packer(
+                tokenizer=tokenizer,
+                target_tokens=max_tokens,
+                max_tokens=max_tokens,
+                min_preferred_tokens=max_tokens // 4,
+                overlap_tokens=overlap,
+            )
             expected = packer.pack(plain)
             header = text[start : children[header_rows].start] if 0 < header_rows < 40 else None
             if header is not None and tokenizer.count(header) <= max_tokens // 2:
                 parts = [c for c in expected if c.split == "table"]
-                assert all(c.context == "table_header" and c.spans[0] == (start, children[header_rows].start)
-                           for c in parts[1:]) and len(parts) > 1
+                assert (
+                    all(
+                        c.context == "table_header" and c.spans[0] == (start, children[header_rows].start)
+                        for c in parts[1:]
+                    )
+                    and len(parts) > 1
+                )
             for batch in (1, 2, 3, 4096):
                 with monkeypatch.context() as patch:
                     patch.setattr(packing, "_TILE_BATCH", batch)
@@ -255,7 +303,8 @@ def test_a_huge_code_block_is_cut_at_its_lines_as_a_stream(monkeypatch):
         with monkeypatch.context() as patch:
             patch.setattr(packing, "_TILE_BATCH", batch)
             chunks = StructureAwareChunker(tokenizer=BYTES, max_tokens=64).chunk(
-                Document(id="d", content=content, content_format="markdown"), tokenizer_identity=BYTES.identity)
+                Document(id="d", content=content, content_format="markdown"), tokenizer_identity=BYTES.identity
+            )
         assert all(c.text.startswith("```python\n") for c in chunks)
         assert chunks[-1].text.endswith("```\n") and chunks[-1].text != "```python\n```\n"
         if batch == 1:
@@ -275,11 +324,18 @@ def test_lines_forget_stability_past_their_memo(monkeypatch):
     assert first == [packing.Lines(text).is_stable(p) for p in range(len(text) + 1)]
 
 
-@settings(max_examples=60, derandomize=True, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                 HealthCheck.function_scoped_fixture])
-@given(md=markdown_doc(), max_tokens=st.sampled_from([8, 12, 20, 32, 64]), seed=st.integers(0, 10**6),
-       use_bytes=st.booleans())
+@settings(
+    max_examples=60,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
+@given(
+    md=markdown_doc(),
+    max_tokens=st.sampled_from([8, 12, 20, 32, 64]),
+    seed=st.integers(0, 10**6),
+    use_bytes=st.booleans(),
+)
 def test_generated_markdown_streamed_gives_the_same_chunks(monkeypatch, md, max_tokens, seed, use_bytes):
     """Generated Markdown, every list, item, table and quote streamed, small batches: the chunks
     are those of the children held as tuples."""
@@ -324,8 +380,9 @@ def test_a_huge_list_leaves_as_it_is_packed_with_merges(monkeypatch):
             yield Node("list_item", starts[i], starts[i + 1] - 1)
 
     def document(children):
-        return NormalizedDocument(text=text, blocks=(Node("list", 0, len(text) - 1, children, level=1),),
-                                  content_format="markdown")
+        return NormalizedDocument(
+            text=text, blocks=(Node("list", 0, len(text) - 1, children, level=1),), content_format="markdown"
+        )
 
     monkeypatch.setattr(packing, "_TILE_BATCH", 500)
     packer = Packer(tokenizer=TOK, target_tokens=100, max_tokens=128, min_preferred_tokens=50)
@@ -428,8 +485,9 @@ def test_top_level_blocks_streamed_are_packed_without_holding_them(monkeypatch, 
     if resumable:
         streamed = streamed_document(text, make, content_format="markdown", resumable=True)
     else:
-        streamed = NormalizedDocument(text=text, blocks=StreamedChildren(lambda: (n for _, n in make())),
-                                      content_format="markdown")
+        streamed = NormalizedDocument(
+            text=text, blocks=StreamedChildren(lambda: (n for _, n in make())), content_format="markdown"
+        )
     chunks = list(packer.stream(streamed))
     assert chunks == expected
     if nested and not resumable:
@@ -455,11 +513,17 @@ def _traced_peak(make_chunks) -> int:
         tracemalloc.stop()
 
 
-@pytest.mark.parametrize("content_format, lead, unit", [
-    ("markdown", "", "# T\n- a\n"), ("markdown", "", "para graph\n\n"), ("rst", "", "T\n=\n\n- a\n\n"),
-    ("markdown", "# Top\n", "## T\n- a\n"), ("rst", "Top\n===\n\n", "T\n-\n\n- a\n\n"),
-    ("html", "<h1>Top</h1>", "<h2>T</h2><ul><li>a</li></ul>"),
-])
+@pytest.mark.parametrize(
+    "content_format, lead, unit",
+    [
+        ("markdown", "", "# T\n- a\n"),
+        ("markdown", "", "para graph\n\n"),
+        ("rst", "", "T\n=\n\n- a\n\n"),
+        ("markdown", "# Top\n", "## T\n- a\n"),
+        ("rst", "Top\n===\n\n", "T\n-\n\n- a\n\n"),
+        ("html", "<h1>Top</h1>", "<h2>T</h2><ul><li>a</li></ul>"),
+    ],
+)
 def test_memory_does_not_follow_the_number_of_top_level_blocks(monkeypatch, content_format, lead, unit):
     """A document of many small top-level blocks, read in windows (sizes forced small): the
     chunker's peak for 8 times the blocks stays under twice the peak for the smaller one (it was

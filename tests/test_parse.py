@@ -14,11 +14,11 @@ import pytest
 
 pytest.importorskip("docling", reason="rechunk[parse] (docling-slim) is not installed")
 
-from docling_core.types.doc import DoclingDocument  # noqa: E402
+from docling_core.types.doc import DoclingDocument
 
-from pipelines.rechunk import main  # noqa: E402
-from tests.conftest import read_output  # noqa: E402
-from transforms.parsing import (  # noqa: E402
+from pipelines.rechunk import main
+from tests.conftest import read_output
+from transforms.parsing import (
     PARSE_INSTALL_HINT,
     PDF_MODELS_HINT,
     ConverterProcess,
@@ -94,7 +94,9 @@ def make_raw_files(folder: Path) -> Path:
     (folder / "notes.txt").write_text("plain text is not a format rechunk parse converts\n")
     (folder / "big.md").write_text("# Big\n\n" + "word " * (MAX_FILE_BYTES // 5 + 10))
     (folder / "locked.xlsx").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 600)
-    (folder / "scan.pdf").write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n")
+    (folder / "scan.pdf").write_bytes(
+        b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n"
+    )
     return folder
 
 
@@ -104,7 +106,10 @@ def raw(tmp_path_factory) -> Path:
 
 
 def _parse(raw: Path, out: Path, *extra: str) -> dict:
-    assert main(["parse", "--input", f"{raw}/**", "--output", str(out), "--max-file-bytes", str(MAX_FILE_BYTES), *extra]) == 0
+    assert (
+        main(["parse", "--input", f"{raw}/**", "--output", str(out), "--max-file-bytes", str(MAX_FILE_BYTES), *extra])
+        == 0
+    )
     return json.loads((out / "report.json").read_text())
 
 
@@ -144,12 +149,22 @@ def test_parse_job_converts_every_offline_format_and_dead_letters_the_rest(raw, 
     assert report["files_parsed"] == len(EXPECTED_TEXT)
     assert report["files_dead_lettered"] == report["dead_letter_rows"] == len(EXPECTED_DEAD)
     assert report["dead_letter_by_reason"] == {
-        "conversion_failed": 2, "empty_file": 1, "encrypted_file": 1, "file_too_large": 1,
-        "pdf_models_missing": 1, "unsupported_file_format": 1,
+        "conversion_failed": 2,
+        "empty_file": 1,
+        "encrypted_file": 1,
+        "file_too_large": 1,
+        "pdf_models_missing": 1,
+        "unsupported_file_format": 1,
     }
     assert report["parsed_by_format"] == {"docx": 1, "html": 1, "markdown": 2, "pptx": 1, "xlsx": 1}
     assert report["files_by_format"] == {
-        "docx": 2, "html": 2, "markdown": 3, "other": 1, "pdf": 1, "pptx": 2, "xlsx": 2,
+        "docx": 2,
+        "html": 2,
+        "markdown": 3,
+        "other": 1,
+        "pdf": 1,
+        "pptx": 2,
+        "xlsx": 2,
     }
 
 
@@ -171,7 +186,9 @@ def test_markdown_output_and_ids_stable_across_runs(raw, parsed, tmp_path):
 @pytest.mark.parametrize("content_format", ["docling", "markdown"])
 def test_parse_then_chunk_accounts_for_every_file(raw, tmp_path, content_format):
     _parse(raw, tmp_path / "parse", "--content-format", content_format)
-    assert main(["--input", str(tmp_path / "parse" / "parsed" / "*.parquet"), "--output", str(tmp_path / "chunks")]) == 0
+    assert (
+        main(["--input", str(tmp_path / "parse" / "parsed" / "*.parquet"), "--output", str(tmp_path / "chunks")]) == 0
+    )
     chunk_report = json.loads((tmp_path / "chunks" / "report.json").read_text())
     chunks = read_output(tmp_path / "chunks", "chunks")
     chunked_ids = {c["document_id"] for c in chunks}
@@ -202,7 +219,7 @@ def test_converter_never_opens_a_socket(raw, monkeypatch):
             outcomes[doc_id] = "ok"
         except ParseFailure as failure:
             outcomes[doc_id] = failure.reason
-    assert outcomes == {**{k: "ok" for k in EXPECTED_TEXT}, **EXPECTED_DEAD}
+    assert outcomes == {**dict.fromkeys(EXPECTED_TEXT, "ok"), **EXPECTED_DEAD}
 
 
 def test_ids_are_paths_under_the_pattern_base():
@@ -261,7 +278,9 @@ def test_help_and_the_chunk_jobs_command_line(capsys):
 def test_missing_and_unmatched_input(capsys, tmp_path):
     assert "--input is required" in _error(capsys, ["parse", "--output", str(tmp_path / "o")])
     assert "--output is required" in _error(capsys, ["parse", "--input", "x/*"])
-    assert "no file matches" in _error(capsys, ["parse", "--input", f"{tmp_path}/none/*", "--output", str(tmp_path / "o")])
+    assert "no file matches" in _error(
+        capsys, ["parse", "--input", f"{tmp_path}/none/*", "--output", str(tmp_path / "o")]
+    )
 
 
 @pytest.mark.parametrize("flag", ["--input", "--output"])
@@ -290,8 +309,10 @@ def test_gs_input_gives_the_same_ids_and_content_as_local(raw, parsed, gcs):
     for path in sorted(p for p in raw.rglob("*") if p.is_file()):
         gcs.upload(path, f"parse-raw/{path.relative_to(raw)}")
     out = gcs.url("parse-out")
-    assert main(["parse", "--input", gcs.url("parse-raw/**"), "--output", out,
-                 "--max-file-bytes", str(MAX_FILE_BYTES)]) == 0
+    assert (
+        main(["parse", "--input", gcs.url("parse-raw/**"), "--output", out, "--max-file-bytes", str(MAX_FILE_BYTES)])
+        == 0
+    )
 
     def rows(sub: str) -> list[dict]:
         found = []
@@ -324,13 +345,16 @@ def test_pdf_artifacts_path_without_the_pdf_pipeline_is_an_option_error(capsys, 
     models.mkdir()
     (models / "model.safetensors").write_bytes(b"0")
     monkeypatch.setitem(sys.modules, "docling.document_converter", None)
-    line = _error(capsys, ["parse", "--input", f"{raw}/*", "--output", str(tmp_path / "o"),
-                           "--pdf-artifacts-path", str(models)])
+    line = _error(
+        capsys, ["parse", "--input", f"{raw}/*", "--output", str(tmp_path / "o"), "--pdf-artifacts-path", str(models)]
+    )
     assert line == f"rechunk parse: error: --pdf-artifacts-path: {PDF_MODELS_HINT}"
 
 
 @pytest.mark.parametrize("module", ["docling_parse", "torch"])
-def test_pdf_artifacts_path_without_the_pdf_backend_or_torch_is_an_option_error(capsys, raw, tmp_path, monkeypatch, module):
+def test_pdf_artifacts_path_without_the_pdf_backend_or_torch_is_an_option_error(
+    capsys, raw, tmp_path, monkeypatch, module
+):
     """Docling imports its PDF backend and torch only at the first PDF: missing, every PDF would be
     dead-lettered with an ImportError. Checked before the job starts instead."""
     import sys
@@ -339,17 +363,27 @@ def test_pdf_artifacts_path_without_the_pdf_backend_or_torch_is_an_option_error(
     models.mkdir()
     (models / "model.safetensors").write_bytes(b"0")
     monkeypatch.setitem(sys.modules, module, None)
-    line = _error(capsys, ["parse", "--input", f"{raw}/*", "--output", str(tmp_path / "o"),
-                           "--pdf-artifacts-path", str(models)])
+    line = _error(
+        capsys, ["parse", "--input", f"{raw}/*", "--output", str(tmp_path / "o"), "--pdf-artifacts-path", str(models)]
+    )
     assert line == f"rechunk parse: error: --pdf-artifacts-path: {PDF_MODELS_HINT}"
 
 
 def test_empty_pdf_artifacts_path_is_an_option_error(capsys, raw, tmp_path):
     (tmp_path / "models").mkdir()
-    line = _error(capsys, ["parse", "--input", f"{raw}/*", "--output", str(tmp_path / "o"),
-                           "--pdf-artifacts-path", str(tmp_path / "models")])
+    line = _error(
+        capsys,
+        [
+            "parse",
+            "--input",
+            f"{raw}/*",
+            "--output",
+            str(tmp_path / "o"),
+            "--pdf-artifacts-path",
+            str(tmp_path / "models"),
+        ],
+    )
     assert f"--pdf-artifacts-path {tmp_path}/models: empty; fetch Docling's models there" in line
-
 
 
 # --- Hostile inputs: names, links, encodings, pathological files, option mistakes -----------------
@@ -414,7 +448,9 @@ def test_odd_file_names_links_and_encodings_parse_then_chunk(tmp_path):
     assert "été" in DoclingDocument.model_validate_json(rows["utf16.html"]["content"]).export_to_markdown()
     assert "café naïve" in DoclingDocument.model_validate_json(rows["latin1.html"]["content"]).export_to_markdown()
 
-    assert main(["--input", str(tmp_path / "parse" / "parsed" / "*.parquet"), "--output", str(tmp_path / "chunks")]) == 0
+    assert (
+        main(["--input", str(tmp_path / "parse" / "parsed" / "*.parquet"), "--output", str(tmp_path / "chunks")]) == 0
+    )
     chunk_report = json.loads((tmp_path / "chunks" / "report.json").read_text())
     chunked = {c["document_id"] for c in read_output(tmp_path / "chunks", "chunks")}
     assert chunk_report["documents_read"] == len(rows)
@@ -527,8 +563,8 @@ def test_pathological_office_files_are_converted_or_dead_lettered(tmp_path):
 
 
 def test_a_file_that_vanishes_or_grows_after_matching(tmp_path):
-    from apache_beam.io.filesystem import FileMetadata
     from apache_beam.io.fileio import ReadableFile
+    from apache_beam.io.filesystem import FileMetadata
 
     from transforms.beam_parse import _read_at_most
 
@@ -604,8 +640,14 @@ def test_converter_process_does_not_run_the_callers_main_module_again(tmp_path):
         "converter.close()\n"
         "print(row['content'])\n"
     )
-    done = subprocess.run([sys.executable, str(script)], cwd=REPO, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert done.returncode == 0, done.stderr
     assert "body text" in done.stdout
     assert marker.read_text() == "ran\n"

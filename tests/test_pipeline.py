@@ -7,11 +7,11 @@ from pathlib import Path
 
 import apache_beam as beam
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pipelines.config import resolve_config
 from transforms import chunkers as chunkers_module
@@ -90,7 +90,11 @@ def test_admit_rejects_each_bad_row_with_its_reason_and_whole_payload():
         label="dead letter",
     )
     assert_that(
-        chunks | "chunk key" >> beam.Map(lambda c: (c["document_id"], c["chunk_index"], c["text"], c["token_count"], json.loads(c["metadata"]))),
+        chunks
+        | "chunk key"
+        >> beam.Map(
+            lambda c: (c["document_id"], c["chunk_index"], c["text"], c["token_count"], json.loads(c["metadata"]))
+        ),
         equal_to(
             [
                 ("good", 0, "First paragraph here.", 4, {"source": "a", "lang": "en"}),
@@ -114,11 +118,20 @@ def test_chunks_carry_contract_identity():
 
     config_hash = build_router(spec, tokenizer=load_tokenizer(spec["tokenizer"])).chunkers["prose"].config_hash
     assert_that(
-        chunks | beam.Map(lambda c: (c["chunk_id"], c["chunker"], c["chunker_config_hash"], c["start_offset"], c["end_offset"])),
+        chunks
+        | beam.Map(
+            lambda c: (c["chunk_id"], c["chunker"], c["chunker_config_hash"], c["start_offset"], c["end_offset"])
+        ),
         equal_to(
             [
                 (chunk_id("doc-1", 0, "First paragraph here."), "RecursiveCharacterTextSplitter", config_hash, 0, 21),
-                (chunk_id("doc-1", 1, "Second paragraph, a little longer than the"), "RecursiveCharacterTextSplitter", config_hash, 23, 65),
+                (
+                    chunk_id("doc-1", 1, "Second paragraph, a little longer than the"),
+                    "RecursiveCharacterTextSplitter",
+                    config_hash,
+                    23,
+                    65,
+                ),
                 (chunk_id("doc-1", 2, "first one."), "RecursiveCharacterTextSplitter", config_hash, 66, 76),
             ]
         ),
@@ -129,16 +142,29 @@ def test_chunks_carry_contract_identity():
 def test_oversized_chunks_are_dead_lettered_and_the_rest_kept():
     # CharacterTextSplitter never descends below its separator: the long paragraph stays whole.
     long_paragraph = "word " * 30
-    rows = [{"id": "mixed", "content": f"short one\n\n{long_paragraph}\n\nshort two", "content_format": "text", "metadata": None}]
+    rows = [
+        {
+            "id": "mixed",
+            "content": f"short one\n\n{long_paragraph}\n\nshort two",
+            "content_format": "text",
+            "metadata": None,
+        }
+    ]
     spec = _spec(
         chunkers={"para": {"type": "CharacterTextSplitter", "params": {"length": "tokens", "chunk_overlap": 0}}},
         default="para",
     )
     p, chunks, dead = _run(rows, spec)
-    assert_that(chunks | "texts" >> beam.Map(lambda c: (c["chunk_index"], c["text"])),
-                equal_to([(0, "short one"), (2, "short two")]), label="kept")
-    assert_that(dead | "reasons" >> beam.Map(lambda d: (d.reason, d.chunk_id is not None, d.detail, d.payload)),
-                equal_to([("token_budget_exceeded", True, "30 tokens > max 8", long_paragraph.strip())]), label="dead")
+    assert_that(
+        chunks | "texts" >> beam.Map(lambda c: (c["chunk_index"], c["text"])),
+        equal_to([(0, "short one"), (2, "short two")]),
+        label="kept",
+    )
+    assert_that(
+        dead | "reasons" >> beam.Map(lambda d: (d.reason, d.chunk_id is not None, d.detail, d.payload)),
+        equal_to([("token_budget_exceeded", True, "30 tokens > max 8", long_paragraph.strip())]),
+        label="dead",
+    )
     p.run().wait_until_finish()
 
 
@@ -147,8 +173,11 @@ def test_no_route_without_default():
     spec = _spec(routes=[{"when": {"content_format": ["text"]}, "chunker": "prose"}], default=None)
     p, chunks, dead = _run(rows, spec)
     assert_that(chunks, equal_to([]), label="no chunks")
-    assert_that(dead | beam.Map(lambda d: (d.document_id, d.stage, d.reason, d.payload)),
-                equal_to([("md", "route", "no_route", PROSE)]), label="dead")
+    assert_that(
+        dead | beam.Map(lambda d: (d.document_id, d.stage, d.reason, d.payload)),
+        equal_to([("md", "route", "no_route", PROSE)]),
+        label="dead",
+    )
     p.run().wait_until_finish()
 
 
@@ -156,8 +185,11 @@ def test_tokenizer_identity_side_input_mismatch_rejects_chunks():
     rows = [{"id": "doc", "content": PROSE, "content_format": "text", "metadata": None}]
     p, chunks, dead = _run(rows, _spec(), identity="tiktoken:cl100k_base:ffffffff")
     assert_that(chunks, equal_to([]), label="no chunks")
-    assert_that(dead | beam.Map(lambda d: (d.reason, d.tokenizer)),
-                equal_to([("tokenizer_mismatch", "tiktoken:cl100k_base:ffffffff")] * 3), label="dead")
+    assert_that(
+        dead | beam.Map(lambda d: (d.reason, d.tokenizer)),
+        equal_to([("tokenizer_mismatch", "tiktoken:cl100k_base:ffffffff")] * 3),
+        label="dead",
+    )
     p.run().wait_until_finish()
 
 
@@ -177,12 +209,16 @@ class _Boom(Chunker):
 def test_unexpected_chunker_exception_becomes_chunker_error(monkeypatch):
     monkeypatch.setitem(chunkers_module.CHUNKERS, "_Boom", _Boom)
     rows = [{"id": "doc", "content": PROSE, "content_format": "text", "metadata": None}]
-    spec = resolve_config({"chunkers": {"boom": {"type": "_Boom"}}, "default": "boom"},
-                          tokenizer="tiktoken:cl100k_base", max_tokens=8)
+    spec = resolve_config(
+        {"chunkers": {"boom": {"type": "_Boom"}}, "default": "boom"}, tokenizer="tiktoken:cl100k_base", max_tokens=8
+    )
     p, chunks, dead = _run(rows, spec)
     assert_that(chunks, equal_to([]), label="no chunks")
-    assert_that(dead | beam.Map(lambda d: (d.reason, d.stage, d.chunker, d.detail, d.payload)),
-                equal_to([("chunker_error", "chunk", "_Boom", "RuntimeError: kaboom doc", PROSE)]), label="dead")
+    assert_that(
+        dead | beam.Map(lambda d: (d.reason, d.stage, d.chunker, d.detail, d.payload)),
+        equal_to([("chunker_error", "chunk", "_Boom", "RuntimeError: kaboom doc", PROSE)]),
+        label="dead",
+    )
     p.run().wait_until_finish()
 
 
@@ -190,8 +226,14 @@ def test_row_to_document_normalizes_format_and_merges_columns():
     from transforms.beam import _row_to_document
     from transforms.documents import Document
 
-    row = {"id": 7, "content": b"Hi there.", "content_format": " Markdown ", "metadata": '{"a": 1, "lang": "fr"}',
-           "lang": "en", "year": 2024}
+    row = {
+        "id": 7,
+        "content": b"Hi there.",
+        "content_format": " Markdown ",
+        "metadata": '{"a": 1, "lang": "fr"}',
+        "lang": "en",
+        "year": 2024,
+    }
     assert _row_to_document(row, {}, "tok") == Document(
         id="7", content="Hi there.", content_format="markdown", metadata={"a": 1, "lang": "fr", "year": 2024}
     )
@@ -204,7 +246,10 @@ def test_row_to_document_normalizes_format_and_merges_columns():
     assert unescape_payload(bad.payload) == raw
 
 
-@given(st.binary(max_size=64) | st.lists(st.sampled_from([b"\\", b"x", b"ff", b"\xff", b"\xc3\xa9", b"\xc3", b"a"])).map(b"".join))
+@given(
+    st.binary(max_size=64)
+    | st.lists(st.sampled_from([b"\\", b"x", b"ff", b"\xff", b"\xc3\xa9", b"\xc3", b"a"])).map(b"".join)
+)
 def test_escaped_payload_gives_the_bytes_back(raw):
     from transforms.documents import escape_bytes
 
@@ -216,11 +261,18 @@ def test_escaped_payload_gives_the_bytes_back(raw):
     [
         ({"id": ["a"], "content": "x"}, "invalid_document_id", "id is a list, not a string"),
         ({"id": b"\xff", "content": "x"}, "invalid_document_id", "id is bytes that are not UTF-8"),
-        ({"id": "d", "content": "x", "metadata": '{"a": ' + "[" * 40 + "]" * 40 + "}"},
-         "invalid_metadata", "nested deeper than 32 levels"),
+        (
+            {"id": "d", "content": "x", "metadata": '{"a": ' + "[" * 40 + "]" * 40 + "}"},
+            "invalid_metadata",
+            "nested deeper than 32 levels",
+        ),
         ({"id": "d", "content": "x", "metadata": "{oops"}, "invalid_metadata", "metadata is not JSON"),
         ({"id": "d", "content": "x", "metadata": "[]"}, "invalid_metadata", "metadata is not a JSON object"),
-        ({"id": "d", "content": "x", "metadata": b"\xff"}, "invalid_metadata", "metadata column is bytes that are not UTF-8"),
+        (
+            {"id": "d", "content": "x", "metadata": b"\xff"},
+            "invalid_metadata",
+            "metadata column is bytes that are not UTF-8",
+        ),
         ({"id": "d", "content": "x", "content_format": {"a": 1}}, "unsupported_content_format", "content_format"),
     ],
 )
@@ -237,8 +289,14 @@ def test_metadata_is_made_plain_json():
 
     from transforms.beam import _row_to_document
 
-    row = {"id": b"bytes-id", "content": "x", "metadata": '{"score": NaN, "n": [1, Infinity]}',
-           "seen": datetime.date(2024, 5, 1), "raw": b"ok", "weight": float("nan")}
+    row = {
+        "id": b"bytes-id",
+        "content": "x",
+        "metadata": '{"score": NaN, "n": [1, Infinity]}',
+        "seen": datetime.date(2024, 5, 1),
+        "raw": b"ok",
+        "weight": float("nan"),
+    }
     doc = _row_to_document(row, {}, "tok")
     assert doc.id == "bytes-id"
     assert doc.metadata == {"score": None, "n": [1, None], "seen": "2024-05-01", "raw": "ok", "weight": None}
@@ -253,20 +311,35 @@ def test_metadata_of_a_struct_or_map_column_is_the_object_it_holds():
 
     from transforms.beam import _row_to_document
 
-    table = pa.table({
-        "id": ["s", "m", "n"],
-        "content": ["x", "y", "z"],
-        "metadata": pa.array([{"lang": "en", "n": 1}, None, {"lang": None, "n": 3}],
-                             pa.struct([("lang", pa.string()), ("n", pa.int64())])),
-    })
+    table = pa.table(
+        {
+            "id": ["s", "m", "n"],
+            "content": ["x", "y", "z"],
+            "metadata": pa.array(
+                [{"lang": "en", "n": 1}, None, {"lang": None, "n": 3}],
+                pa.struct([("lang", pa.string()), ("n", pa.int64())]),
+            ),
+        }
+    )
     rows = _table_rows(table, {})
     assert [_row_to_document(r, {}, "t").metadata for r in rows] == [{"lang": "en", "n": 1}, {}, {"lang": None, "n": 3}]
-    mapped = list(_table_rows(pa.table({"id": ["m"], "content": ["y"], "metadata": pa.array(
-        [[("k", "v"), ("a", "b")]], pa.map_(pa.string(), pa.string()))}), {}))
+    mapped = list(
+        _table_rows(
+            pa.table(
+                {
+                    "id": ["m"],
+                    "content": ["y"],
+                    "metadata": pa.array([[("k", "v"), ("a", "b")]], pa.map_(pa.string(), pa.string())),
+                }
+            ),
+            {},
+        )
+    )
     assert _row_to_document(mapped[0], {}, "t").metadata == {"a": "b", "k": "v"}
     # a map's keys become their text; the last of equal keys wins (as a dict of its pairs)
-    assert _row_to_document({"id": "i", "content": "x", "metadata": [(1, "a"), (1, "b"), (2, None)]}, {}, "t").metadata \
-        == {"1": "b", "2": None}
+    assert _row_to_document(
+        {"id": "i", "content": "x", "metadata": [(1, "a"), (1, "b"), (2, None)]}, {}, "t"
+    ).metadata == {"1": "b", "2": None}
     dead = _row_to_document({"id": "l", "content": "x", "metadata": ["k", "v"]}, {}, "t")
     assert (dead.reason, dead.detail) == ("invalid_metadata", "the metadata column is a list, not a string")
 
@@ -284,7 +357,9 @@ def test_table_rows_keep_invalid_utf8_as_bytes_per_value():
 
     items = [b"fine", b"lone \xed\xa0\x80", b"x"]
     offsets = np.cumsum([0] + [len(b) for b in items]).astype(np.int32)
-    content = pa.Array.from_buffers(pa.string(), 3, [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(items))])
+    content = pa.Array.from_buffers(
+        pa.string(), 3, [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(items))]
+    )
     table = pa.table({"id": ["a", "b", "c"], "content": content, "text": ["t1", "t2", "t3"]})
     assert list(_table_rows(table, {})) == [
         {"id": "a", "content": "fine", "text": "t1"},
@@ -305,9 +380,13 @@ def test_bad_document_data_is_dead_lettered_not_fatal():
     ]
     p, chunks, dead = _run(rows, _spec())
     assert_that(chunks | "ids" >> beam.Map(lambda c: c["document_id"]), equal_to(["ok"]), label="chunks")
-    assert_that(dead | beam.Map(lambda d: (d.document_id, d.reason)),
-                equal_to([("deep", "invalid_metadata"), ("big", "invalid_metadata"),
-                          ("listfmt", "unsupported_content_format")]), label="dead")
+    assert_that(
+        dead | beam.Map(lambda d: (d.document_id, d.reason)),
+        equal_to(
+            [("deep", "invalid_metadata"), ("big", "invalid_metadata"), ("listfmt", "unsupported_content_format")]
+        ),
+        label="dead",
+    )
     p.run().wait_until_finish()
 
 
@@ -326,11 +405,13 @@ def test_page_number_that_does_not_fit_int32_dead_letters_the_document():
 def test_table_rows_read_dictionary_and_large_string_columns():
     import pyarrow as pa
 
-    table = pa.table({
-        "id": pa.array(["a", "b"], pa.large_string()),
-        "content": pa.array(["x", "y"]).dictionary_encode(),
-        "n": [1, None],
-    })
+    table = pa.table(
+        {
+            "id": pa.array(["a", "b"], pa.large_string()),
+            "content": pa.array(["x", "y"]).dictionary_encode(),
+            "n": [1, None],
+        }
+    )
     assert list(_table_rows(table, {})) == [{"id": "a", "content": "x", "n": 1}, {"id": "b", "content": "y", "n": None}]
 
 
@@ -339,7 +420,9 @@ def _raw_strings(items, arrow_type=None):
     import pyarrow as pa
 
     offsets = np.cumsum([0] + [len(b) for b in items]).astype(np.int32)
-    return pa.Array.from_buffers(pa.string(), len(items), [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(items))])
+    return pa.Array.from_buffers(
+        pa.string(), len(items), [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(items))]
+    )
 
 
 def test_column_values_never_fail_the_batch():
@@ -364,7 +447,11 @@ def test_column_values_never_fail_the_batch():
         ({"id": "  ", "content": "x"}, "missing_document_id", "whitespace only"),
         ({"id": "d", "content": "x", "metadata": '{"t": "caf\\ud800"}'}, "invalid_metadata", "surrogate"),
         ({"id": "d", "content": "x", "metadata": '{"\\udc80": 1}'}, "invalid_metadata", "surrogate"),
-        ({"id": "d", "content": "x", "stamp": "UNREADABLE"}, "invalid_metadata", "column 'stamp': a value is unreadable"),
+        (
+            {"id": "d", "content": "x", "stamp": "UNREADABLE"},
+            "invalid_metadata",
+            "column 'stamp': a value is unreadable",
+        ),
     ],
 )
 def test_ids_and_metadata_that_would_break_the_output(row, reason, detail):

@@ -74,13 +74,19 @@ def sample_chunks(tmp_path_factory) -> Path:
 
 def test_to_rag_chunks_on_the_jobs_own_output(sample_chunks):
     rows = read_output(sample_chunks, "chunks")
-    expected = sorted((r["chunk_id"], r["chunk_index"], r["embedding_text"], r["document_id"], tuple(r["headings"])) for r in rows)
-    with test_pipeline.TestPipeline(options=beam.options.pipeline_options.PipelineOptions(["--runner=FnApiRunner"])) as p:
+    expected = sorted(
+        (r["chunk_id"], r["chunk_index"], r["embedding_text"], r["document_id"], tuple(r["headings"])) for r in rows
+    )
+    with test_pipeline.TestPipeline(
+        options=beam.options.pipeline_options.PipelineOptions(["--runner=FnApiRunner"])
+    ) as p:
         chunks = (
             p
             | beam.io.ReadFromParquet(str(sample_chunks / "chunks" / "*.parquet"))
             | ToRagChunks()
-            | beam.Map(lambda c: (c.id, c.index, c.content.text, c.metadata["document_id"], tuple(c.metadata["headings"])))
+            | beam.Map(
+                lambda c: (c.id, c.index, c.content.text, c.metadata["document_id"], tuple(c.metadata["headings"]))
+            )
         )
         assert_that(chunks, equal_to(expected))
 
@@ -121,8 +127,13 @@ def test_embedding_example_with_a_local_model(sample_chunks, tmp_path):
         ({"metadata": None}, ["Field guide", "Tips"], None, (120, 134), {}),
         ({"metadata": ""}, ["Field guide", "Tips"], None, (120, 134), {}),
         ({"metadata": "null"}, ["Field guide", "Tips"], None, (120, 134), {}),
-        ({"start_offset": None, "end_offset": None, "page_no": None}, ["Field guide", "Tips"], None, (None, None),
-         {"source_path": "/raw/guide.md", "size_bytes": 800}),
+        (
+            {"start_offset": None, "end_offset": None, "page_no": None},
+            ["Field guide", "Tips"],
+            None,
+            (None, None),
+            {"source_path": "/raw/guide.md", "size_bytes": 800},
+        ),
     ],
 )
 def test_rag_chunk_takes_null_headings_page_offsets_and_metadata(patch, headings, page_no, offsets, document_metadata):
@@ -153,8 +164,12 @@ def test_embedding_example_mistakes_are_one_line(capsys, tmp_path, sample_chunks
     import importlib.util
 
     if importlib.util.find_spec("sentence_transformers") is not None:
-        cases.append((["--chunks", chunks, "--output", str(tmp_path / "e"), "--model", str(tmp_path / "no-model")],
-                      f"--model {tmp_path}/no-model: no such local directory"))
+        cases.append(
+            (
+                ["--chunks", chunks, "--output", str(tmp_path / "e"), "--model", str(tmp_path / "no-model")],
+                f"--model {tmp_path}/no-model: no such local directory",
+            )
+        )
     else:
         cases.append((["--chunks", chunks, "--output", str(tmp_path / "e")], "pip install 'rechunk[semantic]'"))
     for argv, message in cases:

@@ -39,15 +39,20 @@ def files(tmp_path):
     folder.mkdir()
     many = [{"doc_id": f"m{i:02d}", "text": f"text {i}", "n": i} for i in range(20)]
     pq.write_table(pa.Table.from_pylist(many), folder / "a.parquet", row_group_size=3)
-    one = pa.table({"doc_id": ["o1", "o2", "o3"], "text": _invalid_utf8_strings([b"x", b"bad \xff", b"z"]), "n": [1, 2, 3]})
+    one = pa.table(
+        {"doc_id": ["o1", "o2", "o3"], "text": _invalid_utf8_strings([b"x", b"bad \xff", b"z"]), "n": [1, 2, 3]}
+    )
     pq.write_table(one, folder / "b.parquet")
     with pq.ParquetWriter(folder / "c.parquet", one.schema):
         pass  # no row group at all
     pq.write_table(one.slice(0, 0), folder / "e.parquet")  # one row group of no rows
     assert pq.ParquetFile(folder / "e.parquet").metadata.num_row_groups == 1
     (folder / "d.parquet").write_bytes(b"")
-    expected = many + [{"doc_id": "o1", "text": "x", "n": 1}, {"doc_id": "o2", "text": b"bad \xff", "n": 2},
-                       {"doc_id": "o3", "text": "z", "n": 3}]
+    expected = many + [
+        {"doc_id": "o1", "text": "x", "n": 1},
+        {"doc_id": "o2", "text": b"bad \xff", "n": 2},
+        {"doc_id": "o3", "text": "z", "n": 3},
+    ]
     return folder, expected
 
 

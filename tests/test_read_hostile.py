@@ -64,24 +64,48 @@ def mixed(tmp_path):
         pq.write_table(table, folder / name, **kwargs)
         expected.extend(table.to_pylist() if name != "invalid.parquet" else [])
 
-    write("plain.parquet", pa.table({"id": [f"p{i}" for i in range(12)], "content": [f"plain {i}" for i in range(12)]}),
-          row_group_size=1)
-    write("large.parquet", pa.table({"id": pa.array(["l0", "l1"], pa.large_string()),
-                                     "content": pa.array(["large 0", "large 1"], pa.large_string()), "n": [1, 2]}))
-    write("view.parquet", pa.table({"id": pa.array(["v0"], pa.string_view()),
-                                    "content": pa.array(["view 0"], pa.string_view())}))
+    write(
+        "plain.parquet",
+        pa.table({"id": [f"p{i}" for i in range(12)], "content": [f"plain {i}" for i in range(12)]}),
+        row_group_size=1,
+    )
+    write(
+        "large.parquet",
+        pa.table(
+            {
+                "id": pa.array(["l0", "l1"], pa.large_string()),
+                "content": pa.array(["large 0", "large 1"], pa.large_string()),
+                "n": [1, 2],
+            }
+        ),
+    )
+    write(
+        "view.parquet",
+        pa.table({"id": pa.array(["v0"], pa.string_view()), "content": pa.array(["view 0"], pa.string_view())}),
+    )
     write("binary.parquet", pa.table({"id": pa.array([b"b0", b"b1"]), "content": pa.array([b"bin 0", None])}))
-    write("ints.parquet", pa.table({"id": pa.array([7, None], pa.int64()), "content": ["seven", "no id"],
-                                    "meta": pa.array([{"a": 1}, None])}))
+    write(
+        "ints.parquet",
+        pa.table(
+            {"id": pa.array([7, None], pa.int64()), "content": ["seven", "no id"], "meta": pa.array([{"a": 1}, None])}
+        ),
+    )
     dictionary = pa.DictionaryArray.from_arrays(
         pa.array([0, 1, None], pa.int32()), _invalid_utf8([b"dict 0", b"dict \xff"])
     )
-    pq.write_table(pa.table({"id": pa.array(["k0", "k1", "k2"]).dictionary_encode(), "content": dictionary}),
-                   folder / "dict.parquet")
-    expected += [{"id": "k0", "content": "dict 0"}, {"id": "k1", "content": b"dict \xff"},
-                 {"id": "k2", "content": None}]
-    pq.write_table(pa.table({"id": ["u0", "u1"], "content": _invalid_utf8([b"ok", b"\xed\xa0\x80 surrogate"])}),
-                   folder / "invalid.parquet")
+    pq.write_table(
+        pa.table({"id": pa.array(["k0", "k1", "k2"]).dictionary_encode(), "content": dictionary}),
+        folder / "dict.parquet",
+    )
+    expected += [
+        {"id": "k0", "content": "dict 0"},
+        {"id": "k1", "content": b"dict \xff"},
+        {"id": "k2", "content": None},
+    ]
+    pq.write_table(
+        pa.table({"id": ["u0", "u1"], "content": _invalid_utf8([b"ok", b"\xed\xa0\x80 surrogate"])}),
+        folder / "invalid.parquet",
+    )
     expected += [{"id": "u0", "content": "ok"}, {"id": "u1", "content": b"\xed\xa0\x80 surrogate"}]
     schema = pa.schema([("id", pa.string()), ("content", pa.string())])
     with pq.ParquetWriter(folder / "holes.parquet", schema) as writer:  # empty row groups between rows
@@ -116,18 +140,21 @@ def _layouts(folder, rows: list[dict]) -> list[str]:
         (folder / name).mkdir(parents=True)
         per = -(-table.num_rows // files)
         for i in range(files):
-            pq.write_table(table.slice(i * per, per), folder / name / f"part {i}.parquet",
-                           row_group_size=sizes[i % len(sizes)])
+            pq.write_table(
+                table.slice(i * per, per), folder / name / f"part {i}.parquet", row_group_size=sizes[i % len(sizes)]
+            )
         patterns.append(str(folder / name / "*.parquet"))
     return patterns
 
 
 def test_chunk_ids_and_dead_letters_do_not_depend_on_the_row_group_layout(tmp_path):
     rows = pq.read_table(REPO / "sample" / "docs.parquet").to_pylist()
-    rows += [{"id": "dup", "content": "a", "content_format": None, "metadata": None},
-             {"id": "dup", "content": "b", "content_format": None, "metadata": None},
-             {"id": None, "content": "no id", "content_format": None, "metadata": None},
-             {"id": "nul", "content": None, "content_format": "text", "metadata": "[1]"}]
+    rows += [
+        {"id": "dup", "content": "a", "content_format": None, "metadata": None},
+        {"id": "dup", "content": "b", "content_format": None, "metadata": None},
+        {"id": None, "content": "no id", "content_format": None, "metadata": None},
+        {"id": "nul", "content": None, "content_format": "text", "metadata": "[1]"},
+    ]
     outcomes = []
     for i, pattern in enumerate(_layouts(tmp_path / "in", rows)):
         out = tmp_path / f"out{i}"
@@ -138,8 +165,16 @@ def test_chunk_ids_and_dead_letters_do_not_depend_on_the_row_group_layout(tmp_pa
             (d["document_id"] or "", d["reason"], d["payload"] or "") for d in read_output(out, "dead_letter")
         )
         report = json.loads((out / "report.json").read_text())
-        figures = {k: report[k] for k in ("documents_read", "documents_chunked", "documents_dead_lettered",
-                                           "chunks_written", "dead_letter_by_reason")}
+        figures = {
+            k: report[k]
+            for k in (
+                "documents_read",
+                "documents_chunked",
+                "documents_dead_lettered",
+                "chunks_written",
+                "dead_letter_by_reason",
+            )
+        }
         outcomes.append((chunks, dead, figures))
     assert outcomes[0][2]["documents_read"] == len(rows) and len(outcomes[0][1]) == 4
     assert all(outcome == outcomes[0] for outcome in outcomes[1:])
@@ -155,8 +190,11 @@ def test_runtime_type_checks_pass_dead_letter_rows(tmp_path):
         rows = p | "rows" >> beam.Create([{"id": "a", "content": "x"}, {"id": "b", "content": None}])
         admitted = rows | AdmitDocuments(identity)
         assert_that(admitted.documents | "ids" >> beam.Map(lambda d: d.id), equal_to(["a"]), label="documents")
-        assert_that(admitted.dead_letter | "reasons" >> beam.Map(lambda d: d.reason), equal_to(["null_content"]),
-                    label="dead letter")
+        assert_that(
+            admitted.dead_letter | "reasons" >> beam.Map(lambda d: d.reason),
+            equal_to(["null_content"]),
+            label="dead letter",
+        )
 
 
 def test_an_input_folder_with_a_trailing_slash_reads_its_files(tmp_path, capsys):
@@ -275,8 +313,10 @@ def test_names_that_are_not_utf8_are_one_option_error(tmp_path, capsys):
     os.rename(folder / "plain.parquet", folder / odd)  # (pyarrow itself cannot write to such a name)
     assert main(["--input", f"{folder}/", "--output", str(tmp_path / "o1")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == (f"rechunk: error: --input {folder}/: the name {folder}/caf\\xe9.parquet is not UTF-8; "
-                   "Beam takes file names as UTF-8 text, rename it")
+    assert err == (
+        f"rechunk: error: --input {folder}/: the name {folder}/caf\\xe9.parquet is not UTF-8; "
+        "Beam takes file names as UTF-8 text, rename it"
+    )
     assert main(["--input", str(folder / odd), "--output", str(tmp_path / "o2")]) == 2
     assert "is not UTF-8" in capsys.readouterr().err
     out = str(tmp_path / os.fsdecode(b"out\xff"))
@@ -289,7 +329,9 @@ def test_names_that_are_not_utf8_are_one_option_error(tmp_path, capsys):
     tok.mkdir()
     Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]")).save(str(tmp_path / "tokenizer.json"))
     os.rename(tmp_path / "tokenizer.json", tok / "tokenizer.json")
-    assert main(["--input", str(folder / "ok.parquet"), "--output", str(tmp_path / "o3"), "--tokenizer", f"hf:{tok}"]) == 2
+    assert (
+        main(["--input", str(folder / "ok.parquet"), "--output", str(tmp_path / "o3"), "--tokenizer", f"hf:{tok}"]) == 2
+    )
     assert "--tokenizer hf:" in capsys.readouterr().err
     raw = tmp_path / "raw"
     raw.mkdir()
@@ -302,7 +344,10 @@ def test_a_folder_on_a_filesystem_beam_lacks_is_named_as_given(tmp_path, capsys)
     """(hostile13) --input file:///DIR/ quoted Beam's error with the job's own pattern (DIR/[!._]*)."""
     assert main(["--input", f"file://{tmp_path}/", "--output", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith(f"rechunk: error: --input file://{tmp_path}/: no Beam filesystem for this path") and "[!._]" not in err
+    assert (
+        err.startswith(f"rechunk: error: --input file://{tmp_path}/: no Beam filesystem for this path")
+        and "[!._]" not in err
+    )
 
 
 @pytest.mark.parametrize("name", ["out [1]", "out*", "out?", "out{a,b}"])
@@ -357,8 +402,17 @@ def test_an_incremental_run_passes_beams_runtime_type_check(tmp_path):
     docs = tmp_path / "docs.parquet"
     pq.write_table(pa.table({"id": ["a", "b", "c"], "content": ["first text", "second text", None]}), docs)
     assert main(["--input", str(docs), "--output", str(tmp_path / "v1"), "--progress-seconds", "0"]) == 0
-    argv = ["--input", str(docs), "--output", str(tmp_path / "v2"), "--previous", str(tmp_path / "v1"),
-            "--progress-seconds", "0", "--performance_runtime_type_check"]
+    argv = [
+        "--input",
+        str(docs),
+        "--output",
+        str(tmp_path / "v2"),
+        "--previous",
+        str(tmp_path / "v1"),
+        "--progress-seconds",
+        "0",
+        "--performance_runtime_type_check",
+    ]
     assert main(argv) == 0
     report = json.loads((tmp_path / "v2" / "report.json").read_text())
     assert report["documents_skipped_unchanged"] == 2 and report["documents_dead_lettered"] == 1
@@ -389,8 +443,10 @@ def test_a_folder_with_an_unescaped_bracket_gets_the_rule(tmp_path, capsys):
     folder.mkdir()
     pq.write_table(pa.table({"id": ["a"], "content": ["first"]}), folder / "docs.parquet")
     assert main(["--input", f"{folder}/", "--output", str(tmp_path / "out")]) == 2
-    assert capsys.readouterr().err.strip().endswith(
-        "; [...] is a set of characters in a pattern: write [[] for a literal ["
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith("; [...] is a set of characters in a pattern: write [[] for a literal [")
     )
     escaped = str(folder).replace("[", "[[]")
     assert main(["--input", f"{escaped}/", "--output", str(tmp_path / "out")]) == 0

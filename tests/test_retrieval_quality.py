@@ -176,8 +176,18 @@ def test_run_scores_each_chunker_on_a_tiny_input(tmp_path, capsys):
     out = tmp_path / "table.md"
     embedder = KeywordEmbedder()
     argv = [
-        "--corpora", str(corpora), "--questions", str(questions), "--output", str(out),
-        "--chunker", "RecursiveCharacterTextSplitter", "--max-tokens", "13", "--k", "1",
+        "--corpora",
+        str(corpora),
+        "--questions",
+        str(questions),
+        "--output",
+        str(out),
+        "--chunker",
+        "RecursiveCharacterTextSplitter",
+        "--max-tokens",
+        "13",
+        "--k",
+        "1",
     ]
     assert rq.main(argv, embedder=embedder) == 0
     table = out.read_text(encoding="utf-8")
@@ -192,7 +202,17 @@ def test_run_scores_each_chunker_on_a_tiny_input(tmp_path, capsys):
     # ties): for alpha the bravo paragraph, for gamma the alpha one (both of the same corpus,
     # 42 code points), for delta the alpha paragraph of the other corpus (42, found nothing).
     out2 = tmp_path / "k2.md"
-    argv2 = [*argv[:4], "--output", str(out2), "--chunker", "RecursiveCharacterTextSplitter", "--max-tokens", "13", "--k", "2"]
+    argv2 = [
+        *argv[:4],
+        "--output",
+        str(out2),
+        "--chunker",
+        "RecursiveCharacterTextSplitter",
+        "--max-tokens",
+        "13",
+        "--k",
+        "2",
+    ]
     assert rq.main(argv2, embedder=KeywordEmbedder()) == 0
     row = _row(out2.read_text(encoding="utf-8"), "RecursiveCharacterTextSplitter")
     p = [42 / 84, 42 / 84, 48 / (48 + 42)]
@@ -207,19 +227,44 @@ def test_docling_chunker_row_converts_the_corpora_with_docling(tmp_path):
     corpora, questions = _write_input(tmp_path, QUESTIONS)
     out = tmp_path / "table.md"
     argv = [
-        "--corpora", str(corpora), "--questions", str(questions), "--output", str(out),
-        "--chunker", "DoclingChunker", "--max-tokens", "13", "--k", "1",
+        "--corpora",
+        str(corpora),
+        "--questions",
+        str(questions),
+        "--output",
+        str(out),
+        "--chunker",
+        "DoclingChunker",
+        "--max-tokens",
+        "13",
+        "--k",
+        "1",
     ]
     assert rq.main(argv, embedder=KeywordEmbedder()) == 0
-    row = _row(out.read_text(encoding="utf-8"), "DoclingChunker (2 corpora converted by Docling; 4 of 4 chunk lines located by text search (0 of")
+    row = _row(
+        out.read_text(encoding="utf-8"),
+        "DoclingChunker (2 corpora converted by Docling; 4 of 4 chunk lines located by text search (0 of",
+    )
     assert row[2] == "4" and row[5:] == ["100.0 ± 0.0", "100.0 ± 0.0", "100.0 ± 0.0", "1"]
 
 
 def test_chunks_over_the_budget_are_left_out_and_counted(tmp_path):
     corpora, questions = _write_input(tmp_path, QUESTIONS)
     out = tmp_path / "table.md"
-    argv = ["--corpora", str(corpora), "--questions", str(questions), "--output", str(out),
-            "--chunker", "HeadingChunker", "--max-tokens", "12", "--k", "1"]
+    argv = [
+        "--corpora",
+        str(corpora),
+        "--questions",
+        str(questions),
+        "--output",
+        str(out),
+        "--chunker",
+        "HeadingChunker",
+        "--max-tokens",
+        "12",
+        "--k",
+        "1",
+    ]
     assert rq.main(argv, embedder=KeywordEmbedder()) == 0
     row = _row(out.read_text(encoding="utf-8"), "HeadingChunker")
     # a.txt is one section of 30 tokens and b.md one of 14: both over 12, both left out.
@@ -269,7 +314,7 @@ def test_locate_ignores_whitespace_and_case_from_the_previous_chunk_on():
 
 def test_locate_lines_finds_text_whose_markup_docling_removed():
     source = (
-        "# Title\n\nSome **bold** text with a [link](http://x.org/a_b \"Link\") here.\n\n## Next\n\n"
+        '# Title\n\nSome **bold** text with a [link](http://x.org/a_b "Link") here.\n\n## Next\n\n'
         "- item `one`\n- item two\n"
     )
     # A docling chunk: item texts one per line, markup gone, the link rewritten as [text](url);
@@ -327,10 +372,28 @@ def test_docling_chunker_is_scored_on_docling_conversions_located_in_the_source(
             ("Tell me of delta.", "d.rst", DOCLING_RST, delta),
         ):
             start = corpus.index(excerpt)
-            writer.writerow([question, json.dumps([{"content": excerpt, "start_index": start, "end_index": start + len(excerpt)}]), corpus_id])
+            writer.writerow(
+                [
+                    question,
+                    json.dumps([{"content": excerpt, "start_index": start, "end_index": start + len(excerpt)}]),
+                    corpus_id,
+                ]
+            )
     out = tmp_path / "table.md"
-    argv = ["--corpora", str(corpora), "--questions", str(path), "--output", str(out),
-            "--chunker", "DoclingChunker", "--max-tokens", "30", "--k", "1"]
+    argv = [
+        "--corpora",
+        str(corpora),
+        "--questions",
+        str(path),
+        "--output",
+        str(out),
+        "--chunker",
+        "DoclingChunker",
+        "--max-tokens",
+        "30",
+        "--k",
+        "1",
+    ]
     assert rq.main(argv, embedder=KeywordEmbedder()) == 0
     # Docling's chunks (30 tokens with the headings): the alpha paragraph (5 lines: docling cuts
     # it at its inline markup); the list of bravo and gamma (2 lines); the reST section, whose
@@ -341,6 +404,9 @@ def test_docling_chunker_is_scored_on_docling_conversions_located_in_the_source(
     precision = [1, len(gamma) / len(list_range), len(delta) / len(rst_range)]
     expected = f"{100 * np.mean(precision):.1f} ± {100 * np.std(precision):.1f}"
     row = _row(out.read_text(encoding="utf-8"), "DoclingChunker")
-    assert row[0] == "DoclingChunker (2 corpora converted by Docling; 12 of 12 chunk lines located by text search (0 of 233 code points not found))"
+    assert (
+        row[0]
+        == "DoclingChunker (2 corpora converted by Docling; 12 of 12 chunk lines located by text search (0 of 233 code points not found))"
+    )
     assert row[1:5] == ["30", "3", "26", "0"]
     assert row[5:] == ["100.0 ± 0.0", expected, expected, "1"]

@@ -18,7 +18,9 @@ RUN_KEYS = ("wall_seconds", "output")
 
 def _outcome(out) -> tuple[list, list, dict]:
     """What must not depend on the runner: chunk ids, dead-letter rows, and the report's figures."""
-    chunks = sorted((c["chunk_id"], c["document_id"], c["chunk_index"], c["token_count"]) for c in read_output(out, "chunks"))
+    chunks = sorted(
+        (c["chunk_id"], c["document_id"], c["chunk_index"], c["token_count"]) for c in read_output(out, "chunks")
+    )
     dead = sorted(
         (d["document_id"] or "", d["chunk_id"] or "", d["stage"], d["reason"], d["payload"] or "")
         for d in read_output(out, "dead_letter")
@@ -38,14 +40,22 @@ def portable(tmp_path_factory, request):
     job_port, worker_port = free_ports(2)
     services: list[Service] = []
     request.addfinalizer(lambda: [s.stop() for s in services])
-    services.append(Service(
-        [sys.executable, "-m", "apache_beam.runners.portability.local_job_service_main", "--port", str(job_port)],
-        folder / "job_service.log", cwd=folder, env=venv_env(),
-    ))
-    services.append(Service(
-        [sys.executable, "-m", "apache_beam.runners.worker.worker_pool_main", "--service_port", str(worker_port)],
-        folder / "worker_pool.log", cwd=folder, env=venv_env(),
-    ))
+    services.append(
+        Service(
+            [sys.executable, "-m", "apache_beam.runners.portability.local_job_service_main", "--port", str(job_port)],
+            folder / "job_service.log",
+            cwd=folder,
+            env=venv_env(),
+        )
+    )
+    services.append(
+        Service(
+            [sys.executable, "-m", "apache_beam.runners.worker.worker_pool_main", "--service_port", str(worker_port)],
+            folder / "worker_pool.log",
+            cwd=folder,
+            env=venv_env(),
+        )
+    )
     services[0].wait_for_port(job_port)
     services[1].wait_for_port(worker_port)
     return job_port, worker_port, services[1]
@@ -58,11 +68,18 @@ def test_portable_runner_with_sdk_workers_matches_the_direct_runner(portable, tm
     assert main(["--input", str(docs), "--output", str(direct)]) == 0
     # Relative paths, from a folder that is not the worker pool's: the workers must still find them.
     monkeypatch.chdir(tmp_path)
-    code = main([
-        "--input", "in/*.parquet", "--output", "portable",
-        "--runner=PortableRunner", f"--job_endpoint=localhost:{job_port}",
-        "--environment_type=EXTERNAL", f"--environment_config=localhost:{worker_port}",
-    ])
+    code = main(
+        [
+            "--input",
+            "in/*.parquet",
+            "--output",
+            "portable",
+            "--runner=PortableRunner",
+            f"--job_endpoint=localhost:{job_port}",
+            "--environment_type=EXTERNAL",
+            f"--environment_config=localhost:{worker_port}",
+        ]
+    )
     assert code == 0
     # The bundles ran in an SDK worker process the pool started, not in this one.
     assert "Starting worker with command" in worker_pool.log.read_text()
@@ -70,8 +87,11 @@ def test_portable_runner_with_sdk_workers_matches_the_direct_runner(portable, tm
     assert (chunks, dead, report) == _outcome(direct)
     assert len(chunks) == 22 and report["documents_read"] == 13
     assert report["dead_letter_by_reason"] == {
-        "duplicate_document_id": 2, "empty_document": 1, "invalid_docling_json": 1,
-        "null_content": 1, "unsupported_content_format": 1,
+        "duplicate_document_id": 2,
+        "empty_document": 1,
+        "invalid_docling_json": 1,
+        "null_content": 1,
+        "unsupported_content_format": 1,
     }
     assert {d[0] for d in dead} == {"dup", "null-content", "blank", "pdf", "bad-docling"}
 
@@ -97,11 +117,20 @@ def test_dataflow_dry_run_builds_the_graph_and_runs_nothing(gcs, tmp_path, capsy
 
     docs = gcs.upload(sample_with_dead_letters(tmp_path / "docs.parquet"), "dry/in/docs.parquet")
     output = gcs.url("dry/out")
-    code = main([
-        "--input", docs, "--output", output,
-        "--runner=DataflowRunner", "--dry_run=True", "--project=rechunk-test", "--region=europe-west1",
-        f"--temp_location={gcs.url('dry/tmp')}", f"--setup_file={REPO / 'setup.py'}",
-    ])
+    code = main(
+        [
+            "--input",
+            docs,
+            "--output",
+            output,
+            "--runner=DataflowRunner",
+            "--dry_run=True",
+            "--project=rechunk-test",
+            "--region=europe-west1",
+            f"--temp_location={gcs.url('dry/tmp')}",
+            f"--setup_file={REPO / 'setup.py'}",
+        ]
+    )
     assert code == 0
     assert capsys.readouterr().out.strip().splitlines()[-1] == (
         f"rechunk: dry run: DataflowRunner built the job graph; nothing ran and nothing was written to {output}"

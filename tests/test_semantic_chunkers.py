@@ -124,10 +124,14 @@ def test_distances_are_langchains_for_the_same_embedder():
         for amount in (None, 10, 60):
             if kind in ("standard_deviation", "interquartile") and amount is not None:
                 amount = amount / 100
-            ours = EmbeddingSemanticChunker(embeddings=BagOfWords(), breakpoint_threshold_type=kind,
-                                            breakpoint_threshold_amount=amount)
-            theirs = LC(_LangchainEmbeddings(BagOfWords(), 64), breakpoint_threshold_type=kind,
-                        breakpoint_threshold_amount=amount)
+            ours = EmbeddingSemanticChunker(
+                embeddings=BagOfWords(), breakpoint_threshold_type=kind, breakpoint_threshold_amount=amount
+            )
+            theirs = LC(
+                _LangchainEmbeddings(BagOfWords(), 64),
+                breakpoint_threshold_type=kind,
+                breakpoint_threshold_amount=amount,
+            )
             assert [c.text.strip() for c in _chunks(ours, text)] == theirs.split_text(text), (kind, amount)
 
 
@@ -197,7 +201,9 @@ def test_langchain_wrapper_is_langchains_output_with_offsets_where_verbatim(toke
 
     text = " ".join(CATS[:2]) + "\n" + " ".join([CATS[2]] + MONEY + CATS)
     chunker = LangchainSemanticChunker(embeddings=BagOfWords(), breakpoint_threshold_amount=60, buffer_size=0)
-    expected = LC(_LangchainEmbeddings(BagOfWords(), 64), breakpoint_threshold_amount=60, buffer_size=0).split_text(text)
+    expected = LC(_LangchainEmbeddings(BagOfWords(), 64), breakpoint_threshold_amount=60, buffer_size=0).split_text(
+        text
+    )
     chunks = _chunks(chunker, text)
     assert [c.text for c in chunks] == expected and len(chunks) == 4
     found = 0
@@ -260,16 +266,16 @@ def test_transient_chat_failure_falls_back_to_block_grouping_when_configured():
     error = ModelError("chat endpoint: no answer within 1 s (after 3 attempts)", transient=True)
     with pytest.raises(ChunkingError):
         _chunks(SemanticChunker(llm=ScriptedChat(error)), BLOCK_TEXT)
-    chunks = _chunks(SemanticChunker(llm=ScriptedChat(error), chunk_size=30, fallback_on_transient_error=True),
-                     BLOCK_TEXT)
+    chunks = _chunks(
+        SemanticChunker(llm=ScriptedChat(error), chunk_size=30, fallback_on_transient_error=True), BLOCK_TEXT
+    )
     assert [c.text for c in chunks] == ["Cats purr.\n\nCats nap.", "Bonds yield.\n  \nRates move."]
     assert all(c.metadata["model_fallback"] == "transient_model_error" for c in chunks)
 
 
 def test_chat_over_http_failures(openai_server):
     def chunker(**kwargs):
-        llm = OpenAIChatModel(base_url=openai_server.base_url, model="m", backoff_seconds=0,
-                              **{"retries": 0, **kwargs})
+        llm = OpenAIChatModel(base_url=openai_server.base_url, model="m", backoff_seconds=0, **{"retries": 0, **kwargs})
         return SemanticChunker(llm=llm, fallback_on_transient_error=True)
 
     openai_server.chat_answers.append(json.dumps({"boundaries": [2]}))
@@ -295,15 +301,25 @@ def test_parse_boundaries_accepts_only_the_asked_shape():
 
 # -- ChatBoundaryRefiner in StructureAwareChunker -----------------------------------------------
 
-SECTION = "# Pets and money\n\n" + "\n\n".join(
-    ["Cats purr all day long. " * 6, "Cats nap in the sun. " * 6, "Bonds yield interest. " * 6, "Rates move bonds. " * 6]
-) + "\n"
+SECTION = (
+    "# Pets and money\n\n"
+    + "\n\n".join(
+        [
+            "Cats purr all day long. " * 6,
+            "Cats nap in the sun. " * 6,
+            "Bonds yield interest. " * 6,
+            "Rates move bonds. " * 6,
+        ]
+    )
+    + "\n"
+)
 
 
 def _structure(tokenizer, refiner=None):
     kwargs = {"semantic_mode": "refiner", "semantic_refiner": refiner} if refiner else {}
-    return StructureAwareChunker(tokenizer=tokenizer, target_tokens=60, max_tokens=100, min_preferred_tokens=0,
-                                 **kwargs)
+    return StructureAwareChunker(
+        tokenizer=tokenizer, target_tokens=60, max_tokens=100, min_preferred_tokens=0, **kwargs
+    )
 
 
 def test_refiner_moves_a_cut_to_the_topic_change(tokenizer, recount):
@@ -319,11 +335,10 @@ def test_refiner_moves_a_cut_to_the_topic_change(tokenizer, recount):
     for c in refined:
         assert SECTION[c.start_offset : c.end_offset] == c.text
         assert recount(c.embedding_text) <= 100
-    assert "".join(c.text for c in refined) == SECTION[refined[0].start_offset:]
+    assert "".join(c.text for c in refined) == SECTION[refined[0].start_offset :]
 
 
-@pytest.mark.parametrize("answer", ['{"boundaries": [9]}', "nonsense",
-                                    ModelError("HTTP 503", transient=True)])
+@pytest.mark.parametrize("answer", ['{"boundaries": [9]}', "nonsense", ModelError("HTTP 503", transient=True)])
 def test_refiner_failure_keeps_the_packers_cut_and_says_so(tokenizer, answer):
     heuristic = _chunks(_structure(tokenizer), SECTION, "markdown")
     chat = ScriptedChat(*[answer] * 5)
@@ -352,8 +367,9 @@ def test_langchain_wrapper_failures(tokenizer, recount):
         _chunks(LangchainSemanticChunker(embeddings=BagOfWords(fail=transient)), TEXT)
     assert info.value.reason == "model_error"
     text = " ".join(CATS * 20)
-    chunker = LangchainSemanticChunker(embeddings=BagOfWords(fail=transient), fallback_on_transient_error=True,
-                                       max_tokens=30, tokenizer=tokenizer)
+    chunker = LangchainSemanticChunker(
+        embeddings=BagOfWords(fail=transient), fallback_on_transient_error=True, max_tokens=30, tokenizer=tokenizer
+    )
     chunks = _chunks(chunker, text)
     assert len(chunks) > 1
     for c in chunks:

@@ -55,8 +55,7 @@ class Chat:
 
 
 def _chunks(chunker, content: str):
-    return chunker.chunk(Document(id="d", content=content, content_format="text", metadata={}),
-                         tokenizer_identity="t")
+    return chunker.chunk(Document(id="d", content=content, content_format="text", metadata={}), tokenizer_identity="t")
 
 
 def _embedding_chunkers(embedder, **kwargs):
@@ -141,9 +140,17 @@ def test_a_sentence_regex_matching_everywhere_is_refused(regex):
 def test_an_empty_match_after_cjk_full_stops_splits_text_without_spaces():
     text = "猫は静かに眠る。犬は公園を走る。株価が上がった。"
     chunker = EmbeddingSemanticChunker(embeddings=Scripted(), sentence_split_regex="(?<=[。！？])")
-    assert [text[s:e] for s, e in chunker.sentences(text)] == ["猫は静かに眠る。", "犬は公園を走る。", "株価が上がった。"]
-    chunks = _chunks(EmbeddingSemanticChunker(embeddings=Scripted(), sentence_split_regex="(?<=[。！？])",
-                                              buffer_size=0, number_of_chunks=3), text)
+    assert [text[s:e] for s, e in chunker.sentences(text)] == [
+        "猫は静かに眠る。",
+        "犬は公園を走る。",
+        "株価が上がった。",
+    ]
+    chunks = _chunks(
+        EmbeddingSemanticChunker(
+            embeddings=Scripted(), sentence_split_regex="(?<=[。！？])", buffer_size=0, number_of_chunks=3
+        ),
+        text,
+    )
     assert [c.text for c in chunks] == ["猫は静かに眠る。", "犬は公園を走る。", "株価が上がった。"]
 
 
@@ -235,32 +242,44 @@ def _rows():
 def hostile_runs(tmp_path_factory, _openai_server_session):
     server = _openai_server_session
     server.reset()
-    server.chat_rules.update({
-        "FAIL503": ("status", 503),
-        "ECHO": ("echo", 400),  # the error body quotes the Authorization header
-        "PROSE": 'Sure!\n```json\n{"boundaries": [1]}\n```',
-    })
+    server.chat_rules.update(
+        {
+            "FAIL503": ("status", 503),
+            "ECHO": ("echo", 400),  # the error body quotes the Authorization header
+            "PROSE": 'Sure!\n```json\n{"boundaries": [1]}\n```',
+        }
+    )
     tmp = tmp_path_factory.mktemp("hostile")
     rows = [{**r, "content_format": "text"} for r in _rows()]
     path = write_documents(tmp / "in" / "docs.parquet", rows)
     client = {"base_url": server.base_url, "api_key_env": "RECHUNK_TEST_KEY", "backoff_seconds": 0, "retries": 1}
     config = tmp / "c.json"
-    config.write_text(json.dumps({
-        "max_tokens": MAX_TOKENS,
-        "models": {"bow": {"type": "OpenAIEmbedder", "params": {**client, "model": "bow", "batch_size": 16}},
-                   "chat": {"type": "OpenAIChatModel", "params": {**client, "model": "m"}}},
-        "chunkers": {"e": {"type": "EmbeddingSemanticChunker", "params": {"embeddings": "bow"}},
-                     "c": {"type": "SemanticChunker", "params": {"llm": "chat", "chunk_size": 200}}},
-        "routes": [{"when": {"metadata": {"chunker": ["chat"]}}, "chunker": "c"}],
-        "default": "e",
-    }))
+    config.write_text(
+        json.dumps(
+            {
+                "max_tokens": MAX_TOKENS,
+                "models": {
+                    "bow": {"type": "OpenAIEmbedder", "params": {**client, "model": "bow", "batch_size": 16}},
+                    "chat": {"type": "OpenAIChatModel", "params": {**client, "model": "m"}},
+                },
+                "chunkers": {
+                    "e": {"type": "EmbeddingSemanticChunker", "params": {"embeddings": "bow"}},
+                    "c": {"type": "SemanticChunker", "params": {"llm": "chat", "chunk_size": 200}},
+                },
+                "routes": [{"when": {"metadata": {"chunker": ["chat"]}}, "chunker": "c"}],
+                "default": "e",
+            }
+        )
+    )
     patch = pytest.MonkeyPatch()
     patch.setenv("RECHUNK_TEST_KEY", KEY)
     runs = {}
     try:
-        for name, mode in [("in_memory", ["--direct_running_mode=in_memory"]),
-                           ("in_memory_again", ["--direct_running_mode=in_memory"]),
-                           ("multi_processing", ["--direct_running_mode=multi_processing", "--direct_num_workers=2"])]:
+        for name, mode in [
+            ("in_memory", ["--direct_running_mode=in_memory"]),
+            ("in_memory_again", ["--direct_running_mode=in_memory"]),
+            ("multi_processing", ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]),
+        ]:
             out = tmp / name
             assert main(["--input", str(path), "--output", str(out), "--config", str(config), *mode]) == 0
             runs[name] = out
@@ -275,8 +294,11 @@ def test_awkward_documents_are_all_accounted_for_exactly(hostile_runs, recount):
     out = runs["in_memory"]
     chunks, dead = read_output(out, "chunks"), read_output(out, "dead_letter")
     assert {d["document_id"]: d["reason"] for d in dead} == {
-        "empty": "empty_document", "whitespace": "empty_document", "chat-whitespace": "empty_document",
-        "chat-fail": "model_error", "chat-echo": "model_error",
+        "empty": "empty_document",
+        "whitespace": "empty_document",
+        "chat-whitespace": "empty_document",
+        "chat-fail": "model_error",
+        "chat-echo": "model_error",
     }
     assert {c["document_id"] for c in chunks} == set(docs) - {d["document_id"] for d in dead}
     for d in dead:
@@ -297,12 +319,16 @@ def test_same_chunks_and_ids_in_every_run_and_running_mode(hostile_runs):
     runs, _ = hostile_runs
 
     def ids(out):
-        return sorted((c["document_id"], c["chunk_index"], c["chunk_id"], c["start_offset"], c["end_offset"])
-                      for c in read_output(out, "chunks"))
+        return sorted(
+            (c["document_id"], c["chunk_index"], c["chunk_id"], c["start_offset"], c["end_offset"])
+            for c in read_output(out, "chunks")
+        )
 
     assert ids(runs["in_memory"]) == ids(runs["in_memory_again"]) == ids(runs["multi_processing"])
-    dead = {name: sorted((d["document_id"], d["reason"], d["detail"]) for d in read_output(out, "dead_letter"))
-            for name, out in runs.items()}
+    dead = {
+        name: sorted((d["document_id"], d["reason"], d["detail"]) for d in read_output(out, "dead_letter"))
+        for name, out in runs.items()
+    }
     assert dead["in_memory"] == dead["in_memory_again"] == dead["multi_processing"]
 
 

@@ -28,32 +28,57 @@ TOPICS = {
 
 
 def _config(server, **extra_chunker_params) -> str:
-    return json.dumps({
-        "max_tokens": MAX_TOKENS,
-        "models": {
-            "bow": {"type": "OpenAIEmbedder", "params": {
-                "base_url": server.base_url, "model": "bow", "api_key_env": "RECHUNK_TEST_KEY",
-                "backoff_seconds": 0, "retries": 1}},
-            "chat": {"type": "OpenAIChatModel", "params": {
-                "base_url": server.base_url, "model": "m", "api_key_env": "RECHUNK_TEST_KEY",
-                "backoff_seconds": 0, "retries": 1, "timeout_seconds": 5}},
-        },
-        "chunkers": {
-            "embedding": {"type": "EmbeddingSemanticChunker", "params": {"embeddings": "bow", "buffer_size": 0}},
-            "chat": {"type": "SemanticChunker", "params": {"llm": "chat", "chunk_size": 200}},
-            "chat_fallback": {"type": "SemanticChunker", "params": {
-                "llm": "chat", "chunk_size": 200, "fallback_on_transient_error": True}},
-            "refined": {"type": "StructureAwareChunker", "params": {
-                "target_tokens": 40, "min_preferred_tokens": 0, "semantic_mode": "refiner",
-                "semantic_refiner": {"llm": "chat"}}},
-        },
-        "routes": [
-            {"when": {"metadata": {"chunker": ["chat"]}}, "chunker": "chat"},
-            {"when": {"metadata": {"chunker": ["chat_fallback"]}}, "chunker": "chat_fallback"},
-            {"when": {"content_format": ["markdown"]}, "chunker": "refined"},
-        ],
-        "default": "embedding",
-    })
+    return json.dumps(
+        {
+            "max_tokens": MAX_TOKENS,
+            "models": {
+                "bow": {
+                    "type": "OpenAIEmbedder",
+                    "params": {
+                        "base_url": server.base_url,
+                        "model": "bow",
+                        "api_key_env": "RECHUNK_TEST_KEY",
+                        "backoff_seconds": 0,
+                        "retries": 1,
+                    },
+                },
+                "chat": {
+                    "type": "OpenAIChatModel",
+                    "params": {
+                        "base_url": server.base_url,
+                        "model": "m",
+                        "api_key_env": "RECHUNK_TEST_KEY",
+                        "backoff_seconds": 0,
+                        "retries": 1,
+                        "timeout_seconds": 5,
+                    },
+                },
+            },
+            "chunkers": {
+                "embedding": {"type": "EmbeddingSemanticChunker", "params": {"embeddings": "bow", "buffer_size": 0}},
+                "chat": {"type": "SemanticChunker", "params": {"llm": "chat", "chunk_size": 200}},
+                "chat_fallback": {
+                    "type": "SemanticChunker",
+                    "params": {"llm": "chat", "chunk_size": 200, "fallback_on_transient_error": True},
+                },
+                "refined": {
+                    "type": "StructureAwareChunker",
+                    "params": {
+                        "target_tokens": 40,
+                        "min_preferred_tokens": 0,
+                        "semantic_mode": "refiner",
+                        "semantic_refiner": {"llm": "chat"},
+                    },
+                },
+            },
+            "routes": [
+                {"when": {"metadata": {"chunker": ["chat"]}}, "chunker": "chat"},
+                {"when": {"metadata": {"chunker": ["chat_fallback"]}}, "chunker": "chat_fallback"},
+                {"when": {"content_format": ["markdown"]}, "chunker": "refined"},
+            ],
+            "default": "embedding",
+        }
+    )
 
 
 def _documents(tmp_path: Path) -> tuple[Path, dict[str, dict]]:
@@ -61,16 +86,36 @@ def _documents(tmp_path: Path) -> tuple[Path, dict[str, dict]]:
     rows = [
         {"id": "e1", "content": f"{cats} {money}\n{rain} {cats}\n", "content_format": "text", "metadata": None},
         {"id": "e2", "content": " ".join([money] * 12) + "\n\n" + rain, "content_format": "text", "metadata": None},
-        {"id": "c1", "content": f"{cats}\n\n{cats}\n\n{money}\n\n{rain}", "content_format": "text",
-         "metadata": {"chunker": "chat"}},
-        {"id": "c2-FAIL500", "content": f"FAIL500 {cats}\n\n{money}", "content_format": "text",
-         "metadata": {"chunker": "chat"}},
-        {"id": "c3-FAIL500", "content": f"FAIL500 {cats}\n\n{money}", "content_format": "text",
-         "metadata": {"chunker": "chat_fallback"}},
-        {"id": "c4-BADJSON", "content": f"BADJSON {cats}\n\n{money}", "content_format": "text",
-         "metadata": {"chunker": "chat_fallback"}},
-        {"id": "m1", "content": f"# Notes\n\n{cats}\n\n{cats}\n\n{money}\n\n{money}\n\n{rain}\n", "content_format": "markdown",
-         "metadata": None},
+        {
+            "id": "c1",
+            "content": f"{cats}\n\n{cats}\n\n{money}\n\n{rain}",
+            "content_format": "text",
+            "metadata": {"chunker": "chat"},
+        },
+        {
+            "id": "c2-FAIL500",
+            "content": f"FAIL500 {cats}\n\n{money}",
+            "content_format": "text",
+            "metadata": {"chunker": "chat"},
+        },
+        {
+            "id": "c3-FAIL500",
+            "content": f"FAIL500 {cats}\n\n{money}",
+            "content_format": "text",
+            "metadata": {"chunker": "chat_fallback"},
+        },
+        {
+            "id": "c4-BADJSON",
+            "content": f"BADJSON {cats}\n\n{money}",
+            "content_format": "text",
+            "metadata": {"chunker": "chat_fallback"},
+        },
+        {
+            "id": "m1",
+            "content": f"# Notes\n\n{cats}\n\n{cats}\n\n{money}\n\n{money}\n\n{rain}\n",
+            "content_format": "markdown",
+            "metadata": None,
+        },
     ]
     path = write_documents(tmp_path / "in" / "docs.parquet", rows)
     return path, {r["id"]: r for r in rows}
@@ -85,8 +130,10 @@ def job(openai_server, tmp_path, monkeypatch, caplog):
     config.write_text(_config(openai_server))
     out = tmp_path / "out"
     caplog.set_level(logging.DEBUG)
-    assert main(["--input", str(path), "--output", str(out), "--config", str(config),
-                 "--direct_running_mode=in_memory"]) == 0
+    assert (
+        main(["--input", str(path), "--output", str(out), "--config", str(config), "--direct_running_mode=in_memory"])
+        == 0
+    )
     return out, docs, openai_server
 
 
@@ -146,30 +193,66 @@ def test_the_api_key_appears_nowhere(job, caplog, capsys):
     "models, env, message",
     [
         ({"x": {"type": "Nope"}}, {}, "models.x: unknown model type 'Nope'"),
-        ({"x": {"type": "OpenAIEmbedder", "params": {"url": "http://127.0.0.1/v1"}}}, {},
-         "models.x.params: unknown parameter 'url' for OpenAIEmbedder"),
-        ({"x": {"type": "OpenAIEmbedder", "params": {"base_url": "http://127.0.0.1:9/v1", "model": "m",
-                                                     "timeout_seconds": 0}}}, {},
-         "models.x.params: timeout_seconds must be a number > 0 and <= 3600, got 0"),
-        ({"x": {"type": "OpenAIEmbedder", "params": {"base_url": "http://127.0.0.1:9/v1", "model": "m",
-                                                     "api_key_env": "RECHUNK_UNSET_KEY"}}}, {},
-         "environment variable RECHUNK_UNSET_KEY (api_key_env) is not set"),
-        ({"x": {"type": "OpenAIEmbedder", "params": {"base_url": "https://api.example.com/v1", "model": "m"}}}, {},
-         "set allow_external_transmission: true"),
-        ({"x": {"type": "SentenceTransformerEmbedder", "params": {"path": "/nonexistent/model"}}}, {},
-         "is not a local sentence-transformers model directory"),
-        ({"y": {"type": "OpenAIChatModel", "params": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}}}, {},
-         "embeddings names model 'x', not one of the models section's ['y']"),
-        ({"x": {"type": "OpenAIChatModel", "params": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}}}, {},
-         "embeddings must be an Embedder"),
+        (
+            {"x": {"type": "OpenAIEmbedder", "params": {"url": "http://127.0.0.1/v1"}}},
+            {},
+            "models.x.params: unknown parameter 'url' for OpenAIEmbedder",
+        ),
+        (
+            {
+                "x": {
+                    "type": "OpenAIEmbedder",
+                    "params": {"base_url": "http://127.0.0.1:9/v1", "model": "m", "timeout_seconds": 0},
+                }
+            },
+            {},
+            "models.x.params: timeout_seconds must be a number > 0 and <= 3600, got 0",
+        ),
+        (
+            {
+                "x": {
+                    "type": "OpenAIEmbedder",
+                    "params": {"base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key_env": "RECHUNK_UNSET_KEY"},
+                }
+            },
+            {},
+            "environment variable RECHUNK_UNSET_KEY (api_key_env) is not set",
+        ),
+        (
+            {"x": {"type": "OpenAIEmbedder", "params": {"base_url": "https://api.example.com/v1", "model": "m"}}},
+            {},
+            "set allow_external_transmission: true",
+        ),
+        (
+            {"x": {"type": "SentenceTransformerEmbedder", "params": {"path": "/nonexistent/model"}}},
+            {},
+            "is not a local sentence-transformers model directory",
+        ),
+        (
+            {"y": {"type": "OpenAIChatModel", "params": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}}},
+            {},
+            "embeddings names model 'x', not one of the models section's ['y']",
+        ),
+        (
+            {"x": {"type": "OpenAIChatModel", "params": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}}},
+            {},
+            "embeddings must be an Embedder",
+        ),
     ],
 )
 def test_model_option_mistakes_exit_2_with_one_line(capsys, tmp_path, monkeypatch, models, env, message):
     monkeypatch.delenv("RECHUNK_UNSET_KEY", raising=False)
     path, _ = _documents(tmp_path)
     config = tmp_path / "c.json"
-    config.write_text(json.dumps({"models": models, "chunkers": {
-        "e": {"type": "EmbeddingSemanticChunker", "params": {"embeddings": "x"}}}, "default": "e"}))
+    config.write_text(
+        json.dumps(
+            {
+                "models": models,
+                "chunkers": {"e": {"type": "EmbeddingSemanticChunker", "params": {"embeddings": "x"}}},
+                "default": "e",
+            }
+        )
+    )
     assert main(["--input", str(path), "--output", str(tmp_path / "out"), "--config", str(config)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("rechunk: error: "), err

@@ -43,8 +43,12 @@ class _Words(Chunker):
                 raise RuntimeError(f"kaboom at {i}")
             if i == self.fail_at and self.how == "chunking":
                 raise ChunkingError("invalid_docling_json", f"bad at {i}")
-            yield Piece(text=word, start_offset=start, end_offset=start + len(word),
-                        page_no=2**32 if (i == self.fail_at and self.how == "page") else None)
+            yield Piece(
+                text=word,
+                start_offset=start,
+                end_offset=start + len(word),
+                page_no=2**32 if (i == self.fail_at and self.how == "page") else None,
+            )
             start += len(word) + 1
 
 
@@ -54,8 +58,11 @@ def _registered(monkeypatch):
 
 
 def _spec(**params):
-    return resolve_config({"chunkers": {"w": {"type": "_Words", "params": params}}, "default": "w"},
-                          tokenizer="tiktoken:cl100k_base", max_tokens=8)
+    return resolve_config(
+        {"chunkers": {"w": {"type": "_Words", "params": params}}, "default": "w"},
+        tokenizer="tiktoken:cl100k_base",
+        max_tokens=8,
+    )
 
 
 def _run(monkeypatch, spec, held_chars=None):
@@ -76,18 +83,31 @@ def test_a_later_chunker_error_rejects_the_whole_document_with_nothing_written(m
     p, out = _run(monkeypatch, _spec(fail_at=4, how="raise"))
     assert_that(out.chunks, equal_to([]), label="no chunks")
     assert_that(out[MANIFEST], equal_to([]), label="no manifest")
-    assert_that(out[DEAD_LETTER] | beam.Map(lambda d: (d.reason, d.stage, d.chunk_id, d.detail, d.payload)),
-                equal_to([("chunker_error", "chunk", None, "RuntimeError: kaboom at 4", CONTENT)]), label="dead")
+    assert_that(
+        out[DEAD_LETTER] | beam.Map(lambda d: (d.reason, d.stage, d.chunk_id, d.detail, d.payload)),
+        equal_to([("chunker_error", "chunk", None, "RuntimeError: kaboom at 4", CONTENT)]),
+        label="dead",
+    )
     p.run().wait_until_finish()
 
 
 def test_a_later_chunk_that_cannot_be_written_rejects_the_whole_document(monkeypatch):
     p, out = _run(monkeypatch, _spec(fail_at=3, how="page"))
     assert_that(out.chunks, equal_to([]), label="no chunks")
-    assert_that(out[DEAD_LETTER] | beam.Map(lambda d: (d.reason, d.stage, d.detail, d.payload)),
-                equal_to([("chunker_error", "validate",
-                           "validation failed: ValueError: page_no 4294967296 does not fit int32", CONTENT)]),
-                label="dead")
+    assert_that(
+        out[DEAD_LETTER] | beam.Map(lambda d: (d.reason, d.stage, d.detail, d.payload)),
+        equal_to(
+            [
+                (
+                    "chunker_error",
+                    "validate",
+                    "validation failed: ValueError: page_no 4294967296 does not fit int32",
+                    CONTENT,
+                )
+            ]
+        ),
+        label="dead",
+    )
     p.run().wait_until_finish()
 
 
@@ -98,18 +118,23 @@ def test_a_chunker_error_after_a_validation_error_decides_the_reason(monkeypatch
         def split(self, document):
             for i, piece in enumerate(super().split(document)):
                 if i == 2:
-                    yield Piece(text=piece.text, start_offset=piece.start_offset, end_offset=piece.end_offset,
-                                page_no=2**32)
+                    yield Piece(
+                        text=piece.text, start_offset=piece.start_offset, end_offset=piece.end_offset, page_no=2**32
+                    )
                     raise ChunkingError("invalid_docling_json", "bad later")
                 yield piece
 
     monkeypatch.setitem(chunkers_module.CHUNKERS, "_Both", _Both)
-    spec = resolve_config({"chunkers": {"w": {"type": "_Both"}}, "default": "w"},
-                          tokenizer="tiktoken:cl100k_base", max_tokens=8)
+    spec = resolve_config(
+        {"chunkers": {"w": {"type": "_Both"}}, "default": "w"}, tokenizer="tiktoken:cl100k_base", max_tokens=8
+    )
     p, out = _run(monkeypatch, spec)
     assert_that(out.chunks, equal_to([]), label="no chunks")
-    assert_that(out[DEAD_LETTER] | beam.Map(lambda d: (d.reason, d.stage, d.detail)),
-                equal_to([("invalid_docling_json", "chunk", "bad later")]), label="dead")
+    assert_that(
+        out[DEAD_LETTER] | beam.Map(lambda d: (d.reason, d.stage, d.detail)),
+        equal_to([("invalid_docling_json", "chunk", "bad later")]),
+        label="dead",
+    )
     p.run().wait_until_finish()
 
 
@@ -128,7 +153,7 @@ def test_each_chunk_is_written_before_the_next_is_built_once_past_the_held_limit
         if isinstance(output, dict):
             EVENTS.append(f"row {output['chunk_index']}")
     expected = [e for i in range(len(WORDS)) for e in (f"piece {i}", f"row {i}")]
-    assert EVENTS == expected
+    assert expected == EVENTS
 
 
 def test_below_the_held_limit_nothing_is_emitted_before_the_last_chunk(monkeypatch):
@@ -137,7 +162,7 @@ def test_below_the_held_limit_nothing_is_emitted_before_the_last_chunk(monkeypat
     for output in dofn.process(Document(id="doc", content=CONTENT), identity):
         if isinstance(output, dict):
             EVENTS.append(f"row {output['chunk_index']}")
-    assert EVENTS == [f"piece {i}" for i in range(len(WORDS))] + [f"row {i}" for i in range(len(WORDS))]
+    assert [f"piece {i}" for i in range(len(WORDS))] + [f"row {i}" for i in range(len(WORDS))] == EVENTS
 
 
 def test_past_the_held_limit_a_later_failure_keeps_the_rows_written_and_rejects_the_document(monkeypatch):
@@ -169,8 +194,11 @@ def test_streamed_output_is_the_held_output(monkeypatch):
     results = {}
     for held in (10**6, 0):
         monkeypatch.setattr(beam_module, "MAX_HELD_CHARS", held)
-        dofn = beam_module._ChunkDoFn(resolve_config(
-            {"chunkers": {"w": {"type": "_Words"}}, "default": "w"}, tokenizer="tiktoken:cl100k_base", max_tokens=1))
+        dofn = beam_module._ChunkDoFn(
+            resolve_config(
+                {"chunkers": {"w": {"type": "_Words"}}, "default": "w"}, tokenizer="tiktoken:cl100k_base", max_tokens=1
+            )
+        )
         dofn.setup()
         results[held] = _outputs(dofn, dofn._tokenizer.identity, content)
     assert results[0] == results[10**6]
@@ -180,4 +208,3 @@ def test_streamed_output_is_the_held_output(monkeypatch):
     for held in (10**6, 0):
         dofn, identity = _dofn(monkeypatch, held)
         assert (MANIFEST, "doc", len(WORDS)) in _outputs(dofn, identity, CONTENT)
-

@@ -162,10 +162,14 @@ def test_a_closing_fence_is_never_a_part_of_its_own():
     # A tilde fence, and a block whose last line is code, not a fence (no closing fence: kept as is).
     tilde = "~~~\nline_one = 1\nline_two = 2\n~~~~\n"
     assert [c.text for c in _chunks(_bytes(max_tokens=24, target_tokens=24), tilde)] == [
-        "~~~\nline_one = 1\n", "~~~\nline_two = 2\n~~~~\n"]
+        "~~~\nline_one = 1\n",
+        "~~~\nline_two = 2\n~~~~\n",
+    ]
     unclosed = "```\nline_one = 1\nline_two = 2\n"
     assert [c.text for c in _chunks(_bytes(max_tokens=20, target_tokens=20), unclosed)] == [
-        "```\nline_one = 1\n", "```\nline_two = 2\n"]
+        "```\nline_one = 1\n",
+        "```\nline_two = 2\n",
+    ]
 
 
 TABLE = "## Data\n\n| key | value |\n|-----|-------|\n" + "".join(f"| k{i} | v{i} |\n" for i in range(6))
@@ -201,7 +205,9 @@ def test_lists_split_between_items_and_nested_lists():
 
 
 def test_prose_is_split_at_sentences_and_the_space_between_is_left_out():
-    chunks = _chunks(_bytes(max_tokens=25, target_tokens=20), "One sentence here. Two sentence here. Three sentence here.")
+    chunks = _chunks(
+        _bytes(max_tokens=25, target_tokens=20), "One sentence here. Two sentence here. Three sentence here."
+    )
     assert [(c.text, c.start_offset, c.metadata["structure"]["split"]) for c in chunks] == [
         ("One sentence here.", 0, "prose"),
         ("Two sentence here.", 19, "prose"),
@@ -214,10 +220,13 @@ def test_prose_is_split_at_sentences_and_the_space_between_is_left_out():
     [
         # UTF-8 bytes: 3 a character. Engine 2 had no cut without whitespace after 。！？ and cut at
         # its budget: ("猫が寝た。犬が吠えた！「本", 0), ("当？」と聞いた。", 13).
-        ("猫が寝た。犬が吠えた！「本当？」と聞いた。", 30, 40,
-         [("猫が寝た。", 0), ("犬が吠えた！", 5), ("「本当？」と聞いた。", 11)]),
-        ("一句。二句。 Three here. 四句！", 15, 20,
-         [("一句。", 0), ("二句。", 3), ("Three here.", 7), ("四句！", 19)]),
+        (
+            "猫が寝た。犬が吠えた！「本当？」と聞いた。",
+            30,
+            40,
+            [("猫が寝た。", 0), ("犬が吠えた！", 5), ("「本当？」と聞いた。", 11)],
+        ),
+        ("一句。二句。 Three here. 四句！", 15, 20, [("一句。", 0), ("二句。", 3), ("Three here.", 7), ("四句！", 19)]),
     ],
 )
 def test_chinese_and_japanese_prose_is_split_at_its_sentence_ends(text, target_tokens, max_tokens, expected):
@@ -225,7 +234,7 @@ def test_chinese_and_japanese_prose_is_split_at_its_sentence_ends(text, target_t
     cut at token boundaries, mid-word, every chunk at the full budget."""
     chunks = _chunks(_bytes(max_tokens=max_tokens, target_tokens=target_tokens), text, "text")
     assert [(c.text, c.start_offset) for c in chunks] == expected
-    assert all(text[c.start_offset:c.end_offset] == c.text for c in chunks)
+    assert all(text[c.start_offset : c.end_offset] == c.text for c in chunks)
 
 
 def test_a_section_that_repeats_its_parents_title_is_one_heading_with_it():
@@ -384,12 +393,16 @@ def test_validation_catches_tampered_and_missing_chunks():
     from dataclasses import replace
 
     tampered = [replace(chunks[0], text="# A\n\nONE\n\n"), replace(chunks[1], embedding_text="other")]
-    reasons = [(p.chunk_index, p.reason) for p in validate_structure_chunks(
-        text, tampered, tokenizer=BYTES, max_tokens=600).problems]
+    reasons = [
+        (p.chunk_index, p.reason)
+        for p in validate_structure_chunks(text, tampered, tokenizer=BYTES, max_tokens=600).problems
+    ]
     assert reasons == [(0, "offset_mismatch"), (1, "embedding_text_mismatch"), (None, "incomplete_coverage")]
 
     missing = validate_structure_chunks(text, chunks[1:], tokenizer=BYTES, max_tokens=600)
-    assert [p.reason for p in missing.problems] == ["incomplete_coverage"] and missing.excluded_characters == 5  # "#", "A", "one"
+    assert [p.reason for p in missing.problems] == [
+        "incomplete_coverage"
+    ] and missing.excluded_characters == 5  # "#", "A", "one"
 
 
 def test_a_split_rst_directive_repeats_its_directive_line():
@@ -425,8 +438,13 @@ def test_html_is_chunked_from_its_markdown_rendering():
     chunks = _chunks(_bytes(max_tokens=60), html, content_format="html")
     assert [(c.text, c.embedding_text, c.headings, c.start_offset, c.content_format) for c in chunks] == [
         ("# Guide\n\nIntro text.\n\n", "# Guide\n\nIntro text.\n\n", ("Guide",), None, "markdown"),
-        ("## Use\n\n| k | v |\n| --- | --- |\n| a | 1 |\n| b | 2 |\n",
-         "Guide\n\n## Use\n\n| k | v |\n| --- | --- |\n| a | 1 |\n| b | 2 |\n", ("Guide", "Use"), None, "markdown"),
+        (
+            "## Use\n\n| k | v |\n| --- | --- |\n| a | 1 |\n| b | 2 |\n",
+            "Guide\n\n## Use\n\n| k | v |\n| --- | --- |\n| a | 1 |\n| b | 2 |\n",
+            ("Guide", "Use"),
+            None,
+            "markdown",
+        ),
     ]
 
 
@@ -455,7 +473,9 @@ def test_docling_documents_keep_their_pages():
     assert chunks[1].embedding_text == "Report\n\n## Appendix\n\nSecond page text.\n"
 
 
-@pytest.mark.parametrize("content, max_tokens", [("漢", 1), ("👍", 2), ("# T\n\n👍👍", 2), ("# Title here\n\n" + "漢" * 5, 1)])
+@pytest.mark.parametrize(
+    "content, max_tokens", [("漢", 1), ("👍", 2), ("# T\n\n👍👍", 2), ("# Title here\n\n" + "漢" * 5, 1)]
+)
 def test_a_character_over_the_budget_is_its_own_chunk_not_a_hang(tokenizer, content, max_tokens):
     # Found by the hostile pass: a code point needing more tokens than max_tokens looped forever.
     chunks = _chunks(StructureAwareChunker(tokenizer=tokenizer, max_tokens=max_tokens), content)
@@ -491,8 +511,10 @@ def test_long_documents_chunk_the_same_with_bounded_memory_paths(monkeypatch):
     from transforms.tokenizers import TiktokenTokenizer
 
     rng = random.Random(2)
-    words = " ".join("".join(rng.choice("etaoinshrdlu") for _ in range(rng.randint(1, 8))) + rng.choice(["", "", ".", ","])
-                     for _ in range(30_000))
+    words = " ".join(
+        "".join(rng.choice("etaoinshrdlu") for _ in range(rng.randint(1, 8))) + rng.choice(["", "", ".", ","])
+        for _ in range(30_000)
+    )
     sample = pq.read_table(Path(__file__).resolve().parent.parent / "sample" / "docs.parquet")
     documents = [Document(id="words", content=words, content_format="text")] + [
         Document(id=i, content=c, content_format=f)
@@ -502,8 +524,13 @@ def test_long_documents_chunk_the_same_with_bounded_memory_paths(monkeypatch):
     chunker = StructureAwareChunker(tokenizer=TiktokenTokenizer(), max_tokens=128, target_tokens=100)
 
     def run():
-        return [[(c.text, c.embedding_text, c.start_offset, c.metadata["structure"]["split"]) for c in
-                 chunker.chunk(d, tokenizer_identity="t")] for d in documents]
+        return [
+            [
+                (c.text, c.embedding_text, c.start_offset, c.metadata["structure"]["split"])
+                for c in chunker.chunk(d, tokenizer_identity="t")
+            ]
+            for d in documents
+        ]
 
     through = packing._Candidates.through
     with monkeypatch.context() as eager:  # every candidate of a paragraph at once, as before
@@ -523,7 +550,7 @@ def test_a_long_text_is_counted_a_part_at_a_time_with_the_same_chunks(monkeypatc
     from transforms.structure import packing
 
     section = "# Part {i}\n\nSome prose about part {i}, long enough to need a few tokens. " * 3
-    content = "\n\n".join(section.format(i=i) + "\n\n```\ncode {i}\n```\n\n- a\n- b\n".format(i=i) for i in range(60))
+    content = "\n\n".join(section.format(i=i) + f"\n\n```\ncode {i}\n```\n\n- a\n- b\n" for i in range(60))
     chunker = StructureAwareChunker(tokenizer=tokenizer, max_tokens=64, target_tokens=48)
     whole = [(c.text, c.start_offset, c.token_count, c.metadata) for c in _chunks(chunker, content)]
     encoded: list[int] = []
@@ -544,13 +571,19 @@ def test_chunks_stream_out_a_top_level_section_at_a_time_with_the_same_chunks(mo
 
     parts = []
     for i in range(40):
-        body = "Tiny." if i % 3 == 0 else f"Prose of part {i}, long enough to need a few tokens of its own. " * (i % 5 + 1)
+        body = (
+            "Tiny." if i % 3 == 0 else f"Prose of part {i}, long enough to need a few tokens of its own. " * (i % 5 + 1)
+        )
         parts.append(f"# Top {i % 4}\n\n{body}\n\n## Sub {i}\n\nMore words under it, {i}.\n\n- a {i}\n- b\n")
     content = "\n".join(parts)
     chunker = StructureAwareChunker(tokenizer=tokenizer, max_tokens=64, target_tokens=48, **options)
     sections: list[int] = []
     real_section = packing._Run._section
-    monkeypatch.setattr(packing._Run, "_section", lambda self, node, *a: sections.append(len(a) and a[-2] == ()) or real_section(self, node, *a))
+    monkeypatch.setattr(
+        packing._Run,
+        "_section",
+        lambda self, node, *a: sections.append(len(a) and a[-2] == ()) or real_section(self, node, *a),
+    )
     chunks, _ = chunker.stream_with_source(_doc(content), tokenizer_identity=tokenizer.identity)
     first = next(chunks)
     assert sum(sections) < 10  # top-level sections packed when the first chunk came out, of 40
@@ -571,7 +604,7 @@ def test_a_long_texts_token_ends_are_dropped_behind_the_packer(monkeypatch, toke
     from transforms.structure import packing
 
     section = "# Part {i}\n\nSome prose about part {i}, long enough to need a few tokens. " * 3
-    content = "\n\n".join(section.format(i=i) + "\n\n```\ncode {i}\n```\n\n- a\n- b\n".format(i=i) for i in range(60))
+    content = "\n\n".join(section.format(i=i) + f"\n\n```\ncode {i}\n```\n\n- a\n- b\n" for i in range(60))
     chunker = StructureAwareChunker(tokenizer=tokenizer, max_tokens=64, target_tokens=48)
     whole = [(c.text, c.start_offset, c.token_count, c.metadata) for c in _chunks(chunker, content)]
     counters: list = []
@@ -601,9 +634,33 @@ def test_non_whitespace_is_counted_as_str_isspace_sees_it(monkeypatch, part_char
     rng = random.Random(7)
     spaces = [chr(c) for c in range(0x3001) if chr(c).isspace()]
     # Neighbours of whitespace in UTF-8: same lead byte (C2, E1, E2, E3), controls, surrogates.
-    others = ["a", "\x00", "\x08", "\x0e", "\x1b", "\x21", "\x7f", "\x84", "\x86", "\xa1", "é", "\u1681",
-              "\u167f", "\u200b", "\u2027", "\u202a", "\u2030", "\u205e", "\u2060", "\u3001", "\u2fff",
-              "—", "\ud800", "\udfff", "😀"]
+    others = [
+        "a",
+        "\x00",
+        "\x08",
+        "\x0e",
+        "\x1b",
+        "\x21",
+        "\x7f",
+        "\x84",
+        "\x86",
+        "\xa1",
+        "é",
+        "\u1681",
+        "\u167f",
+        "\u200b",
+        "\u2027",
+        "\u202a",
+        "\u2030",
+        "\u205e",
+        "\u2060",
+        "\u3001",
+        "\u2fff",
+        "—",
+        "\ud800",
+        "\udfff",
+        "😀",
+    ]
     assert len(spaces) == 29
     for size in (0, 1, 255, 256, 257, 299, 300, 301, 1000, 5000):
         for mix in (0.05, 0.5, 0.95):
@@ -660,7 +717,9 @@ def test_a_long_line_is_packed_a_part_at_a_time_with_the_same_chunks(monkeypatch
 
     packed: list = []  # the packer's chunks, with its own counts (the Chunk's count is the job's)
     real_piece = structure._piece
-    monkeypatch.setattr(structure, "_piece", lambda source, verbatim, chunk: packed.append(chunk) or real_piece(source, verbatim, chunk))
+    monkeypatch.setattr(
+        structure, "_piece", lambda source, verbatim, chunk: packed.append(chunk) or real_piece(source, verbatim, chunk)
+    )
     key = lambda c: (c.text, c.start_offset, c.end_offset, c.metadata, c.chunk_id, packed[c.chunk_index].token_count)  # noqa: E731
 
     class Plain:
@@ -685,7 +744,9 @@ def test_a_long_line_is_packed_a_part_at_a_time_with_the_same_chunks(monkeypatch
     real_init = packing._Counter.__init__
     monkeypatch.setattr(packing._Counter, "__init__", lambda self, *a: counters.append(self) or real_init(self, *a))
     real_ends = type(budget_tokenizer).token_ends
-    monkeypatch.setattr(type(budget_tokenizer), "token_ends", lambda self, text: encoded.append(len(text)) or real_ends(self, text))
+    monkeypatch.setattr(
+        type(budget_tokenizer), "token_ends", lambda self, text: encoded.append(len(text)) or real_ends(self, text)
+    )
     monkeypatch.setattr(packing, "_PART_CHARS", 500)
     chunks, _ = chunker.stream_with_source(_doc(content), tokenizer_identity=budget_tokenizer.identity)
     streamed, held, reached = [], [], []

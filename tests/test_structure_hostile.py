@@ -24,8 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from transforms.chunkers import StructureAwareChunker
-from transforms.chunkers import structure
+from transforms.chunkers import StructureAwareChunker, structure
 from transforms.documents import Document
 from transforms.structure import packing
 from transforms.tokenizers import TiktokenTokenizer, Utf8ByteTokenizer
@@ -59,8 +58,9 @@ def _compare(monkeypatch, content: str, content_format: str, budget, params: dic
     """The packer with its parts of ``part_chars`` code points gives the unchanged path's chunks."""
     with monkeypatch.context() as unchanged:
         unchanged.setattr(packing._Run, "_release", lambda self: [])
-        expected = _run(StructureAwareChunker(tokenizer=_Plain(budget), **params), content, content_format,
-                        budget.identity)
+        expected = _run(
+            StructureAwareChunker(tokenizer=_Plain(budget), **params), content, content_format, budget.identity
+        )
     with monkeypatch.context() as parts:
         parts.setattr(packing, "_PART_CHARS", part_chars)
         got = _run(StructureAwareChunker(tokenizer=budget, **params), content, content_format, budget.identity)
@@ -68,12 +68,44 @@ def _compare(monkeypatch, content: str, content_format: str, budget, params: dic
 
 
 _FRAGMENTS = [
-    "a" * 700, "é" * 300, "1" * 500, "-" * 400, "😀" * 200, "中文字符" * 80, "e\u0301" * 150,
-    "שלום مرحبا" * 30, " " * 300, "\t" * 100, "\u00a0" * 50, "\u2028", "\ud800", "\udc00x",
-    "word ", "two words. ", "don't ", "x" * 40 + " ", "\n", "\n\n", "\r\n", "\r", "\r\n\r\n",
-    "\n \n", "# Heading\n", "## Sub\n\n", "Setext\n===\n", "- item\n", "  - nested item\n",
-    "> quote\n", ">> deeper\n", "```\n", "```python\n", "~~~\n", "| a | b |\n|---|---|\n",
-    "| " + "c" * 300 + " | d |\n", "1. one\n", "p1\n\np2\n\np3\n\n",
+    "a" * 700,
+    "é" * 300,
+    "1" * 500,
+    "-" * 400,
+    "😀" * 200,
+    "中文字符" * 80,
+    "e\u0301" * 150,
+    "שלום مرحبا" * 30,
+    " " * 300,
+    "\t" * 100,
+    "\u00a0" * 50,
+    "\u2028",
+    "\ud800",
+    "\udc00x",
+    "word ",
+    "two words. ",
+    "don't ",
+    "x" * 40 + " ",
+    "\n",
+    "\n\n",
+    "\r\n",
+    "\r",
+    "\r\n\r\n",
+    "\n \n",
+    "# Heading\n",
+    "## Sub\n\n",
+    "Setext\n===\n",
+    "- item\n",
+    "  - nested item\n",
+    "> quote\n",
+    ">> deeper\n",
+    "```\n",
+    "```python\n",
+    "~~~\n",
+    "| a | b |\n|---|---|\n",
+    "| " + "c" * 300 + " | d |\n",
+    "1. one\n",
+    "p1\n\np2\n\np3\n\n",
 ]
 
 
@@ -87,19 +119,26 @@ def _documents(draw):
 def _params(draw):
     max_tokens = draw(st.sampled_from([1, 2, 3, 5, 8, 16, 32, 64, 128]))
     target = draw(st.integers(1, max_tokens))
-    params = {"max_tokens": max_tokens, "target_tokens": target,
-              "min_preferred_tokens": draw(st.integers(0, target))}
+    params = {"max_tokens": max_tokens, "target_tokens": target, "min_preferred_tokens": draw(st.integers(0, target))}
     if target > 1 and draw(st.booleans()):
         params["overlap_tokens"] = draw(st.integers(1, min(50, target - 1)))
-    for flag in ("merge_small_sections", "allow_cross_top_level_merge", "preserve_code_blocks",
-                 "preserve_table_rows", "include_heading_path_in_embedding"):
+    for flag in (
+        "merge_small_sections",
+        "allow_cross_top_level_merge",
+        "preserve_code_blocks",
+        "preserve_table_rows",
+        "include_heading_path_in_embedding",
+    ):
         params[flag] = draw(st.booleans())
     return params
 
 
-@settings(max_examples=150, derandomize=True, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                 HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
 @given(
     content=_documents(),
     content_format=st.sampled_from(["markdown", "text", "rst", "html"]),
@@ -107,8 +146,9 @@ def _params(draw):
     params=_params(),
     part_chars=st.sampled_from([1, 5, 64, 333]),
 )
-def test_parts_lower_bound_and_early_release_change_no_chunk(monkeypatch, content, content_format, bytes_budget,
-                                                             params, part_chars):
+def test_parts_lower_bound_and_early_release_change_no_chunk(
+    monkeypatch, content, content_format, bytes_budget, params, part_chars
+):
     _compare(monkeypatch, content, content_format, BYTES if bytes_budget else TOK, params, part_chars)
 
 
@@ -131,8 +171,14 @@ _HOSTILE = {
     "lone_surrogates": "# H\n\n" + "\ud800x\udc00 " * 500,
     "table_huge_cells": "| a | b |\n|---|---|\n" + "".join(f"| {_words(200 + 40 * i, i)} | d |\n" for i in range(6)),
     "code_long_lines": "```\n" + "".join(_words(400, i) + "\n" for i in range(4)) + "```\n\ntail\n",
-    "nested_lists_quotes": "".join("  " * (i % 4) + "- " + "> " * (i % 3) + _words(30 + i, i) + "\n" for i in range(20)),
-    "tiny_paragraphs": "# T\n\n" + "\n\n".join(f"p{i}" for i in range(300)) + "\n\n" + _words(900) + "\n\n"
+    "nested_lists_quotes": "".join(
+        "  " * (i % 4) + "- " + "> " * (i % 3) + _words(30 + i, i) + "\n" for i in range(20)
+    ),
+    "tiny_paragraphs": "# T\n\n"
+    + "\n\n".join(f"p{i}" for i in range(300))
+    + "\n\n"
+    + _words(900)
+    + "\n\n"
     + "\n\n".join(f"q{i}" for i in range(300)),
     "headings_everywhere": "".join(f"{'#' * (1 + i % 6)} h{i}\n{_words(i % 50, i)}\n" for i in range(120)),
 }
@@ -140,12 +186,15 @@ _HOSTILE = {
 
 @pytest.mark.parametrize("name", sorted(_HOSTILE))
 @pytest.mark.parametrize("budget", ["tiktoken", "utf8"])
-@pytest.mark.parametrize("params", [
-    {"max_tokens": 3, "target_tokens": 2, "min_preferred_tokens": 1},
-    {"max_tokens": 64, "target_tokens": 48, "min_preferred_tokens": 20},
-    {"max_tokens": 64, "target_tokens": 48, "overlap_tokens": 12},
-    {"max_tokens": 512, "allow_cross_top_level_merge": True},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"max_tokens": 3, "target_tokens": 2, "min_preferred_tokens": 1},
+        {"max_tokens": 64, "target_tokens": 48, "min_preferred_tokens": 20},
+        {"max_tokens": 64, "target_tokens": 48, "overlap_tokens": 12},
+        {"max_tokens": 512, "allow_cross_top_level_merge": True},
+    ],
+)
 def test_hostile_documents_keep_their_chunks_when_packed_a_part_at_a_time(monkeypatch, name, budget, params):
     _compare(monkeypatch, _HOSTILE[name], "markdown", TOK if budget == "tiktoken" else BYTES, params, 97)
 
@@ -162,7 +211,19 @@ def test_a_tile_whose_lower_bound_is_exactly_the_budget(monkeypatch, slack):
     assert TOK.count(" " * (128 * k)) == k
     for budget, limit in ((TOK, tile // 128 + slack), (BYTES, tile + slack)):
         limit = max(limit, 1)
-        _compare(monkeypatch, "intro\n\n" + code + "\nafter\n", "markdown", budget,
-                 {"max_tokens": limit, "target_tokens": limit, "min_preferred_tokens": 0}, 64)
-        _compare(monkeypatch, "intro\n\n" + code + "\nafter\n", "markdown", budget,
-                 {"max_tokens": limit + 8, "target_tokens": limit, "min_preferred_tokens": limit}, 64)
+        _compare(
+            monkeypatch,
+            "intro\n\n" + code + "\nafter\n",
+            "markdown",
+            budget,
+            {"max_tokens": limit, "target_tokens": limit, "min_preferred_tokens": 0},
+            64,
+        )
+        _compare(
+            monkeypatch,
+            "intro\n\n" + code + "\nafter\n",
+            "markdown",
+            budget,
+            {"max_tokens": limit + 8, "target_tokens": limit, "min_preferred_tokens": limit},
+            64,
+        )

@@ -55,8 +55,12 @@ SETTINGS = dict(
     derandomize=True,
     print_blob=True,  # a failure prints @reproduce_failure(...), to replay it exactly
     deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
-                           HealthCheck.function_scoped_fixture],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+        HealthCheck.function_scoped_fixture,
+    ],
 )
 
 # --------------------------------------------------------------------------------------------
@@ -64,23 +68,104 @@ SETTINGS = dict(
 # --------------------------------------------------------------------------------------------
 
 _ASCII_WORDS = (
-    "the", "a", "chunk", "token", "budget", "Markdown", "heading", "table", "list", "code", "x", "I",
-    "don't", "it's", "we'll", "42", "3.14", "1,000", "e.g.", "foo_bar", "`code`", "*em*", "**strong**",
-    "[link](http://x.y/z)", "<b>", "&amp;", "\\|", "|", "#", "##", "-", "*", "+", ">", "1.", "2)",
-    "---", "===", "```", "~~~", "<|endoftext|>", "<|fim_prefix|>", "'s", "'ll",
+    "the",
+    "a",
+    "chunk",
+    "token",
+    "budget",
+    "Markdown",
+    "heading",
+    "table",
+    "list",
+    "code",
+    "x",
+    "I",
+    "don't",
+    "it's",
+    "we'll",
+    "42",
+    "3.14",
+    "1,000",
+    "e.g.",
+    "foo_bar",
+    "`code`",
+    "*em*",
+    "**strong**",
+    "[link](http://x.y/z)",
+    "<b>",
+    "&amp;",
+    "\\|",
+    "|",
+    "#",
+    "##",
+    "-",
+    "*",
+    "+",
+    ">",
+    "1.",
+    "2)",
+    "---",
+    "===",
+    "```",
+    "~~~",
+    "<|endoftext|>",
+    "<|fim_prefix|>",
+    "'s",
+    "'ll",
 )
 _UNICODE_WORDS = (
-    "漢字", "日本語の文章です。", "中文句子！", "한국어", "😀", "👍🏽", "👨‍👩‍👧‍👦", "🇫🇷", "e\u0301", "n\u0303o",
-    "a\u0308\u0304", "שלום", "עולם.", "مرحبا", "بالعالم؟", "\u200fRTL\u200e", "Ωμέγα", "Привет", "…",
-    "naïve", "straße", "\u00a0", "\u3000全角", "ﬁ", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "\U0010fffd", "ẞ", "İ", "\u2028", "\x85",
-    "\x0b", "\x0c", "\x1c", "\u200b",
+    "漢字",
+    "日本語の文章です。",
+    "中文句子！",
+    "한국어",
+    "😀",
+    "👍🏽",
+    "👨‍👩‍👧‍👦",
+    "🇫🇷",
+    "e\u0301",
+    "n\u0303o",
+    "a\u0308\u0304",
+    "שלום",
+    "עולם.",
+    "مرحبا",
+    "بالعالم؟",
+    "\u200fRTL\u200e",
+    "Ωμέγα",
+    "Привет",
+    "…",
+    "naïve",
+    "straße",
+    "\u00a0",
+    "\u3000全角",
+    "ﬁ",
+    "𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
+    "\U0010fffd",
+    "ẞ",
+    "İ",
+    "\u2028",
+    "\x85",
+    "\x0b",
+    "\x0c",
+    "\x1c",
+    "\u200b",
 )
-_SENTENCE_ENDS = (".", "!", "?", ".)", ".\"", "…", "。", "！", "?'")
+_SENTENCE_ENDS = (".", "!", "?", ".)", '."', "…", "。", "！", "?'")
 
 # Random characters for words: letters and marks of many scripts, symbols, odd spaces.
 _RANDOM_CHARS = (
-    "abcXYZ019_-'.,;:!?()[]{}<>/\\@$%^&*=+|~`\"" "éßøñçÅ" "αβγΩ" "абвЖ" "אבג" "عربي" "हिन्दी" "ไทย" "漢字仮名カナ" "한글"
-    "\u0301\u0308\u0327\u200d\u200b\u200e\u200f\ufeff" "😀🎉👍🏽🇫🇷" "\u00a0\u2009\u3000\x0b\x0c\x1c\x1f\x85\u2028"
+    "abcXYZ019_-'.,;:!?()[]{}<>/\\@$%^&*=+|~`\""
+    "éßøñçÅ"
+    "αβγΩ"
+    "абвЖ"
+    "אבג"
+    "عربي"
+    "हिन्दी"
+    "ไทย"
+    "漢字仮名カナ"
+    "한글"
+    "\u0301\u0308\u0327\u200d\u200b\u200e\u200f\ufeff"
+    "😀🎉👍🏽🇫🇷"
+    "\u00a0\u2009\u3000\x0b\x0c\x1c\x1f\x85\u2028"
 )
 
 
@@ -136,7 +221,9 @@ def _safe_start(line: str) -> str:
 paragraph = st.lists(prose_line().map(_safe_start), min_size=1, max_size=6)
 
 title = st.one_of(
-    st.just(""), long_word, *[prose_line(max_words=6, allow_long=False).map(str.strip)] * 6,
+    st.just(""),
+    long_word,
+    *[prose_line(max_words=6, allow_long=False).map(str.strip)] * 6,
 )
 
 
@@ -163,12 +250,33 @@ setext_heading = st.tuples(
 
 
 _CODE_LINES = (
-    "# not a heading", "## still code", "Title", "===", "---", "| a | b |", "|---|---|", "- item", "> quote",
-    "    indented", "\tx = 1", "", "   ", "```", "````", "~~~", "``", "~~", "def f(x):", "    return x",
-    "<div>", "1. one", "漢字 = '😀'",
+    "# not a heading",
+    "## still code",
+    "Title",
+    "===",
+    "---",
+    "| a | b |",
+    "|---|---|",
+    "- item",
+    "> quote",
+    "    indented",
+    "\tx = 1",
+    "",
+    "   ",
+    "```",
+    "````",
+    "~~~",
+    "``",
+    "~~",
+    "def f(x):",
+    "    return x",
+    "<div>",
+    "1. one",
+    "漢字 = '😀'",
 )
-code_line = st.one_of(st.sampled_from(_CODE_LINES), st.sampled_from(_CODE_LINES), st.sampled_from(_CODE_LINES),
-                      prose_line(max_words=10))
+code_line = st.one_of(
+    st.sampled_from(_CODE_LINES), st.sampled_from(_CODE_LINES), st.sampled_from(_CODE_LINES), prose_line(max_words=10)
+)
 _LANG = st.sampled_from(["", "", "python", " js", "c++ extra words", "漢字", "{.rust}"])
 _FENCE_INDENT = st.sampled_from(["", "", "", " ", "  "])
 
@@ -182,8 +290,7 @@ def _fenced_code(draw, at_end):
     indent = draw(_FENCE_INDENT)
     body = draw(st.lists(code_line, max_size=12))
     # a body line that is exactly the fence would close it early: make such lines shorter
-    body = [ln if not (ln.strip().startswith(fence) and set(ln.strip()) <= {char}) else char * (n - 1)
-            for ln in body]
+    body = [ln if not (ln.strip().startswith(fence) and set(ln.strip()) <= {char}) else char * (n - 1) for ln in body]
     lines = [indent + fence + lang] + body
     if not at_end or draw(st.booleans()):
         lines.append(indent + char * draw(st.integers(n, n + 2)))
@@ -194,11 +301,14 @@ fenced_code = _fenced_code(False)
 fenced_code_at_end = _fenced_code(True)  # maybe unclosed
 
 indented_code = st.tuples(
-    st.sampled_from(["    ", "\t", "     "]), st.lists(code_line, min_size=1, max_size=8),
+    st.sampled_from(["    ", "\t", "     "]),
+    st.lists(code_line, min_size=1, max_size=8),
 ).map(lambda t: [t[0] + ln for ln in t[1] if ln.strip()] or [t[0] + "x"])
 
 cell = st.one_of(
-    st.just(""), st.just("a \\| b"), long_word,
+    st.just(""),
+    st.just("a \\| b"),
+    long_word,
     *[prose_line(max_words=4, allow_long=False).map(lambda c: c.replace("|", "\\|").strip())] * 4,
 )
 _DELIM = st.sampled_from(["---", ":--", "--:", ":-:", "-"])
@@ -295,17 +405,36 @@ for _depth in range(3):
 quote = _QUOTES[0]
 
 thematic_break = st.sampled_from([["---"], ["***"], ["_ _ _"], [" - - -"], ["*****"]])
-html_block = st.sampled_from([
-    ["<div>", "inside *html*", "</div>"], ["<!-- a comment", "# not heading -->"],
-    ["<table><tr><td>x</td></tr></table>"], ["<pre>", "# code?", "</pre>"], ["<br/>"],
-])
+html_block = st.sampled_from(
+    [
+        ["<div>", "inside *html*", "</div>"],
+        ["<!-- a comment", "# not heading -->"],
+        ["<table><tr><td>x</td></tr></table>"],
+        ["<pre>", "# code?", "</pre>"],
+        ["<br/>"],
+    ]
+)
 front_matter = st.lists(st.sampled_from(["title", "author", "tags", "date"]), max_size=3).map(
     lambda keys: ["---"] + [f"{k}: v{i}" for i, k in enumerate(keys)] + ["---"]
 )
 block = st.one_of(
-    paragraph, paragraph, paragraph, atx_heading, atx_heading, atx_heading, setext_heading,
-    fenced_code, fenced_code, indented_code, table, table, list_block(), list_block(),
-    quote, thematic_break, html_block,
+    paragraph,
+    paragraph,
+    paragraph,
+    atx_heading,
+    atx_heading,
+    atx_heading,
+    setext_heading,
+    fenced_code,
+    fenced_code,
+    indented_code,
+    table,
+    table,
+    list_block(),
+    list_block(),
+    quote,
+    thematic_break,
+    html_block,
     long_word.map(lambda w: ["p " + w]),  # a lone long line
 )
 _BLANKS = st.sampled_from([0, 1, 1, 1, 2, 3, 7])
@@ -373,7 +502,11 @@ def budgets(draw):
 
 def _chunker(m, t, p, o, tokenizer=TOK):
     return StructureAwareChunker(
-        tokenizer=tokenizer, max_tokens=m, target_tokens=t, min_preferred_tokens=p, overlap_tokens=o,
+        tokenizer=tokenizer,
+        max_tokens=m,
+        target_tokens=t,
+        min_preferred_tokens=p,
+        overlap_tokens=o,
     )
 
 
@@ -516,7 +649,12 @@ def test_structure_chunker_core_properties(recount, md, budget):
     # 4: coverage, by validation and independently
     assert _uncovered(md, chunks) == []
     result = validate_structure_chunks(
-        md, chunks, tokenizer=TOK, max_tokens=m, max_overlap_tokens=max(o, 0), min_preferred_tokens=p,
+        md,
+        chunks,
+        tokenizer=TOK,
+        max_tokens=m,
+        max_overlap_tokens=max(o, 0),
+        min_preferred_tokens=p,
     )
     assert result.problems == (), result.problems
     assert result.excluded_characters == 0
@@ -566,7 +704,7 @@ def test_blocks_that_fit_are_never_split(recount, md, budget):
         if recount(heading_prefix(titles) + md[start:end]) > m:
             continue
         whole = [(s, e) for s, e in mains if s <= first and node.end <= e]
-        assert whole, f"{node.kind} block {md[node.start:node.end][:120]!r} fits but is split"
+        assert whole, f"{node.kind} block {md[node.start : node.end][:120]!r} fits but is split"
 
 
 @settings(max_examples=150, **SETTINGS)
@@ -577,8 +715,11 @@ def test_blocks_that_fit_are_never_split(recount, md, budget):
 @example(md="```\n" + "x = 1\n" * 4 + "```\n\xa0\nSome more text here, and more.\n", budget=(30, 30, 0, 0))
 # A code block in a list item whose tile starts past its fence line (the fence line went with the
 # item's first line): its code line was repeated as the "fence" of the closing part.
-@example(md="  11) >  " + "é" * 246 + "  x  \U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466  x  Markdown  #\n"
-            "      `````{.rust}\n      漢字 = '😀'\n      ``````\n", budget=(20, 6, 4, 0))
+@example(
+    md="  11) >  " + "é" * 246 + "  x  \U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466  x  Markdown  #\n"
+    "      `````{.rust}\n      漢字 = '😀'\n      ``````\n",
+    budget=(20, 6, 4, 0),
+)
 def test_code_fences_and_table_headers(recount, md, budget):
     """6 and 7: fenced code that fits stays whole; split code re-opens its fence; table headers repeat."""
     m, t, p, o = budget
@@ -606,7 +747,9 @@ def test_code_fences_and_table_headers(recount, md, budget):
             # it starts inside the block, or (for the lines after a quoted block: ">") not inside
             # any other leaf block: never in the middle of a paragraph that follows
             inside_other = [
-                n for b in normalized.blocks for n in b.walk()
+                n
+                for b in normalized.blocks
+                for n in b.walk()
                 if n.kind in _LEAVES and n is not node and _line_start(md, n.start) < s < n.end
             ]
             assert node.start <= s and (s < node.end or not inside_other), (
@@ -642,7 +785,7 @@ def test_code_fences_and_table_headers(recount, md, budget):
                     own = max([s] + [pe for ps, pe in mains if ps < s])
                     if own < row.end and row.start < e and md[max(own, row.start) : min(e, row.end)].strip():
                         assert header in c.text, (
-                            f"chunk {c.chunk_index} holds body row {md[row.start:row.end]!r} without header "
+                            f"chunk {c.chunk_index} holds body row {md[row.start : row.end]!r} without header "
                             f"{header!r}: {c.text[:200]!r}"
                         )
 
@@ -652,9 +795,31 @@ def test_code_fences_and_table_headers(recount, md, budget):
 # --------------------------------------------------------------------------------------------
 
 _CLAIM_ALPHABET = st.sampled_from(
-    list("aZ09 \t\n\r'.,:;!?#>|-*`~_()[]{}\"") + ["\r\n", "\n\n", "  ", "\x0b", "\x0c", "\x1c", "\x1f", "\x85",
-                                              "\xa0", "\u2028", "\u2029", "\u3000", "\u200b", "漢", "😀", "e\u0301",
-                                              "ש", "'s", "'ll", "123", "1234", "<|endoftext|>"]
+    list("aZ09 \t\n\r'.,:;!?#>|-*`~_()[]{}\"")
+    + [
+        "\r\n",
+        "\n\n",
+        "  ",
+        "\x0b",
+        "\x0c",
+        "\x1c",
+        "\x1f",
+        "\x85",
+        "\xa0",
+        "\u2028",
+        "\u2029",
+        "\u3000",
+        "\u200b",
+        "漢",
+        "😀",
+        "e\u0301",
+        "ש",
+        "'s",
+        "'ll",
+        "123",
+        "1234",
+        "<|endoftext|>",
+    ]
 )
 claim_text = st.one_of(
     markdown_doc(max_blocks=6),
@@ -767,7 +932,7 @@ def test_heading_chunker_properties(md):
         # context spans are ancestor heading lines, before the section (a first heading's span
         # may start with the document's leading blank lines: see the test after this one)
         for s, e in spans[:-1]:
-            assert e <= main[0] and (s in heading_starts or not md[:s].strip() and md[s:e].strip())
+            assert e <= main[0] and (s in heading_starts or (not md[:s].strip() and md[s:e].strip()))
         # a chunk starts at a heading line, or is the text before the first heading
         assert main[0] in heading_starts or main[0] == 0
         if md[main[0] : first_heading].strip():
@@ -872,8 +1037,13 @@ def test_lone_surrogates_do_not_break_chunking(recount, md, budget, data):
 
 
 _FLAGS = (
-    "merge_small_sections", "allow_cross_top_level_merge", "preserve_heading_hierarchy", "preserve_code_blocks",
-    "preserve_table_rows", "preserve_list_hierarchy", "include_heading_path_in_embedding",
+    "merge_small_sections",
+    "allow_cross_top_level_merge",
+    "preserve_heading_hierarchy",
+    "preserve_code_blocks",
+    "preserve_table_rows",
+    "preserve_list_hierarchy",
+    "include_heading_path_in_embedding",
 )
 
 
@@ -883,7 +1053,12 @@ def test_configuration_flags_keep_the_guarantees(recount, md, budget, flags):
     """Every combination of the chunker's switches keeps the budget, the spans and the coverage."""
     m, t, p, o = budget
     chunker = StructureAwareChunker(
-        tokenizer=TOK, max_tokens=m, target_tokens=t, min_preferred_tokens=p, overlap_tokens=o, **flags,
+        tokenizer=TOK,
+        max_tokens=m,
+        target_tokens=t,
+        min_preferred_tokens=p,
+        overlap_tokens=o,
+        **flags,
     )
     chunks, _ = _chunk(chunker, md)
     assert bool(chunks) == bool(md.strip())
@@ -899,8 +1074,14 @@ def test_configuration_flags_keep_the_guarantees(recount, md, budget, flags):
 def test_reject_policy_keeps_every_character(recount, md, budget):
     """With ``oversized_block_policy="reject"`` nothing is split: over-budget chunks exist, text is not lost."""
     m, t, p, o = budget
-    chunker = StructureAwareChunker(tokenizer=TOK, max_tokens=m, target_tokens=t, min_preferred_tokens=p,
-                                    overlap_tokens=o, oversized_block_policy="reject")
+    chunker = StructureAwareChunker(
+        tokenizer=TOK,
+        max_tokens=m,
+        target_tokens=t,
+        min_preferred_tokens=p,
+        overlap_tokens=o,
+        oversized_block_policy="reject",
+    )
     chunks, _ = _chunk(chunker, md)
     assert _uncovered(md, chunks) == []
     for c in chunks:
@@ -929,8 +1110,10 @@ def _path_at(headings, q):
 @settings(max_examples=120, **SETTINGS)
 @given(md=docs, budget=budgets())
 @example(md=("a" + " \t" * 6 + "\n") * 3 + "---\n", budget=(20, 20, 0, 0))
-@example(md="# Intro\n\nFirst paragraph of the intro.\n\n> ## Quoted heading\n>\n> " + "quoted text goes here. " * 5 + "\n",
-         budget=(30, 30, 0, 0))
+@example(
+    md="# Intro\n\nFirst paragraph of the intro.\n\n> ## Quoted heading\n>\n> " + "quoted text goes here. " * 5 + "\n",
+    budget=(30, 30, 0, 0),
+)
 def test_heading_path_and_prefix(md, budget):
     """``headings`` is the section path at some block of the chunk; ``prefix`` is that path minus the
     dropped outer titles and minus the titles whose heading lines are in the chunk's own text."""
@@ -940,7 +1123,8 @@ def test_heading_path_and_prefix(md, budget):
     # (first non-space character, end, level, title) of each section heading
     headings = [
         (n.start + len(md[n.start : n.end]) - len(md[n.start : n.end].lstrip()), n.end, n.level, n.title)
-        for n in normalized.blocks if n.kind == "heading"
+        for n in normalized.blocks
+        if n.kind == "heading"
     ]
     block_starts = sorted(_line_start(md, n.start) for n in normalized.blocks)
     for c in chunks:
@@ -948,8 +1132,10 @@ def test_heading_path_and_prefix(md, budget):
         candidates = [s] + [b for b in block_starts if s <= b < e] + [h[0] for h in headings if s <= h[0] < e]
         paths = [_path_at(headings, q) for q in candidates]
         matching = [path for path in paths if tuple(h[3] for h in path if h[3]) == c.headings]
-        assert matching, f"chunk {c.chunk_index} has headings {c.headings}, paths in it: " \
-                         f"{[tuple(h[3] for h in path if h[3]) for path in paths][:6]}"
+        assert matching, (
+            f"chunk {c.chunk_index} has headings {c.headings}, paths in it: "
+            f"{[tuple(h[3] for h in path if h[3]) for path in paths][:6]}"
+        )
         structure = c.metadata["structure"]
         prefix, dropped = structure["prefix"], structure["prefix_dropped"]
         ok = []
@@ -961,8 +1147,7 @@ def test_heading_path_and_prefix(md, budget):
             accounted = len(prefix) + dropped + len(shown)
             ok.append(len(titled) - len(partial) <= accounted <= len(titled))
         assert any(ok), (
-            f"chunk {c.chunk_index}: headings {c.headings}, prefix {prefix} (dropped {dropped}), "
-            f"text {c.text[:150]!r}"
+            f"chunk {c.chunk_index}: headings {c.headings}, prefix {prefix} (dropped {dropped}), text {c.text[:150]!r}"
         )
 
 
@@ -1016,9 +1201,12 @@ def test_split_fence_after_leading_blank_lines_repeats_the_fence():
         assert c.text.startswith("```\n"), f"part {c.chunk_index} does not re-open the fence: {c.text!r}"
 
 
-@pytest.mark.xfail(strict=True, reason="known: a lone surrogate counts as one U+FFFD; tiktoken joins a high and a "
-                   "low surrogate into one character. Parquet strings cannot hold surrogates, so only direct "
-                   "Python callers see this.")
+@pytest.mark.xfail(
+    strict=True,
+    reason="known: a lone surrogate counts as one U+FFFD; tiktoken joins a high and a "
+    "low surrogate into one character. Parquet strings cannot hold surrogates, so only direct "
+    "Python callers see this.",
+)
 def test_bug_surrogate_pair_code_points_are_counted_unlike_tiktoken(recount):
     """Two surrogate code points that form a pair: tiktoken joins them into one character.
 

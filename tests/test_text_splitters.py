@@ -8,10 +8,9 @@ import string
 from pathlib import Path
 
 import pytest
+import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import tiktoken
 from tiktoken.load import load_tiktoken_bpe
 
 from transforms import tokenizers as tk
@@ -57,10 +56,7 @@ def corpus() -> list[Document]:
         pytest.skip(f"{CORPUS} is not available")
     rows = pq.read_table(CORPUS, columns=["id", "content", "content_format"]).to_pylist()
     by_id = {r["id"]: r for r in rows}
-    return [
-        Document(id=i, content=by_id[i]["content"], content_format=by_id[i]["content_format"])
-        for i in CORPUS_IDS
-    ]
+    return [Document(id=i, content=by_id[i]["content"], content_format=by_id[i]["content_format"]) for i in CORPUS_IDS]
 
 
 def texts(chunker, text: str) -> list[str]:
@@ -174,7 +170,9 @@ LINES = "One two.\nThree four five.\n\nSix seven eight."
 def test_recursive_tokens_search_back(chunk_size, chunk_overlap, expected):
     chunks = texts(recursive_tokens(chunk_size=chunk_size, chunk_overlap=chunk_overlap), LINES)
     assert chunks == expected
-    assert [TOK.count(c) for c in chunks] == {6: [3, 4, 4], 9: [7, 4] if not chunk_overlap else [7, 7], 12: [11]}[chunk_size]
+    assert [TOK.count(c) for c in chunks] == {6: [3, 4, 4], 9: [7, 4] if not chunk_overlap else [7, 7], 12: [11]}[
+        chunk_size
+    ]
 
 
 def test_recursive_tokens_cut_anywhere_and_oversized_word():
@@ -205,14 +203,23 @@ def test_token_windows_reach_past_the_previous_one():
     # at ":" (overlap 4) and must end past 5: at the end, not at the last token start before it.
     assert texts(TokenTextSplitter(chunk_size=5, chunk_overlap=4, tokenizer=TOK), "&:A0:\x81") == ["&:A0:", ":A0:\x81"]
     # A 4-byte code point is 4 tokens, none of them but the first starting a code point.
-    assert texts(TokenTextSplitter(chunk_size=1, chunk_overlap=0, tokenizer=TOK), "\U000ea73d\u0101") == ["\U000ea73d", "\u0101"]
+    assert texts(TokenTextSplitter(chunk_size=1, chunk_overlap=0, tokenizer=TOK), "\U000ea73d\u0101") == [
+        "\U000ea73d",
+        "\u0101",
+    ]
 
 
 def test_recursive_tokens_piece_that_grows_when_stripped_is_cut():
     # " wonderful" is 1 token, but the chunk is stripped and "wonderful" alone is 3; a chunk
     # is measured as it is emitted, and cut further when "" allows it.
     assert [TOK.count(s) for s in (" wonderful", "wonderful", "w", "onder", "ful")] == [1, 3, 1, 1, 1]
-    assert texts(recursive_tokens(chunk_size=1, chunk_overlap=0), "a wonderful day") == ["a", "w", "onder", "ful", "day"]
+    assert texts(recursive_tokens(chunk_size=1, chunk_overlap=0), "a wonderful day") == [
+        "a",
+        "w",
+        "onder",
+        "ful",
+        "day",
+    ]
     assert texts(recursive_tokens(chunk_size=3, chunk_overlap=0), "a wonderful day") == ["a wonderful day"]
     # Without "" among the separators it is kept whole, as any oversized piece.
     splitter = RecursiveCharacterTextSplitter(
@@ -226,8 +233,17 @@ def test_recursive_tokens_piece_that_grows_when_stripped_is_cut():
     [
         (0, ["The quick brown fox jumps", " over the lazy dog."]),
         (2, ["The quick brown fox jumps", " fox jumps over the lazy", " the lazy dog."]),
-        (4, ["The quick brown fox jumps", " quick brown fox jumps over", " brown fox jumps over the",
-             " fox jumps over the lazy", " jumps over the lazy dog", " over the lazy dog."]),
+        (
+            4,
+            [
+                "The quick brown fox jumps",
+                " quick brown fox jumps over",
+                " brown fox jumps over the",
+                " fox jumps over the lazy",
+                " jumps over the lazy dog",
+                " over the lazy dog.",
+            ],
+        ),
     ],
 )
 def test_token_splitter_exact(chunk_overlap, expected):
@@ -255,11 +271,10 @@ def test_character_splitter_exact(chunk_size, chunk_overlap, text, expected):
 
 def test_character_splitter_other_separators():
     assert texts(CharacterTextSplitter(separator=" ", chunk_size=7, chunk_overlap=0), "ab cd ef gh") == [
-        "ab cd", "ef gh"
+        "ab cd",
+        "ef gh",
     ]
-    assert texts(CharacterTextSplitter(separator="", chunk_size=3, chunk_overlap=1), "abcdefg") == [
-        "abc", "cde", "efg"
-    ]
+    assert texts(CharacterTextSplitter(separator="", chunk_size=3, chunk_overlap=1), "abcdefg") == ["abc", "cde", "efg"]
     # In tokens, pieces are measured without their separator ("jumps" is 2 tokens, "dog." 2, the
     # other words 1) and " " counts 1 between pieces (LangChain's rule), although in context it
     # joins the next word's token: the estimate is safe, not tight.
@@ -383,9 +398,31 @@ def check_invariants(kind: str, splitter, text: str, count) -> None:
 
 
 _FRAGMENTS = [
-    "\n\n", "\n", " ", "  ", "\r\n", "\t", "\n\n\n\n", "word", "Hello", "the", ".", ",", "!",
-    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "🎉", "🎉🎉🎉", "👩\u200d👩\u200d👧\u200d👦", "中文字符测试",
-    "데이터베이스", "e\u0301", "<|endoftext|>", "123456789", "http://example.com/a?b=c", "\u00a0", "\u3000",
+    "\n\n",
+    "\n",
+    " ",
+    "  ",
+    "\r\n",
+    "\t",
+    "\n\n\n\n",
+    "word",
+    "Hello",
+    "the",
+    ".",
+    ",",
+    "!",
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    "🎉",
+    "🎉🎉🎉",
+    "👩\u200d👩\u200d👧\u200d👦",
+    "中文字符测试",
+    "데이터베이스",
+    "e\u0301",
+    "<|endoftext|>",
+    "123456789",
+    "http://example.com/a?b=c",
+    "\u00a0",
+    "\u3000",
 ]
 documents = st.lists(
     st.one_of(
@@ -450,7 +487,10 @@ def test_nasty_expected_shapes():
     assert chunks == [run[i : i + 1000] for i in range(0, 20_000, 1000)]
     # Tiny token budget on emoji: every chunk is whole code points, and any chunk over budget is
     # exactly one code point that alone needs more tokens.
-    for splitter in (recursive_tokens(chunk_size=2, chunk_overlap=0), TokenTextSplitter(chunk_size=2, chunk_overlap=0, tokenizer=TOK)):
+    for splitter in (
+        recursive_tokens(chunk_size=2, chunk_overlap=0),
+        TokenTextSplitter(chunk_size=2, chunk_overlap=0, tokenizer=TOK),
+    ):
         pieces = list(splitter.split(Document(id="e", content=NASTY["emoji-run"])))
         over = [p.text for p in pieces if TOK.count(p.text) > 2]
         assert over and all(len(t) == 1 for t in over)
@@ -479,14 +519,28 @@ def _same_chunks_with_whole_counts(text: str, chunk_size: int, chunk_overlap: in
 
 
 _LONG_FRAGMENTS = _FRAGMENTS + [
-    "It's the end. ", "We'll see!\n\n", "3.14159 ", "x = f(a, b)  # c\n", "\u2028", "\u2029", "\x0b", "\x0c",
-    "\x85", "?!...", "---\n", "«quoted»", "合并 ", "Ⅻ²",
+    "It's the end. ",
+    "We'll see!\n\n",
+    "3.14159 ",
+    "x = f(a, b)  # c\n",
+    "\u2028",
+    "\u2029",
+    "\x0b",
+    "\x0c",
+    "\x85",
+    "?!...",
+    "---\n",
+    "«quoted»",
+    "合并 ",
+    "Ⅻ²",
 ]
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    text=st.lists(st.one_of(st.sampled_from(_LONG_FRAGMENTS), st.text("ab .,'\n\t1", max_size=30)), max_size=400).map("".join),
+    text=st.lists(st.one_of(st.sampled_from(_LONG_FRAGMENTS), st.text("ab .,'\n\t1", max_size=30)), max_size=400).map(
+        "".join
+    ),
     size=st.sampled_from([(8, 0), (24, 6), (64, 0), (64, 16), (200, 50)]),
 )
 def test_recursive_tokens_slice_counter_counts_as_whole_encodings(text, size):
@@ -518,7 +572,9 @@ def test_langchain_characters_mode_matches(corpus):
         theirs = lc.RecursiveCharacterTextSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap)
         for document in corpus:
             assert texts(ours, document.content) == theirs.split_text(document.content), (
-                document.id, chunk_size, chunk_overlap
+                document.id,
+                chunk_size,
+                chunk_overlap,
             )
     word = "abcdefghij"
     assert texts(recursive(chunk_size=4, chunk_overlap=2), word) == lc.RecursiveCharacterTextSplitter(
@@ -534,26 +590,47 @@ BAD_CONFIGS = [
     (RecursiveCharacterTextSplitter, {"chunk_size": 0}, "chunk_size must be > 0, got 0"),
     (RecursiveCharacterTextSplitter, {"chunk_size": -5}, "chunk_size must be > 0, got -5"),
     (RecursiveCharacterTextSplitter, {"chunk_size": 10, "chunk_overlap": -1}, "chunk_overlap must be >= 0, got -1"),
-    (RecursiveCharacterTextSplitter, {"chunk_size": 10, "chunk_overlap": 10},
-     "chunk_overlap must be smaller than chunk_size, got 10 >= 10"),
-    (RecursiveCharacterTextSplitter, {"chunk_size": 10, "chunk_overlap": 11},
-     "chunk_overlap must be smaller than chunk_size, got 11 >= 10"),
+    (
+        RecursiveCharacterTextSplitter,
+        {"chunk_size": 10, "chunk_overlap": 10},
+        "chunk_overlap must be smaller than chunk_size, got 10 >= 10",
+    ),
+    (
+        RecursiveCharacterTextSplitter,
+        {"chunk_size": 10, "chunk_overlap": 11},
+        "chunk_overlap must be smaller than chunk_size, got 11 >= 10",
+    ),
     (RecursiveCharacterTextSplitter, {"chunk_size": 10.0}, "chunk_size must be an integer, got 10.0"),
     (RecursiveCharacterTextSplitter, {"chunk_size": True}, "chunk_size must be an integer, got True"),
-    (RecursiveCharacterTextSplitter, {"length": "bytes"}, "length must be one of ('characters', 'tokens'), got 'bytes'"),
+    (
+        RecursiveCharacterTextSplitter,
+        {"length": "bytes"},
+        "length must be one of ('characters', 'tokens'), got 'bytes'",
+    ),
     (RecursiveCharacterTextSplitter, {"length": "tokens"}, "length='tokens' needs a tokenizer, got None"),
     (RecursiveCharacterTextSplitter, {"separators": []}, "separators must be a non-empty list of strings, got []"),
-    (RecursiveCharacterTextSplitter, {"separators": ["\n", 3]}, "separators must be a non-empty list of strings, got ['\\n', 3]"),
+    (
+        RecursiveCharacterTextSplitter,
+        {"separators": ["\n", 3]},
+        "separators must be a non-empty list of strings, got ['\\n', 3]",
+    ),
     (CharacterTextSplitter, {"chunk_size": 0}, "chunk_size must be > 0, got 0"),
     (CharacterTextSplitter, {"chunk_overlap": -1}, "chunk_overlap must be >= 0, got -1"),
-    (CharacterTextSplitter, {"chunk_size": 5, "chunk_overlap": 5}, "chunk_overlap must be smaller than chunk_size, got 5 >= 5"),
+    (
+        CharacterTextSplitter,
+        {"chunk_size": 5, "chunk_overlap": 5},
+        "chunk_overlap must be smaller than chunk_size, got 5 >= 5",
+    ),
     (CharacterTextSplitter, {"length": "bytes"}, "length must be one of ('characters', 'tokens'), got 'bytes'"),
     (CharacterTextSplitter, {"length": "tokens"}, "length='tokens' needs a tokenizer, got None"),
     (CharacterTextSplitter, {"separator": None}, "separator must be a string, got None"),
     (TokenTextSplitter, {"chunk_size": 0, "tokenizer": TOK}, "chunk_size must be > 0, got 0"),
     (TokenTextSplitter, {"chunk_overlap": -1, "tokenizer": TOK}, "chunk_overlap must be >= 0, got -1"),
-    (TokenTextSplitter, {"chunk_size": 8, "chunk_overlap": 8, "tokenizer": TOK},
-     "chunk_overlap must be smaller than chunk_size, got 8 >= 8"),
+    (
+        TokenTextSplitter,
+        {"chunk_size": 8, "chunk_overlap": 8, "tokenizer": TOK},
+        "chunk_overlap must be smaller than chunk_size, got 8 >= 8",
+    ),
     (TokenTextSplitter, {}, "TokenTextSplitter needs a tokenizer, got None"),
 ]
 
@@ -590,18 +667,23 @@ def test_config_names_the_tokenizer_only_for_tokens():
     chars = RecursiveCharacterTextSplitter(chunk_size=100, chunk_overlap=10, tokenizer=TOK)
     assert "tokenizer" not in chars.config()
     assert chars.config_hash == RecursiveCharacterTextSplitter(chunk_size=100, chunk_overlap=10).config_hash
-    assert chars.config_hash == RecursiveCharacterTextSplitter(
-        chunk_size=100, chunk_overlap=10, tokenizer=Utf8ByteTokenizer()
-    ).config_hash
+    assert (
+        chars.config_hash
+        == RecursiveCharacterTextSplitter(chunk_size=100, chunk_overlap=10, tokenizer=Utf8ByteTokenizer()).config_hash
+    )
     tokens = RecursiveCharacterTextSplitter(chunk_size=100, chunk_overlap=10, length="tokens", tokenizer=TOK)
     assert tokens.config()["tokenizer"] == "tiktoken:cl100k_base:223921b7"
     assert TokenTextSplitter(tokenizer=TOK).config()["tokenizer"] == TOK.identity
-    assert CharacterTextSplitter(length="tokens", tokenizer=Utf8ByteTokenizer()).config()["tokenizer"] == "utf8-bytes:v1"
+    assert (
+        CharacterTextSplitter(length="tokens", tokenizer=Utf8ByteTokenizer()).config()["tokenizer"] == "utf8-bytes:v1"
+    )
 
 
 def test_from_dict_round_trip():
     for splitter in (
-        RecursiveCharacterTextSplitter(chunk_size=64, chunk_overlap=8, separators=["\n", ""], length="tokens", tokenizer=TOK),
+        RecursiveCharacterTextSplitter(
+            chunk_size=64, chunk_overlap=8, separators=["\n", ""], length="tokens", tokenizer=TOK
+        ),
         CharacterTextSplitter(chunk_size=64, chunk_overlap=8, separator="\n"),
         TokenTextSplitter(chunk_size=64, chunk_overlap=8, tokenizer=TOK),
     ):
@@ -642,7 +724,10 @@ def test_chunks_are_built_field_for_field():
     assert chunk.token_count == 0 and counted.token_count == 4
     from transforms.chunkers.base import Piece
 
-    for splitter in (recursive_tokens(chunk_size=5, chunk_overlap=0), TokenTextSplitter(chunk_size=5, chunk_overlap=0, tokenizer=TOK)):
+    for splitter in (
+        recursive_tokens(chunk_size=5, chunk_overlap=0),
+        TokenTextSplitter(chunk_size=5, chunk_overlap=0, tokenizer=TOK),
+    ):
         piece = next(iter(splitter.split(document)))
         assert set(vars(piece)) == {f.name for f in dataclasses.fields(Piece)}
         assert piece == Piece(text=piece.text, start_offset=piece.start_offset, end_offset=piece.end_offset)

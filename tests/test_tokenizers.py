@@ -8,10 +8,9 @@ import os
 import re
 
 import pytest
+import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import tiktoken
 from tiktoken.load import load_tiktoken_bpe
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import decoders, models, pre_tokenizers, trainers
@@ -41,8 +40,26 @@ SAMPLES = [
 # Surrogate-free text, weighted towards what breaks byte-level BPE offsets: emoji (4 bytes, ZWJ
 # sequences), CJK and Hangul (tokens that start inside a code point), combining marks, CRLF.
 _ODD = [
-    "🎉", "👩\u200d👩\u200d👧\u200d👦", "🇫🇷", "中", "文", "字符", "데이터", "합니다", "e\u0301",
-    "\u0301", "𝔘", "𒐫", "\U000e0001", "\r\n", "\n\n", " ", "\t", "<|endoftext|>", "'s", "123456",
+    "🎉",
+    "👩\u200d👩\u200d👧\u200d👦",
+    "🇫🇷",
+    "中",
+    "文",
+    "字符",
+    "데이터",
+    "합니다",
+    "e\u0301",
+    "\u0301",
+    "𝔘",
+    "𒐫",
+    "\U000e0001",
+    "\r\n",
+    "\n\n",
+    " ",
+    "\t",
+    "<|endoftext|>",
+    "'s",
+    "123456",
 ]
 unicode_text = st.lists(
     st.one_of(
@@ -144,9 +161,7 @@ def _token_start_bytes(encoding: tiktoken.Encoding, text: str) -> set[int]:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=unicode_text)
-def test_tiktoken_boundaries_are_exactly_the_token_starts_at_code_points(
-    cl100k, reference_cl100k, text
-):
+def test_tiktoken_boundaries_are_exactly_the_token_starts_at_code_points(cl100k, reference_cl100k, text):
     cuts = cl100k.boundaries(text)
     assert cuts[0] == 0 and cuts[-1] == len(text)
     assert cuts == sorted(set(cuts))
@@ -198,9 +213,7 @@ def test_tiktoken_tampered_ranks_file(tmp_path, monkeypatch):
 
 
 def test_tiktoken_ranks_file_missing(monkeypatch):
-    monkeypatch.setitem(
-        tk._ENCODINGS, "cl100k_base", {**tk._ENCODINGS["cl100k_base"], "file": "nope.tiktoken"}
-    )
+    monkeypatch.setitem(tk._ENCODINGS, "cl100k_base", {**tk._ENCODINGS["cl100k_base"], "file": "nope.tiktoken"})
     with pytest.raises(TokenizerError, match=re.escape("cannot find nope.tiktoken")):
         TiktokenTokenizer("cl100k_base")
 
@@ -241,9 +254,7 @@ SENTENCES = ["the cat sat on the mat", "the dog sat on the log", "a cat and a do
 def _word_level(sentences: list[str]) -> HFTokenizer:
     tok = HFTokenizer(models.WordLevel(unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok.train_from_iterator(
-        sentences, trainers.WordLevelTrainer(special_tokens=["[UNK]"], show_progress=False)
-    )
+    tok.train_from_iterator(sentences, trainers.WordLevelTrainer(special_tokens=["[UNK]"], show_progress=False))
     return tok
 
 
@@ -395,7 +406,9 @@ def _tricky_long_texts() -> dict[str, str]:
     prose = "\n".join(SAMPLES) + "\n# Title\n\nSome *Markdown* text, it's 12345 words.\r\nCR\rline\n\n"
     return {
         "prose": prose * 40,
-        "one line of words": " ".join("".join(rng.choice("abcdefghij") for _ in range(rng.randint(1, 9))) for _ in range(3000)),
+        "one line of words": " ".join(
+            "".join(rng.choice("abcdefghij") for _ in range(rng.randint(1, 9))) for _ in range(3000)
+        ),
         "periodic letters": "abcdefghijklmnopqrstuvwxyz" * 250,
         "one letter": "a" * 6000,
         "random letters": "".join(rng.choice("abcdefghijklmnopqrstuvwxyzXYZ") for _ in range(6000)),
@@ -459,9 +472,33 @@ def test_a_huge_run_is_never_given_to_tiktoken_whole(cl100k, monkeypatch):
 @given(
     st.lists(
         st.one_of(
-            st.builds(lambda c, n: c * n, st.sampled_from(["a", "xy", "-", "=.", " ", "\t", "\n", " \t", "é", "1", "aé", "日本",
-                                             "😀", "👨\u200d👩", "\u3000", " \n", "\r\n", "\t\n \r\n", "é1"]),
-                      st.integers(0, 1500)),
+            st.builds(
+                lambda c, n: c * n,
+                st.sampled_from(
+                    [
+                        "a",
+                        "xy",
+                        "-",
+                        "=.",
+                        " ",
+                        "\t",
+                        "\n",
+                        " \t",
+                        "é",
+                        "1",
+                        "aé",
+                        "日本",
+                        "😀",
+                        "👨\u200d👩",
+                        "\u3000",
+                        " \n",
+                        "\r\n",
+                        "\t\n \r\n",
+                        "é1",
+                    ]
+                ),
+                st.integers(0, 1500),
+            ),
             unicode_text,
             st.sampled_from(["\n", "\r\n", " ", "'s", "'ll", "\n\n", " a", "!"]),
         ),
@@ -492,8 +529,7 @@ def test_python_whitespace_covers_the_pattern_whitespace():
     import regex
 
     pattern_space = regex.compile(r"\s")
-    missing = [hex(c) for c in range(sys.maxunicode + 1)
-               if pattern_space.match(chr(c)) and not chr(c).isspace()]
+    missing = [hex(c) for c in range(sys.maxunicode + 1) if pattern_space.match(chr(c)) and not chr(c).isspace()]
     assert missing == []
 
 
@@ -502,9 +538,22 @@ def test_python_whitespace_covers_the_pattern_whitespace():
 # --------------------------------------------------------------------------------------------
 
 _PROSE = [
-    "The quick brown fox. ", "Jumps over\n", "\n\n", "  indented code\n", "x = f(a, b)  # comment\n",
-    "- item one\n", "| a | b |\n", "http://example.com/path?q=1 ", "état ", "naïve ", "1234567 ",
-    "!!!...", "\t", "\r\n", "'s ", "'ll ",
+    "The quick brown fox. ",
+    "Jumps over\n",
+    "\n\n",
+    "  indented code\n",
+    "x = f(a, b)  # comment\n",
+    "- item one\n",
+    "| a | b |\n",
+    "http://example.com/path?q=1 ",
+    "état ",
+    "naïve ",
+    "1234567 ",
+    "!!!...",
+    "\t",
+    "\r\n",
+    "'s ",
+    "'ll ",
 ]
 long_text = st.lists(
     st.one_of(st.sampled_from(_PROSE), st.sampled_from(_ODD), st.text("ab .,\n\t", max_size=20)),
@@ -568,9 +617,45 @@ def test_slice_counter_boundary_slices(cl100k, text):
 
 
 _ALNUM_FRAGMENTS = [
-    "word", "Word", "x", "123", "1234567", "v2", "2x", "'s", "'ll", "'re", "n't", "'", ".", "...", "!?",
-    ".\n\n", ":\n", "-", "_", "(", ")", "[1]", "#", "\n", "\n\n", "\r\n", " ", "  ", "\t", "é", "ß", "데이터",
-    "e\u0301", "²", "Ⅻ", "🎉", "<|endoftext|>", "http://a.b/c?d=1", "\u00a0",
+    "word",
+    "Word",
+    "x",
+    "123",
+    "1234567",
+    "v2",
+    "2x",
+    "'s",
+    "'ll",
+    "'re",
+    "n't",
+    "'",
+    ".",
+    "...",
+    "!?",
+    ".\n\n",
+    ":\n",
+    "-",
+    "_",
+    "(",
+    ")",
+    "[1]",
+    "#",
+    "\n",
+    "\n\n",
+    "\r\n",
+    " ",
+    "  ",
+    "\t",
+    "é",
+    "ß",
+    "데이터",
+    "e\u0301",
+    "²",
+    "Ⅻ",
+    "🎉",
+    "<|endoftext|>",
+    "http://a.b/c?d=1",
+    "\u00a0",
 ]
 alnum_text = st.lists(
     st.one_of(st.sampled_from(_ALNUM_FRAGMENTS), st.text("aZ09.,;'\n _-(", max_size=8)), min_size=1, max_size=60
@@ -623,8 +708,9 @@ def test_slice_counter_counts_of_consecutive_slices(cl100k, reference_cl100k, te
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     filler=st.text("ab .,\n\té데", min_size=0, max_size=3000),
-    run=st.sampled_from(["x", "Q", "aZ", ".", "-", ".-~", " ", "\t", " \t", "\n", "é", "aé", "日", "😀",
-                         "!😀", "\u00a0", " \n", "\r\n"]),
+    run=st.sampled_from(
+        ["x", "Q", "aZ", ".", "-", ".-~", " ", "\t", " \t", "\n", "é", "aé", "日", "😀", "!😀", "\u00a0", " \n", "\r\n"]
+    ),
     length=st.integers(tk.LONG_RUN_CHARS - 3, tk.LONG_RUN_CHARS + 600),
     at=st.integers(0, 3000),
 )
@@ -649,9 +735,21 @@ def test_may_hold_long_run_across_its_64k_steps(filler):
 
 @pytest.mark.parametrize(
     "run",
-    ["é", "😀", "👨\u200d👩\u200d👧\u200d👦", "日本語", "aé", "¡", "\u3000", "\u00a0", " \n", "\t\n \r\n",
-     # U+001C..U+001F are whitespace to str.isspace but symbols to the pattern: one punctuation run
-     "!" * 1000 + "\x1c", "?" * 500 + "\x1f"],
+    [
+        "é",
+        "😀",
+        "👨\u200d👩\u200d👧\u200d👦",
+        "日本語",
+        "aé",
+        "¡",
+        "\u3000",
+        "\u00a0",
+        " \n",
+        "\t\n \r\n",
+        # U+001C..U+001F are whitespace to str.isspace but symbols to the pattern: one punctuation run
+        "!" * 1000 + "\x1c",
+        "?" * 500 + "\x1f",
+    ],
 )
 def test_long_runs_of_any_script_are_encoded_in_windows(cl100k, reference_cl100k, monkeypatch, run):
     """Regression (hostile pass): a long non-ASCII letter, symbol or mixed-whitespace run is one
@@ -689,11 +787,68 @@ def test_run_tables_hold_every_byte_of_their_classes():
 
 _INNER_FRAGMENTS = [
     # contractions (case-insensitive in the pattern), some of them two tokens: "'Ll" is "'L" "l"
-    "tokenizer", "Unbelievably", "ama", "'s", "'S", "'ll", "'LL", "'Ll", "'lL", "'Ve", "'VE", "'vE", "'rE",
-    "'re", "'t", "'", "o'clock", "n't", "\n  ", "\n\n  ", "\r\n   ", " \n  ",
-    "(", "((", ")", "[", "\"", "-", "--", "...", "**", "==", "_", "/", ".", ",", "$", "#",
-    "1", "12", "123", "1234567", "2023", "0.5", "v1.2.3", " ", "  ", "   ", "\n", "\n\n", "\r\n", "\t",
-    "\n    ", "\n\t", "é", "ß", "²", "데이터", "🎉", "\u00a0", "\x1c", "http://example.com/a_b?c=1",
+    "tokenizer",
+    "Unbelievably",
+    "ama",
+    "'s",
+    "'S",
+    "'ll",
+    "'LL",
+    "'Ll",
+    "'lL",
+    "'Ve",
+    "'VE",
+    "'vE",
+    "'rE",
+    "'re",
+    "'t",
+    "'",
+    "o'clock",
+    "n't",
+    "\n  ",
+    "\n\n  ",
+    "\r\n   ",
+    " \n  ",
+    "(",
+    "((",
+    ")",
+    "[",
+    '"',
+    "-",
+    "--",
+    "...",
+    "**",
+    "==",
+    "_",
+    "/",
+    ".",
+    ",",
+    "$",
+    "#",
+    "1",
+    "12",
+    "123",
+    "1234567",
+    "2023",
+    "0.5",
+    "v1.2.3",
+    " ",
+    "  ",
+    "   ",
+    "\n",
+    "\n\n",
+    "\r\n",
+    "\t",
+    "\n    ",
+    "\n\t",
+    "é",
+    "ß",
+    "²",
+    "데이터",
+    "🎉",
+    "\u00a0",
+    "\x1c",
+    "http://example.com/a_b?c=1",
 ]
 inner_text = st.lists(
     st.one_of(st.sampled_from(_INNER_FRAGMENTS), st.text("aZ09.,'(_- \n", max_size=6)), min_size=1, max_size=50
@@ -773,15 +928,69 @@ def test_every_cl100k_token_is_its_own_bpe_result(cl100k):
 # Whitespace of every kind the pattern knows (and Python's isspace), line ends, contractions,
 # digit runs, CJK, emoji and punctuation runs: where a slice's edges are hardest to count.
 _HOSTILE_EDGES = [
-    " ", "  ", "   ", "\t", " \t", "\n", "\n\n", "\r\n", "\r\n\r\n", "\r", "\x0b", "\x0c", "\x85",
-    "\u00a0", "\u2028", "\u2029", "\u3000", "\u2003", "\x1c", "word", "Word", "x", "it's", "we'll",
-    "'re", "n't", "'", "1", "12", "123", "1234567", "3.14", "v2", "2x", "中文字符", "데이터", "합니다",
-    "🎉", "👩\u200d👩\u200d👧\u200d👦", "e\u0301", "²", ".", "...", "!!!", "?!.", "---", "—", "«»",
-    ".\n\n", ":\n", "(", ")", "[1]", "#", "http://a.b/c?d=1", "<|endoftext|>",
+    " ",
+    "  ",
+    "   ",
+    "\t",
+    " \t",
+    "\n",
+    "\n\n",
+    "\r\n",
+    "\r\n\r\n",
+    "\r",
+    "\x0b",
+    "\x0c",
+    "\x85",
+    "\u00a0",
+    "\u2028",
+    "\u2029",
+    "\u3000",
+    "\u2003",
+    "\x1c",
+    "word",
+    "Word",
+    "x",
+    "it's",
+    "we'll",
+    "'re",
+    "n't",
+    "'",
+    "1",
+    "12",
+    "123",
+    "1234567",
+    "3.14",
+    "v2",
+    "2x",
+    "中文字符",
+    "데이터",
+    "합니다",
+    "🎉",
+    "👩\u200d👩\u200d👧\u200d👦",
+    "e\u0301",
+    "²",
+    ".",
+    "...",
+    "!!!",
+    "?!.",
+    "---",
+    "—",
+    "«»",
+    ".\n\n",
+    ":\n",
+    "(",
+    ")",
+    "[1]",
+    "#",
+    "http://a.b/c?d=1",
+    "<|endoftext|>",
 ]
 hostile_text = st.lists(
-    st.one_of(st.sampled_from(_HOSTILE_EDGES), st.sampled_from(_PROSE),
-              st.text(st.characters(blacklist_categories=("Cs",)), max_size=4)),
+    st.one_of(
+        st.sampled_from(_HOSTILE_EDGES),
+        st.sampled_from(_PROSE),
+        st.text(st.characters(blacklist_categories=("Cs",)), max_size=4),
+    ),
     min_size=10,
     max_size=120,
 ).map("".join)
@@ -833,7 +1042,9 @@ def test_part_cuts_leave_the_encoding_unchanged_and_token_ends_are_max_token_cha
                 cut = budget.part_cut(text, position)
                 assert position <= cut <= len(text)
                 if 0 < cut < len(text):
-                    joined = np.concatenate([budget.token_ends(text[:cut]), np.asarray(budget.token_ends(text[cut:])) + cut])
+                    joined = np.concatenate(
+                        [budget.token_ends(text[:cut]), np.asarray(budget.token_ends(text[cut:])) + cut]
+                    )
                     assert joined.tolist() == whole.tolist(), (text, cut)
     assert tokenizer.part_cut("abc def", 1) == 3 and tokenizer.part_cut("abcdef", 1) == 6
     assert tokenizer.part_cut("ab\ncd", 3) == 3 and tokenizer.part_cut("ab \n cd", 1) == 2

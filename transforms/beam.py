@@ -15,7 +15,8 @@ import functools
 import json
 import math
 import pickle
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import apache_beam as beam
 import pyarrow as pa
@@ -47,7 +48,13 @@ from transforms.documents import (
     escape_bytes,
 )
 from transforms.incremental import (
-    DELETED_SCHEMA, MANIFEST_SCHEMA, id_key, manifest_row, previous_files, stale_chunk_ids, unchanged_key,
+    DELETED_SCHEMA,
+    MANIFEST_SCHEMA,
+    id_key,
+    manifest_row,
+    previous_files,
+    stale_chunk_ids,
+    unchanged_key,
 )
 from transforms.progress import shared_progress
 from transforms.tokenizers import Tokenizer, load_tokenizer
@@ -58,20 +65,20 @@ __all__ = [
     "KEPT_CHUNKS",
     "KEPT_MANIFEST",
     "MANIFEST",
-    "PREVIOUS_IDS",
-    "CompareWithPrevious",
-    "ListDeleted",
-    "WriteDeleted",
-    "WriteKeptChunks",
-    "WriteManifest",
     "METRICS_NAMESPACE",
+    "PREVIOUS_IDS",
     "AdmitDocuments",
     "ChunkDocuments",
+    "CompareWithPrevious",
+    "ListDeleted",
     "ReadDocumentIds",
     "ReadDocuments",
     "ReadParquetRows",
     "WriteChunks",
     "WriteDeadLetter",
+    "WriteDeleted",
+    "WriteKeptChunks",
+    "WriteManifest",
 ]
 
 #: The tag of every transform's dead-letter output.
@@ -295,7 +302,7 @@ class ReadParquetRows(beam.PTransform):
     def expand(self, pbegin):
         # As Beam's FileBasedSource(validate=True): fail when the pipeline is built, not mid-run.
         if not FileSystems.match([self._file_pattern], limits=[1])[0].metadata_list:
-            raise IOError(f"No files found based on the file pattern {self._file_pattern}")
+            raise OSError(f"No files found based on the file pattern {self._file_pattern}")
         return (
             pbegin
             | "Match files" >> fileio.MatchFiles(self._file_pattern, EmptyMatchTreatment.ALLOW)
@@ -324,8 +331,9 @@ class _RowGroupRangesDoFn(beam.DoFn):
         offsets: list[int] = []
         if metadata.size_in_bytes > 0:  # as Beam's file sources: a file of 0 bytes holds no rows
             with _open_parquet(metadata.path) as f, pq.ParquetFile(f) as parquet:
-                offsets = [_row_group_offset(parquet.metadata.row_group(i))
-                           for i in range(parquet.metadata.num_row_groups)]
+                offsets = [
+                    _row_group_offset(parquet.metadata.row_group(i)) for i in range(parquet.metadata.num_row_groups)
+                ]
         chunk = iobase.Read.get_desired_chunk_size(metadata.size_in_bytes)
         start = 0
         for index in range(1, len(offsets) + 1):
@@ -594,8 +602,11 @@ def _row_to_document(
     fmt = (fmt or "text").strip().lower() or "text"
     if fmt_problem or fmt not in CONTENT_FORMATS:
         shown = row.get("content_format")
-        return reject("unsupported_content_format",
-                      f"content_format {str(shown)[:40]!r} is not one of {sorted(CONTENT_FORMATS)}", "route")
+        return reject(
+            "unsupported_content_format",
+            f"content_format {str(shown)[:40]!r} is not one of {sorted(CONTENT_FORMATS)}",
+            "route",
+        )
     try:
         metadata = {}
         for key, value in sorted(row.items()):
@@ -704,8 +715,10 @@ class _ModelUsage:
     def report(self) -> None:
         if not self._models:
             return
-        now = (sum(getattr(m, "calls", 0) for m in self._models),
-               sum(getattr(m, "cache_hits", 0) for m in self._models))
+        now = (
+            sum(getattr(m, "calls", 0) for m in self._models),
+            sum(getattr(m, "cache_hits", 0) for m in self._models),
+        )
         for name, before, after in zip(("model.calls", "model.cache_hits"), self._seen, now):
             if after > before:
                 _counter(name).inc(after - before)
@@ -714,7 +727,11 @@ class _ModelUsage:
 
 #: Counters kept from each document's structure validation (``ChunkValidation`` fields).
 STRUCTURE_COUNTERS = (
-    "merged_chunks", "split_chunks", "oversized_chunks", "small_chunks", "excluded_characters",
+    "merged_chunks",
+    "split_chunks",
+    "oversized_chunks",
+    "small_chunks",
+    "excluded_characters",
 )
 
 #: A document's output rows are held back until its last chunk is validated while they stay under
@@ -766,8 +783,7 @@ class _ChunkDoFn(beam.DoFn):
     def _chunk(self, document: Document, tokenizer_identity: str):
         def reject(stage: str, reason: str, detail: str, chunker: str | None):
             return self._dead.document(
-                DeadLetter(document.id, stage, reason, detail, document.content, tokenizer_identity,
-                           chunker=chunker)
+                DeadLetter(document.id, stage, reason, detail, document.content, tokenizer_identity, chunker=chunker)
             )
 
         def chunker_failure(err: Exception) -> tuple[str, str, str]:
@@ -886,16 +902,19 @@ class _ChunkDoFn(beam.DoFn):
         if rejected:
             self._partial.inc()
         else:
-            yield TaggedOutput(MANIFEST, manifest_row(
-                document,
-                chunker=first.chunker,
-                chunker_config_hash=first.chunker_config_hash,
-                tokenizer=tokenizer_identity,
-                max_tokens=self._max_tokens,
-                chunk_count=accepted,
-                document_hash=first.document_hash,
-                libraries=chunker.fingerprint_libraries,
-            ))
+            yield TaggedOutput(
+                MANIFEST,
+                manifest_row(
+                    document,
+                    chunker=first.chunker,
+                    chunker_config_hash=first.chunker_config_hash,
+                    tokenizer=tokenizer_identity,
+                    max_tokens=self._max_tokens,
+                    chunk_count=accepted,
+                    document_hash=first.document_hash,
+                    libraries=chunker.fingerprint_libraries,
+                ),
+            )
 
 
 class ChunkDocuments(beam.PTransform):
@@ -939,12 +958,9 @@ class ChunkDocuments(beam.PTransform):
         self._progress_seconds = progress_seconds
 
     def expand(self, documents):
-        return (
-            documents
-            | "Chunk and validate" >> beam.ParDo(
-                _ChunkDoFn(self._spec, self._progress_seconds), AsSingleton(self._identity)
-            ).with_outputs(DEAD_LETTER, MANIFEST, main="chunks")
-        )
+        return documents | "Chunk and validate" >> beam.ParDo(
+            _ChunkDoFn(self._spec, self._progress_seconds), AsSingleton(self._identity)
+        ).with_outputs(DEAD_LETTER, MANIFEST, main="chunks")
 
 
 def _writable(chunk: Chunk) -> dict[str, Any]:
@@ -1002,14 +1018,18 @@ class _SelectChangedDoFn(beam.DoFn):
             _, chunker = self._router.select(document)
         except ChunkingError:  # chunking will dead-letter it, with the reason
             chunker = None
-        row = None if chunker is None else manifest_row(
-            document,
-            chunker=chunker.name,
-            chunker_config_hash=chunker.config_hash,
-            tokenizer=tokenizer_identity,
-            max_tokens=self._max_tokens,
-            chunk_count=chunk_count,
-            libraries=chunker.fingerprint_libraries,
+        row = (
+            None
+            if chunker is None
+            else manifest_row(
+                document,
+                chunker=chunker.name,
+                chunker_config_hash=chunker.config_hash,
+                tokenizer=tokenizer_identity,
+                max_tokens=self._max_tokens,
+                chunk_count=chunk_count,
+                libraries=chunker.fingerprint_libraries,
+            )
         )
         if row is None or unchanged_key(row) != key:
             self._changed.inc()
@@ -1097,22 +1117,30 @@ class CompareWithPrevious(beam.PTransform):
         pipeline = documents.pipeline
         manifest = (
             pipeline
-            | "Read previous manifest" >> ReadFromParquetBatched(
+            | "Read previous manifest"
+            >> ReadFromParquetBatched(
                 previous_files(self._previous, "documents"),
                 columns=["document_id", "document_hash", "input_fingerprint", "chunk_count"],
             ).with_output_types(pa.Table)
             | "Manifest keys" >> beam.FlatMap(_manifest_keys)
         )
-        selected = _typed_main_output(documents | "Select changed" >> beam.ParDo(
-            _SelectChangedDoFn(self._spec, self._progress_seconds), AsSingleton(self._identity), AsDict(manifest)
-        ).with_outputs(KEPT_MANIFEST, _KEPT_IDS, main="documents"), "documents", Document)
+        selected = _typed_main_output(
+            documents
+            | "Select changed"
+            >> beam.ParDo(
+                _SelectChangedDoFn(self._spec, self._progress_seconds), AsSingleton(self._identity), AsDict(manifest)
+            ).with_outputs(KEPT_MANIFEST, _KEPT_IDS, main="documents"),
+            "documents",
+            Document,
+        )
         kept = _typed_main_output(
             pipeline
             | "Read previous chunks"
             >> ReadFromParquetBatched(previous_files(self._previous, "chunks")).with_output_types(pa.Table)
-            | "Keep unchanged" >> beam.ParDo(_KeptChunksDoFn(), AsList(selected[_KEPT_IDS]))
-            .with_outputs(PREVIOUS_IDS, main="chunks"),
-            "chunks", pa.Table,
+            | "Keep unchanged"
+            >> beam.ParDo(_KeptChunksDoFn(), AsList(selected[_KEPT_IDS])).with_outputs(PREVIOUS_IDS, main="chunks"),
+            "chunks",
+            pa.Table,
         )
         return {
             "documents": selected.documents,

@@ -101,8 +101,14 @@ class _ParseFile(beam.DoFn):
             _counter(f"dead_letter.{failure.reason}").inc()
             yield TaggedOutput(
                 DEAD_LETTER,
-                {"document_id": doc_id, "path": path, "size_bytes": size, "file_format": fmt,
-                 "reason": failure.reason, "detail": failure.detail},
+                {
+                    "document_id": doc_id,
+                    "path": path,
+                    "size_bytes": size,
+                    "file_format": fmt,
+                    "reason": failure.reason,
+                    "detail": failure.detail,
+                },
             )
             return
         finally:
@@ -132,8 +138,13 @@ class ParseFiles(beam.PTransform):
     """
 
     def __init__(
-        self, file_pattern: str, *, content_format: str, max_file_bytes: int,
-        max_file_seconds: float = DEFAULT_MAX_FILE_SECONDS, pdf_artifacts_path: str | None = None,
+        self,
+        file_pattern: str,
+        *,
+        content_format: str,
+        max_file_bytes: int,
+        max_file_seconds: float = DEFAULT_MAX_FILE_SECONDS,
+        pdf_artifacts_path: str | None = None,
     ) -> None:
         super().__init__()
         self._pattern = file_pattern
@@ -149,8 +160,10 @@ class ParseFiles(beam.PTransform):
             pbegin
             | "Match files" >> fileio.MatchFiles(self._pattern)
             | "Open files" >> fileio.ReadMatches()
-            | "Convert with Docling" >> beam.ParDo(_ParseFile(pattern_base(self._pattern), self._converter_args))
-            .with_outputs(DEAD_LETTER, main="documents")
+            | "Convert with Docling"
+            >> beam.ParDo(_ParseFile(pattern_base(self._pattern), self._converter_args)).with_outputs(
+                DEAD_LETTER, main="documents"
+            )
         )
 
 

@@ -10,19 +10,18 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import pyarrow as pa
 
 __all__ = [
-    "CONTENT_FORMATS",
     "CHUNK_SCHEMA",
-    "DOCUMENT_COLUMNS",
+    "CONTENT_FORMATS",
     "DEAD_LETTER_SCHEMA",
+    "DOCUMENT_COLUMNS",
     "FOLDER_FILES",
-    "folder_files",
-    "glob_sets",
     "REASONS",
     "STAGES",
     "Chunk",
@@ -31,6 +30,8 @@ __all__ = [
     "chunk_id",
     "document_hash",
     "escape_bytes",
+    "folder_files",
+    "glob_sets",
     "unescape_payload",
 ]
 
@@ -185,7 +186,7 @@ class Chunk:
     document_hash: str
     metadata: Mapping[str, Any]
 
-    def with_token_count(self, token_count: int) -> "Chunk":
+    def with_token_count(self, token_count: int) -> Chunk:
         """Return a copy with ``token_count`` replaced.
 
         The copy is made field for field without ``dataclasses.replace`` (which calls
@@ -281,9 +282,7 @@ def unescape_payload(payload: str) -> bytes:
 
 def dumps_metadata(metadata: Mapping[str, Any]) -> str:
     """Serialize metadata as compact JSON with sorted keys, so equal metadata gives equal bytes."""
-    return json.dumps(
-        metadata, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False
-    )
+    return json.dumps(metadata, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False)
 
 
 # Arrow schemas of the outputs, as the contract types them (``string``, not ``large_string``).

@@ -21,7 +21,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -31,10 +32,10 @@ from transforms.documents import FOLDER_FILES, Document, dumps_metadata
 __all__ = [
     "DELETED_SCHEMA",
     "MANIFEST_SCHEMA",
-    "input_fingerprint",
-    "previous_files",
     "id_key",
+    "input_fingerprint",
     "manifest_row",
+    "previous_files",
     "stale_chunk_ids",
     "unchanged_key",
 ]
@@ -92,7 +93,11 @@ def _library_versions(names: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def input_fingerprint(
-    document: Document, *, chunker_config_hash: str, tokenizer: str, max_tokens: int,
+    document: Document,
+    *,
+    chunker_config_hash: str,
+    tokenizer: str,
+    max_tokens: int,
     libraries: Sequence[str] = (),
 ) -> str:
     """sha256 hex of everything but the content that a document's chunks depend on.
@@ -137,7 +142,10 @@ def manifest_row(
         "document_id": document.id,
         "document_hash": document_hash or document.document_hash,
         "input_fingerprint": input_fingerprint(
-            document, chunker_config_hash=chunker_config_hash, tokenizer=tokenizer, max_tokens=max_tokens,
+            document,
+            chunker_config_hash=chunker_config_hash,
+            tokenizer=tokenizer,
+            max_tokens=max_tokens,
             libraries=libraries,
         ),
         "chunker": chunker,

@@ -33,9 +33,9 @@ __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
     "DEFAULT_MAX_FILE_SECONDS",
     "FILE_FORMATS",
+    "PARSED_SCHEMA",
     "PARSE_DEAD_LETTER_SCHEMA",
     "PARSE_INSTALL_HINT",
-    "PARSED_SCHEMA",
     "PARSE_REASONS",
     "PDF_MODELS_HINT",
     "ConverterProcess",
@@ -130,7 +130,7 @@ def document_id(path: str, base: str) -> str:
     Stable across runs, machines and filesystems (local, ``gs://``) for the same tree under the
     pattern's base; unique within one pattern's matches.
     """
-    relative = path[len(base):] if base and path.startswith(base) else path
+    relative = path[len(base) :] if base and path.startswith(base) else path
     return relative.lstrip("/") or path
 
 
@@ -181,10 +181,15 @@ class FileConverter:
     """
 
     def __init__(
-        self, *, content_format: str = "docling", max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        self,
+        *,
+        content_format: str = "docling",
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         pdf_artifacts_path: str | None = None,
     ) -> None:
-        self._check_args(content_format=content_format, max_file_bytes=max_file_bytes, pdf_artifacts_path=pdf_artifacts_path)
+        self._check_args(
+            content_format=content_format, max_file_bytes=max_file_bytes, pdf_artifacts_path=pdf_artifacts_path
+        )
         os.environ["HF_HUB_OFFLINE"] = "1"  # before Docling imports huggingface_hub: never a download
         try:
             from docling.backend.html_backend import HTMLDocumentBackend
@@ -210,7 +215,10 @@ class FileConverter:
         self._pdf_converter = self._build_pdf_converter(pdf_artifacts_path) if pdf_artifacts_path else None
 
     def _check_args(
-        self, *, content_format: str = "docling", max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        self,
+        *,
+        content_format: str = "docling",
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         pdf_artifacts_path: str | None = None,
     ) -> None:
         if content_format not in OUTPUT_FORMATS:
@@ -242,7 +250,8 @@ class FileConverter:
         # OCR models are another download: text-layer PDFs only.
         options = PdfPipelineOptions(artifacts_path=artifacts_path, do_ocr=False)
         return DocumentConverter(
-            allowed_formats=[InputFormat.PDF], format_options={InputFormat.PDF: PdfFormatOption(pipeline_options=options)}
+            allowed_formats=[InputFormat.PDF],
+            format_options={InputFormat.PDF: PdfFormatOption(pipeline_options=options)},
         )
 
     def check(self, path: str, size_bytes: int) -> str:
@@ -256,7 +265,9 @@ class FileConverter:
                 f"extension {ext!r} is not one of {', '.join(sorted(FILE_FORMATS))}",
             )
         if size_bytes > self.max_file_bytes:
-            raise ParseFailure("file_too_large", f"{size_bytes:,} bytes > max {self.max_file_bytes:,} (--max-file-bytes)")
+            raise ParseFailure(
+                "file_too_large", f"{size_bytes:,} bytes > max {self.max_file_bytes:,} (--max-file-bytes)"
+            )
         if size_bytes == 0:
             raise ParseFailure("empty_file", "0 bytes")
         if fmt == "pdf" and not self.pdf_artifacts_path:
@@ -321,7 +332,9 @@ class FileConverter:
         from docling.datamodel.base_models import ConversionStatus, DocumentStream
 
         try:
-            result = self._pdf_converter.convert(DocumentStream(name=name, stream=io.BytesIO(data)), raises_on_error=False)
+            result = self._pdf_converter.convert(
+                DocumentStream(name=name, stream=io.BytesIO(data)), raises_on_error=False
+            )
         except Exception as err:
             raise ParseFailure("conversion_failed", _one_line(err)) from None
         if result.status not in (ConversionStatus.SUCCESS, ConversionStatus.PARTIAL_SUCCESS):
@@ -397,7 +410,11 @@ class ConverterProcess:
     START_SECONDS = 300.0
 
     def __init__(self, *, max_file_seconds: float = DEFAULT_MAX_FILE_SECONDS, **converter_args: Any) -> None:
-        if isinstance(max_file_seconds, bool) or not isinstance(max_file_seconds, (int, float)) or not max_file_seconds > 0:
+        if (
+            isinstance(max_file_seconds, bool)
+            or not isinstance(max_file_seconds, (int, float))
+            or not max_file_seconds > 0
+        ):
             raise ValueError(f"max_file_seconds must be a positive number, got {max_file_seconds!r}")
         self.max_file_seconds = float(max_file_seconds)
         self._converter_args = converter_args
@@ -433,7 +450,10 @@ class ConverterProcess:
         try:
             process = subprocess.Popen(
                 [sys.executable, "-c", f"from transforms.parsing import _serve; _serve({from_parent}, {to_parent})"],
-                pass_fds=(from_parent, to_parent), env=env, stdin=subprocess.DEVNULL, close_fds=True,
+                pass_fds=(from_parent, to_parent),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                close_fds=True,
             )
         finally:
             os.close(from_parent)

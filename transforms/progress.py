@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = ["ProgressLog", "shared_progress"]
 
@@ -65,7 +65,7 @@ class ProgressLog:
         self._since, self._documents_then, self._chunks_then = now, self.documents, self.chunks
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def shared_progress(interval_seconds: float) -> ProgressLog:
     """The worker process's one :class:`ProgressLog` for this interval (its DoFns share it).
 

@@ -25,7 +25,8 @@ Pure data: no model, no torch (see ``examples/embed_chunks.py`` for the embeddin
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import apache_beam as beam
 from apache_beam.ml.rag.types import Chunk as RagChunk

@@ -25,9 +25,10 @@ import importlib.util
 import os
 import re
 from bisect import bisect_right
+from collections.abc import Iterator, Sequence
 from functools import cached_property, lru_cache
 from itertools import accumulate
-from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
     "DEFAULT_TOKENIZER",
@@ -318,9 +319,7 @@ class TiktokenTokenizer:
         import tiktoken
 
         if encoding not in _ENCODINGS:
-            raise TokenizerError(
-                f"tiktoken encoding must be one of {sorted(_ENCODINGS)} (offline), got {encoding!r}"
-            )
+            raise TokenizerError(f"tiktoken encoding must be one of {sorted(_ENCODINGS)} (offline), got {encoding!r}")
         spec = _ENCODINGS[encoding]
         path = _bundled_ranks_path(spec["file"])
         try:
@@ -504,9 +503,7 @@ class TiktokenTokenizer:
         starts = self._starts_in_token
         running = [0, *accumulate(starts[t] for t in tokens)]
         begins = self._begins_code_point
-        offsets: list[int | None] = [
-            running[i] if begins[t] else None for i, t in enumerate(tokens)
-        ]
+        offsets: list[int | None] = [running[i] if begins[t] else None for i, t in enumerate(tokens)]
         offsets.append(running[-1])
         return offsets
 
@@ -528,6 +525,7 @@ class TiktokenTokenizer:
         import numpy as np
 
         dtype = np.int32 if len(text) < 2**31 else np.int64
+
         def ends_of(ids):
             # The gathered starts are summed in place: one array, not two.
             ends = self._starts_array.take(ids) if dtype is np.int32 else self._starts_array.take(ids).astype(dtype)
@@ -563,7 +561,7 @@ class TiktokenTokenizer:
         """Return the code-point offsets where a token of ``text``'s encoding starts, plus the end."""
         return self.slice_counter(text).boundaries().tolist() if text else [0]
 
-    def slice_counter(self, text: str) -> "SliceCounter":
+    def slice_counter(self, text: str) -> SliceCounter:
         """Encode ``text`` once; then count any slice of it exactly without encoding it whole.
 
         See :class:`SliceCounter`. Memory: 5 bytes per token of ``text`` (a 50 MB document of
@@ -1068,6 +1066,4 @@ def load_tokenizer(spec: str) -> Tokenizer:
         return Utf8ByteTokenizer()
     if kind == "hf" and arg:
         return HuggingFaceTokenizer(arg)
-    raise TokenizerError(
-        f"tokenizer must be 'tiktoken:cl100k_base', 'utf8-bytes' or 'hf:PATH', got {spec!r}"
-    )
+    raise TokenizerError(f"tokenizer must be 'tiktoken:cl100k_base', 'utf8-bytes' or 'hf:PATH', got {spec!r}")

@@ -10,8 +10,8 @@ dead letter, and the structure counts into the report.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from transforms.documents import Chunk, DeadLetter, Document
 from transforms.structure.validation import ChunkValidation, StructureValidator, has_structure
@@ -109,7 +109,10 @@ class DocumentValidator:
         """
         tokenizer = self._tokenizer
         reason, detail, count = _problem(
-            chunk, self._document.content, tokenizer=tokenizer, tokenizer_identity=self._identity,
+            chunk,
+            self._document.content,
+            tokenizer=tokenizer,
+            tokenizer_identity=self._identity,
             max_tokens=self._max_tokens,
         )
         if self._chunker is None:
@@ -143,8 +146,15 @@ class DocumentValidator:
             return [], None
         structure = self._structure.finish()
         rows = [
-            DeadLetter(self._document.id, "validate", problem.reason, problem.detail, self._document.content,
-                       self._identity, chunker=self._chunker)
+            DeadLetter(
+                self._document.id,
+                "validate",
+                problem.reason,
+                problem.detail,
+                self._document.content,
+                self._identity,
+                chunker=self._chunker,
+            )
             for problem in structure.problems
             if problem.chunk_index is None
         ]
@@ -187,8 +197,12 @@ def validate_chunks(
         ``validate``, payload the chunk's text).
     """
     validator = DocumentValidator(
-        document, tokenizer=tokenizer, tokenizer_identity=tokenizer_identity, max_tokens=max_tokens,
-        source=source, structure_limits=structure_limits,
+        document,
+        tokenizer=tokenizer,
+        tokenizer_identity=tokenizer_identity,
+        max_tokens=max_tokens,
+        source=source,
+        structure_limits=structure_limits,
     )
     accepted: list[Chunk] = []
     rejected: list[DeadLetter] = []

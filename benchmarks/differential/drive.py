@@ -29,7 +29,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-import gen  # noqa: E402
+import gen
 
 NEW = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REF = None  # --ref
@@ -42,19 +42,25 @@ def configs(rng: random.Random, n: int):
     for _ in range(n):
         max_tokens = rng.choice([1, 2, 3, 5, 8, 13, 16, 32, 50, 64, 100, 128, 256, 512])
         p = {"max_tokens": max_tokens}
-        if rng.random() < .6:
+        if rng.random() < 0.6:
             p["target_tokens"] = rng.randint(1, max_tokens)
         target = p.get("target_tokens", min(400, max_tokens))
-        if rng.random() < .6:
+        if rng.random() < 0.6:
             p["min_preferred_tokens"] = rng.choice([0, target, rng.randint(0, target)])
-        if rng.random() < .3 and target > 1:
+        if rng.random() < 0.3 and target > 1:
             p["overlap_tokens"] = rng.randint(1, min(50, target - 1))
-        for flag in ("merge_small_sections", "allow_cross_top_level_merge", "preserve_heading_hierarchy",
-                     "preserve_code_blocks", "preserve_table_rows", "preserve_list_hierarchy",
-                     "include_heading_path_in_embedding"):
-            if rng.random() < .2:
-                p[flag] = rng.random() < .5
-        if rng.random() < .1:
+        for flag in (
+            "merge_small_sections",
+            "allow_cross_top_level_merge",
+            "preserve_heading_hierarchy",
+            "preserve_code_blocks",
+            "preserve_table_rows",
+            "preserve_list_hierarchy",
+            "include_heading_path_in_embedding",
+        ):
+            if rng.random() < 0.2:
+                p[flag] = rng.random() < 0.5
+        if rng.random() < 0.1:
             p["oversized_block_policy"] = "reject"
         out.append(p)
     return out
@@ -120,7 +126,9 @@ def main() -> None:
             # tiny budgets on long docs are slow in both trees: keep them on smaller docs
             if params["max_tokens"] < 8 and len(text) > 6000:
                 params["max_tokens"] = 64
-                params.pop("target_tokens", None); params.pop("min_preferred_tokens", None); params.pop("overlap_tokens", None)
+                params.pop("target_tokens", None)
+                params.pop("min_preferred_tokens", None)
+                params.pop("overlap_tokens", None)
             cases.append((f"{name}/{fmt}/{j}/{tok}", text, fmt, tok, "structure", params))
         if args.heading:
             cases.append((f"{name}/{fmt}/heading", text, fmt, "utf8-bytes", "heading", {}))
@@ -128,14 +136,27 @@ def main() -> None:
     tmp = tempfile.mkdtemp(prefix="hostile-")
     pa, a_path = run(NEW, {**spec, "tile_batch": args.tile_batch, "streamed": args.streamed}, tmp, "x")
     pb, b_path = run(REF, spec, tmp, "x")
-    pa.wait(); pb.wait()
+    pa.wait()
+    pb.wait()
     diffs, cpu_new, cpu_ref, a, b = compare(spec, a_path, b_path)
     errs = sum(1 for r in a.values() if r[0] == "err")
-    print(f"seed={args.seed} part_chars={args.part_chars} window_chars={args.window_chars} tile_batch={args.tile_batch} streamed={args.streamed} docs={len(docs)} cases={len(cases)} diffs={len(diffs)} "
-          f"errs(both)={errs} cpu new={cpu_new:.1f}s ref={cpu_ref:.1f}s tmp={tmp}")
+    print(
+        f"seed={args.seed} part_chars={args.part_chars} window_chars={args.window_chars} tile_batch={args.tile_batch} streamed={args.streamed} docs={len(docs)} cases={len(cases)} diffs={len(diffs)} "
+        f"errs(both)={errs} cpu new={cpu_new:.1f}s ref={cpu_ref:.1f}s tmp={tmp}"
+    )
     for case_id, case, ra, rb in diffs[:10]:
-        print("DIFF", case_id, case[5], len(case[1]), "new:", ra[0], (ra[1] if ra[0] == "err" else len(ra[1])),
-              "ref:", rb[0], (rb[1] if rb[0] == "err" else len(rb[1])))
+        print(
+            "DIFF",
+            case_id,
+            case[5],
+            len(case[1]),
+            "new:",
+            ra[0],
+            (ra[1] if ra[0] == "err" else len(ra[1])),
+            "ref:",
+            rb[0],
+            (rb[1] if rb[0] == "err" else len(rb[1])),
+        )
     if diffs:
         with open(os.path.join(tmp, "diffs.pkl"), "wb") as f:
             pickle.dump(diffs, f)

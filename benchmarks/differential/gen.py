@@ -28,7 +28,9 @@ def run_of(rng: random.Random, n: int) -> str:
     if k == 4:
         return "".join(rng.choice(CJK) for _ in range(n))
     if k == 5:
-        return "".join(rng.choice(LETTERS) + (rng.choice(COMBINING) if rng.random() < .5 else "") for _ in range(n))[:n]
+        return "".join(rng.choice(LETTERS) + (rng.choice(COMBINING) if rng.random() < 0.5 else "") for _ in range(n))[
+            :n
+        ]
     if k == 6:
         return "".join(rng.choice(ARABIC + HEBREW) for _ in range(n))
     if k == 7:
@@ -39,9 +41,32 @@ def run_of(rng: random.Random, n: int) -> str:
         # rare safe cuts: long words with a rare single space
         return "".join(rng.choice(LETTERS) if rng.random() > 0.003 else " " for _ in range(n))
     if k == 10:
-        return "".join(rng.choice(LETTERS + PUNCT + "0123456789" + CJK[:5] + EMOJI[:3] + " " + SPACES) for _ in range(n))
-    return "".join(rng.choice(["word", " ", "  ", "12345", "don't", "é", "😀", "--", "...", "\t", "x" * 40,
-                               " " * 30, "\u00a0", "\u2028", "\ud800", "\udc00"]) for _ in range(max(1, n // 4)))
+        return "".join(
+            rng.choice(LETTERS + PUNCT + "0123456789" + CJK[:5] + EMOJI[:3] + " " + SPACES) for _ in range(n)
+        )
+    return "".join(
+        rng.choice(
+            [
+                "word",
+                " ",
+                "  ",
+                "12345",
+                "don't",
+                "é",
+                "😀",
+                "--",
+                "...",
+                "\t",
+                "x" * 40,
+                " " * 30,
+                "\u00a0",
+                "\u2028",
+                "\ud800",
+                "\udc00",
+            ]
+        )
+        for _ in range(max(1, n // 4))
+    )
 
 
 def words(rng: random.Random, n: int) -> str:
@@ -49,7 +74,9 @@ def words(rng: random.Random, n: int) -> str:
 
 
 def sentences(rng: random.Random, n: int) -> str:
-    return " ".join(words(rng, rng.randint(1, 12)).capitalize() + rng.choice([".", "!", "?", "…", "。"]) for _ in range(n))
+    return " ".join(
+        words(rng, rng.randint(1, 12)).capitalize() + rng.choice([".", "!", "?", "…", "。"]) for _ in range(n)
+    )
 
 
 def nl(rng: random.Random) -> str:
@@ -66,7 +93,10 @@ def block(rng: random.Random, fmt: str, size: int) -> str:
     if k == 2:  # code block with long lines
         fence = rng.choice(["```", "~~~", "````"])
         lang = rng.choice(["", "python", "x" * 50])
-        lines = [run_of(rng, rng.randint(0, size)) if rng.random() < .3 else words(rng, rng.randint(0, 12)) for _ in range(rng.randint(1, 8))]
+        lines = [
+            run_of(rng, rng.randint(0, size)) if rng.random() < 0.3 else words(rng, rng.randint(0, 12))
+            for _ in range(rng.randint(1, 8))
+        ]
         if fmt == "rst":
             return ".. code-block:: python" + e + e + e.join("   " + l for l in lines)
         return fence + lang + e + e.join(lines) + e + fence
@@ -74,19 +104,33 @@ def block(rng: random.Random, fmt: str, size: int) -> str:
         cols = rng.randint(1, 4)
         head = "| " + " | ".join(words(rng, 2) for _ in range(cols)) + " |"
         sep = "|" + "|".join("---" for _ in range(cols)) + "|"
-        rows = ["| " + " | ".join(run_of(rng, rng.randint(0, size // 2)) if rng.random() < .3 else words(rng, 3) for _ in range(cols)) + " |"
-                for _ in range(rng.randint(1, 10))]
+        rows = [
+            "| "
+            + " | ".join(
+                run_of(rng, rng.randint(0, size // 2)) if rng.random() < 0.3 else words(rng, 3) for _ in range(cols)
+            )
+            + " |"
+            for _ in range(rng.randint(1, 10))
+        ]
         return e.join([head, sep, *rows])
     if k == 4:  # nested lists
         out = []
         for _ in range(rng.randint(1, 10)):
             depth = rng.randint(0, 4)
-            out.append("  " * depth + rng.choice(["- ", "* ", "1. ", "+ "]) + (words(rng, rng.randint(1, 20)) if rng.random() < .8 else run_of(rng, size // 3)))
+            out.append(
+                "  " * depth
+                + rng.choice(["- ", "* ", "1. ", "+ "])
+                + (words(rng, rng.randint(1, 20)) if rng.random() < 0.8 else run_of(rng, size // 3))
+            )
         return e.join(out)
     if k == 5:  # nested quotes
         return e.join(">" * rng.randint(1, 4) + " " + words(rng, rng.randint(0, 15)) for _ in range(rng.randint(1, 6)))
     if k == 6:
-        return rng.choice(["#", "##", "###", "######"]) + " " + (words(rng, rng.randint(0, 6)) if rng.random() < .8 else run_of(rng, size // 4))
+        return (
+            rng.choice(["#", "##", "###", "######"])
+            + " "
+            + (words(rng, rng.randint(0, 6)) if rng.random() < 0.8 else run_of(rng, size // 4))
+        )
     if k == 7:
         t = words(rng, rng.randint(1, 4))
         return t + e + rng.choice(["=", "-"]) * max(3, len(t))
@@ -95,7 +139,14 @@ def block(rng: random.Random, fmt: str, size: int) -> str:
     if k == 9:  # whitespace-y
         return rng.choice(SPACES) * rng.randint(1, 20) + words(rng, 3)
     if k == 10 and fmt == "html":
-        return "<table>" + "".join("<tr>" + "".join(f"<td>{run_of(rng, rng.randint(1, size // 3))}</td>" for _ in range(2)) + "</tr>" for _ in range(rng.randint(1, 5))) + "</table>"
+        return (
+            "<table>"
+            + "".join(
+                "<tr>" + "".join(f"<td>{run_of(rng, rng.randint(1, size // 3))}</td>" for _ in range(2)) + "</tr>"
+                for _ in range(rng.randint(1, 5))
+            )
+            + "</table>"
+        )
     if k == 11 and fmt == "html":
         return f"<h{rng.randint(1, 6)}>{words(rng, 3)}</h{rng.randint(1, 6)}><p>{sentences(rng, 5)}</p><pre><code>{run_of(rng, size)}</code></pre>"
     if k == 12 and fmt == "rst":
@@ -112,7 +163,7 @@ def document(rng: random.Random, fmt: str, size: int) -> str:
         parts.append(block(rng, fmt, size))
         parts.append(rng.choice(["\n\n", "\n", "\r\n\r\n", "\n \n", "\n\u00a0\n", "\n\n\n\n", "\r\r", "\u2028", ""]))
     text = "".join(parts)
-    if fmt == "html" and rng.random() < .7:
+    if fmt == "html" and rng.random() < 0.7:
         text = "<html><body>" + text.replace("\n\n", "<p>") + "</body></html>"
     return text
 
@@ -125,15 +176,21 @@ def huge_blocks(rng: random.Random, text: str) -> str:
     items = []
     for _ in range(rng.randint(100, 600)):
         item = marker + words(rng, rng.randint(0, 12))
-        if rng.random() < .2:
+        if rng.random() < 0.2:
             item += e + rng.choice(["   - ", "    1. ", "lazy ", "   ", "\t- "]) + words(rng, rng.randint(0, 6))
-        if rng.random() < .05:
+        if rng.random() < 0.05:
             item += e
         items.append(item)
     cols = rng.randint(1, 4)
-    rows = ["| " + " | ".join(words(rng, 2) for _ in range(cols)) + " |", "|" + "|".join("---" for _ in range(cols)) + "|"]
+    rows = [
+        "| " + " | ".join(words(rng, 2) for _ in range(cols)) + " |",
+        "|" + "|".join("---" for _ in range(cols)) + "|",
+    ]
     for _ in range(rng.randint(100, 600)):
-        rows.append(rng.choice(["| ", "", "  |"]) + rng.choice([" | ", " \\| ", "|"]).join(words(rng, 2) for _ in range(rng.randint(1, 5))))
+        rows.append(
+            rng.choice(["| ", "", "  |"])
+            + rng.choice([" | ", " \\| ", "|"]).join(words(rng, 2) for _ in range(rng.randint(1, 5)))
+        )
     blocks = [e.join(items), e.join(rows)]
     parts = text.split("\n\n")
     for huge in blocks:
@@ -170,5 +227,8 @@ FIXED = [
     ("huge_code", "```\n" + "\n".join(("y" * 3000) if i % 3 == 0 else f"line {i}" for i in range(30)) + "\n```\n"),
     ("huge_table", "| a | b |\n|---|---|\n" + "\n".join(f"| {'c' * (i * 50)} | d{i} |" for i in range(40))),
     ("quote_list", "\n".join("> " * (i % 5 + 1) + "- " * (i % 3) + "item " * (i % 17) for i in range(300))),
-    ("mixed_long_line", "".join(["ab", " ", "12", "...", "é", "😀", "\t", "中"][i % 8] * (i % 13 + 1) for i in range(3000))),
+    (
+        "mixed_long_line",
+        "".join(["ab", " ", "12", "...", "é", "😀", "\t", "中"][i % 8] * (i % 13 + 1) for i in range(3000)),
+    ),
 ]

@@ -9,7 +9,6 @@ OUT.pkl: {case_id: ("ok", chunks, packed, cpu_seconds) | ("err", repr, None, cpu
 
 from __future__ import annotations
 
-import hashlib
 import pickle
 import sys
 import time
@@ -19,8 +18,7 @@ def main() -> None:
     cases_path, out_path = sys.argv[1], sys.argv[2]
     with open(cases_path, "rb") as f:
         spec = pickle.load(f)
-    from transforms.chunkers import HeadingChunker, StructureAwareChunker
-    from transforms.chunkers import structure
+    from transforms.chunkers import HeadingChunker, StructureAwareChunker, structure
     from transforms.documents import Document
     from transforms.structure import packing
     from transforms.tokenizers import load_tokenizer
@@ -43,17 +41,30 @@ def main() -> None:
                 children = StreamedChildren(map, streamed, tuple(children))
             elif children:
                 children = tuple(streamed(c) for c in children)
-            return Node(node.kind, node.start, node.end, children, level=node.level, title=node.title,
-                        language=node.language, fence=node.fence, header_rows=node.header_rows,
-                        page_no=node.page_no)
+            return Node(
+                node.kind,
+                node.start,
+                node.end,
+                children,
+                level=node.level,
+                title=node.title,
+                language=node.language,
+                fence=node.fence,
+                header_rows=node.header_rows,
+                page_no=node.page_no,
+            )
 
         real_normalize = structure._normalize
 
         def normalize(registry, document):
             n = real_normalize(registry, document)
-            return NormalizedDocument(text=n.text, blocks=tuple(streamed(b) for b in n.blocks),
-                                      content_format=n.content_format, verbatim=n.verbatim,
-                                      diagnostics=n.diagnostics)
+            return NormalizedDocument(
+                text=n.text,
+                blocks=tuple(streamed(b) for b in n.blocks),
+                content_format=n.content_format,
+                verbatim=n.verbatim,
+                diagnostics=n.diagnostics,
+            )
 
         structure._normalize = normalize
     tokenizers = {}
@@ -81,7 +92,7 @@ def main() -> None:
             chunks = chunker.chunk(doc, tokenizer_identity=tok.identity)
             rows = [tuple(sorted((k, repr(v)) for k, v in vars(c).items())) for c in chunks]
             out[case_id] = ("ok", rows, list(packed), time.process_time() - t0)
-        except Exception as err:  # noqa: BLE001
+        except Exception as err:
             out[case_id] = ("err", f"{type(err).__name__}: {err}"[:500], None, time.process_time() - t0)
     with open(out_path, "wb") as f:
         pickle.dump(out, f)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import json
 import os
 import random
@@ -43,7 +42,6 @@ from transforms.structure.tree import StreamedChildren  # noqa: E402
 old = None  # the reference module (--reference)
 
 
-
 def deep(doc):
     def one(n):
         first = tuple(one(c) for c in n.children)
@@ -57,20 +55,87 @@ def deep(doc):
 def run(fn, content):
     try:
         return ("ok", deep(fn(content)))
-    except Exception as err:  # noqa: BLE001 - the exception is what is compared
+    except Exception as err:
         return ("err", type(err).__name__, getattr(err, "reason", None), str(err))
 
 
 # -- generated pages ----------------------------------------------------------------------------
 
-WORDS = ["a", "word", "é😀", "x | y", " ", "\t", "&amp;", "&lt;b&gt;", "&#0;", "&nbsp;", "\u00a0", "\x00", "\ud800",
-         "\r\n", "\r", "\n", "`", "```", "````x", "#", "- ", "1. ", "|", "\\|", "<!-- c -->", "<![CDATA[x]]>", "<?pi x?>",
-         "</body>", "</html>", "</ body >", "</BODY\n>", "<br>", "<br/>", "<hr>", "<img src=x>", "<wbr>", "\u2028", "\f"]
+WORDS = [
+    "a",
+    "word",
+    "é😀",
+    "x | y",
+    " ",
+    "\t",
+    "&amp;",
+    "&lt;b&gt;",
+    "&#0;",
+    "&nbsp;",
+    "\u00a0",
+    "\x00",
+    "\ud800",
+    "\r\n",
+    "\r",
+    "\n",
+    "`",
+    "```",
+    "````x",
+    "#",
+    "- ",
+    "1. ",
+    "|",
+    "\\|",
+    "<!-- c -->",
+    "<![CDATA[x]]>",
+    "<?pi x?>",
+    "</body>",
+    "</html>",
+    "</ body >",
+    "</BODY\n>",
+    "<br>",
+    "<br/>",
+    "<hr>",
+    "<img src=x>",
+    "<wbr>",
+    "\u2028",
+    "\f",
+]
 INLINE = ["span", "b", "i", "a", "code", "em", "strong", "small", "font", "label", "unknown", "img", "input"]
-BLOCK = ["div", "p", "section", "article", "main", "header", "footer", "aside", "details", "summary", "dl", "dt", "dd",
-         "figure", "figcaption", "center", "form", "fieldset", "address"]
-CLASSES = ["", "sphinxsidebar", "related", "navheader", "navfooter", "language-python", "highlight-c", "lang-js",
-           "headerlink", "x related y", "relatedx"]
+BLOCK = [
+    "div",
+    "p",
+    "section",
+    "article",
+    "main",
+    "header",
+    "footer",
+    "aside",
+    "details",
+    "summary",
+    "dl",
+    "dt",
+    "dd",
+    "figure",
+    "figcaption",
+    "center",
+    "form",
+    "fieldset",
+    "address",
+]
+CLASSES = [
+    "",
+    "sphinxsidebar",
+    "related",
+    "navheader",
+    "navfooter",
+    "language-python",
+    "highlight-c",
+    "lang-js",
+    "headerlink",
+    "x related y",
+    "relatedx",
+]
 
 
 def attrs(r):
@@ -110,15 +175,26 @@ def gen_block(r, depth):
             elif r.random() < 0.05:
                 items.append(gen_block(r, depth + 1))
             else:
-                items.append(f"<li{attrs(r)}>" + "".join(gen_block(r, depth + 1) for _ in range(r.randint(0, 3)))
-                             + maybe_close(r, "li") + r.choice(["", "\n", " ", "\n  "]))
+                items.append(
+                    f"<li{attrs(r)}>"
+                    + "".join(gen_block(r, depth + 1) for _ in range(r.randint(0, 3)))
+                    + maybe_close(r, "li")
+                    + r.choice(["", "\n", " ", "\n  "])
+                )
         return f"<{tag}{attrs(r)}>" + "".join(items) + maybe_close(r, tag)
     if k < 0.32:
         return gen_table(r, depth)
     if k < 0.38:
-        return "<blockquote>" + "".join(gen_block(r, depth + 1) for _ in range(r.randint(0, 3))) + maybe_close(r, "blockquote")
+        return (
+            "<blockquote>"
+            + "".join(gen_block(r, depth + 1) for _ in range(r.randint(0, 3)))
+            + maybe_close(r, "blockquote")
+        )
     if k < 0.44:
-        inner = "".join(r.choice(["def f():\n", "    x = 1\n", "\n", "```\n", "a<b>c</b>\n", "<br>", text(r)]) for _ in range(r.randint(0, 5)))
+        inner = "".join(
+            r.choice(["def f():\n", "    x = 1\n", "\n", "```\n", "a<b>c</b>\n", "<br>", text(r)])
+            for _ in range(r.randint(0, 5))
+        )
         code = f"<code{attrs(r)}>{inner}</code>" if r.random() < 0.5 else inner
         return f"<pre{attrs(r)}>{code}" + maybe_close(r, "pre")
     if k < 0.52:
@@ -128,12 +204,42 @@ def gen_block(r, depth):
     if k < 0.58:
         tag = r.choice(["nav", "div", "table", "ul", "span"])
         cls = r.choice([' role="navigation"', ' class="sphinxsidebar"', ' class="related"', ""]) if tag != "nav" else ""
-        return f"<{tag}{cls}>" + "".join(gen_block(r, depth + 1) for _ in range(r.randint(0, 2))) + maybe_close(r, tag) + text(r)
+        return (
+            f"<{tag}{cls}>"
+            + "".join(gen_block(r, depth + 1) for _ in range(r.randint(0, 2)))
+            + maybe_close(r, tag)
+            + text(r)
+        )
     if k < 0.62:
-        return r.choice(["<hr>", "<br>", "<script>var a = '<p>x</p>';</script>", "<style>p {}</style>", "<noscript><p>n</p></noscript>",
-                         "<template><h1>t</h1></template>", "<svg><h1>s</h1></svg>", "<!-- <p>c</p> -->", "<![CDATA[<p>d</p>]]>",
-                         "</body>", "</html>", "<body>", "<html>", "<head><title>late</title></head>", "</p>", "</div>", "</li>",
-                         "</table>", "</tr>", "<p", "<", "&", "<h1>", "</h1>", "<title>t2</title>"])
+        return r.choice(
+            [
+                "<hr>",
+                "<br>",
+                "<script>var a = '<p>x</p>';</script>",
+                "<style>p {}</style>",
+                "<noscript><p>n</p></noscript>",
+                "<template><h1>t</h1></template>",
+                "<svg><h1>s</h1></svg>",
+                "<!-- <p>c</p> -->",
+                "<![CDATA[<p>d</p>]]>",
+                "</body>",
+                "</html>",
+                "<body>",
+                "<html>",
+                "<head><title>late</title></head>",
+                "</p>",
+                "</div>",
+                "</li>",
+                "</table>",
+                "</tr>",
+                "<p",
+                "<",
+                "&",
+                "<h1>",
+                "</h1>",
+                "<title>t2</title>",
+            ]
+        )
     if k < 0.64:
         d = r.choice([5, 190, 199, 200, 201, 202, 260])
         tag = r.choice(["div", "span", "ul", "blockquote", "b"])
@@ -141,9 +247,19 @@ def gen_block(r, depth):
         return f"<{tag}>" * d + inner + f"</{tag}>" * r.choice([d, 0, d // 2])
     if k < 0.82:
         tag = r.choice(INLINE)
-        return f"<{tag}{attrs(r)}>" + "".join(gen_block(r, depth + 1) for _ in range(r.randint(0, 2))) + maybe_close(r, tag) + text(r)
+        return (
+            f"<{tag}{attrs(r)}>"
+            + "".join(gen_block(r, depth + 1) for _ in range(r.randint(0, 2)))
+            + maybe_close(r, tag)
+            + text(r)
+        )
     tag = r.choice(BLOCK)
-    return f"<{tag}{attrs(r)}>" + "".join(gen_block(r, depth + 1) for _ in range(r.randint(0, 4))) + maybe_close(r, tag) + text(r)
+    return (
+        f"<{tag}{attrs(r)}>"
+        + "".join(gen_block(r, depth + 1) for _ in range(r.randint(0, 4)))
+        + maybe_close(r, tag)
+        + text(r)
+    )
 
 
 def gen_table(r, depth):
@@ -152,9 +268,20 @@ def gen_table(r, depth):
         parts.append(f"<caption>{text(r)}</caption>")
     if r.random() < 0.1:
         parts.append("<colgroup><col></colgroup>")
+
     def row(cell):
-        return "<tr>" + "".join(f"<{cell if r.random() < 0.9 else 'td'}{attrs(r)}>" + (text(r) if r.random() < 0.8 else gen_block(r, depth + 1))
-                                + maybe_close(r, cell) for _ in range(r.randint(0, 4))) + maybe_close(r, "tr") + r.choice(["", "\n", " x "])
+        return (
+            "<tr>"
+            + "".join(
+                f"<{cell if r.random() < 0.9 else 'td'}{attrs(r)}>"
+                + (text(r) if r.random() < 0.8 else gen_block(r, depth + 1))
+                + maybe_close(r, cell)
+                for _ in range(r.randint(0, 4))
+            )
+            + maybe_close(r, "tr")
+            + r.choice(["", "\n", " x "])
+        )
+
     if r.random() < 0.3:
         parts.append("<thead>" + "".join(row("th") for _ in range(r.randint(0, 2))) + maybe_close(r, "thead"))
     body = "".join(row(r.choice(["td", "th"])) for _ in range(r.randint(0, 6)))
@@ -167,9 +294,22 @@ def gen_table(r, depth):
         body = "<div>" + body + "</div>"
     parts.append(body)
     if r.random() < 0.2:
-        parts.append(r.choice(["<p>stray</p>", "stray text", "<nav>n</nav>tail", '<div class="related">r</div>t', "<pre>p</pre>t",
-                               "<ul><li>x</li></ul>", "<tfoot><tr><td>f</td></tr></tfoot>", "<tr><td>late</td></tr>",
-                               "<thead><pre>p</pre></thead>", "<tbody><div>d</div><pre><code>c</code></pre></tbody>"]))
+        parts.append(
+            r.choice(
+                [
+                    "<p>stray</p>",
+                    "stray text",
+                    "<nav>n</nav>tail",
+                    '<div class="related">r</div>t',
+                    "<pre>p</pre>t",
+                    "<ul><li>x</li></ul>",
+                    "<tfoot><tr><td>f</td></tr></tfoot>",
+                    "<tr><td>late</td></tr>",
+                    "<thead><pre>p</pre></thead>",
+                    "<tbody><div>d</div><pre><code>c</code></pre></tbody>",
+                ]
+            )
+        )
     r.shuffle(parts) if r.random() < 0.1 else None
     return f"<table{attrs(r)}>" + text(r) + "".join(parts) + maybe_close(r, "table")
 
@@ -178,7 +318,11 @@ def gen_page(r):
     body = "".join(gen_block(r, 0) for _ in range(r.randint(1, 8)))
     k = r.random()
     if k < 0.4:
-        head = "<head><title>" + text(r) + " Title</title><meta charset='latin-1'></head>" if r.random() < 0.8 else "<head></head>"
+        head = (
+            "<head><title>" + text(r) + " Title</title><meta charset='latin-1'></head>"
+            if r.random() < 0.8
+            else "<head></head>"
+        )
         page = f"<!DOCTYPE html><html>{head}<body>{body}</body></html>"
     elif k < 0.5:
         page = "<title>T " + text(r) + "</title>" + body
@@ -186,13 +330,19 @@ def gen_page(r):
         page = body
     if r.random() < 0.1:  # a big one: many items or rows
         n = r.choice([50, 500, 3000, 4500])  # 4500: a table past the writer's _PACK_PARTS
-        big = r.choice([
-            "<ul>" + "".join(f"<li>{i}" + ("</li>" if i % 3 else "") + "\n" for i in range(n)) + "</ul>",
-            "<ol start=5>" + "".join(f"<li><p>{i}</p><p>b</p><ul><li>n</li></ul></li>" for i in range(n // 5)) + "</ol>",
-            "<table>" + "".join(f"<tr><td>{i}</td><td>{'|' * (i % 3)}</td></tr>\n" for i in range(n)) + "</table>",
-            "<table><thead><tr><th>h</th></tr></thead>" + "".join(f"<tr><th>{i}</th></tr>" for i in range(n)) + "</table>",
-            "".join(f"<p>para {i}</p>\n" for i in range(n)),
-        ])
+        big = r.choice(
+            [
+                "<ul>" + "".join(f"<li>{i}" + ("</li>" if i % 3 else "") + "\n" for i in range(n)) + "</ul>",
+                "<ol start=5>"
+                + "".join(f"<li><p>{i}</p><p>b</p><ul><li>n</li></ul></li>" for i in range(n // 5))
+                + "</ol>",
+                "<table>" + "".join(f"<tr><td>{i}</td><td>{'|' * (i % 3)}</td></tr>\n" for i in range(n)) + "</table>",
+                "<table><thead><tr><th>h</th></tr></thead>"
+                + "".join(f"<tr><th>{i}</th></tr>" for i in range(n))
+                + "</table>",
+                "".join(f"<p>para {i}</p>\n" for i in range(n)),
+            ]
+        )
         cut = r.randint(0, len(page))
         page = page[:cut] + big + page[cut:]
     return page
@@ -211,7 +361,11 @@ def mutate(r, page):
         elif k < 0.8:
             page = page[:a] + gen_block(r, 3) + page[a:]
         else:
-            page = page[:a] + r.choice(WORDS + ["<table>", "<ul>", "<li>", "</td>", "<tr>", "<nav>", "</nav>", "<pre>", "<h1>"]) + page[a:]
+            page = (
+                page[:a]
+                + r.choice(WORDS + ["<table>", "<ul>", "<li>", "</td>", "<tr>", "<nav>", "</nav>", "<pre>", "<h1>"])
+                + page[a:]
+            )
     return page
 
 
@@ -223,12 +377,15 @@ def chunks_of(normalizer, content, max_tokens, tokenizer):
     from transforms.documents import Document
     from transforms.structure.normalizers import NormalizerRegistry
 
-    chunker = StructureAwareChunker(tokenizer=tokenizer, max_tokens=max_tokens,
-                                    normalizers=NormalizerRegistry({"html": normalizer}))
+    chunker = StructureAwareChunker(
+        tokenizer=tokenizer, max_tokens=max_tokens, normalizers=NormalizerRegistry({"html": normalizer})
+    )
     try:
-        chunks = chunker.chunk(Document(id="d", content=content, content_format="html"), tokenizer_identity=tokenizer.identity)
+        chunks = chunker.chunk(
+            Document(id="d", content=content, content_format="html"), tokenizer_identity=tokenizer.identity
+        )
         return ("ok", [dataclasses.asdict(c) if dataclasses.is_dataclass(c) else repr(c) for c in chunks])
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         return ("err", type(err).__name__, str(err))
 
 
@@ -251,7 +408,12 @@ class Runner:
             if mode == "tiny":
                 new.STREAM_DOCUMENT_CHARS = 0
                 new.STREAM_WINDOW_CHARS = self.r.choice(
-                    [1, 3, 7, 16, 64, 300, 4096] if len(content) < 3000 else [64, 300, 4096] if len(content) < 100000 else [4096, 30000])
+                    [1, 3, 7, 16, 64, 300, 4096]
+                    if len(content) < 3000
+                    else [64, 300, 4096]
+                    if len(content) < 100000
+                    else [4096, 30000]
+                )
                 new.STREAM_BLOCK_CHARS = self.r.choice([0, 0, 50])
                 streamed = new._normalize_streamed(content) if content else None
                 counts["fallbacks"] += streamed is None
@@ -287,9 +449,19 @@ class Runner:
         self.failures += 1
         print(f"MISMATCH {kind} {mode} ({len(content)} chars)", file=sys.stderr)
         if self.out:
-            self.out.write(json.dumps({"kind": kind, "mode": mode, "content": content,
-                                       "expected": repr(expected)[:5000], "got": repr(got)[:5000]},
-                                      ensure_ascii=True) + "\n")
+            self.out.write(
+                json.dumps(
+                    {
+                        "kind": kind,
+                        "mode": mode,
+                        "content": content,
+                        "expected": repr(expected)[:5000],
+                        "got": repr(got)[:5000],
+                    },
+                    ensure_ascii=True,
+                )
+                + "\n"
+            )
             self.out.flush()
 
 
@@ -302,8 +474,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", default=os.path.join(REPO, "..", "shared", "data", "corpus", "docs.parquet"))
     parser.add_argument("--chunks", type=int, default=50, help="cases of each kind whose chunks are compared too")
     parser.add_argument("--out", default=None)
-    parser.add_argument("--no-control", action="store_true",
-                        help="no form feed in generated text (next to left-out navigation, 4250e8b raised ValueError)")
+    parser.add_argument(
+        "--no-control",
+        action="store_true",
+        help="no form feed in generated text (next to left-out navigation, 4250e8b raised ValueError)",
+    )
     args = parser.parse_args(argv)
     global old
     old = load_normalizer(args.reference, "html")

@@ -42,13 +42,21 @@ from transforms.structure.tree import StreamedChildren  # noqa: E402
 
 #: (LARGE_CHARS, PAGE_LINES, PAGE_CHARS, STREAM_CHARS) settings the branch runs with; the first
 #: pages every document one line a page and streams every container.
-SETTINGS = [(0, 1, 1, 0), (0, 2, 30, 5), (0, 3, 1, 40), (0, 7, 100, 300), (0, 64, 20, 2000), (0, 1000, 1000, 0),
-            (rst.LARGE_CHARS, rst.PAGE_LINES, rst.PAGE_CHARS, rst.STREAM_CHARS)]
+SETTINGS = [
+    (0, 1, 1, 0),
+    (0, 2, 30, 5),
+    (0, 3, 1, 40),
+    (0, 7, 100, 300),
+    (0, 64, 20, 2000),
+    (0, 1000, 1000, 0),
+    (rst.LARGE_CHARS, rst.PAGE_LINES, rst.PAGE_CHARS, rst.STREAM_CHARS),
+]
 NAMES = ("LARGE_CHARS", "PAGE_LINES", "PAGE_CHARS", "STREAM_CHARS")
 
 
 def shallow(n) -> tuple:
     return (n.kind, n.start, n.end, n.level, n.title, n.language, n.fence, n.header_rows, n.page_no, bool(n.children))
+
 
 #: The settings chunks are compared with (every normalizer comparison runs all of SETTINGS).
 CHUNK_SETTINGS = [SETTINGS[0], SETTINGS[2], SETTINGS[-1]]
@@ -74,7 +82,25 @@ def streamed_count(nodes) -> int:
 
 # -- generated documents ---------------------------------------------------------------------
 
-WORDS = ["alpha", "beta", "x", "é😀", "``code``", "*em*", "a::", "1.", "-", "+", "=", "|", "::", "\t", "日本語", "\u00a0", ""]
+WORDS = [
+    "alpha",
+    "beta",
+    "x",
+    "é😀",
+    "``code``",
+    "*em*",
+    "a::",
+    "1.",
+    "-",
+    "+",
+    "=",
+    "|",
+    "::",
+    "\t",
+    "日本語",
+    "\u00a0",
+    "",
+]
 ADORN = "=-~^\"'`#*+:._"
 
 
@@ -88,7 +114,11 @@ def title(r: random.Random) -> list[str]:
     width = len(text) + r.choice([0, 0, 0, 2, -1, -3]) if r.random() < 0.9 else r.randint(1, 6)
     line = ch * max(width, 1)
     if r.random() < 0.3:
-        return [line, (" " if r.random() < 0.3 else "") + text, line if r.random() < 0.9 else r.choice(ADORN) * len(line)]
+        return [
+            line,
+            (" " if r.random() < 0.3 else "") + text,
+            line if r.random() < 0.9 else r.choice(ADORN) * len(line),
+        ]
     return [text, line]
 
 
@@ -123,11 +153,31 @@ def piece(r: random.Random, depth: int = 0) -> list[str]:
         return [words(r) + "::", ""] + ["    " + words(r) for _ in range(r.randint(1, 3))]
     if k == 3:
         lang = r.choice(["", " python", " c"])
-        return [r.choice([".. code-block::", ".. code::", ".. sourcecode::"]) + lang, "   :linenos:", "",
-                "   x = 1", "", "   y = 2"]
+        return [
+            r.choice([".. code-block::", ".. code::", ".. sourcecode::"]) + lang,
+            "   :linenos:",
+            "",
+            "   x = 1",
+            "",
+            "   y = 2",
+        ]
     if k == 4:
-        return [r.choice([".. note::", ".. function:: f(x)", ".. _target:", ".. [1] foot", ".. |s| image:: a.png", "..",
-                          ".. comment"]), "   " + words(r), "", "   - " + words(r)]
+        return [
+            r.choice(
+                [
+                    ".. note::",
+                    ".. function:: f(x)",
+                    ".. _target:",
+                    ".. [1] foot",
+                    ".. |s| image:: a.png",
+                    "..",
+                    ".. comment",
+                ]
+            ),
+            "   " + words(r),
+            "",
+            "   - " + words(r),
+        ]
     if k == 5:
         lines = []
         for _ in range(r.randint(1, 6)):
@@ -160,18 +210,25 @@ def piece(r: random.Random, depth: int = 0) -> list[str]:
         if r.random() < 0.6:
             lines.append("=====  =====")
         for _ in range(r.randint(0, 5)):
-            lines.append(r.choice([f"{r.randint(0, 9)}      x", "       cont", "-----  -----", "", "y      " + words(r)]))
+            lines.append(
+                r.choice([f"{r.randint(0, 9)}      x", "       cont", "-----  -----", "", "y      " + words(r)])
+            )
         if r.random() < 0.9:
             lines.append("=====  =====")
         return lines
     if k == 9:
-        return ["   " + words(r) for _ in range(r.randint(1, 4))] + (["", "      " + words(r)] if r.random() < 0.5 else [])
+        return ["   " + words(r) for _ in range(r.randint(1, 4))] + (
+            ["", "      " + words(r)] if r.random() < 0.5 else []
+        )
     if k == 10:
         return ["\t" + words(r), " \t" + words(r), "\t\t- " + words(r)]
     if k == 11:
         n = r.choice([61, 62, 70, 30])
-        return [" " * (2 * i) + "- " + words(r, 1) + "\n" for i in range(n)] if r.random() < 0.5 else \
-            ["   " * i + words(r, 1) + "\n" for i in range(n)]
+        return (
+            [" " * (2 * i) + "- " + words(r, 1) + "\n" for i in range(n)]
+            if r.random() < 0.5
+            else ["   " * i + words(r, 1) + "\n" for i in range(n)]
+        )
     if k == 12:  # a huge item / list / table
         kind = r.randrange(4)
         n = r.randint(50, 400)
@@ -208,8 +265,12 @@ def join(r: random.Random, lines: list[str]) -> str:
     elif mode < 0.25:
         text = text.replace("\n", "\r")
     elif mode < 0.35:
-        text = "".join(ch + (r.choice(["\r\n", "\r", "\n"]) if ch == "\n" else "") if ch != "\n" else r.choice(["\r\n", "\r", "\n"])
-                       for ch in text)
+        text = "".join(
+            ch + (r.choice(["\r\n", "\r", "\n"]) if ch == "\n" else "")
+            if ch != "\n"
+            else r.choice(["\r\n", "\r", "\n"])
+            for ch in text
+        )
     if r.random() < 0.5:
         text += r.choice(["\n", "\n\n", "\r\n", "   \n"])
     return text
@@ -242,6 +303,7 @@ def mutate(r: random.Random, text: str) -> str:
 
 # -- comparison ------------------------------------------------------------------------------
 
+
 def normalized(normalize, text):
     doc = normalize(text)
     return doc.text == text, doc.diagnostics, deep(doc.blocks), doc
@@ -250,7 +312,9 @@ def normalized(normalize, text):
 def chunk_fields(chunker, text):
     from transforms.documents import Document
 
-    chunks = chunker.chunk(Document(id="d", content=text, content_format="rst"), tokenizer_identity="tiktoken:cl100k_base")
+    chunks = chunker.chunk(
+        Document(id="d", content=text, content_format="rst"), tokenizer_identity="tiktoken:cl100k_base"
+    )
     return [dataclasses.asdict(c) for c in chunks]
 
 
@@ -263,8 +327,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", default=os.path.join(REPO, "..", "shared", "data", "corpus", "docs.parquet"))
     parser.add_argument("--chunks-every", type=int, default=1, help="compare chunks for every n-th document (0: never)")
     parser.add_argument("--out", default=None)
-    parser.add_argument("--input", action="append", default=[], help="a Parquet file whose first document is "
-                        "compared under the default settings (repeatable)")
+    parser.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        help="a Parquet file whose first document is compared under the default settings (repeatable)",
+    )
     args = parser.parse_args(argv)
     reference = load_normalizer(args.reference, "rst")
 
@@ -275,16 +343,22 @@ def main(argv: list[str] | None = None) -> int:
     from transforms.tokenizers import load_tokenizer
 
     r = random.Random(args.seed)
-    corpus = [row["content"] for row in pq.read_table(args.corpus, columns=["content", "content_format"]).to_pylist()
-              if row["content_format"] == "rst"]
+    corpus = [
+        row["content"]
+        for row in pq.read_table(args.corpus, columns=["content", "content_format"]).to_pylist()
+        if row["content_format"] == "rst"
+    ]
     documents = [("corpus", t) for t in corpus]
     documents += [("generated", generate(r)) for _ in range(args.generated)]
     documents += [("mutated", mutate(r, r.choice(corpus))) for _ in range(args.mutated)]
     documents += [("input", pq.read_table(path, columns=["content"]).column(0)[0].as_py()) for path in args.input]
 
     tokenizer = load_tokenizer("tiktoken:cl100k_base")
-    configs = [dict(max_tokens=512), dict(max_tokens=48, target_tokens=40, min_preferred_tokens=10),
-               dict(max_tokens=120, overlap_tokens=20, preserve_list_hierarchy=True)]
+    configs = [
+        dict(max_tokens=512),
+        dict(max_tokens=48, target_tokens=40, min_preferred_tokens=10),
+        dict(max_tokens=120, overlap_tokens=20, preserve_list_hierarchy=True),
+    ]
 
     def chunkers(normalize):
         registry = NormalizerRegistry({"rst": normalize})
@@ -293,8 +367,13 @@ def main(argv: list[str] | None = None) -> int:
     reference_chunkers = chunkers(reference.normalize_rst)
     branch_chunkers = chunkers(rst.normalize_rst)
     defaults = tuple(getattr(rst, name) for name in NAMES)
-    counts = {"documents": 0, "normalizer comparisons": 0, "chunk comparisons": 0, "streamed blocks": 0,
-              "differences": 0}
+    counts = {
+        "documents": 0,
+        "normalizer comparisons": 0,
+        "chunk comparisons": 0,
+        "streamed blocks": 0,
+        "differences": 0,
+    }
     by_kind: dict[str, int] = {}
     fails = []
     for n, (kind, text) in enumerate(documents):

@@ -26,14 +26,14 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import gen  # noqa: E402
-from drive import configs  # noqa: E402
+import gen
+from drive import configs
 
-from transforms.chunkers import HeadingChunker, StructureAwareChunker  # noqa: E402
-from transforms.documents import Document  # noqa: E402
-from transforms.structure import packing, tree  # noqa: E402
-from transforms.structure.normalizers import html, markdown, rst  # noqa: E402
-from transforms.tokenizers import TiktokenTokenizer, Utf8ByteTokenizer  # noqa: E402
+from transforms.chunkers import HeadingChunker, StructureAwareChunker
+from transforms.documents import Document
+from transforms.structure import packing, tree
+from transforms.structure.normalizers import html, markdown, rst
+from transforms.tokenizers import TiktokenTokenizer, Utf8ByteTokenizer
 
 _TOKENIZERS = (TiktokenTokenizer("cl100k_base"), Utf8ByteTokenizer())
 
@@ -56,23 +56,23 @@ def document(rng: random.Random, fmt: str) -> str:
     cuts = sorted(rng.sample(range(len(body) + 1), min(len(body) + 1, rng.randint(0, 6))))
     pieces = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)])]
     level = 1
-    parts = [heading(rng, fmt, 1)] if rng.random() < .5 else []
+    parts = [heading(rng, fmt, 1)] if rng.random() < 0.5 else []
     for piece in pieces:
         for _ in range(rng.choice([1, 1, 2, 5, 20])):
             level = max(1, min(6, level + rng.choice([-2, -1, 0, 1, 1, 2])))
             parts.append(heading(rng, fmt, level))
-            if rng.random() < .5:
+            if rng.random() < 0.5:
                 parts.append(gen.block(rng, fmt, 10))
         parts.append(piece)
     separator = "\n\n" if fmt != "html" else ""
     text = separator.join(parts) + "\n"
-    return "<html><body>" + text + "</body></html>" if fmt == "html" and rng.random() < .7 else text
+    return "<html><body>" + text + "</body></html>" if fmt == "html" and rng.random() < 0.7 else text
 
 
 def chunks(chunker, document_: Document, tokenizer) -> list:
     try:
         out = chunker.chunk(document_, tokenizer_identity=tokenizer.identity)
-    except Exception as err:  # noqa: BLE001 - compared as a result
+    except Exception as err:
         return [("error", type(err).__name__, str(err))]
     return [dict(vars(c)) for c in out]
 
@@ -127,8 +127,10 @@ def main() -> int:
             if a != b:
                 differences += 1
                 if differences <= 5:
-                    print(f"DIFF seed={args.seed} doc={i} fmt={fmt} params={params} settings="
-                          f"{ {k[1]: v for k, v in settings.items()} }\n{doc.content[:500]!r}")
+                    print(
+                        f"DIFF seed={args.seed} doc={i} fmt={fmt} params={params} settings="
+                        f"{ {k[1]: v for k, v in settings.items()} }\n{doc.content[:500]!r}"
+                    )
     print(f"seed={args.seed} docs={args.count} cases={cases} differences={differences}")
     return 1 if differences else 0
 

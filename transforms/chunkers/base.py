@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from functools import cached_property
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterable, Iterator, Mapping
+from functools import cached_property
+from typing import Any, ClassVar
 
 from transforms.documents import Chunk, Document, chunk_id, document_hash
 
@@ -87,7 +88,7 @@ class Chunker(ABC):
         """
 
     @classmethod
-    def from_dict(cls, params: Mapping[str, Any], *, tokenizer=None) -> "Chunker":
+    def from_dict(cls, params: Mapping[str, Any], *, tokenizer=None) -> Chunker:
         """Build a chunker from :meth:`to_dict` output and an injected tokenizer.
 
         Raises:
@@ -124,9 +125,7 @@ class Chunker(ABC):
     @cached_property
     def config_hash(self) -> str:
         """sha256 hex of the class name and :meth:`config` as canonical JSON; stable across processes."""
-        blob = json.dumps(
-            {"class": self.name, "config": self.config()}, sort_keys=True, separators=(",", ":")
-        )
+        blob = json.dumps({"class": self.name, "config": self.config()}, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def validate_input(self, document: Document) -> None:

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import functools
 import warnings
+from collections.abc import Iterator, Mapping
 from functools import cached_property
 from types import SimpleNamespace
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from transforms.chunkers.base import Chunker, ChunkingError, Piece
 from transforms.documents import Document
@@ -164,9 +165,7 @@ class DoclingChunker(Chunker):
             if tokenizer is None:
                 raise ValueError("chunker='hybrid' needs a tokenizer, got None")
             if not isinstance(tokenizer, Tokenizer):
-                raise ValueError(
-                    f"tokenizer must implement transforms.tokenizers.Tokenizer, got {tokenizer!r}"
-                )
+                raise ValueError(f"tokenizer must implement transforms.tokenizers.Tokenizer, got {tokenizer!r}")
         self.chunker = chunker
         self.max_tokens = max_tokens
         self.merge_peers = merge_peers
@@ -215,9 +214,7 @@ class DoclingChunker(Chunker):
         # repeat_table_header=False: the chunking serializer writes tables as triplets, not
         # Markdown, so docling-core finds no header to repeat and, with it on, wraps the pieces of
         # an oversized table in a fake one-column Markdown table ("| - |\n| ... |").
-        return dl.HybridChunker(
-            tokenizer=adapter, merge_peers=self.merge_peers, repeat_table_header=False
-        )
+        return dl.HybridChunker(tokenizer=adapter, merge_peers=self.merge_peers, repeat_table_header=False)
 
     def _forget_semchunk_memo(self) -> None:
         """Drop semchunk's memo of our token counter.
@@ -232,7 +229,7 @@ class DoclingChunker(Chunker):
         if isinstance(memo, dict) and self.tokenizer is not None:
             memo.pop(self.tokenizer.count, None)
 
-    def _parse(self, document: Document) -> "DoclingDocument":
+    def _parse(self, document: Document) -> DoclingDocument:
         """Parse ``document.content`` as DoclingDocument JSON.
 
         Raises:
@@ -287,8 +284,7 @@ class DoclingChunker(Chunker):
                 "empty_document",
                 f"DoclingDocument {doc.name!r} has no items"
                 if items == 0
-                else f"DoclingDocument {doc.name!r} has no text to chunk: its {items} item(s) are "
-                "headings or empty",
+                else f"DoclingDocument {doc.name!r} has no text to chunk: its {items} item(s) are headings or empty",
             )
         for chunk in chunks:
             text = chunk.text

@@ -18,8 +18,9 @@ of the reference's signature are the chat client's settings in this project
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from transforms.chunkers.semantic import parse_boundaries
 from transforms.models import ChatModel, ModelError
@@ -92,8 +93,9 @@ class ChatBoundaryRefiner:
         edges = [0, *allowed, len(text)]
         parts = "\n".join(f"[{i}] {text[a:b]!r}" for i, (a, b) in enumerate(zip(edges, edges[1:])))
         try:
-            answer = self.llm.complete([{"role": "system", "content": _SYSTEM_PROMPT},
-                                        {"role": "user", "content": parts}])
+            answer = self.llm.complete(
+                [{"role": "system", "content": _SYSTEM_PROMPT}, {"role": "user", "content": parts}]
+            )
         except ModelError:
             return RefinementResult(calls=1, fallback="model_error")
         try:

@@ -18,7 +18,8 @@ the router keeps them in its ``models`` attribute, for the Beam layer's usage co
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from transforms.chunkers.router import ChunkerRouter, Route
 from transforms.tokenizers import Tokenizer
@@ -35,7 +36,6 @@ def build_router(spec: Mapping[str, Any], *, tokenizer: Tokenizer) -> ChunkerRou
         ValueError: A parameter value is out of range, or a route names a missing chunker.
     """
     from transforms.chunkers import CHUNKERS
-
     from transforms.models.registry import build_models
 
     models = build_models(spec.get("models"))
@@ -52,8 +52,7 @@ def build_router(spec: Mapping[str, Any], *, tokenizer: Tokenizer) -> ChunkerRou
             chunker=rule["chunker"],
             content_formats=frozenset(rule.get("when", {}).get("content_format") or ()),
             metadata={
-                key: frozenset(values)
-                for key, values in sorted((rule.get("when", {}).get("metadata") or {}).items())
+                key: frozenset(values) for key, values in sorted((rule.get("when", {}).get("metadata") or {}).items())
             },
         )
         for rule in spec.get("routes") or ()

@@ -6,8 +6,9 @@ matches none goes to the default chunker, or is refused with ``no_route`` when t
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from transforms.chunkers.base import Chunker, ChunkingError
 from transforms.documents import Document
@@ -65,9 +66,7 @@ class ChunkerRouter:
     ) -> None:
         for route in routes:
             if route.chunker not in chunkers:
-                raise ValueError(
-                    f"route names chunker {route.chunker!r}, which is not one of {sorted(chunkers)}"
-                )
+                raise ValueError(f"route names chunker {route.chunker!r}, which is not one of {sorted(chunkers)}")
         if default is not None and default not in chunkers:
             raise ValueError(f"default names chunker {default!r}, which is not one of {sorted(chunkers)}")
         self.chunkers = dict(chunkers)

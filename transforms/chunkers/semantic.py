@@ -26,7 +26,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, ClassVar, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, ClassVar
 
 from transforms.chunkers.base import Chunker, ChunkingError, Piece
 from transforms.chunkers.text import DEFAULT_SEPARATORS, RecursiveCharacterTextSplitter
@@ -36,18 +37,21 @@ from transforms.tokenizers import Tokenizer
 
 __all__ = [
     "BREAKPOINT_DEFAULTS",
-    "checked_vectors",
     "EmbeddingSemanticChunker",
     "LangchainSemanticChunker",
     "SemanticChunker",
     "breakpoint_threshold",
+    "checked_vectors",
 ]
 
 _FORMATS = frozenset({"markdown", "text"})
 _THRESHOLD_TYPES = ("percentile", "standard_deviation", "interquartile", "gradient")
 #: LangChain Experimental's defaults for ``breakpoint_threshold_amount``.
 BREAKPOINT_DEFAULTS: Mapping[str, float] = {
-    "percentile": 95, "standard_deviation": 3, "interquartile": 1.5, "gradient": 95,
+    "percentile": 95,
+    "standard_deviation": 3,
+    "interquartile": 1.5,
+    "gradient": 95,
 }
 #: Metadata key of a chunk made by local splitting after a transient model failure.
 FALLBACK_KEY = "model_fallback"
@@ -74,9 +78,7 @@ def _flag(name: str, value: Any) -> bool:
     return value
 
 
-def breakpoint_threshold(
-    distances: Sequence[float], threshold_type: str, amount: float
-) -> tuple[float, list[float]]:
+def breakpoint_threshold(distances: Sequence[float], threshold_type: str, amount: float) -> tuple[float, list[float]]:
     """LangChain Experimental's ``SemanticChunker._calculate_breakpoint_threshold``.
 
     Source: ``langchain_experimental/text_splitter.py`` (langchain-experimental 0.4), reproduced
@@ -137,7 +139,9 @@ def checked_vectors(got: Any, count: int, dimensions: int | None = None) -> list
     try:
         vectors = [list(v) for v in got]
     except TypeError:
-        raise ModelError(f"embedder answered {type(got).__name__} instead of {count} vectors", transient=False) from None
+        raise ModelError(
+            f"embedder answered {type(got).__name__} instead of {count} vectors", transient=False
+        ) from None
     if len(vectors) != count:
         raise ModelError(f"embedder answered {len(vectors)} vectors for {count} texts", transient=False)
     for vector in vectors:
@@ -295,9 +299,13 @@ class EmbeddingSemanticChunker(_ModelChunker):
             or not isinstance(breakpoint_threshold_amount, (int, float))
             or not math.isfinite(breakpoint_threshold_amount)
         ):
-            raise ValueError(f"breakpoint_threshold_amount must be a number or null, got {breakpoint_threshold_amount!r}")
-        if breakpoint_threshold_type in ("percentile", "gradient") and breakpoint_threshold_amount is not None and not (
-            0 <= breakpoint_threshold_amount <= 100
+            raise ValueError(
+                f"breakpoint_threshold_amount must be a number or null, got {breakpoint_threshold_amount!r}"
+            )
+        if (
+            breakpoint_threshold_type in ("percentile", "gradient")
+            and breakpoint_threshold_amount is not None
+            and not (0 <= breakpoint_threshold_amount <= 100)
         ):
             raise ValueError(
                 f"breakpoint_threshold_amount must be a percentile in [0, 100], got {breakpoint_threshold_amount!r}"
@@ -312,9 +320,11 @@ class EmbeddingSemanticChunker(_ModelChunker):
         empty = self._sentence_end.match("aa", 1)
         if empty is not None and empty.end() == 1:
             # e.g. r"\s*" for r"\s+": every character would be a sentence, embedded on its own.
-            raise ValueError(f"sentence_split_regex {sentence_split_regex!r} matches the empty string between "
-                             "any two characters (every character would be a sentence); guard it, e.g. "
-                             "with a lookbehind such as (?<=[.?!])")
+            raise ValueError(
+                f"sentence_split_regex {sentence_split_regex!r} matches the empty string between "
+                "any two characters (every character would be a sentence); guard it, e.g. "
+                "with a lookbehind such as (?<=[.?!])"
+            )
         self.min_chunk_size = _int_or_none("min_chunk_size", min_chunk_size, 1)
         self.add_start_index = _flag("add_start_index", add_start_index)
         self.batch_size = _int("batch_size", batch_size, 1)
@@ -323,7 +333,8 @@ class EmbeddingSemanticChunker(_ModelChunker):
         self.breakpoint_threshold_type = breakpoint_threshold_type
         self.breakpoint_threshold_amount = (
             BREAKPOINT_DEFAULTS[breakpoint_threshold_type]
-            if breakpoint_threshold_amount is None else breakpoint_threshold_amount
+            if breakpoint_threshold_amount is None
+            else breakpoint_threshold_amount
         )
         self.sentence_split_regex = sentence_split_regex
         self._init_budget(max_tokens, tokenizer)
@@ -380,8 +391,9 @@ class EmbeddingSemanticChunker(_ModelChunker):
         vectors: list[list[float]] = []
         for i in range(0, n, self.batch_size):
             batch = combined[i : i + self.batch_size]
-            vectors.extend(checked_vectors(self.embeddings.embed(batch), len(batch),
-                                           len(vectors[0]) if vectors else None))
+            vectors.extend(
+                checked_vectors(self.embeddings.embed(batch), len(batch), len(vectors[0]) if vectors else None)
+            )
         return [_cosine_distance(vectors[i], vectors[i + 1]) for i in range(n - 1)]
 
     def breakpoints(self, distances: Sequence[float]) -> list[int]:
@@ -389,8 +401,9 @@ class EmbeddingSemanticChunker(_ModelChunker):
         if self.number_of_chunks is not None:
             strongest = sorted(range(len(distances)), key=lambda i: (-distances[i], i))
             return sorted(strongest[: self.number_of_chunks - 1])
-        threshold, array = breakpoint_threshold(distances, self.breakpoint_threshold_type,
-                                                self.breakpoint_threshold_amount)
+        threshold, array = breakpoint_threshold(
+            distances, self.breakpoint_threshold_type, self.breakpoint_threshold_amount
+        )
         return [i for i, x in enumerate(array) if x > threshold]
 
     def cuts(self, text: str) -> list[tuple[int, int]]:
@@ -433,8 +446,12 @@ class EmbeddingSemanticChunker(_ModelChunker):
             groups, metadata = self._local_split(text), self._fallback_metadata(err)
         for piece in self._pieces(text, groups, metadata):
             if self.add_start_index:
-                piece = Piece(text=piece.text, start_offset=piece.start_offset, end_offset=piece.end_offset,
-                              metadata={**piece.metadata, "start_index": piece.start_offset})
+                piece = Piece(
+                    text=piece.text,
+                    start_offset=piece.start_offset,
+                    end_offset=piece.end_offset,
+                    metadata={**piece.metadata, "start_index": piece.start_offset},
+                )
             yield piece
 
 
@@ -518,11 +535,18 @@ class LangchainSemanticChunker(_ModelChunker):
     ) -> None:
         # The same checks as EmbeddingSemanticChunker, through one of them.
         self._settings = EmbeddingSemanticChunker(
-            embeddings=embeddings, buffer_size=buffer_size, breakpoint_threshold_type=breakpoint_threshold_type,
-            breakpoint_threshold_amount=breakpoint_threshold_amount, number_of_chunks=number_of_chunks,
-            sentence_split_regex=sentence_split_regex, min_chunk_size=min_chunk_size,
-            add_start_index=add_start_index, batch_size=batch_size,
-            fallback_on_transient_error=fallback_on_transient_error, max_tokens=max_tokens, tokenizer=tokenizer,
+            embeddings=embeddings,
+            buffer_size=buffer_size,
+            breakpoint_threshold_type=breakpoint_threshold_type,
+            breakpoint_threshold_amount=breakpoint_threshold_amount,
+            number_of_chunks=number_of_chunks,
+            sentence_split_regex=sentence_split_regex,
+            min_chunk_size=min_chunk_size,
+            add_start_index=add_start_index,
+            batch_size=batch_size,
+            fallback_on_transient_error=fallback_on_transient_error,
+            max_tokens=max_tokens,
+            tokenizer=tokenizer,
         )
         import importlib.util
 
@@ -655,13 +679,10 @@ def parse_boundaries(answer: str, count: int) -> list[int]:
         raise ModelError(f"chat answer holds {len(candidates)} JSON values, not one", transient=False)
     data = candidates[0]
     boundaries = data.get("boundaries") if isinstance(data, dict) else None
-    if not isinstance(boundaries, list) or not all(
-        isinstance(b, int) and not isinstance(b, bool) for b in boundaries
-    ):
+    if not isinstance(boundaries, list) or not all(isinstance(b, int) and not isinstance(b, bool) for b in boundaries):
         raise ModelError('chat answer has no "boundaries" list of integers', transient=False)
     if any(not 1 <= b < count for b in boundaries):
-        raise ModelError(f"chat answer has a boundary out of range 1..{count - 1}: {boundaries[:20]}",
-                         transient=False)
+        raise ModelError(f"chat answer has a boundary out of range 1..{count - 1}: {boundaries[:20]}", transient=False)
     if any(a >= b for a, b in zip(boundaries, boundaries[1:])):
         raise ModelError(f"chat answer's boundaries are not ascending: {boundaries[:20]}", transient=False)
     return boundaries
@@ -742,8 +763,13 @@ class SemanticChunker(_ModelChunker):
             while e > s and text[e - 1].isspace():
                 e -= 1
             if s < e:
-                out.extend([(s, e)] if e - s <= self.chunk_size else self._block_splitter._split(
-                    text, s, e, DEFAULT_SEPARATORS, self._block_splitter._counter(text)))
+                out.extend(
+                    [(s, e)]
+                    if e - s <= self.chunk_size
+                    else self._block_splitter._split(
+                        text, s, e, DEFAULT_SEPARATORS, self._block_splitter._counter(text)
+                    )
+                )
             pos = end
         return out
 
@@ -764,11 +790,9 @@ class SemanticChunker(_ModelChunker):
         return out
 
     def _ask(self, text: str, blocks: Sequence[tuple[int, int]], window: list[int]) -> list[int]:
-        numbered = "\n\n".join(f"[{n}]\n{text[blocks[i][0]:blocks[i][1]]}" for n, i in enumerate(window))
-        user = (f"Target chunk size: about {self.chunk_size} characters.\n"
-                f"Blocks 0 to {len(window) - 1}:\n\n{numbered}")
-        answer = self.llm.complete([{"role": "system", "content": _SYSTEM_PROMPT},
-                                    {"role": "user", "content": user}])
+        numbered = "\n\n".join(f"[{n}]\n{text[blocks[i][0] : blocks[i][1]]}" for n, i in enumerate(window))
+        user = f"Target chunk size: about {self.chunk_size} characters.\nBlocks 0 to {len(window) - 1}:\n\n{numbered}"
+        answer = self.llm.complete([{"role": "system", "content": _SYSTEM_PROMPT}, {"role": "user", "content": user}])
         return [window[b] for b in parse_boundaries(answer, len(window))]
 
     def _local_starts(self, blocks: Sequence[tuple[int, int]]) -> list[int]:

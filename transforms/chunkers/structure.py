@@ -27,8 +27,9 @@ from __future__ import annotations
 import dataclasses
 import gc
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, ClassVar, Iterator, Mapping
+from typing import Any, ClassVar
 
 from transforms.chunkers.base import Chunker, ChunkingError, Piece
 from transforms.documents import Chunk, Document
@@ -261,9 +262,7 @@ class StructureAwareChunker(_StructureChunker):
         if tokenizer is None:
             raise ValueError("StructureAwareChunker needs a tokenizer, got None")
         max_tokens = _positive_int("max_tokens", max_tokens)
-        target_tokens = _positive_int(
-            "target_tokens", min(400, max_tokens) if target_tokens is None else target_tokens
-        )
+        target_tokens = _positive_int("target_tokens", min(400, max_tokens) if target_tokens is None else target_tokens)
         if target_tokens > max_tokens:
             raise ValueError(f"target_tokens must be <= max_tokens ({max_tokens}), got {target_tokens}")
         min_preferred_tokens = _positive_int(
@@ -288,8 +287,9 @@ class StructureAwareChunker(_StructureChunker):
         from transforms.chunkers.refinement import ChatBoundaryRefiner
 
         if semantic_mode == "refiner" and not isinstance(semantic_refiner, ChatBoundaryRefiner):
-            raise ValueError(f"semantic_mode 'refiner' needs a ChatBoundaryRefiner as semantic_refiner, "
-                             f"got {semantic_refiner!r}")
+            raise ValueError(
+                f"semantic_mode 'refiner' needs a ChatBoundaryRefiner as semantic_refiner, got {semantic_refiner!r}"
+            )
         if semantic_mode == "heuristic" and semantic_refiner is not None:
             raise ValueError("semantic_refiner is only used with semantic_mode 'refiner'")
         self.semantic_refiner = semantic_refiner
@@ -409,8 +409,13 @@ class StructureAwareChunker(_StructureChunker):
 
         for i in range(len(out) - 1):
             a, b = out[i], out[i + 1]
-            if not (plain(a) and plain(b) and a.spans[0][1] == b.spans[0][0]
-                    and a.headings == b.headings and a.prefix == b.prefix):
+            if not (
+                plain(a)
+                and plain(b)
+                and a.spans[0][1] == b.spans[0][0]
+                and a.headings == b.headings
+                and a.prefix == b.prefix
+            ):
                 continue
             lo, hi = a.spans[0][0], b.spans[0][1]
             allowed = cut_points[bisect_right(cut_points, lo) : bisect_left(cut_points, hi)]
@@ -435,8 +440,9 @@ class StructureAwareChunker(_StructureChunker):
             pages = (blocks[j][1].page_no for j in range(bisect_left(positions, cut), len(blocks)))
             page = next((p for p in pages if p is not None), b.page_no)
             out[i] = dataclasses.replace(a, spans=((lo, cut),), token_count=left, kinds=kinds(lo, cut, a.kinds))
-            out[i + 1] = dataclasses.replace(b, spans=((cut, hi),), token_count=right, page_no=page,
-                                             kinds=kinds(cut, hi, b.kinds))
+            out[i + 1] = dataclasses.replace(
+                b, spans=((cut, hi),), token_count=right, page_no=page, kinds=kinds(cut, hi, b.kinds)
+            )
         return out, fallbacks
 
     def _flatten(self, normalized: NormalizedDocument) -> NormalizedDocument:
@@ -452,12 +458,23 @@ class StructureAwareChunker(_StructureChunker):
                 return Node("paragraph", node.start, node.end, page_no=node.page_no)
             children = node.children
             # Streamed children stay a stream, flattened as they are read.
-            children = StreamedChildren(map, flat, children) if type(children) is StreamedChildren else (
-                tuple(flat(c) for c in children)
+            children = (
+                StreamedChildren(map, flat, children)
+                if type(children) is StreamedChildren
+                else (tuple(flat(c) for c in children))
             )
-            return Node(node.kind, node.start, node.end, children, level=node.level,
-                        title=node.title, language=node.language, fence=node.fence,
-                        header_rows=node.header_rows, page_no=node.page_no)
+            return Node(
+                node.kind,
+                node.start,
+                node.end,
+                children,
+                level=node.level,
+                title=node.title,
+                language=node.language,
+                fence=node.fence,
+                header_rows=node.header_rows,
+                page_no=node.page_no,
+            )
 
         # Streamed top-level blocks stay a stream too.
         return map_blocks(normalized, flat)

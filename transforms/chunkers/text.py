@@ -24,7 +24,8 @@ the empty piece); and a chunk equal to the one before it is not repeated.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 from transforms.chunkers.base import Chunker, Piece
 from transforms.documents import Document
@@ -49,9 +50,7 @@ def _check_sizes(chunk_size: Any, chunk_overlap: Any) -> None:
     if chunk_overlap < 0:
         raise ValueError(f"chunk_overlap must be >= 0, got {chunk_overlap}")
     if chunk_overlap >= chunk_size:
-        raise ValueError(
-            f"chunk_overlap must be smaller than chunk_size, got {chunk_overlap} >= {chunk_size}"
-        )
+        raise ValueError(f"chunk_overlap must be smaller than chunk_size, got {chunk_overlap} >= {chunk_size}")
 
 
 def _strip(text: str, start: int, end: int) -> tuple[int, int]:
@@ -69,8 +68,14 @@ def _piece(text: str, start: int, end: int) -> Piece:
     about 1.5 microseconds less for each of the tens of thousands of chunks of a corpus."""
     piece = object.__new__(Piece)
     piece.__dict__.update(
-        text=text, start_offset=start, end_offset=end, embedding_text=None, headings=(), page_no=None,
-        metadata={}, content_format=None,
+        text=text,
+        start_offset=start,
+        end_offset=end,
+        embedding_text=None,
+        headings=(),
+        page_no=None,
+        metadata={},
+        content_format=None,
     )
     return piece
 
@@ -206,9 +211,7 @@ class _MergingSplitter(Chunker):
 
     accepted_content_formats = _PLAIN_FORMATS
 
-    def __init__(
-        self, *, chunk_size: int, chunk_overlap: int, length: str, tokenizer: Tokenizer | None
-    ) -> None:
+    def __init__(self, *, chunk_size: int, chunk_overlap: int, length: str, tokenizer: Tokenizer | None) -> None:
         _check_sizes(chunk_size, chunk_overlap)
         if length not in _LENGTHS:
             raise ValueError(f"length must be one of {_LENGTHS}, got {length!r}")
@@ -235,9 +238,7 @@ class _MergingSplitter(Chunker):
             return lambda a, b: b - a
         return _slice_counter(self.tokenizer, text)
 
-    def _atoms(
-        self, text: str, start: int, end: int, count: Callable[[int, int], int]
-    ) -> list[tuple[int, int, int]]:
+    def _atoms(self, text: str, start: int, end: int, count: Callable[[int, int], int]) -> list[tuple[int, int, int]]:
         """Cut ``text[start:end]`` into the smallest safe pieces, as ``(start, end, length)``.
 
         The ``""`` separator: one code point each for ``length="characters"`` (LangChain's
@@ -331,9 +332,7 @@ class _MergingSplitter(Chunker):
             nxt, carried = hi, 0
             while nxt - 1 > lo:
                 size = pieces[nxt - 1][2] + (gap if nxt < hi else 0)
-                if carried + size > self.chunk_overlap or (
-                    carried + size + gap + pieces[hi][2] > self.chunk_size
-                ):
+                if carried + size > self.chunk_overlap or (carried + size + gap + pieces[hi][2] > self.chunk_size):
                     break
                 carried += size
                 nxt -= 1
@@ -370,9 +369,7 @@ class CharacterTextSplitter(_MergingSplitter):
         length: str = "characters",
         tokenizer: Tokenizer | None = None,
     ) -> None:
-        super().__init__(
-            chunk_size=chunk_size, chunk_overlap=chunk_overlap, length=length, tokenizer=tokenizer
-        )
+        super().__init__(chunk_size=chunk_size, chunk_overlap=chunk_overlap, length=length, tokenizer=tokenizer)
         if not isinstance(separator, str):
             raise ValueError(f"separator must be a string, got {separator!r}")
         self.separator = separator
@@ -458,9 +455,7 @@ class RecursiveCharacterTextSplitter(_MergingSplitter):
         length: str = "characters",
         tokenizer: Tokenizer | None = None,
     ) -> None:
-        super().__init__(
-            chunk_size=chunk_size, chunk_overlap=chunk_overlap, length=length, tokenizer=tokenizer
-        )
+        super().__init__(chunk_size=chunk_size, chunk_overlap=chunk_overlap, length=length, tokenizer=tokenizer)
         separators = list(DEFAULT_SEPARATORS if separators is None else separators)
         if not separators or not all(isinstance(s, str) for s in separators):
             raise ValueError(f"separators must be a non-empty list of strings, got {separators!r}")
@@ -674,9 +669,7 @@ class TokenTextSplitter(Chunker):
 
     accepted_content_formats = _PLAIN_FORMATS
 
-    def __init__(
-        self, *, chunk_size: int = 4000, chunk_overlap: int = 200, tokenizer: Tokenizer | None = None
-    ) -> None:
+    def __init__(self, *, chunk_size: int = 4000, chunk_overlap: int = 200, tokenizer: Tokenizer | None = None) -> None:
         _check_sizes(chunk_size, chunk_overlap)
         if tokenizer is None:
             raise ValueError("TokenTextSplitter needs a tokenizer, got None")
@@ -745,7 +738,6 @@ class TokenTextSplitter(Chunker):
                 while nxt < j and count(cuts[nxt], after) > size:
                     nxt += 1
             i = refill(nxt)
-
 
     def _windows(self, text: str, counter: SliceCounter) -> Iterator[Piece]:
         """:meth:`split` with a :class:`SliceCounter`, in token indices of the whole encoding.

@@ -18,7 +18,8 @@ what was asked for) never do.
 
 from __future__ import annotations
 
-from typing import Mapping, Protocol, Sequence, runtime_checkable
+from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
 
 __all__ = ["ChatModel", "Embedder", "ModelError"]
 

@@ -17,7 +17,8 @@ import hashlib
 import importlib.util
 import os
 import threading
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from transforms.models import ModelError
 
@@ -116,8 +117,10 @@ class SentenceTransformerEmbedder:
         if not os.path.isdir(path) or not (
             os.path.isfile(os.path.join(path, "modules.json")) or os.path.isfile(os.path.join(path, "config.json"))
         ):
-            raise ValueError(f"path {path!r} is not a local sentence-transformers model directory "
-                             "(no modules.json or config.json); models are never downloaded")
+            raise ValueError(
+                f"path {path!r} is not a local sentence-transformers model directory "
+                "(no modules.json or config.json); models are never downloaded"
+            )
         if importlib.util.find_spec("sentence_transformers") is None:
             raise ValueError(f"SentenceTransformerEmbedder needs sentence-transformers; {_INSTALL_HINT}")
         self.path = path
@@ -166,6 +169,7 @@ class SentenceTransformerEmbedder:
                 show_progress_bar=False,
             )
         except Exception as err:  # torch/transformers raise many types; none carries secrets
-            raise ModelError(f"local model {self.identity} failed: {type(err).__name__}: {err}"[:500],
-                             transient=False) from err
+            raise ModelError(
+                f"local model {self.identity} failed: {type(err).__name__}: {err}"[:500], transient=False
+            ) from err
         return [[float(x) for x in row] for row in vectors]

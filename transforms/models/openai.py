@@ -40,8 +40,9 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Mapping, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 from transforms.models import ModelError
@@ -102,28 +103,40 @@ def _check_base_url(base_url: Any, path: str) -> str:
         raise ValueError(f"base_url is not a valid URL ({err}), got {base_url!r}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"base_url must be an http(s) URL with a host, got {base_url!r}")
-    if parts.username is not None or parts.password is not None or "@" in parts.netloc or parts.query \
-            or parts.fragment or "?" in base_url or "#" in base_url:
+    if (
+        parts.username is not None
+        or parts.password is not None
+        or "@" in parts.netloc
+        or parts.query
+        or parts.fragment
+        or "?" in base_url
+        or "#" in base_url
+    ):
         # Not echoed: user info or a query string is where a key would hide.
-        raise ValueError("base_url must not carry user info, a query or a fragment; "
-                         "give the key through api_key_env")
+        raise ValueError("base_url must not carry user info, a query or a fragment; give the key through api_key_env")
     try:
         connected = _urllib3_host(base_url)
     except ValueError:
         connected = None
     if connected != parts.hostname.lower():
-        raise ValueError(f"base_url {base_url!r} is read with another host by requests ({connected!r}) "
-                         f"than by Python's URL parser ({parts.hostname!r}); write it plainly")
+        raise ValueError(
+            f"base_url {base_url!r} is read with another host by requests ({connected!r}) "
+            f"than by Python's URL parser ({parts.hostname!r}); write it plainly"
+        )
     base_url = base_url.rstrip("/")
     if base_url.lower().endswith(path):
-        raise ValueError(f"base_url is the API root (e.g. http://127.0.0.1:8000/v1), without {path!r}; "
-                         f"got {base_url!r}")
+        raise ValueError(
+            f"base_url is the API root (e.g. http://127.0.0.1:8000/v1), without {path!r}; got {base_url!r}"
+        )
     return base_url
 
 
 def _positive_int(name: str, value: Any, *, minimum: int = 1, maximum: int | None = None) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum or (
-        maximum is not None and value > maximum
+    if (
+        not isinstance(value, int)
+        or isinstance(value, bool)
+        or value < minimum
+        or (maximum is not None and value > maximum)
     ):
         bound = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
         raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
@@ -131,9 +144,13 @@ def _positive_int(name: str, value: Any, *, minimum: int = 1, maximum: int | Non
 
 
 def _positive_float(name: str, value: Any, *, allow_zero: bool = False, maximum: float | None = None) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or (
-        value < 0 if allow_zero else value <= 0
-    ) or (maximum is not None and value > maximum):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or (value < 0 if allow_zero else value <= 0)
+        or (maximum is not None and value > maximum)
+    ):
         bound = f"{'>=' if allow_zero else '>'} 0" + ("" if maximum is None else f" and <= {maximum:g}")
         raise ValueError(f"{name} must be a number {bound}, got {value!r}")
     return float(value)
@@ -232,8 +249,9 @@ class _OpenAIClient:
         self.allow_external_transmission = allow_external_transmission
         self.timeout_seconds = _positive_float("timeout_seconds", timeout_seconds, maximum=MAX_TIMEOUT_SECONDS)
         self.retries = _positive_int("retries", retries, minimum=0, maximum=MAX_RETRIES)
-        self.backoff_seconds = _positive_float("backoff_seconds", backoff_seconds, allow_zero=True,
-                                               maximum=MAX_BACKOFF_SECONDS)
+        self.backoff_seconds = _positive_float(
+            "backoff_seconds", backoff_seconds, allow_zero=True, maximum=MAX_BACKOFF_SECONDS
+        )
         self.concurrency = _positive_int("concurrency", concurrency)
         self.cache_size = _positive_int("cache_size", cache_size, minimum=0)
         self._key()  # fail now (before the pipeline starts) when the variable is missing
@@ -251,8 +269,11 @@ class _OpenAIClient:
         self.cache_hits = 0
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items()
-                if k not in ("_cache", "_slots", "_local", "_counts_lock", "_pool", "calls", "cache_hits")}
+        return {
+            k: v
+            for k, v in self.__dict__.items()
+            if k not in ("_cache", "_slots", "_local", "_counts_lock", "_pool", "calls", "cache_hits")
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -276,8 +297,10 @@ class _OpenAIClient:
         if not all(33 <= ord(c) <= 126 for c in value):
             # Not echoed. Such a key would fail in the HTTP header on every call, with errors
             # that may quote it.
-            raise ValueError(f"environment variable {self.api_key_env} (api_key_env) holds characters "
-                             "that cannot go in an HTTP header (printable ASCII without spaces only)")
+            raise ValueError(
+                f"environment variable {self.api_key_env} (api_key_env) holds characters "
+                "that cannot go in an HTTP header (printable ASCII without spaces only)"
+            )
         return value
 
     def _session(self):
@@ -322,17 +345,26 @@ class _OpenAIClient:
             self._count(calls=1)
             deadline = time.monotonic() + self.timeout_seconds
             try:
-                with self._slots, self._session().post(
-                    url, data=data, headers=headers, timeout=self.timeout_seconds,
-                    allow_redirects=False, stream=True,
-                ) as response:
+                with (
+                    self._slots,
+                    self._session().post(
+                        url,
+                        data=data,
+                        headers=headers,
+                        timeout=self.timeout_seconds,
+                        allow_redirects=False,
+                        stream=True,
+                    ) as response,
+                ):
                     status = response.status_code
                     if status == 429 or status >= 500:
                         problem = f"{where}: HTTP {status}"
                         continue
                     if 300 <= status < 400:
-                        raise ModelError(f"{where}: HTTP {status} redirect, not followed (document text "
-                                         "goes to base_url only)", transient=False)
+                        raise ModelError(
+                            f"{where}: HTTP {status} redirect, not followed (document text goes to base_url only)",
+                            transient=False,
+                        )
                     if status != 200:
                         raise ModelError(f"{where}: HTTP {status}", transient=False)
                     raw = self._read(response, limit, deadline, where)
@@ -342,8 +374,11 @@ class _OpenAIClient:
             except requests.Timeout:
                 problem = f"{where}: no answer within {self.timeout_seconds:g} s"
                 continue
-            except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError,
-                    requests.exceptions.ContentDecodingError) as err:
+            except (
+                requests.ConnectionError,
+                requests.exceptions.ChunkedEncodingError,
+                requests.exceptions.ContentDecodingError,
+            ) as err:
                 problem = f"{where}: connection failed ({type(err).__name__})"
                 continue
             except requests.RequestException as err:  # e.g. an invalid URL or header: trying again won't help
@@ -437,9 +472,15 @@ class OpenAIEmbedder(_OpenAIClient):
         self.dimensions = dimensions
         self.batch_size = _positive_int("batch_size", batch_size)
         super().__init__(
-            base_url=base_url, model=model, api_key_env=api_key_env,
-            allow_external_transmission=allow_external_transmission, timeout_seconds=timeout_seconds,
-            retries=retries, backoff_seconds=backoff_seconds, concurrency=concurrency, cache_size=cache_size,
+            base_url=base_url,
+            model=model,
+            api_key_env=api_key_env,
+            allow_external_transmission=allow_external_transmission,
+            timeout_seconds=timeout_seconds,
+            retries=retries,
+            backoff_seconds=backoff_seconds,
+            concurrency=concurrency,
+            cache_size=cache_size,
         )
         self.identity = f"openai-embeddings:{self.base_url}{self._path}:model={model}:dimensions={dimensions}"
 
@@ -504,9 +545,15 @@ class OpenAIEmbedder(_OpenAIClient):
                 raise bad
             index = item.get("index", position)
             vector = item.get("embedding")
-            if (not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(batch)
-                    or vectors[index] is not None or not isinstance(vector, list) or not vector
-                    or (self.dimensions is not None and len(vector) != self.dimensions)):
+            if (
+                not isinstance(index, int)
+                or isinstance(index, bool)
+                or not 0 <= index < len(batch)
+                or vectors[index] is not None
+                or not isinstance(vector, list)
+                or not vector
+                or (self.dimensions is not None and len(vector) != self.dimensions)
+            ):
                 raise bad
             if not all(_finite_number(x) for x in vector):
                 raise bad
@@ -557,12 +604,20 @@ class OpenAIChatModel(_OpenAIClient):
         self.max_tokens = max_tokens
         self.max_response_chars = _positive_int("max_response_chars", max_response_chars)
         super().__init__(
-            base_url=base_url, model=model, api_key_env=api_key_env,
-            allow_external_transmission=allow_external_transmission, timeout_seconds=timeout_seconds,
-            retries=retries, backoff_seconds=backoff_seconds, concurrency=concurrency, cache_size=cache_size,
+            base_url=base_url,
+            model=model,
+            api_key_env=api_key_env,
+            allow_external_transmission=allow_external_transmission,
+            timeout_seconds=timeout_seconds,
+            retries=retries,
+            backoff_seconds=backoff_seconds,
+            concurrency=concurrency,
+            cache_size=cache_size,
         )
-        self.identity = (f"openai-chat:{self.base_url}{self._path}:model={model}"
-                         f":temperature={self.temperature:g}:max_tokens={max_tokens}")
+        self.identity = (
+            f"openai-chat:{self.base_url}{self._path}:model={model}"
+            f":temperature={self.temperature:g}:max_tokens={max_tokens}"
+        )
 
     def _max_answer_bytes(self, body: Mapping[str, Any]) -> int:
         # JSON may escape each character as \\uXXXX (6 bytes); 1 MiB for the rest of the answer.
@@ -592,7 +647,8 @@ class OpenAIChatModel(_OpenAIClient):
         if not isinstance(text, str):
             raise ModelError("chat endpoint answered without message text", transient=False)
         if len(text) > self.max_response_chars:
-            raise ModelError(f"chat answer of {len(text)} characters > max_response_chars "
-                             f"{self.max_response_chars}", transient=False)
+            raise ModelError(
+                f"chat answer of {len(text)} characters > max_response_chars {self.max_response_chars}", transient=False
+            )
         self._cache.put(key, text)
         return text

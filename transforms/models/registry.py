@@ -12,7 +12,8 @@ each worker holds one instance per name, shared by the chunkers that name it.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 __all__ = ["MODELS", "build_models", "model_class"]
 

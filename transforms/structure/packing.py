@@ -60,15 +60,21 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from transforms.structure.tree import LINE_BREAK, LineStarts, Node, NormalizedDocument, StreamedChildren
 from transforms.tokenizers import Tokenizer
 
 __all__ = [
-    "EMBEDDING_TEXT_VERSION", "Lines", "PackedChunk", "Packer", "build_embedding_text", "distinct_titles",
+    "EMBEDDING_TEXT_VERSION",
+    "Lines",
+    "PackedChunk",
+    "Packer",
+    "build_embedding_text",
+    "distinct_titles",
     "heading_prefix",
 ]
 
@@ -297,7 +303,12 @@ def _closes(line: str, fence: str) -> bool:
     """Whether ``line`` is the closing fence of a code block opened by ``fence`` (e.g. ``"```python"``):
     only the opening fence's character (backtick or tilde), at least three of them."""
     closing = line.strip()
-    return len(closing) >= 3 and closing[0] in "`~" and fence.lstrip()[:1] == closing[0] and closing == closing[0] * len(closing)
+    return (
+        len(closing) >= 3
+        and closing[0] in "`~"
+        and fence.lstrip()[:1] == closing[0]
+        and closing == closing[0] * len(closing)
+    )
 
 
 class _Counter:
@@ -447,7 +458,7 @@ _Context = tuple[tuple[int, int] | None, str | None]
 class _Candidates:
     """Ascending cut positions inside ``(start, end)``, taken from an iterator only as needed."""
 
-    __slots__ = ("_positions", "_start", "_end", "_items", "_done")
+    __slots__ = ("_done", "_end", "_items", "_positions", "_start")
 
     def __init__(self, positions, start: int, end: int) -> None:
         self._positions = positions
@@ -602,7 +613,9 @@ class _Run:
             previous = start
             if node is not None and node.kind == "section":
                 yield from self._section(node, start, end, (), top)
-            elif not self._block(node, start, end, (), top):  # pragma: no cover - build_sections puts every later block inside a section
+            elif not self._block(
+                node, start, end, (), top
+            ):  # pragma: no cover - build_sections puts every later block inside a section
                 yield from self._split(node, start, end, (), top, context=None, context_kind=None)
             node = None
         self._flush()
@@ -686,18 +699,26 @@ class _Run:
                 if first.top != second.top and not p.allow_cross_top_level_merge:
                     continue
                 start, end = first.spans[0][0], second.spans[0][1]
-                total = counter.prefix(first.prefix) + counter.span(start, end) if counter.additive else (
-                    counter.exact(heading_prefix(first.prefix) + self.text[start:end])
+                total = (
+                    counter.prefix(first.prefix) + counter.span(start, end)
+                    if counter.additive
+                    else (counter.exact(heading_prefix(first.prefix) + self.text[start:end]))
                 )
                 if total > p.target_tokens:
                     continue
                 kinds = first.kinds + tuple(k for k in second.kinds if k not in first.kinds)
                 merged = PackedChunk(
-                    spans=((start, end),), headings=first.headings, prefix=first.prefix,
+                    spans=((start, end),),
+                    headings=first.headings,
+                    prefix=first.prefix,
                     prefix_dropped=first.prefix_dropped,
                     page_no=first.page_no if first.page_no is not None else second.page_no,
-                    kinds=kinds, sections=first.sections + second.sections, split=None, context=None,
-                    token_count=total, top=first.top,
+                    kinds=kinds,
+                    sections=first.sections + second.sections,
+                    split=None,
+                    context=None,
+                    token_count=total,
+                    top=first.top,
                 )
                 k = min(i, j)
                 out[k : k + 2] = [merged]
@@ -707,8 +728,10 @@ class _Run:
                 i += 1
 
     def _mergeable(self, chunk: PackedChunk) -> bool:
-        return len(chunk.spans) == 1 and chunk.split != "prose" and (
-            self.lines.is_stable(chunk.spans[0][0]) and self.lines.is_stable(chunk.spans[0][1])
+        return (
+            len(chunk.spans) == 1
+            and chunk.split != "prose"
+            and (self.lines.is_stable(chunk.spans[0][0]) and self.lines.is_stable(chunk.spans[0][1]))
         )
 
     # -- counting --------------------------------------------------------------------------
@@ -739,7 +762,12 @@ class _Run:
         return cur is not None and (cur.top == top or self.p.allow_cross_top_level_merge)
 
     def _extend(
-        self, node: Node | None, end: int, *, body: bool, section: bool = False,
+        self,
+        node: Node | None,
+        end: int,
+        *,
+        body: bool,
+        section: bool = False,
         path: tuple[Node, ...] | None = None,
     ) -> None:
         cur = self.cur
@@ -809,9 +837,19 @@ class _Run:
         section = node is not None and node.kind == "section"
         for dropped in range(len(titles) + 1 if allow_dropping else 1):
             cur = _Open(
-                start=start, end=start, path=path, prefix=titles[dropped:], prefix_dropped=dropped,
-                top=top, has_body=False, kinds=[], sections=0, page_no=None, context=context,
-                context_kind=context_kind, split=split,
+                start=start,
+                end=start,
+                path=path,
+                prefix=titles[dropped:],
+                prefix_dropped=dropped,
+                top=top,
+                has_body=False,
+                kinds=[],
+                sections=0,
+                page_no=None,
+                context=context,
+                context_kind=context_kind,
+                split=split,
             )
             if self._total(cur, end, limit) <= limit:
                 if dry_run:
@@ -974,11 +1012,24 @@ class _Run:
                     opening["context"], opening["context_kind"] = (
                         contexts[1] if offset + i < contexts[0] else contexts[2]
                     )
-                if not (fast and cur is not None and cur.has_body and cur.exact_count is None
-                        and cur.end == s and self._can_join(top)):
+                if not (
+                    fast
+                    and cur is not None
+                    and cur.has_body
+                    and cur.exact_count is None
+                    and cur.end == s
+                    and self._can_join(top)
+                ):
                     if not self._block(node, s, e, path, top, **opening):
-                        yield from self._split(node, s, e, path, top, context=opening.get("context"),
-                                               context_kind=opening.get("context_kind"))
+                        yield from self._split(
+                            node,
+                            s,
+                            e,
+                            path,
+                            top,
+                            context=opening.get("context"),
+                            context_kind=opening.get("context_kind"),
+                        )
                     i += 1
                     continue
                 # Tokens the chunk may still take, as a bound on the running count at a tile end.
@@ -992,13 +1043,23 @@ class _Run:
                     if tile is not None and tile.kind in ("section", "heading"):
                         break
                     # (tokens_before(tile end) > room, without encoding far ahead for a huge tile)
-                    if counter.at_least(cur.start, tiles[j][2]) > room - base or counter.tokens_before(tiles[j][2]) > room:
+                    if (
+                        counter.at_least(cur.start, tiles[j][2]) > room - base
+                        or counter.tokens_before(tiles[j][2]) > room
+                    ):
                         break
                     j += 1
                 if j == i:
                     if not self._block(node, s, e, path, top, **opening):
-                        yield from self._split(node, s, e, path, top, context=opening.get("context"),
-                                               context_kind=opening.get("context_kind"))
+                        yield from self._split(
+                            node,
+                            s,
+                            e,
+                            path,
+                            top,
+                            context=opening.get("context"),
+                            context_kind=opening.get("context_kind"),
+                        )
                     i += 1
                     continue
                 # What _extend does per tile, once for the run (no overlap here: tile starts unused).
@@ -1052,8 +1113,19 @@ class _Run:
             return True
         if not self.p.split_oversized:
             self._flush()
-            self.cur = _Open(start=start, end=start, path=path, prefix=(), prefix_dropped=0, top=top,
-                             has_body=False, kinds=[], sections=0, page_no=None, split=None)
+            self.cur = _Open(
+                start=start,
+                end=start,
+                path=path,
+                prefix=(),
+                prefix_dropped=0,
+                top=top,
+                has_body=False,
+                kinds=[],
+                sections=0,
+                page_no=None,
+                split=None,
+            )
             self._extend(node, end, body=True)
             self._flush()
             return True
@@ -1086,8 +1158,9 @@ class _Run:
                     yield from self._split(first[0], start, end, path, top, context=context, context_kind=context_kind)
                     return
             else:
-                yield from self._tiles(chain((first, second), tiles), path, top,
-                                       contexts=(0, none, (context, context_kind)), split=kind)
+                yield from self._tiles(
+                    chain((first, second), tiles), path, top, contexts=(0, none, (context, context_kind)), split=kind
+                )
                 return
         if kind == "table" and node.children:
             tiles = self.lines.iter_tiles(node.children, start, end)
@@ -1113,11 +1186,13 @@ class _Run:
                     fence = None
                 # The closing fence stays with the last line of code, never a part of its own.
                 tiles = self._cut_tiles(node, start, end, chain((first_line,), lines), closing=node.fence)
-                yield from self._tiles(tiles, path, top, contexts=(1, none, (fence, "code_fence") if fence else none),
-                                       split="code")
+                yield from self._tiles(
+                    tiles, path, top, contexts=(1, none, (fence, "code_fence") if fence else none), split="code"
+                )
                 return
         paragraphs = (
-            m.end() for m in _BLANK_LINES.finditer(self.text, own, end)
+            m.end()
+            for m in _BLANK_LINES.finditer(self.text, own, end)
             if own < m.end() < end and self.lines.is_stable(m.end())
         )
         first_paragraph = next(paragraphs, None)
@@ -1178,6 +1253,7 @@ class _Run:
         if cur is not None and cur.has_body:
             self._flush()
             cur = None
+
         def path_titles(displayed: int) -> tuple[tuple[str, ...], int]:
             """The prefix for ``path`` without its ``displayed`` innermost sections, outer titles
             dropped until it takes at most half the budget."""
@@ -1203,8 +1279,10 @@ class _Run:
         first = True
         while position < end:
             keep = self.cur if (first and self.cur is not None) else None
-            head = self._embedding(keep, keep.end) if keep is not None else (
-                heading_prefix(titles) + (text[context[0] : context[1]] if context else "")
+            head = (
+                self._embedding(keep, keep.end)
+                if keep is not None
+                else (heading_prefix(titles) + (text[context[0] : context[1]] if context else ""))
             )
             cut, count = self._longest_part(head, position, end, levels)
             if cut == position and keep is None:
@@ -1245,10 +1323,20 @@ class _Run:
                     keep.kinds.append(node.kind if node is not None else "paragraph")
             else:
                 self.cur = _Open(
-                    start=position, end=part_end, path=path, prefix=titles, prefix_dropped=dropped, top=top,
-                    has_body=True, kinds=[node.kind if node is not None else "paragraph"], sections=0,
-                    page_no=node.page_no if node is not None else None, context=context,
-                    context_kind=context_kind, split="prose", exact_count=count,
+                    start=position,
+                    end=part_end,
+                    path=path,
+                    prefix=titles,
+                    prefix_dropped=dropped,
+                    top=top,
+                    has_body=True,
+                    kinds=[node.kind if node is not None else "paragraph"],
+                    sections=0,
+                    page_no=node.page_no if node is not None else None,
+                    context=context,
+                    context_kind=context_kind,
+                    split="prose",
+                    exact_count=count,
                 )
             self._flush()
             if self.final:
@@ -1258,7 +1346,7 @@ class _Run:
                 titles, dropped = path_titles(0)
             first = False
 
-    def _cut_candidates(self, start: int, end: int) -> list["_Candidates"]:
+    def _cut_candidates(self, start: int, end: int) -> list[_Candidates]:
         """Cut positions inside ``(start, end)``: sentence starts, line starts, word starts.
 
         Each level is found lazily, as far as the parts need it, so a long paragraph never has
@@ -1270,7 +1358,7 @@ class _Run:
             for pattern in (_SENTENCE_END, LINE_BREAK, _WORD_START)
         ]
 
-    def _longest_part(self, head: str, position: int, end: int, levels: list["_Candidates"]) -> tuple[int, int]:
+    def _longest_part(self, head: str, position: int, end: int, levels: list[_Candidates]) -> tuple[int, int]:
         """The farthest cut after ``position`` whose part fits, by level; with its exact count.
 
         Tries the end of the tile, then each level's candidates by bisection on exact counts of
@@ -1280,7 +1368,9 @@ class _Run:
         """
         text, counter = self.text, self.counter
         target, limit = self.p.target_tokens, self.p.max_tokens
-        if not counter.additive or not counter.exceeds(position, end, limit):  # the rest may fit: count it whole (with an additive tokenizer only when it is near)
+        if not counter.additive or not counter.exceeds(
+            position, end, limit
+        ):  # the rest may fit: count it whole (with an additive tokenizer only when it is near)
             whole = counter.exact(head + text[position:end])
             if whole <= limit:
                 return end, whole

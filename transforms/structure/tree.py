@@ -46,15 +46,15 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections import abc
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Iterable, Iterator, Sequence
 
 __all__ = [
     "BLOCK_KINDS",
+    "HELD_SECTION_NODES",
     "LINE_BREAK",
     "LazyChildren",
-    "HELD_SECTION_NODES",
     "LineStarts",
     "Node",
     "NormalizationError",
@@ -109,14 +109,14 @@ class LazyChildren(abc.Sequence):
     Behaves as the tuple it builds: indexing, ``len``, iteration, truth and ``==``.
     """
 
-    __slots__ = ("_make", "_args", "_nodes")
+    __slots__ = ("_args", "_make", "_nodes")
 
-    def __init__(self, make: Callable[..., Iterable["Node"]], *args) -> None:
+    def __init__(self, make: Callable[..., Iterable[Node]], *args) -> None:
         self._make: Callable[..., Iterable[Node]] | None = make
         self._args = args
         self._nodes: tuple[Node, ...] | None = None
 
-    def _get(self) -> tuple["Node", ...]:
+    def _get(self) -> tuple[Node, ...]:
         if self._nodes is None:
             self._nodes = tuple(self._make(*self._args))
             self._make = self._args = None
@@ -128,7 +128,7 @@ class LazyChildren(abc.Sequence):
     def __len__(self) -> int:
         return len(self._get())
 
-    def __iter__(self) -> Iterator["Node"]:
+    def __iter__(self) -> Iterator[Node]:
         return iter(self._get())
 
     def __bool__(self) -> bool:
@@ -153,13 +153,13 @@ class StreamedChildren(abc.Iterable):
     Code that walks a tree must iterate children once per pass and not keep them.
     """
 
-    __slots__ = ("_make", "_args")
+    __slots__ = ("_args", "_make")
 
-    def __init__(self, make: Callable[..., Iterable["Node"]], *args) -> None:
+    def __init__(self, make: Callable[..., Iterable[Node]], *args) -> None:
         self._make = make
         self._args = args
 
-    def __iter__(self) -> Iterator["Node"]:
+    def __iter__(self) -> Iterator[Node]:
         return iter(self._make(*self._args))
 
     def __bool__(self) -> bool:
@@ -197,7 +197,7 @@ class Node:
     kind: str
     start: int
     end: int
-    children: Sequence["Node"] = ()
+    children: Sequence[Node] = ()
     level: int = 0
     title: str = ""
     language: str = ""
@@ -205,7 +205,7 @@ class Node:
     header_rows: int = 0
     page_no: int | None = None
 
-    def walk(self) -> Iterator["Node"]:
+    def walk(self) -> Iterator[Node]:
         """This node and all its descendants, in document order (pre-order)."""
         yield self
         for child in self.children:
@@ -287,8 +287,13 @@ def iter_sections(blocks: Iterable[Node]) -> Iterator[Node]:
         """Close the innermost open section: returned when it is a top-level one, else put in its parent."""
         heading, children = stack.pop()
         section = Node(
-            "section", heading.start, children[-1].end, tuple(children),
-            level=heading.level, title=heading.title, page_no=heading.page_no,
+            "section",
+            heading.start,
+            children[-1].end,
+            tuple(children),
+            level=heading.level,
+            title=heading.title,
+            page_no=heading.page_no,
         )
         if stack:
             stack[-1][1].append(section)
@@ -320,7 +325,7 @@ class _Passes:
     from that heading on (it may skip what comes before). Without ``resumable``, marks are unused.
     """
 
-    __slots__ = ("_make", "_args", "_notes", "resumable")
+    __slots__ = ("_args", "_make", "_notes", "resumable")
 
     def __init__(self, make: Callable[..., Iterable[tuple[object, Node]]], args: tuple, resumable: bool) -> None:
         self._make = make
@@ -349,15 +354,19 @@ class _Passes:
         return self._notes  # type: ignore[return-value]
 
 
-def _passes_of(blocks: StreamedChildren) -> "_Passes | None":
+def _passes_of(blocks: StreamedChildren) -> _Passes | None:
     """The :class:`_Passes` whose ``blocks`` make ``blocks`` (:func:`streamed_document`'s), or ``None``."""
     passes = getattr(blocks._make, "__self__", None)
     return passes if type(passes) is _Passes else None
 
 
 def streamed_document(
-    text: str, make: Callable[..., Iterable[tuple[object, Node]]], *args, content_format: str,
-    verbatim: bool = True, resumable: bool = False,
+    text: str,
+    make: Callable[..., Iterable[tuple[object, Node]]],
+    *args,
+    content_format: str,
+    verbatim: bool = True,
+    resumable: bool = False,
 ) -> NormalizedDocument:
     """A :class:`NormalizedDocument` whose ``blocks`` are made by ``make(*args, notes, resume)`` on every pass.
 
@@ -373,8 +382,11 @@ def streamed_document(
     """
     passes = _Passes(make, args, resumable)
     return NormalizedDocument(
-        text=text, blocks=StreamedChildren(passes.blocks), content_format=content_format,
-        verbatim=verbatim, diagnostics=LazyChildren(passes.notes),
+        text=text,
+        blocks=StreamedChildren(passes.blocks),
+        content_format=content_format,
+        verbatim=verbatim,
+        diagnostics=LazyChildren(passes.notes),
     )
 
 
@@ -395,8 +407,11 @@ def map_blocks(normalized: NormalizedDocument, fn: Callable[[Node], Node]) -> No
         else:
             mapped = StreamedChildren(map, fn, blocks)
     return NormalizedDocument(
-        text=normalized.text, blocks=mapped, content_format=normalized.content_format,
-        verbatim=normalized.verbatim, diagnostics=normalized.diagnostics,
+        text=normalized.text,
+        blocks=mapped,
+        content_format=normalized.content_format,
+        verbatim=normalized.verbatim,
+        diagnostics=normalized.diagnostics,
     )
 
 
@@ -466,10 +481,22 @@ def _section_of(
                 end = block.end
                 pair = next(pairs, None)
             streamed = StreamedChildren(_resumed_section, passes, mark, level)
-            return Node("section", heading.start, end, streamed, level=level, title=heading.title,
-                        page_no=heading.page_no), 1, pair
-    section = Node("section", heading.start, children[-1].end, tuple(children), level=level,
-                   title=heading.title, page_no=heading.page_no)
+            return (
+                Node(
+                    "section", heading.start, end, streamed, level=level, title=heading.title, page_no=heading.page_no
+                ),
+                1,
+                pair,
+            )
+    section = Node(
+        "section",
+        heading.start,
+        children[-1].end,
+        tuple(children),
+        level=level,
+        title=heading.title,
+        page_no=heading.page_no,
+    )
     return section, held, pair
 
 

@@ -11,8 +11,9 @@ problems into dead-letter rows and the counts into the report.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from transforms.documents import Chunk
 from transforms.structure.packing import EMBEDDING_TEXT_VERSION, build_embedding_text
@@ -78,7 +79,8 @@ def _spans(structure: dict[str, Any], limit: int) -> list[tuple[int, int]] | Non
     out = []
     for span in spans:
         if (
-            not isinstance(span, (list, tuple)) or len(span) != 2
+            not isinstance(span, (list, tuple))
+            or len(span) != 2
             or not all(isinstance(v, int) and not isinstance(v, bool) for v in span)
             or not 0 <= span[0] < span[1] <= limit
         ):
@@ -120,7 +122,8 @@ def _non_space(text: str) -> int:
         data = part.encode("utf-8", "surrogatepass")
         raw = np.frombuffer(data, dtype=np.uint8)
         whitespace += (
-            int(np.count_nonzero(raw <= 32)) - int(np.count_nonzero(raw <= 8))
+            int(np.count_nonzero(raw <= 32))
+            - int(np.count_nonzero(raw <= 8))
             - int(np.count_nonzero((raw - np.uint8(14)) <= 13))  # 14..27 (wrapping subtraction)
         )
         if len(data) == len(part):
@@ -159,7 +162,12 @@ class StructureValidator:
     """
 
     def __init__(
-        self, source: str, *, tokenizer: Tokenizer, max_tokens: int, max_overlap_tokens: int = 50,
+        self,
+        source: str,
+        *,
+        tokenizer: Tokenizer,
+        max_tokens: int,
+        max_overlap_tokens: int = 50,
         min_preferred_tokens: int = 100,
     ) -> None:
         self._source = source
@@ -205,7 +213,9 @@ class StructureValidator:
             )
         if token_count > self._max_tokens:
             self._oversized += 1
-            problems.append(StructureProblem(i, "token_budget_exceeded", f"{token_count} tokens > max {self._max_tokens}"))
+            problems.append(
+                StructureProblem(i, "token_budget_exceeded", f"{token_count} tokens > max {self._max_tokens}")
+            )
         main = spans[-1]
         previous_main = self._previous_main
         if previous_main is not None and main[0] < previous_main[1]:
@@ -213,7 +223,9 @@ class StructureValidator:
             self._max_overlap = max(self._max_overlap, overlap)
             if overlap > self._max_overlap_tokens:
                 problems.append(
-                    StructureProblem(i, "overlap_exceeded", f"{overlap} tokens overlap > max {self._max_overlap_tokens}")
+                    StructureProblem(
+                        i, "overlap_exceeded", f"{overlap} tokens overlap > max {self._max_overlap_tokens}"
+                    )
                 )
         self._previous_main = main
         self._merged += 1 if (structure.get("sections") or 0) > 1 else 0
@@ -242,7 +254,8 @@ class StructureValidator:
         if excluded:
             problems.append(
                 StructureProblem(
-                    None, "incomplete_coverage",
+                    None,
+                    "incomplete_coverage",
                     f"{excluded} of {total} non-whitespace characters are in no chunk",
                 )
             )
@@ -298,7 +311,10 @@ def validate_structure_chunks(
         The :class:`ChunkValidation`, problems included; nothing is raised for bad chunks.
     """
     validator = StructureValidator(
-        source, tokenizer=tokenizer, max_tokens=max_tokens, max_overlap_tokens=max_overlap_tokens,
+        source,
+        tokenizer=tokenizer,
+        max_tokens=max_tokens,
+        max_overlap_tokens=max_overlap_tokens,
         min_preferred_tokens=min_preferred_tokens,
     )
     for i, chunk in enumerate(chunks):

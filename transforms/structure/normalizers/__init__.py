@@ -8,8 +8,8 @@ accepts exactly the formats of its registry.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
-from typing import Callable, Iterator, Mapping
 
 from transforms.structure.tree import NormalizedDocument
 
@@ -76,4 +76,3 @@ def default_normalizers() -> NormalizerRegistry:
             "text": normalize_text,
         }
     )
-

@@ -143,6 +143,7 @@ _BACKTICK_RUNS = re.compile(r"`{3,}")
 _LONE_NUMBER = re.compile(r"[(\[]?(\d{1,9})[.)\]]?")
 _DROPPED_TEXT_LABELS = frozenset({"page_header", "page_footer"})
 
+
 @lru_cache(maxsize=1)
 def _dl() -> SimpleNamespace:
     """docling-core's classes, imported on first use (the import takes a fraction of a second)."""
@@ -347,7 +348,7 @@ class _Renderer:
         return len(self.parts), self.pos, self.last_was_list_line
 
     def rollback(self, mark: tuple[int, int, bool]) -> None:
-        del self.parts[mark[0]:]
+        del self.parts[mark[0] :]
         self.pos, self.last_was_list_line = mark[1], mark[2]
 
     # -- tree ---------------------------------------------------------------------------------
@@ -448,9 +449,7 @@ class _Renderer:
         page = _page(item)
         if isinstance(item, self.dl.FormulaItem) and not text.strip() and (item.orig or "").strip():
             text = item.orig
-            self.diagnostics.append(
-                f"formula {item.self_ref} has no decoded text: its raw text (orig) is rendered"
-            )
+            self.diagnostics.append(f"formula {item.self_ref} has no decoded text: its raw text (orig) is rendered")
         if not text.strip() and children and isinstance(children[0], self.dl.InlineGroup):
             group = children.pop(0)
             if id(group) not in self.visited:
@@ -522,9 +521,7 @@ class _Renderer:
             title = _collapse(text)
             if title:
                 if ctx.list_depth:
-                    self.diagnostics.append(
-                        f"heading {item.self_ref} inside a list is rendered as a paragraph"
-                    )
+                    self.diagnostics.append(f"heading {item.self_ref} inside a list is rendered as a paragraph")
                     self.paragraph(title, page, ctx, sink)
                 else:
                     level = 1 if isinstance(item, dl.TitleItem) else max(1, min(int(item.level) + 1, 6))
@@ -660,16 +657,14 @@ class _Renderer:
             return []
         header_rows = 0
         for r, row in enumerate(grid):
-            if any(cell is not None and cell.column_header and cell.start_row_offset_idx == r
-                   for cell in row):
+            if any(cell is not None and cell.column_header and cell.start_row_offset_idx == r for cell in row):
                 header_rows += 1
             else:
                 break
         if header_rows == 0:
             header_rows = 1
             self.diagnostics.append(
-                f"table {item.self_ref} ({n_rows}x{n_cols}) has no column-header cells: "
-                "its first row is the header"
+                f"table {item.self_ref} ({n_rows}x{n_cols}) has no column-header cells: its first row is the header"
             )
         header = []
         for c in range(n_cols):
@@ -683,8 +678,7 @@ class _Renderer:
         for r in range(header_rows, n_rows):
             row = grid[r]
             cells = [
-                "" if c and row[c] is not None and row[c] is row[c - 1] else text_of(row[c])
-                for c in range(n_cols)
+                "" if c and row[c] is not None and row[c] is row[c - 1] else text_of(row[c]) for c in range(n_cols)
             ]
             if any(cells):
                 lines.append(_pipe_row(cells))
@@ -692,9 +686,7 @@ class _Renderer:
 
     # -- lists --------------------------------------------------------------------------------
 
-    def render_list(
-        self, items: list[Any], ctx: _Ctx, sink: list[Node], pre_visited: bool = False
-    ) -> None:
+    def render_list(self, items: list[Any], ctx: _Ctx, sink: list[Node], pre_visited: bool = False) -> None:
         """Render the content of one list group (``items``: its body-layer children) as a ``list``."""
         dl = self.dl
         level = ctx.list_depth + 1
@@ -741,21 +733,17 @@ class _Renderer:
                     self.render(child, ctx, strays)
                 if strays:
                     self.diagnostics.append(
-                        f"list content before the first item of its list ({strays[0].kind}) "
-                        "is a child of the list"
+                        f"list content before the first item of its list ({strays[0].kind}) is a child of the list"
                     )
                     nodes.extend(strays)
                     started = True
         closed = [n.close() if isinstance(n, _OpenItem) else n for n in nodes]
         if closed:
             sink.append(
-                Node("list", closed[0].start, closed[-1].end, tuple(closed), level=level,
-                     page_no=_first_page(closed))
+                Node("list", closed[0].start, closed[-1].end, tuple(closed), level=level, page_no=_first_page(closed))
             )
 
-    def render_item(
-        self, item: Any, marker: str, prefix: str, ctx: _Ctx, level: int, tight: bool
-    ) -> _OpenItem | None:
+    def render_item(self, item: Any, marker: str, prefix: str, ctx: _Ctx, level: int, tight: bool) -> _OpenItem | None:
         """Write one list item (its line, then its children); ``None`` when it renders nothing."""
         text, page, children = self.item_text(item)
         lines = _lines(text)

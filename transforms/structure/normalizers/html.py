@@ -82,13 +82,17 @@ from __future__ import annotations
 import re
 import threading
 from array import array
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
 
 from lxml import etree
 
 from transforms.structure.tree import (
-    NormalizationError, Node, NormalizedDocument, StreamedChildren, streamed_document,
+    Node,
+    NormalizationError,
+    NormalizedDocument,
+    StreamedChildren,
+    streamed_document,
 )
 
 __all__ = ["normalize_html"]
@@ -97,20 +101,12 @@ __all__ = ["normalize_html"]
 _INLINE, _SKIP, _BREAK, _CONTAINER, _HEADING, _CODE, _LIST, _TABLE, _QUOTE, _RULE, _LINK = range(11)
 
 _KINDS: dict[str, int] = {
-    **{tag: _SKIP for tag in ("head", "script", "style", "noscript", "template", "svg")},
+    **dict.fromkeys(("head", "script", "style", "noscript", "template", "svg"), _SKIP),
     "br": _BREAK,
-    **{
-        tag: _CONTAINER
-        for tag in (
-            "html", "body", "div", "p", "section", "article", "main", "header", "footer", "nav", "aside",
-            "address", "figure", "figcaption", "details", "summary", "fieldset", "legend", "form", "center",
-            "hgroup", "dialog", "dl", "dt", "dd", "li", "caption", "thead", "tbody", "tfoot", "tr", "td",
-            "th", "frameset", "noframes", "search",
-        )
-    },
+    **dict.fromkeys(("html", "body", "div", "p", "section", "article", "main", "header", "footer", "nav", "aside", "address", "figure", "figcaption", "details", "summary", "fieldset", "legend", "form", "center", "hgroup", "dialog", "dl", "dt", "dd", "li", "caption", "thead", "tbody", "tfoot", "tr", "td", "th", "frameset", "noframes", "search"), _CONTAINER),
     **{f"h{n}": _HEADING for n in range(1, 7)},
-    **{tag: _CODE for tag in ("pre", "listing", "xmp", "plaintext")},
-    **{tag: _LIST for tag in ("ul", "ol", "menu", "dir")},
+    **dict.fromkeys(("pre", "listing", "xmp", "plaintext"), _CODE),
+    **dict.fromkeys(("ul", "ol", "menu", "dir"), _LIST),
     "table": _TABLE,
     "blockquote": _QUOTE,
     "hr": _RULE,
@@ -386,7 +382,7 @@ class _ListState:
     the list, outside any ``li``, joins the item before it).
     """
 
-    __slots__ = ("reader", "depth", "emit", "stray", "pending")
+    __slots__ = ("depth", "emit", "pending", "reader", "stray")
 
     def __init__(self, reader: _Reader, depth: int, emit) -> None:
         self.reader = reader
@@ -733,7 +729,7 @@ class _Nodes:
     in one, start, end).
     """
 
-    __slots__ = ("leaf", "ints", "strings", "streamed", "text")
+    __slots__ = ("ints", "leaf", "streamed", "strings", "text")
 
     def __init__(self, leaf: str, *, top: bool = False) -> None:
         self.leaf = leaf
@@ -851,7 +847,7 @@ class _Frame:
     freed.
     """
 
-    def __init__(self, stream: "_Stream", element, depth: int) -> None:
+    def __init__(self, stream: _Stream, element, depth: int) -> None:
         self.stream = stream
         self.element = element
         self.depth = depth
@@ -905,7 +901,7 @@ class _Frame:
     def on_text(self, text: str | None) -> None:
         raise NotImplementedError
 
-    def open(self, child) -> "_Frame | None":
+    def open(self, child) -> _Frame | None:
         """A child was met (not navigation): its frame, or ``None`` to read it whole once settled."""
         return None
 
@@ -938,7 +934,7 @@ class _Container(_Frame):
 
     merge = child_tail = on_text
 
-    def open(self, child) -> "_Frame | None":
+    def open(self, child) -> _Frame | None:
         depth = self.depth + 1
         if depth > _MAX_DEPTH:
             return None
@@ -966,7 +962,7 @@ class _Container(_Frame):
 class _ListFrame(_Frame):
     """A top-level list: each item written as soon as it is complete."""
 
-    def __init__(self, stream: "_Stream", element, depth: int) -> None:
+    def __init__(self, stream: _Stream, element, depth: int) -> None:
         super().__init__(stream, element, depth)
         self.state = _ListState(stream.reader, depth, self.emit)
         self.ordered = element.tag == "ol"
@@ -1008,8 +1004,9 @@ class _ListFrame(_Frame):
 class _TableFrame(_Frame):
     """A top-level table: rows kept packed, written when it ends (the widest row sets the width)."""
 
-    def __init__(self, stream: "_Stream", element, depth: int, state: _TableState | None = None,
-                 section: str = "tbody") -> None:
+    def __init__(
+        self, stream: _Stream, element, depth: int, state: _TableState | None = None, section: str = "tbody"
+    ) -> None:
         super().__init__(stream, element, depth)
         self.state = state or _TableState(stream.reader, stream.top, depth)
         self.section = section
@@ -1025,7 +1022,7 @@ class _TableFrame(_Frame):
     def merge(self, tail: str | None) -> None:
         self.state.merge_tail(tail)
 
-    def open(self, child) -> "_Frame | None":
+    def open(self, child) -> _Frame | None:
         if child.tag in _SECTIONS:
             return _TableFrame(self.stream, child, self.level + 1, self.state, child.tag)
         return None
@@ -1220,12 +1217,25 @@ def _normalize_streamed(content: str) -> NormalizedDocument | None:
     # The top-level blocks stay compact (``_Nodes``), made into nodes on every pass over them.
     stream.nodes.text = text
     diagnostics = tuple(diagnostics)
-    return streamed_document(text, _top_level_nodes, tuple(heading), stream.nodes, len(lead), diagnostics,
-                             content_format="html", verbatim=False, resumable=True)
+    return streamed_document(
+        text,
+        _top_level_nodes,
+        tuple(heading),
+        stream.nodes,
+        len(lead),
+        diagnostics,
+        content_format="html",
+        verbatim=False,
+        resumable=True,
+    )
 
 
 def _top_level_nodes(
-    heading: tuple[Node, ...], nodes: _Nodes, shift: int, diagnostics: tuple[str, ...], notes: list[str],
+    heading: tuple[Node, ...],
+    nodes: _Nodes,
+    shift: int,
+    diagnostics: tuple[str, ...],
+    notes: list[str],
     resume: int | None,
 ) -> Iterator[tuple[int | None, Node]]:
     """The ``<title>`` heading put first (if any), then the top-level nodes moved by ``shift``, each

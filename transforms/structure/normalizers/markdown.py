@@ -31,20 +31,35 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from itertools import islice
-from typing import Iterable, Iterator
 
 from transforms.structure.tree import (
-    LINE_BREAK, LazyChildren, LineStarts, Node, NormalizedDocument, StreamedChildren, count_line_breaks,
+    LINE_BREAK,
+    LazyChildren,
+    LineStarts,
+    Node,
+    NormalizedDocument,
+    StreamedChildren,
+    count_line_breaks,
     streamed_document,
 )
 
 __all__ = ["normalize_markdown"]
 
 _BLOCK_RULES = (
-    "heading", "lheading", "fence", "code", "blockquote", "list", "table", "hr", "html_block",
-    "paragraph", "front_matter",
+    "heading",
+    "lheading",
+    "fence",
+    "code",
+    "blockquote",
+    "list",
+    "table",
+    "hr",
+    "html_block",
+    "paragraph",
+    "front_matter",
 )
 #: Deepest nesting of block quotes and lists (or indentation) handed to the parser.
 MAX_NESTING = 100
@@ -106,8 +121,9 @@ class _Positions:
     """Byte offsets of the parsed UTF-8 source (``text[offset:limit]``) to code points of ``text``,
     and line starts."""
 
-    def __init__(self, text: str, offset: int = 0, limit: int | None = None,
-                 line_starts: LineStarts | None = None) -> None:
+    def __init__(
+        self, text: str, offset: int = 0, limit: int | None = None, line_starts: LineStarts | None = None
+    ) -> None:
         self.text = text
         self.offset = offset
         self.limit = len(text) if limit is None else limit
@@ -170,11 +186,9 @@ class _Positions:
         continuation = self._continuation
         if continuation is not None:
             offset = self.offset
-            return (offset + start - bisect_left(continuation, start),
-                    offset + end - bisect_left(continuation, end))
+            return (offset + start - bisect_left(continuation, start), offset + end - bisect_left(continuation, end))
         before, within = self._before, self._within
         return before[start >> 8] + within[start], before[end >> 8] + within[end]
-
 
 
 def _inline_text(node) -> str:
@@ -231,8 +245,13 @@ def _convert(node, pos: _Positions, list_depth: int) -> Node | None:
     if kind == "heading":
         return Node("heading", start, end, level=int(node.meta.get("level", 1)), title=_inline_text(node))
     if kind == "list":
-        return Node("list", start, end, LazyChildren(_convert_children, node, pos, list_depth + 1, end, -1),
-                    level=list_depth + 1)
+        return Node(
+            "list",
+            start,
+            end,
+            LazyChildren(_convert_children, node, pos, list_depth + 1, end, -1),
+            level=list_depth + 1,
+        )
     if kind == "list_item":
         return Node("list_item", start, end, LazyChildren(_convert_children, node, pos, list_depth, end, start))
     if kind == "fence":
@@ -250,9 +269,18 @@ def _convert(node, pos: _Positions, list_depth: int) -> Node | None:
 #: Parser node names (other than ``paragraph``) and what :func:`_convert` makes of them; any
 #: other name is a paragraph.
 _KINDS = {
-    "heading": "heading", "lheading": "heading", "fence": "fence", "code_block": "code",
-    "blockquote": "quote", "bullet_list": "list", "ordered_list": "list", "list_item": "list_item",
-    "table": "table", "hr": "rule", "front_matter": "rule", "html_block": "html",
+    "heading": "heading",
+    "lheading": "heading",
+    "fence": "fence",
+    "code_block": "code",
+    "blockquote": "quote",
+    "bullet_list": "list",
+    "ordered_list": "list",
+    "list_item": "list_item",
+    "table": "table",
+    "hr": "rule",
+    "front_matter": "rule",
+    "html_block": "html",
 }
 
 
@@ -265,8 +293,10 @@ def _convert_table(node, pos: _Positions, start: int, end: int) -> Node:
         for part in parts:
             if part.srcmap is None:
                 continue
-            for row in (_convert_row(part, pos),) if part.name == "thead" else map(
-                lambda r: _convert_row(r, pos), part.children
+            for row in (
+                (_convert_row(part, pos),)
+                if part.name == "thead"
+                else map(lambda r: _convert_row(r, pos), part.children)
             ):
                 if row is not None and row.end <= end and (not out or row.start >= out[-1].end):
                     out.append(row)
@@ -327,7 +357,9 @@ def normalize_markdown(content: str) -> NormalizedDocument:
         line = deep
         plain = normalize_text(content)
         return NormalizedDocument(
-            text=content, blocks=plain.blocks, content_format="markdown",
+            text=content,
+            blocks=plain.blocks,
+            content_format="markdown",
             diagnostics=(f"line {line} nests more than {MAX_NESTING} block quotes or lists: read as plain paragraphs",),
         )
     if windowed:
@@ -491,8 +523,9 @@ def _front_matter(source: str, line_starts: LineStarts) -> Node | None:
     return _convert(nodes[0], _Positions(source, 0, end, line_starts), 0)
 
 
-def _cut_at_window_end(nodes: list, pos: "_Positions", source: str, line_starts: LineStarts,
-                       notes: list[str]) -> Iterator[Node | None]:
+def _cut_at_window_end(
+    nodes: list, pos: _Positions, source: str, line_starts: LineStarts, notes: list[str]
+) -> Iterator[Node | None]:
     """Every block of a window of :data:`MAX_WINDOW_CHARS`, the last one cut where the window
     ends (the next window starts there, a line start); a diagnostic names the line. The cut
     block's children are :class:`~transforms.structure.tree.StreamedChildren` parsed again from
@@ -505,9 +538,11 @@ def _cut_at_window_end(nodes: list, pos: "_Positions", source: str, line_starts:
             last.children = StreamedChildren(_reparsed_children, last.start, last.end, source, line_starts)
         line = count_line_breaks(source, 0, last.start) + 1
         lines = max(1, WINDOW_LINES * MAX_WINDOW_CHARS // WINDOW_CHARS)
-        notes.append(f"the block on line {line} is longer than a window of {MAX_WINDOW_CHARS} code points "
-                     f"or {lines} lines (a line of a wide table or opening many containers weighs more): "
-                     "cut where each window ends")
+        notes.append(
+            f"the block on line {line} is longer than a window of {MAX_WINDOW_CHARS} code points "
+            f"or {lines} lines (a line of a wide table or opening many containers weighs more): "
+            "cut where each window ends"
+        )
     yield from converted
 
 
@@ -519,7 +554,10 @@ _RAW = frozenset({"html_block", "fence", "code_block"})
 # CommonMark's HTML block kinds 1 to 5 (as markdown-it reads them: kind 4 needs an upper-case
 # letter) and the line that ends each; kinds 6 and 7 end before a blank line.
 _HTML_ENDS = (
-    (re.compile(r"<(?:script|pre|style|textarea)(?=\s|>|$)", re.I), re.compile(r"</(?:script|pre|style|textarea)>", re.I)),
+    (
+        re.compile(r"<(?:script|pre|style|textarea)(?=\s|>|$)", re.I),
+        re.compile(r"</(?:script|pre|style|textarea)>", re.I),
+    ),
     (re.compile(r"<!--"), re.compile(r"-->")),
     (re.compile(r"<\?"), re.compile(r"\?>")),
     (re.compile(r"<![A-Z]"), re.compile(r">")),
@@ -575,7 +613,7 @@ def _raw_block_end(source: str, start: int, name: str, meta) -> int:
     return end
 
 
-def _raw_tail(source: str, nodes: list, pos: "_Positions") -> tuple[Node, int] | None:
+def _raw_tail(source: str, nodes: list, pos: _Positions) -> tuple[Node, int] | None:
     """When a window's last top-level node is a raw block, that block as a :class:`Node` with its
     real end (found by :func:`_raw_block_end`) and where the next window starts; else ``None``
     (also for an HTML block whose second line is past the window: it could make a table)."""
@@ -757,8 +795,10 @@ def _widest_delimiter_row(source: str, start: int, end: int) -> int:
     (its pipes plus one), 0 when there is none of :data:`WIDE_TABLE_COLUMNS` columns or more."""
     if _WIDE_DELIMITER.search(source, start, end) is None:
         return 0
-    return max((m.group().count("|") + 1 for m in _line_matches(_DELIMITER_ROW, _DELIMITER_ROW_AT, source, start, end)),
-               default=0)
+    return max(
+        (m.group().count("|") + 1 for m in _line_matches(_DELIMITER_ROW, _DELIMITER_ROW_AT, source, start, end)),
+        default=0,
+    )
 
 
 def _nested_lines(source: str, start: int, end: int) -> Iterator[tuple[int, int]]:
@@ -817,7 +857,9 @@ def _parse_window(source: str, start: int, end: int, prefix: str, line_starts: L
     """The top-level parser nodes of ``prefix + source[start:end]`` and the positions that map
     their offsets to code points of ``source`` (a node inside the prefix maps before ``start``)."""
     front_matter = start == 0 and not prefix
-    nodes = _parser(front_matter=front_matter).tree(prefix + source[start:end] if prefix else source[start:end]).children
+    nodes = (
+        _parser(front_matter=front_matter).tree(prefix + source[start:end] if prefix else source[start:end]).children
+    )
     shift = len(prefix.encode("utf-8"))
     pos = _Prefixed(source, start, end, line_starts, shift) if shift else _Positions(source, start, end, line_starts)
     return nodes, pos, shift
@@ -967,7 +1009,7 @@ def _is_loose(parsed, pos: _Positions, source: str, item: str) -> bool:
         stop -= 1
     if _BLANK_LINE.search(source, pos.offset, stop) is None:
         return False
-    nodes = _parser(front_matter=False).tree(f"{item}\n{source[pos.offset:pos.limit]}").children
+    nodes = _parser(front_matter=False).tree(f"{item}\n{source[pos.offset : pos.limit]}").children
     probe = nodes[0].children[0] if nodes and nodes[0].children else None
     return probe is not None and any(child.name == "paragraph" for child in probe.children)
 
@@ -1057,7 +1099,9 @@ def _streamed_tail(source: str, nodes: list, pos: _Positions, line_starts: LineS
     # most three columns) after it can continue it.
     item = f"{marker}    x" if tail.name == "bullet_list" else f"1{marker}    x"
     try:
-        for count, (_, end, parsed, window_pos) in enumerate(windows(source, converted.start, size, line_starts, False)):
+        for count, (_, end, parsed, window_pos) in enumerate(
+            windows(source, converted.start, size, line_starts, False)
+        ):
             if end is not None and count == 0:
                 block = _detached(_convert(parsed, window_pos, 0), source, line_starts)
             loose = loose or (parsed.name != "table" and _is_loose(parsed, window_pos, source, item))
@@ -1066,15 +1110,21 @@ def _streamed_tail(source: str, nodes: list, pos: _Positions, line_starts: LineS
         return None
     if block is None:
         item = item if tail.name != "table" and loose else ""
-        block = Node(converted.kind, converted.start, end,
-                     StreamedChildren(_streamed_children, windows, source, converted.start, end, size, line_starts, item),
-                     level=converted.level, header_rows=converted.header_rows)
+        block = Node(
+            converted.kind,
+            converted.start,
+            end,
+            StreamedChildren(_streamed_children, windows, source, converted.start, end, size, line_starts, item),
+            level=converted.level,
+            header_rows=converted.header_rows,
+        )
     line_break = LINE_BREAK.search(source, block.end)
     return block, line_break.end() if line_break else len(source)
 
 
-def _streamed_children(windows, source: str, start: int, end: int, size: int, line_starts: LineStarts,
-                       loose: str) -> Iterator[Node]:
+def _streamed_children(
+    windows, source: str, start: int, end: int, size: int, line_starts: LineStarts, loose: str
+) -> Iterator[Node]:
     """The items or rows of a streamed block, in order (filtered as ``_convert_children`` and
     ``_convert_table`` filter them).
 

@@ -73,11 +73,16 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_right
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from transforms.structure.normalizers.text import split_lines
 from transforms.structure.tree import (
-    LINE_BREAK, Node, NormalizedDocument, StreamedChildren, count_line_breaks, streamed_document,
+    LINE_BREAK,
+    Node,
+    NormalizedDocument,
+    StreamedChildren,
+    count_line_breaks,
+    streamed_document,
 )
 
 __all__ = ["normalize_rst"]
@@ -242,7 +247,7 @@ class _Column:
     indexed by line number (no negative indices, no slices). It keeps its own current page, so
     the usual access (a line of the page used last) is one comparison and one index."""
 
-    __slots__ = ("pages", "field", "lo", "hi", "values")
+    __slots__ = ("field", "hi", "lo", "pages", "values")
 
     def __init__(self, pages: _Pages, field: int) -> None:
         self.pages = pages

@@ -20,6 +20,7 @@ from transforms.structure.tree import LINE_BREAK, Node, NormalizedDocument
 
 __all__ = ["normalize_text", "split_lines"]
 
+
 def split_lines(text: str) -> tuple[list[str], list[int]]:
     """Split ``text`` into lines at ``"\\n"``, ``"\\r\\n"`` and lone ``"\\r"`` only.
 
