@@ -1,9 +1,10 @@
-"""docs/contract.md and the README against the code: drift fails here.
+"""docs/contract.md, the README and the pages of docs/ against the code and each other: drift fails here.
 
-Every output column, every dead-letter reason code and every report.json key the code defines must
-be named in docs/contract.md, and every relative link of README.md, docs/contract.md and
-benchmarks/results/README.md must reach a file of the repository. The chunk job's report keys come
-from a real run (and a --previous run) on two tiny documents; the parse job's from its
+Every output column, every dead-letter reason code, every report.json key and every option the code
+defines must be named in docs/contract.md. Every relative link (and its ``#anchor``) of README.md,
+docs/*.md and the benchmark READMEs must reach a file of the repository, every page of docs/ must be
+linked from README.md, and README.md stays a front door of at most 300 lines. The chunk job's report
+keys come from a real run (and a --previous run) on two tiny documents; the parse job's from its
 build_report over a result with no metrics (its keys do not depend on the metrics).
 """
 
@@ -19,7 +20,13 @@ import pytest
 from tests.conftest import REPO, write_documents
 
 CONTRACT = REPO / "docs" / "contract.md"
-LINKED_DOCS = ("README.md", "docs/contract.md", "benchmarks/results/README.md")
+README_MAX_LINES = 300
+DOC_PAGES = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "docs").glob("*.md"))
+LINKED_DOCS = (
+    "README.md",
+    *DOC_PAGES,
+    *sorted(p.relative_to(REPO).as_posix() for p in (REPO / "benchmarks").glob("**/README.md")),
+)
 
 
 def _named(name: str) -> bool:
@@ -146,13 +153,78 @@ def test_the_options_of_both_jobs_are_in_the_contract():
 
 
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
+_FENCE = re.compile(r"^(```|~~~)")
+
+
+def _prose(markdown: str) -> list[str]:
+    """The lines of ``markdown`` outside fenced code blocks."""
+    lines, fenced = [], False
+    for line in markdown.splitlines():
+        if _FENCE.match(line.lstrip()):
+            fenced = not fenced
+            continue
+        if not fenced:
+            lines.append(line)
+    return lines
+
+
+def _links(markdown: str) -> list[str]:
+    """The targets of the inline links of ``markdown``, leaving out code blocks and code spans."""
+    text = "\n".join(_prose(markdown))
+    text = re.sub(r"(`+).+?\1", "", text)
+    return _LINK.findall(text)
+
+
+def github_slug(heading: str) -> str:
+    """GitHub's anchor for a heading's text: links reduced to their text, lower case, every
+    character but letters, digits, ``_``, ``-`` and spaces dropped, each space a ``-``."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip())
+    text = re.sub(r"<[^>]+>", "", text)
+    return re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+
+
+def _anchors(markdown: Path) -> set[str]:
+    """GitHub's anchors of a Markdown file's headings; a repeated slug gets ``-1``, ``-2``, ... as there."""
+    anchors: set[str] = set()
+    seen: dict[str, int] = {}
+    for line in _prose(markdown.read_text(encoding="utf-8")):
+        heading = re.match(r"^#{1,6} (.+?)\s*#*\s*$", line)
+        if not heading:
+            continue
+        slug = github_slug(heading.group(1))
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        anchors.add(slug if count == 0 else f"{slug}-{count}")
+    return anchors
+
+
+@pytest.mark.parametrize(
+    ("heading", "slug"),
+    [
+        ("Dead-letter reasons", "dead-letter-reasons"),
+        ("`report.json`", "reportjson"),
+        ("Checking a run: `rechunk check`", "checking-a-run-rechunk-check"),
+        ("`deleted/` (`DELETED_SCHEMA`, only with `--previous`)", "deleted-deleted_schema-only-with---previous"),
+        (
+            "RAG output: chunks into Beam's embedding and vector-store transforms",
+            "rag-output-chunks-into-beams-embedding-and-vector-store-transforms",
+        ),
+    ],
+)
+def test_github_slug_follows_githubs_rule(heading, slug):
+    assert github_slug(heading) == slug
+
+
+def test_a_repeated_heading_gets_a_numbered_anchor(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("# Title\n\n## Notes\n\n```\n# not a heading\n```\n\n## Notes\n", encoding="utf-8")
+    assert _anchors(page) == {"title", "notes", "notes-1"}
 
 
 @pytest.mark.parametrize("doc", LINKED_DOCS)
 def test_every_relative_link_reaches_a_file_of_the_repository(doc):
     path = REPO / doc
-    text = path.read_text(encoding="utf-8")
-    links = [t for t in _LINK.findall(text) if not re.match(r"[a-z]+:", t)]
+    links = [t for t in _links(path.read_text(encoding="utf-8")) if not re.match(r"[a-z]+:", t)]
     assert links, f"{doc} has no relative link: the pattern is wrong"
     for target in links:
         file, _, anchor = target.partition("#")
@@ -163,13 +235,24 @@ def test_every_relative_link_reaches_a_file_of_the_repository(doc):
             assert anchor in _anchors(resolved), f"{doc}: link {target!r}: no heading #{anchor} there"
 
 
-def _anchors(markdown: Path) -> set[str]:
-    """GitHub's anchors of a Markdown file's headings (lower case, punctuation dropped, spaces to -)."""
-    anchors = set()
-    for heading in re.findall(r"^#+ (.+)$", markdown.read_text(encoding="utf-8"), flags=re.MULTILINE):
-        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
-        anchors.add(slug)
-    return anchors
+def test_every_page_of_docs_is_linked_from_the_readme():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    targets = {t.partition("#")[0] for t in _links(readme)}
+    assert DOC_PAGES, "docs/ has no page: the pattern is wrong"
+    missing = [page for page in DOC_PAGES if page not in targets]
+    assert not missing, f"README.md links no page {missing}"
+
+
+def test_the_readme_is_a_front_door():
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines, more than {README_MAX_LINES}"
+
+
+@pytest.mark.parametrize("doc", ("README.md", *DOC_PAGES))
+def test_the_docs_name_no_file_outside_the_repository(doc):
+    text = (REPO / doc).read_text(encoding="utf-8")
+    for outside in ("../shared", "shared/design", "shared/data", "/work/", "/home/"):
+        assert outside not in text, f"{doc} names {outside!r}, outside the repository"
 
 
 def test_the_readme_points_to_the_contract_in_the_repository():
