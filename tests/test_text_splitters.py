@@ -695,9 +695,9 @@ def test_from_dict_round_trip():
 def test_long_stretches_cut_a_section_at_a_time(reference_count, monkeypatch, name, size):
     # The "" separator takes a long stretch ATOM_SECTION_CHARS at a time (bounded memory); the
     # invariants hold across the sections' edges, and chunks still tile the text in order.
-    import transforms.chunkers.text as text_module
+    from transforms.chunkers.text import merging
 
-    monkeypatch.setattr(text_module, "ATOM_SECTION_CHARS", 301)
+    monkeypatch.setattr(merging, "ATOM_SECTION_CHARS", 301)
     content = NASTY[name] if len(NASTY[name]) > 1000 else NASTY[name] * 4
     for kind, splitter in _configs(*size):
         check_invariants(kind, splitter, content, reference_count)
