@@ -217,6 +217,8 @@ class _OpenAIClient:
 
     _path: str = ""
     _kind: str = ""
+    #: Names the endpoint, model and settings (set by each client); never a credential.
+    identity: str
 
     def __init__(
         self,
@@ -264,6 +266,9 @@ class _OpenAIClient:
         self._counts_lock = threading.Lock()
         # Threads for the batches of one embed call, kept (with their HTTP sessions) for the next.
         self._pool: ThreadPoolExecutor | None = None
+        # Every thread's HTTP session (one per thread, see _session), so that close() reaches all.
+        self._sessions: list[Any] = []
+        self._sessions_lock = threading.Lock()
         #: HTTP requests sent (retries included) and answers served from the cache.
         self.calls = 0
         self.cache_hits = 0
@@ -272,7 +277,18 @@ class _OpenAIClient:
         return {
             k: v
             for k, v in self.__dict__.items()
-            if k not in ("_cache", "_slots", "_local", "_counts_lock", "_pool", "calls", "cache_hits")
+            if k
+            not in (
+                "_cache",
+                "_slots",
+                "_local",
+                "_counts_lock",
+                "_pool",
+                "_sessions",
+                "_sessions_lock",
+                "calls",
+                "cache_hits",
+            )
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -310,7 +326,25 @@ class _OpenAIClient:
 
             session = self._local.session = requests.Session()
             session.trust_env = False  # no proxies or .netrc credentials picked up behind our back
+            with self._sessions_lock:
+                self._sessions.append(session)
         return session
+
+    def close(self) -> None:
+        """Release the thread pool and every thread's HTTP session (their pooled connections).
+
+        Idempotent. The cache and the counts are kept; a later call opens a new session (and, for
+        an embed call with several batches, a new pool).
+        """
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        with self._sessions_lock:
+            sessions, self._sessions = self._sessions, []
+            # Sessions stay reachable from their threads' locals otherwise: new ones from now on.
+            self._local = threading.local()
+        for session in sessions:
+            session.close()
 
     def _count(self, calls: int = 0, hits: int = 0) -> None:
         with self._counts_lock:
@@ -399,7 +433,8 @@ class _OpenAIClient:
         """
         import urllib3
 
-        parts, size = [], 0
+        parts: list[bytes] = []
+        size = 0
         try:
             while True:
                 if time.monotonic() > deadline:
@@ -520,7 +555,8 @@ class OpenAIEmbedder(_OpenAIClient):
         for j, vectors in zip(todo, fresh):
             results[j] = vectors
             self._cache.put(keys[j], vectors, weight=len(batches[j]))
-        by_text = {t: v for batch, vectors in zip(batches, results) for t, v in zip(batch, vectors)}
+        answered = [vectors for vectors in results if vectors is not None]  # every batch, by now
+        by_text = {t: v for batch, vectors in zip(batches, answered) for t, v in zip(batch, vectors)}
         out = [by_text[t] for t in texts]
         dims = {len(v) for v in out}
         if len(dims) > 1:
