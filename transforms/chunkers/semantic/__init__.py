@@ -1,8 +1,7 @@
 """Model-backed chunkers: embedding-distance sentence cuts, LangChain's SemanticChunker, chat grouping.
 
 Beam-free. Names, parameters and defaults follow ``EmbeddingSemanticChunker``,
-``LangchainSemanticChunker`` and ``SemanticChunker`` of the reference API
-(``../shared/reference/000_ba91892c155fdc1f.txt``). The model is injected (an
+``LangchainSemanticChunker`` and ``SemanticChunker`` of the reference API. The model is injected (an
 :class:`~transforms.models.Embedder` or :class:`~transforms.models.ChatModel`); in a configuration
 file a chunker names one of the ``models:`` (see ``pipelines.config``). A chunker's ``config()``
 holds the model's nonsecret ``identity``, never a credential.
