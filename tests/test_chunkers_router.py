@@ -47,3 +47,48 @@ def test_routes_and_default_must_name_known_chunkers():
         ChunkerRouter(chunkers={"a": A}, routes=[Route(chunker="x")])
     with pytest.raises(ValueError, match="default names chunker 'x'"):
         ChunkerRouter(chunkers={"a": A}, default="x")
+
+
+def test_close_closes_every_chunker_and_every_model_once_each():
+    from transforms.chunkers.refinement import ChatBoundaryRefiner
+    from transforms.chunkers.semantic import EmbeddingSemanticChunker, SemanticChunker
+    from transforms.chunkers.structure import StructureAwareChunker
+    from transforms.tokenizers import Utf8ByteTokenizer
+
+    closed = []
+
+    class Model:
+        def __init__(self, name):
+            self.identity = name
+
+        def embed(self, texts):
+            return [[1.0] for _ in texts]
+
+        def complete(self, messages):
+            return '{"boundaries": []}'
+
+        def close(self):
+            closed.append(self.identity)
+
+    embedder, chat, unused = Model("embedder"), Model("chat"), Model("unused")
+    chunkers = {
+        "embedding": EmbeddingSemanticChunker(embeddings=embedder),
+        "chat": SemanticChunker(llm=chat),
+        "structure": StructureAwareChunker(
+            tokenizer=Utf8ByteTokenizer(),
+            max_tokens=64,
+            semantic_mode="refiner",
+            semantic_refiner=ChatBoundaryRefiner(llm=chat),
+        ),
+        "plain": A,
+    }
+    router = ChunkerRouter(
+        chunkers=chunkers, default="plain", models={"e": embedder, "c": chat, "u": unused, "none": object()}
+    )
+    router.close()
+    # Each chunker closes the models it names, then the router closes every model it owns.
+    assert sorted(closed) == sorted(["embedder", "chat", "chat", "embedder", "chat", "unused"])
+    closed.clear()
+    A.close()  # a chunker without models: nothing to release
+    assert closed == []
+    assert [c.text for c in router.select(_doc())[1].chunk(_doc(), tokenizer_identity="t")] == ["x"]

@@ -153,3 +153,32 @@ def test_concurrency_is_bounded(openai_server):
     assert embedder.embed(texts) == [bag_of_words(t) for t in texts]
     assert len(openai_server.requests) == 6
     assert 1 <= openai_server.max_in_flight <= 2
+
+
+def test_close_releases_the_pool_and_every_session_and_the_client_works_after(openai_server):
+    embedder = _embedder(openai_server, batch_size=1, concurrency=2)
+    texts = ["one", "two", "three"]
+    assert embedder.embed(texts) == [bag_of_words(t) for t in texts]
+    pool, sessions = embedder._pool, list(embedder._sessions)
+    assert pool is not None and len(sessions) >= 2  # one per pool thread that sent a batch
+    closed = []
+    for session in sessions:
+        session.close = lambda closed=closed, session=session: closed.append(session)
+    embedder.close()
+    assert embedder._pool is None and embedder._sessions == [] and pool._shutdown
+    assert sorted(map(id, closed)) == sorted(map(id, sessions))
+    embedder.close()  # idempotent
+    assert len(closed) == len(sessions)
+    # Used again: a new session, answers unchanged (the cache is kept).
+    assert embedder.embed(["four"]) == [bag_of_words("four")]
+    assert len(embedder._sessions) == 1 and embedder._sessions[0] not in sessions
+
+    chat = OpenAIChatModel(base_url=openai_server.base_url, model="m", backoff_seconds=0, cache_size=0)
+    openai_server.chat_answers.extend(["hello", "again"])
+    assert chat.complete([{"role": "user", "content": "hi"}]) == "hello"
+    first = chat._sessions[0]
+    chat.close()
+    assert chat._sessions == []
+    assert chat.complete([{"role": "user", "content": "hi"}]) == "again"
+    assert chat._sessions and chat._sessions[0] is not first
+    assert pickle.loads(pickle.dumps(chat))._sessions == []

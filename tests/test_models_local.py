@@ -134,3 +134,13 @@ def test_loading_prints_no_progress_bar_and_odd_texts_embed(capfd):
     assert [len(v) for v in vectors] == [384] * 4 and all(math.isfinite(x) for v in vectors for x in v)
     captured = capfd.readouterr()
     assert "Loading weights" not in captured.err + captured.out
+
+
+def test_close_drops_the_loaded_model_and_embed_loads_it_again():
+    fresh = SentenceTransformerEmbedder(batch_size=2)
+    before = fresh.embed(["a cat sleeps"])
+    assert fresh._model is not None
+    fresh.close()
+    assert fresh._model is None
+    fresh.close()  # idempotent
+    assert fresh.embed(["a cat sleeps"]) == before and fresh._model is not None

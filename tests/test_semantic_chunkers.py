@@ -117,7 +117,7 @@ def test_distances_are_langchains_for_the_same_embedder():
     pytest.importorskip("langchain_experimental")
     from langchain_experimental.text_splitter import SemanticChunker as LC
 
-    from transforms.chunkers.semantic import _LangchainEmbeddings
+    from transforms.chunkers.semantic.langchain_adapter import LangchainEmbeddings
 
     text = " ".join(CATS + MONEY + CATS)
     for kind in ("percentile", "standard_deviation", "interquartile", "gradient"):
@@ -128,7 +128,7 @@ def test_distances_are_langchains_for_the_same_embedder():
                 embeddings=BagOfWords(), breakpoint_threshold_type=kind, breakpoint_threshold_amount=amount
             )
             theirs = LC(
-                _LangchainEmbeddings(BagOfWords(), 64),
+                LangchainEmbeddings(BagOfWords(), 64),
                 breakpoint_threshold_type=kind,
                 breakpoint_threshold_amount=amount,
             )
@@ -197,13 +197,11 @@ def test_langchain_wrapper_is_langchains_output_with_offsets_where_verbatim(toke
     from langchain_experimental.text_splitter import SemanticChunker as LC
 
     from transforms.chunkers import LangchainSemanticChunker
-    from transforms.chunkers.semantic import _LangchainEmbeddings
+    from transforms.chunkers.semantic.langchain_adapter import LangchainEmbeddings
 
     text = " ".join(CATS[:2]) + "\n" + " ".join([CATS[2]] + MONEY + CATS)
     chunker = LangchainSemanticChunker(embeddings=BagOfWords(), breakpoint_threshold_amount=60, buffer_size=0)
-    expected = LC(_LangchainEmbeddings(BagOfWords(), 64), breakpoint_threshold_amount=60, buffer_size=0).split_text(
-        text
-    )
+    expected = LC(LangchainEmbeddings(BagOfWords(), 64), breakpoint_threshold_amount=60, buffer_size=0).split_text(text)
     chunks = _chunks(chunker, text)
     assert [c.text for c in chunks] == expected and len(chunks) == 4
     found = 0

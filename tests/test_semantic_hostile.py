@@ -22,7 +22,8 @@ from pipelines.rechunk import main
 from tests.conftest import read_output, write_documents
 from tests.openai_server import bag_of_words
 from transforms.chunkers import ChatBoundaryRefiner, ChunkingError, EmbeddingSemanticChunker, SemanticChunker
-from transforms.chunkers.semantic import _cosine_distance, checked_vectors, parse_boundaries
+from transforms.chunkers.semantic import checked_vectors, parse_boundaries
+from transforms.chunkers.semantic.breakpoints import cosine_distance
 from transforms.documents import Document
 from transforms.models import ModelError
 
@@ -109,16 +110,16 @@ def test_numpy_vectors_and_zero_vectors_are_accepted():
     for chunker in _embedding_chunkers(Scripted(lambda v, t: numpy.array(v, dtype=numpy.float32))):
         assert "".join(c.text for c in _chunks(chunker, TEXT)).split() == TEXT.split()
     # A zero vector has similarity 0 with everything (LangChain's convention).
-    assert _cosine_distance([0.0, 0.0], [1.0, 0.0]) == 1.0
+    assert cosine_distance([0.0, 0.0], [1.0, 0.0]) == 1.0
     assert checked_vectors([[0, 0]], 1) == [[0.0, 0.0]]
 
 
 @pytest.mark.parametrize("scale", [1e300, 1e-300, 1e200, 1e-170])
 def test_cosine_distance_is_right_for_vectors_whose_squares_overflow(scale):
     a, b = [3 * scale, 4 * scale], [4 * scale, 3 * scale]
-    assert _cosine_distance(a, b) == pytest.approx(1 - 24 / 25)
-    assert _cosine_distance(a, a) == pytest.approx(0.0, abs=1e-12)
-    assert _cosine_distance(a, [-x for x in a]) == pytest.approx(2.0)
+    assert cosine_distance(a, b) == pytest.approx(1 - 24 / 25)
+    assert cosine_distance(a, a) == pytest.approx(0.0, abs=1e-12)
+    assert cosine_distance(a, [-x for x in a]) == pytest.approx(2.0)
 
 
 def test_a_leading_empty_sentence_is_not_embedded_alone():

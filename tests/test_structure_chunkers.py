@@ -506,9 +506,8 @@ def test_long_documents_chunk_the_same_with_bounded_memory_paths(monkeypatch):
 
     import pyarrow.parquet as pq
 
-    from transforms import tokenizers
     from transforms.structure import packing
-    from transforms.tokenizers import TiktokenTokenizer
+    from transforms.tokenizers import TiktokenTokenizer, segments
 
     rng = random.Random(2)
     words = " ".join(
@@ -538,7 +537,7 @@ def test_long_documents_chunk_the_same_with_bounded_memory_paths(monkeypatch):
         expected = run()
     assert run() == expected
     monkeypatch.setattr(packing, "_LIST_TOKENS", 0)
-    monkeypatch.setattr(tokenizers, "SEGMENT_CHARS", 1000)
+    monkeypatch.setattr(segments, "SEGMENT_CHARS", 1000)
     assert run() == expected
     assert sum(1 for c in expected[0] if c[3] == "prose") > 100
 

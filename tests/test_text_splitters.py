@@ -13,14 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tiktoken.load import load_tiktoken_bpe
 
-from transforms import tokenizers as tk
 from transforms.chunkers.text import (
     CharacterTextSplitter,
     RecursiveCharacterTextSplitter,
     TokenTextSplitter,
 )
 from transforms.documents import Document
-from transforms.tokenizers import TiktokenTokenizer, Utf8ByteTokenizer
+from transforms.tokenizers import TiktokenTokenizer, Utf8ByteTokenizer, tiktoken_ranks
 
 CORPUS = Path("/work/shared/data/corpus/docs_small.parquet")
 CORPUS_IDS = [
@@ -40,10 +39,10 @@ def reference_count():
     """An independent cl100k_base count: tiktoken's own definition and loader, nothing of ours."""
     from tiktoken_ext import openai_public
 
-    path = tk._bundled_ranks_path("cl100k_base.tiktoken")
+    path = tiktoken_ranks.bundled_ranks_path("cl100k_base.tiktoken")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TIKTOKEN_CACHE_DIR", "")
-        ranks = load_tiktoken_bpe(path, expected_hash=tk._ENCODINGS["cl100k_base"]["sha256"])
+        ranks = load_tiktoken_bpe(path, expected_hash=tiktoken_ranks.ENCODINGS["cl100k_base"]["sha256"])
         mp.setattr(openai_public, "load_tiktoken_bpe", lambda url, expected_hash=None: ranks)
         encoding = tiktoken.Encoding(**openai_public.cl100k_base())
     return lambda text: len(encoding.encode_ordinary(text))
@@ -696,9 +695,9 @@ def test_from_dict_round_trip():
 def test_long_stretches_cut_a_section_at_a_time(reference_count, monkeypatch, name, size):
     # The "" separator takes a long stretch ATOM_SECTION_CHARS at a time (bounded memory); the
     # invariants hold across the sections' edges, and chunks still tile the text in order.
-    import transforms.chunkers.text as text_module
+    from transforms.chunkers.text import merging
 
-    monkeypatch.setattr(text_module, "ATOM_SECTION_CHARS", 301)
+    monkeypatch.setattr(merging, "ATOM_SECTION_CHARS", 301)
     content = NASTY[name] if len(NASTY[name]) > 1000 else NASTY[name] * 4
     for kind, splitter in _configs(*size):
         check_invariants(kind, splitter, content, reference_count)

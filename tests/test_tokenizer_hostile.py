@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from transforms import tokenizers as tk
-from transforms.tokenizers import TiktokenTokenizer
+from transforms.tokenizers import TiktokenTokenizer, segments
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +26,8 @@ def cl100k() -> TiktokenTokenizer:
 @pytest.mark.parametrize("separator", ["\x1c", "\x1d", "\x1e", "\x1f"])
 def test_may_hold_long_run_sees_symbol_runs_through_information_separators(separator):
     text = ("!" * 1000 + separator) * 3
-    assert tk._LONG_RUN.search(text)  # one pre-token of 3,003 code points
-    assert tk._may_hold_long_run(text)
+    assert segments.LONG_RUN.search(text)  # one pre-token of 3,003 code points
+    assert segments.may_hold_long_run(text)
 
 
 # Shows: TiktokenTokenizer.encode disagrees with count (and

@@ -22,7 +22,11 @@ from transforms.tokenizers import (
     Tokenizer,
     TokenizerError,
     Utf8ByteTokenizer,
+    cuts,
     load_tokenizer,
+    segments,
+    tiktoken_bpe,
+    tiktoken_ranks,
 )
 
 CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
@@ -86,7 +90,7 @@ def reference_cl100k(cl100k: TiktokenTokenizer) -> tiktoken.Encoding:
     """
     from tiktoken_ext import openai_public
 
-    path = tk._bundled_ranks_path("cl100k_base.tiktoken")
+    path = tiktoken_ranks.bundled_ranks_path("cl100k_base.tiktoken")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TIKTOKEN_CACHE_DIR", "")  # read the file, write no cache
         ranks = load_tiktoken_bpe(path, expected_hash=CL100K_SHA256)
@@ -198,7 +202,9 @@ def test_tiktoken_unknown_encoding():
 
 def test_tiktoken_wrong_expected_hash(monkeypatch):
     wrong = "0" * 64
-    monkeypatch.setitem(tk._ENCODINGS, "cl100k_base", {**tk._ENCODINGS["cl100k_base"], "sha256": wrong})
+    monkeypatch.setitem(
+        tiktoken_ranks.ENCODINGS, "cl100k_base", {**tiktoken_ranks.ENCODINGS["cl100k_base"], "sha256": wrong}
+    )
     with pytest.raises(TokenizerError, match=re.escape(f"has sha256 {CL100K_SHA256}, expected {wrong}")):
         TiktokenTokenizer("cl100k_base")
 
@@ -206,14 +212,16 @@ def test_tiktoken_wrong_expected_hash(monkeypatch):
 def test_tiktoken_tampered_ranks_file(tmp_path, monkeypatch):
     fake = tmp_path / "cl100k_base.tiktoken"
     fake.write_bytes(b"IQ== 0\nIg== 1\n")
-    monkeypatch.setattr(tk, "_bundled_ranks_path", lambda filename: str(fake))
+    monkeypatch.setattr(tiktoken_ranks, "bundled_ranks_path", lambda filename: str(fake))
     digest = hashlib.sha256(fake.read_bytes()).hexdigest()
     with pytest.raises(TokenizerError, match=re.escape(f"{fake} has sha256 {digest}, expected {CL100K_SHA256}")):
         TiktokenTokenizer("cl100k_base")
 
 
 def test_tiktoken_ranks_file_missing(monkeypatch):
-    monkeypatch.setitem(tk._ENCODINGS, "cl100k_base", {**tk._ENCODINGS["cl100k_base"], "file": "nope.tiktoken"})
+    monkeypatch.setitem(
+        tiktoken_ranks.ENCODINGS, "cl100k_base", {**tiktoken_ranks.ENCODINGS["cl100k_base"], "file": "nope.tiktoken"}
+    )
     with pytest.raises(TokenizerError, match=re.escape("cannot find nope.tiktoken")):
         TiktokenTokenizer("cl100k_base")
 
@@ -431,11 +439,11 @@ def test_long_texts_encode_in_segments_exactly_as_whole(cl100k, reference_cl100k
     import numpy as np
 
     text = _tricky_long_texts()[name]
-    whole = reference_cl100k.encode_ordinary(tk._without_surrogates(text))
+    whole = reference_cl100k.encode_ordinary(tiktoken_bpe._without_surrogates(text))
     calls: list[int] = []
     original = TiktokenTokenizer._ids
     monkeypatch.setattr(TiktokenTokenizer, "_ids", lambda self, t: calls.append(len(t)) or original(self, t))
-    monkeypatch.setattr(tk, "SEGMENT_CHARS", 700)  # many cuts in a short text
+    monkeypatch.setattr(segments, "SEGMENT_CHARS", 700)  # many cuts in a short text
     assert cl100k.encode(text) == whole
     assert cl100k.count(text) == len(whole)
     ends = cl100k.token_ends(text)
@@ -454,7 +462,7 @@ def test_long_runs_are_joined_at_the_configured_window_sizes(cl100k, reference_c
     for run in ("abcdefghijklmnopqrstuvwxyz" * 300, "a" * 8000, "=" * 8000, " " * 8000 + "x", "\n" * 8000 + "x"):
         calls.clear()
         assert cl100k.encode(run) == reference_cl100k.encode_ordinary(run)
-        assert max(calls) <= 2 * tk.RUN_WINDOW_CHARS
+        assert max(calls) <= 2 * segments.RUN_WINDOW_CHARS
 
 
 def test_a_huge_run_is_never_given_to_tiktoken_whole(cl100k, monkeypatch):
@@ -465,7 +473,7 @@ def test_a_huge_run_is_never_given_to_tiktoken_whole(cl100k, monkeypatch):
     text = "abcdefghijklmnopqrstuvwxyz" * 20_000  # 520 K letters: about 6 minutes as one call
     ends = cl100k.token_ends(text)
     assert ends[-1] == len(text) and (ends[1:] > ends[:-1]).all()
-    assert max(calls) <= 2 * tk.RUN_WINDOW_CHARS
+    assert max(calls) <= 2 * segments.RUN_WINDOW_CHARS
 
 
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -508,12 +516,12 @@ def test_a_huge_run_is_never_given_to_tiktoken_whole(cl100k, monkeypatch):
 def test_segmented_encoding_property(cl100k, reference_cl100k, text):
     """Random mixes of runs and odd text: segments and windows never change a token."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(tk, "SEGMENT_CHARS", 257)
-        mp.setattr(tk, "_DIRECT_CHARS", 100)
-        mp.setattr(tk, "LONG_RUN_CHARS", 600)
-        mp.setattr(tk, "_LONG_RUN", tk._long_run_pattern(600))
-        mp.setattr(tk, "RUN_WINDOW_CHARS", 200)
-        mp.setattr(tk, "RUN_OVERLAP_CHARS", 48)
+        mp.setattr(segments, "SEGMENT_CHARS", 257)
+        mp.setattr(segments, "DIRECT_CHARS", 100)
+        mp.setattr(segments, "LONG_RUN_CHARS", 600)
+        mp.setattr(segments, "LONG_RUN", segments.long_run_pattern(600))
+        mp.setattr(segments, "RUN_WINDOW_CHARS", 200)
+        mp.setattr(segments, "RUN_OVERLAP_CHARS", 48)
         assert cl100k.encode(text) == reference_cl100k.encode_ordinary(text)
         assert cl100k.count(text) == len(reference_cl100k.encode_ordinary(text))
 
@@ -587,8 +595,8 @@ def test_slice_counter_on_real_and_long_documents(cl100k, reference_cl100k, monk
     rows = pq.read_table(path, columns=["content"]).column("content").to_pylist()[:12]
     rng = random.Random(3)
     letters = "".join(rng.choice("abcdefghij") for _ in range(12_000))  # one long pre-token
-    dense = re.sub(r"\s+", "", "".join(rows))[: 2 * tk.SEGMENT_CHARS]
-    for text in rows + ["".join(rows)[: 3 * tk.SEGMENT_CHARS], letters, dense]:
+    dense = re.sub(r"\s+", "", "".join(rows))[: 2 * segments.SEGMENT_CHARS]
+    for text in rows + ["".join(rows)[: 3 * segments.SEGMENT_CHARS], letters, dense]:
         counter = cl100k.slice_counter(text)
         assert len(counter.ends) == len(reference_cl100k.encode_ordinary(text))
         for _ in range(40):
@@ -669,7 +677,7 @@ def test_letter_and_digit_cuts_split_the_encoding_exactly(reference_cl100k, text
     # the text before it followed by those of the text after it (so slice counts may use it).
     whole = reference_cl100k.encode_ordinary(text)
     for p in range(1, len(text)):
-        if tk._alnum_cut(text[p - 1], text[p]):
+        if cuts.alnum_cut(text[p - 1], text[p]):
             left = reference_cl100k.encode_ordinary(text[:p])
             assert left + reference_cl100k.encode_ordinary(text[p:]) == whole, (p, text[:p], text[p:])
 
@@ -681,8 +689,8 @@ def test_slice_counter_exact_at_letter_digit_and_punctuation_ends(cl100k, refere
     # punctuation (the paragraph ends the recursive splitter measures), recounted whole.
     counter = cl100k.slice_counter(text)
     n = len(text)
-    marks = [p for p in range(1, n) if tk._alnum_cut(text[p - 1], text[p])]
-    marks += [p for p in range(1, n) if text[p - 1] in tk._ASCII_PUNCTUATION and text[p] in "\r\n"]
+    marks = [p for p in range(1, n) if cuts.alnum_cut(text[p - 1], text[p])]
+    marks += [p for p in range(1, n) if text[p - 1] in cuts.ASCII_PUNCTUATION and text[p] in "\r\n"]
     points = sorted(set(marks)) or [0]
     for _ in range(12):
         a = data.draw(st.sampled_from(points + [0]))
@@ -711,26 +719,26 @@ def test_slice_counter_counts_of_consecutive_slices(cl100k, reference_cl100k, te
     run=st.sampled_from(
         ["x", "Q", "aZ", ".", "-", ".-~", " ", "\t", " \t", "\n", "é", "aé", "日", "😀", "!😀", "\u00a0", " \n", "\r\n"]
     ),
-    length=st.integers(tk.LONG_RUN_CHARS - 3, tk.LONG_RUN_CHARS + 600),
+    length=st.integers(segments.LONG_RUN_CHARS - 3, segments.LONG_RUN_CHARS + 600),
     at=st.integers(0, 3000),
 )
 def test_may_hold_long_run_never_misses_one(filler, run, length, at):
     # The quick check may say yes without a run, but never no when one is there.
     at = min(at, len(filler))
     text = filler[:at] + run * length + filler[at:]
-    if tk._LONG_RUN.search(text):
-        assert tk._may_hold_long_run(text)
-    assert not tk._may_hold_long_run("word " * 1000 + "line\n" * 1000)
+    if segments.LONG_RUN.search(text):
+        assert segments.may_hold_long_run(text)
+    assert not segments.may_hold_long_run("word " * 1000 + "line\n" * 1000)
 
 
 @pytest.mark.parametrize("filler", ["word ", "데이터 "])
 def test_may_hold_long_run_across_its_64k_steps(filler):
     # The check reads the text 64 K code points at a time; a run across a step's edge is found.
-    for run in ("x" * tk.LONG_RUN_CHARS, "\n" * tk.LONG_RUN_CHARS):
+    for run in ("x" * segments.LONG_RUN_CHARS, "\n" * segments.LONG_RUN_CHARS):
         for at in (65536 - 700, 65536 - 1, 65536, 2 * 65536 - 3):
             text = (filler * 40_000)[:at] + run + filler * 2000
-            assert tk._LONG_RUN.search(text) and tk._may_hold_long_run(text), (run[0], at)
-    assert not tk._may_hold_long_run(filler * 40_000)
+            assert segments.LONG_RUN.search(text) and segments.may_hold_long_run(text), (run[0], at)
+    assert not segments.may_hold_long_run(filler * 40_000)
 
 
 @pytest.mark.parametrize(
@@ -765,7 +773,7 @@ def test_long_runs_of_any_script_are_encoded_in_windows(cl100k, reference_cl100k
     monkeypatch.setattr(cl100k, "_ids", spy)
     text = "intro " + run * (12_000 // len(run)) + " outro\n"
     assert cl100k.encode(text) == reference_cl100k.encode_ordinary(text)
-    assert max(calls) <= 2 * tk.RUN_WINDOW_CHARS + 16, max(calls)
+    assert max(calls) <= 2 * segments.RUN_WINDOW_CHARS + 16, max(calls)
 
 
 def test_run_tables_hold_every_byte_of_their_classes():
@@ -773,7 +781,7 @@ def test_run_tables_hold_every_byte_of_their_classes():
     point maps to 1 in its class's table (else a run of it could be missed)."""
     import sys
 
-    letters, symbols, spaces = tk._run_tables()
+    letters, symbols, spaces = segments._run_tables()
     for c in range(sys.maxunicode + 1):
         if 0xD800 <= c <= 0xDFFF:
             continue
@@ -872,7 +880,7 @@ def test_token_start_cuts_split_the_encoding_exactly(reference_cl100k, text):
     # of the text before it followed by those of the text after it.
     whole = reference_cl100k.encode_ordinary(text)
     for p in _token_starts(reference_cl100k, text):
-        if tk._token_start_cut(text, p):
+        if cuts.token_start_cut(text, p):
             left = reference_cl100k.encode_ordinary(text[:p])
             assert left + reference_cl100k.encode_ordinary(text[p:]) == whole, (p, text[:p], text[p:])
 
@@ -881,7 +889,7 @@ def test_token_start_cuts_examples(reference_cl100k):
     # The rule's cases, each at a token start of its text, and what it refuses.
     def cut(text: str, p: int) -> bool:
         assert p in _token_starts(reference_cl100k, text), (text, p)
-        return tk._token_start_cut(text, p)
+        return cuts.token_start_cut(text, p)
 
     assert cut("a tokenization of words", 7)  # inside a letter run: " token" | "ization"
     assert cut("x (Unbelievably) y", 5)  # "Un" | "belie"

@@ -3,8 +3,7 @@
 Beam-free. A chunker subclass implements :meth:`Chunker.split`, yielding :class:`Piece` objects
 for one :class:`~transforms.documents.Document`; :meth:`Chunker.chunk` owns everything else a
 chunk is (its index, id, document hash, metadata, the chunker's name and configuration hash), so no
-implementation can get identity wrong. This follows the ``Chunker`` base of the reference API in
-``../shared/reference/000_ba91892c155fdc1f.txt``.
+implementation can get identity wrong. This follows the ``Chunker`` base of the reference API.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
@@ -74,6 +73,19 @@ class Chunker(ABC):
     #: Installed distributions, beyond ``transforms.incremental.CHUNKING_LIBRARIES``, whose version
     #: can change this chunker's chunks: in the input fingerprint of the documents routed to it.
     fingerprint_libraries: ClassVar[tuple[str, ...]] = ()
+    #: Parameters that take a model; in a configuration file they name one under ``models:``.
+    model_parameters: ClassVar[tuple[str, ...]] = ()
+
+    def close(self) -> None:
+        """Release what the chunker holds: ``close()`` of each model in :attr:`model_parameters`.
+
+        Idempotent. Models are shared by the chunkers that name them, so each model's ``close()``
+        is idempotent too, and a closed model opens what it needs again if it is used.
+        """
+        for parameter in self.model_parameters:
+            close = getattr(getattr(self, parameter, None), "close", None)
+            if callable(close):
+                close()
 
     @property
     def name(self) -> str:
@@ -95,9 +107,11 @@ class Chunker(ABC):
             TypeError: A parameter name is unknown.
             ValueError: A parameter value is out of range.
         """
+        # A subclass's own keyword-only constructor, not ABC's (which takes no arguments).
+        build: Callable[..., Chunker] = cls
         if cls.uses_tokenizer():
-            return cls(**params, tokenizer=tokenizer)
-        return cls(**params)
+            return build(**params, tokenizer=tokenizer)
+        return build(**params)
 
     @classmethod
     def budget_parameter(cls, params: Mapping[str, Any]) -> str | None:

@@ -23,13 +23,16 @@ import warnings
 from collections.abc import Iterator, Mapping
 from functools import cached_property
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from transforms.chunkers.base import Chunker, ChunkingError, Piece
 from transforms.documents import Document
 from transforms.structure.normalizers.docling import parse_docling
 from transforms.structure.tree import NormalizationError
 from transforms.tokenizers import Tokenizer
+
+if TYPE_CHECKING:  # docling-core is imported on first use (see _docling)
+    from docling_core.types.doc import DoclingDocument
 
 __all__ = ["DoclingChunker"]
 
@@ -279,12 +282,12 @@ class DoclingChunker(Chunker):
         finally:
             self._forget_semchunk_memo()
         if not any(chunk.text.strip() for chunk in chunks):
-            items = sum(1 for _ in doc.iterate_items(with_groups=False))
+            item_count = sum(1 for _ in doc.iterate_items(with_groups=False))
             raise ChunkingError(
                 "empty_document",
                 f"DoclingDocument {doc.name!r} has no items"
-                if items == 0
-                else f"DoclingDocument {doc.name!r} has no text to chunk: its {items} item(s) are headings or empty",
+                if item_count == 0
+                else f"DoclingDocument {doc.name!r} has no text to chunk: its {item_count} item(s) are headings or empty",
             )
         for chunk in chunks:
             text = chunk.text

@@ -18,11 +18,12 @@ of the reference's signature are the chat client's settings in this project
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from transforms.chunkers.semantic import parse_boundaries
+from transforms.chunkers.semantic.boundaries import parse_boundaries
 from transforms.models import ChatModel, ModelError
 
 __all__ = ["ChatBoundaryRefiner", "RefinementResult"]
@@ -75,6 +76,12 @@ class ChatBoundaryRefiner:
         self.identity = llm.identity if identity is None else identity
         self.max_input_chars = max_input_chars
 
+    def close(self) -> None:
+        """Release what the chat model holds (its ``close()``, when it has one). Idempotent."""
+        close = getattr(self.llm, "close", None)
+        if callable(close):
+            close()
+
     def config(self) -> dict[str, Any]:
         """Nonsecret settings that decide the refiner's choices (part of the chunker's config_hash)."""
         return {"type": type(self).__name__, "identity": self.identity, "max_input_chars": self.max_input_chars}
@@ -91,7 +98,7 @@ class ChatBoundaryRefiner:
         if len(text) > self.max_input_chars:
             return RefinementResult(fallback="input_too_long")
         edges = [0, *allowed, len(text)]
-        parts = "\n".join(f"[{i}] {text[a:b]!r}" for i, (a, b) in enumerate(zip(edges, edges[1:])))
+        parts = "\n".join(f"[{i}] {text[a:b]!r}" for i, (a, b) in enumerate(itertools.pairwise(edges)))
         try:
             answer = self.llm.complete(
                 [{"role": "system", "content": _SYSTEM_PROMPT}, {"role": "user", "content": parts}]

@@ -57,9 +57,7 @@ def build_router(spec: Mapping[str, Any], *, tokenizer: Tokenizer) -> ChunkerRou
         )
         for rule in spec.get("routes") or ()
     ]
-    router = ChunkerRouter(chunkers=chunkers, routes=routes, default=spec.get("default"))
-    router.models = models
-    return router
+    return ChunkerRouter(chunkers=chunkers, routes=routes, default=spec.get("default"), models=models)
 
 
 def resolve_models(cls: type, params: Mapping[str, Any], models: Mapping[str, Any]) -> dict[str, Any]:

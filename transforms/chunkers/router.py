@@ -52,6 +52,9 @@ class ChunkerRouter:
         chunkers: Named chunker instances.
         routes: Rules tried in order.
         default: The name of the chunker for documents matching no route; ``None`` refuses them.
+        models: The named models the chunkers were built with (``models:`` of a configuration,
+            shared by the chunkers that name them); the router owns them and :meth:`close`
+            releases them.
 
     Raises:
         ValueError: A route or the default names a chunker that is not in ``chunkers``.
@@ -63,6 +66,7 @@ class ChunkerRouter:
         chunkers: Mapping[str, Chunker],
         routes: Sequence[Route] = (),
         default: str | None = None,
+        models: Mapping[str, Any] | None = None,
     ) -> None:
         for route in routes:
             if route.chunker not in chunkers:
@@ -72,6 +76,7 @@ class ChunkerRouter:
         self.chunkers = dict(chunkers)
         self.routes = tuple(routes)
         self.default = default
+        self.models = dict(models or {})
 
     def select(self, document: Document) -> tuple[str, Chunker]:
         """Return ``(name, chunker)`` for ``document``.
@@ -88,3 +93,16 @@ class ChunkerRouter:
                 f"no route matches content_format {document.content_format!r} and there is no default chunker",
             )
         return self.default, self.chunkers[self.default]
+
+    def close(self) -> None:
+        """Release what the chunkers and models hold (HTTP sessions, thread pools, loaded models).
+
+        Calls ``close()`` of every chunker, then of every model that has one. Idempotent; a
+        closed router still chunks (its models open what they need again on use).
+        """
+        for chunker in self.chunkers.values():
+            chunker.close()
+        for model in self.models.values():
+            close = getattr(model, "close", None)
+            if callable(close):
+                close()

@@ -9,7 +9,9 @@ Beam-free. Two protocols:
 Implementations: :class:`~transforms.models.local.SentenceTransformerEmbedder` (a local
 sentence-transformers model read from a directory, extra ``semantic``) and the OpenAI-compatible
 HTTP clients :class:`~transforms.models.openai.OpenAIEmbedder` (``/v1/embeddings``) and
-:class:`~transforms.models.openai.OpenAIChatModel` (``/v1/chat/completions``).
+:class:`~transforms.models.openai.OpenAIChatModel` (``/v1/chat/completions``), on the shared
+client of :mod:`transforms.models.openai_client`. Every client that holds a resource (an HTTP
+session, a thread pool, a loaded model) releases it in ``close()``.
 
 Failures are :class:`ModelError`: ``transient`` ones (connection error, timeout, HTTP 429 or 5xx,
 after the retries) may fall back to local splitting; the others (HTTP 4xx, a response that is not

@@ -50,7 +50,7 @@ def _directory_digest(path: str) -> str:
 
     Cached per path, file sizes and modification times, so a worker hashes the weights once.
     """
-    files = []
+    files: list[str] = []
     for root, dirs, names in os.walk(path):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         files.extend(os.path.join(root, n) for n in names if not n.startswith("."))
@@ -149,6 +149,14 @@ class SentenceTransformerEmbedder:
                 transformers_logging.disable_progress_bar()
                 self._model = SentenceTransformer(self.path, device=self.device, local_files_only=True)
             return self._model
+
+    def close(self) -> None:
+        """Drop the loaded model (its weights and torch modules); idempotent.
+
+        A later :meth:`embed` loads it again from :attr:`path`.
+        """
+        with self._lock:
+            self._model = None
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Return one vector per text (floats, model dimension), in order; ``[]`` for no texts.

@@ -32,398 +32,23 @@ Security:
 
 from __future__ import annotations
 
-import hashlib
-import ipaddress
-import json
-import math
-import os
-import threading
-import time
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-from urllib.parse import urlsplit
 
 from transforms.models import ModelError
+from transforms.models.openai_client import (
+    OpenAIClient,
+    finite_number,
+    is_loopback_url,
+    positive_float,
+    positive_int,
+)
 
 __all__ = ["OpenAIChatModel", "OpenAIEmbedder", "is_loopback_url"]
 
 
-def is_loopback_url(url: str) -> bool:
-    """Whether ``url``'s host, as written, is ``localhost`` or a loopback IP (127.0.0.0/8, ``::1``).
-
-    Only the name ``localhost`` itself counts (not ``x.localhost``, whose resolution is up to the
-    resolver), and a URL that ``requests`` (urllib3) would read with another host does not count.
-    """
-    try:
-        host = (urlsplit(url).hostname or "").lower()
-        connected = _urllib3_host(url)
-    except ValueError:
-        return False
-    if host != connected:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _urllib3_host(url: str) -> str:
-    """The host ``requests`` connects to for ``url`` (urllib3's parser), lowercased, no brackets.
-
-    Raises:
-        ValueError: urllib3 cannot parse ``url``.
-    """
-    from urllib3.exceptions import LocationParseError
-    from urllib3.util import parse_url
-
-    try:
-        host = parse_url(url).host or ""
-    except LocationParseError:
-        raise ValueError("not a URL that requests can use") from None
-    return host.lower().removeprefix("[").removesuffix("]")
-
-
-def _check_base_url(base_url: Any, path: str) -> str:
-    """``base_url`` without trailing slashes, or ValueError saying what is wrong with it.
-
-    The URL is not echoed where a credential could hide in it (user info, query, fragment).
-    """
-    if not isinstance(base_url, str) or not base_url:
-        raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
-    if any(c.isspace() or c == "\\" or ord(c) < 32 or ord(c) == 127 for c in base_url):
-        raise ValueError(f"base_url must not contain whitespace, control characters or backslashes, got {base_url!r}")
-    try:
-        parts = urlsplit(base_url)
-        parts.port  # noqa: B018 -- raises ValueError for a port out of range or not a number
-    except ValueError as err:
-        raise ValueError(f"base_url is not a valid URL ({err}), got {base_url!r}") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"base_url must be an http(s) URL with a host, got {base_url!r}")
-    if (
-        parts.username is not None
-        or parts.password is not None
-        or "@" in parts.netloc
-        or parts.query
-        or parts.fragment
-        or "?" in base_url
-        or "#" in base_url
-    ):
-        # Not echoed: user info or a query string is where a key would hide.
-        raise ValueError("base_url must not carry user info, a query or a fragment; give the key through api_key_env")
-    try:
-        connected = _urllib3_host(base_url)
-    except ValueError:
-        connected = None
-    if connected != parts.hostname.lower():
-        raise ValueError(
-            f"base_url {base_url!r} is read with another host by requests ({connected!r}) "
-            f"than by Python's URL parser ({parts.hostname!r}); write it plainly"
-        )
-    base_url = base_url.rstrip("/")
-    if base_url.lower().endswith(path):
-        raise ValueError(
-            f"base_url is the API root (e.g. http://127.0.0.1:8000/v1), without {path!r}; got {base_url!r}"
-        )
-    return base_url
-
-
-def _positive_int(name: str, value: Any, *, minimum: int = 1, maximum: int | None = None) -> int:
-    if (
-        not isinstance(value, int)
-        or isinstance(value, bool)
-        or value < minimum
-        or (maximum is not None and value > maximum)
-    ):
-        bound = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
-        raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
-    return value
-
-
-def _positive_float(name: str, value: Any, *, allow_zero: bool = False, maximum: float | None = None) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or (value < 0 if allow_zero else value <= 0)
-        or (maximum is not None and value > maximum)
-    ):
-        bound = f"{'>=' if allow_zero else '>'} 0" + ("" if maximum is None else f" and <= {maximum:g}")
-        raise ValueError(f"{name} must be a number {bound}, got {value!r}")
-    return float(value)
-
-
-def _finite_number(x: Any) -> bool:
-    """A JSON number (not a bool) that is a finite float, including integers too large for one."""
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        return False
-    try:
-        return math.isfinite(x)
-    except OverflowError:  # an int beyond float range
-        return False
-
-
-#: Bounds of the settings that would otherwise overflow a timer or wait for hours.
-MAX_TIMEOUT_SECONDS = 3600.0
-MAX_RETRIES = 10
-MAX_BACKOFF_SECONDS = 60.0
-#: Read size of an answer body, bytes; the whole-answer deadline is checked between reads.
-_READ_BYTES = 65536
-
-
-class _Late(Exception):
-    """The answer did not arrive whole within the timeout."""
-
-
-class _LRU:
-    """A thread-safe LRU map whose entries' weights sum to at most ``size`` (0 keeps nothing).
-
-    An entry weighs 1 unless ``put`` says otherwise (a batch of embeddings weighs its texts).
-    """
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._data: OrderedDict[str, tuple[Any, int]] = OrderedDict()
-        self._weight = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> Any:
-        with self._lock:
-            if key not in self._data:
-                return None
-            self._data.move_to_end(key)
-            return self._data[key][0]
-
-    def put(self, key: str, value: Any, weight: int = 1) -> None:
-        if weight > self.size:
-            return
-        with self._lock:
-            if key in self._data:
-                self._weight -= self._data.pop(key)[1]
-            self._data[key] = (value, weight)
-            self._weight += weight
-            while self._weight > self.size:
-                self._weight -= self._data.popitem(last=False)[1][1]
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-
-class _OpenAIClient:
-    """What both clients share: endpoint checks, key handling, retries, concurrency, cache, counts."""
-
-    _path: str = ""
-    _kind: str = ""
-
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        model: str,
-        api_key_env: str | None,
-        allow_external_transmission: bool,
-        timeout_seconds: float,
-        retries: int,
-        backoff_seconds: float,
-        concurrency: int,
-        cache_size: int,
-    ) -> None:
-        base_url = _check_base_url(base_url, self._path)
-        if not isinstance(allow_external_transmission, bool):
-            raise ValueError(f"allow_external_transmission must be true or false, got {allow_external_transmission!r}")
-        if not is_loopback_url(base_url) and not allow_external_transmission:
-            raise ValueError(
-                f"base_url host {urlsplit(base_url).hostname!r} is not a loopback address: document text "
-                "would leave this machine; set allow_external_transmission: true to allow it"
-            )
-        if not isinstance(model, str) or not model:
-            raise ValueError(f"model must be a non-empty string, got {model!r}")
-        if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
-            raise ValueError(f"api_key_env must be the name of an environment variable, got {api_key_env!r}")
-        self.base_url = base_url
-        self.model = model
-        self.api_key_env = api_key_env
-        self.allow_external_transmission = allow_external_transmission
-        self.timeout_seconds = _positive_float("timeout_seconds", timeout_seconds, maximum=MAX_TIMEOUT_SECONDS)
-        self.retries = _positive_int("retries", retries, minimum=0, maximum=MAX_RETRIES)
-        self.backoff_seconds = _positive_float(
-            "backoff_seconds", backoff_seconds, allow_zero=True, maximum=MAX_BACKOFF_SECONDS
-        )
-        self.concurrency = _positive_int("concurrency", concurrency)
-        self.cache_size = _positive_int("cache_size", cache_size, minimum=0)
-        self._key()  # fail now (before the pipeline starts) when the variable is missing
-        self._setup()
-
-    def _setup(self) -> None:
-        self._cache = _LRU(self.cache_size)
-        self._slots = threading.BoundedSemaphore(self.concurrency)
-        self._local = threading.local()
-        self._counts_lock = threading.Lock()
-        # Threads for the batches of one embed call, kept (with their HTTP sessions) for the next.
-        self._pool: ThreadPoolExecutor | None = None
-        #: HTTP requests sent (retries included) and answers served from the cache.
-        self.calls = 0
-        self.cache_hits = 0
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {
-            k: v
-            for k, v in self.__dict__.items()
-            if k not in ("_cache", "_slots", "_local", "_counts_lock", "_pool", "calls", "cache_hits")
-        }
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._key()
-        self._setup()
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.identity!r})"
-
-    @property
-    def cache_entries(self) -> int:
-        """How many answers the cache holds now."""
-        return len(self._cache)
-
-    def _key(self) -> str | None:
-        if self.api_key_env is None:
-            return None
-        value = (os.environ.get(self.api_key_env) or "").strip()
-        if not value:
-            raise ValueError(f"environment variable {self.api_key_env} (api_key_env) is not set")
-        if not all(33 <= ord(c) <= 126 for c in value):
-            # Not echoed. Such a key would fail in the HTTP header on every call, with errors
-            # that may quote it.
-            raise ValueError(
-                f"environment variable {self.api_key_env} (api_key_env) holds characters "
-                "that cannot go in an HTTP header (printable ASCII without spaces only)"
-            )
-        return value
-
-    def _session(self):
-        session = getattr(self._local, "session", None)
-        if session is None:
-            import requests
-
-            session = self._local.session = requests.Session()
-            session.trust_env = False  # no proxies or .netrc credentials picked up behind our back
-        return session
-
-    def _count(self, calls: int = 0, hits: int = 0) -> None:
-        with self._counts_lock:
-            self.calls += calls
-            self.cache_hits += hits
-
-    def _max_answer_bytes(self, body: Mapping[str, Any]) -> int:
-        """Largest answer body accepted for ``body``, in bytes."""
-        return 1 << 20
-
-    def _post(self, body: Mapping[str, Any]) -> Any:
-        """POST ``body`` as JSON to the endpoint; return the parsed JSON answer.
-
-        Raises:
-            ModelError: transient after the retries (connection, timeout, 429, 5xx), or not
-                (another status, a redirect, an answer over the size bound or not JSON).
-        """
-        import requests
-
-        url = self.base_url + self._path
-        headers = {"Content-Type": "application/json"}
-        key = self._key()
-        if key is not None:
-            headers["Authorization"] = f"Bearer {key}"
-        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        where = f"{self._kind} endpoint {urlsplit(url).hostname}{urlsplit(url).path}"
-        limit = self._max_answer_bytes(body)
-        problem = ""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(self.backoff_seconds * 2 ** (attempt - 1))
-            self._count(calls=1)
-            deadline = time.monotonic() + self.timeout_seconds
-            try:
-                with (
-                    self._slots,
-                    self._session().post(
-                        url,
-                        data=data,
-                        headers=headers,
-                        timeout=self.timeout_seconds,
-                        allow_redirects=False,
-                        stream=True,
-                    ) as response,
-                ):
-                    status = response.status_code
-                    if status == 429 or status >= 500:
-                        problem = f"{where}: HTTP {status}"
-                        continue
-                    if 300 <= status < 400:
-                        raise ModelError(
-                            f"{where}: HTTP {status} redirect, not followed (document text goes to base_url only)",
-                            transient=False,
-                        )
-                    if status != 200:
-                        raise ModelError(f"{where}: HTTP {status}", transient=False)
-                    raw = self._read(response, limit, deadline, where)
-            except _Late:
-                problem = f"{where}: no answer within {self.timeout_seconds:g} s"
-                continue
-            except requests.Timeout:
-                problem = f"{where}: no answer within {self.timeout_seconds:g} s"
-                continue
-            except (
-                requests.ConnectionError,
-                requests.exceptions.ChunkedEncodingError,
-                requests.exceptions.ContentDecodingError,
-            ) as err:
-                problem = f"{where}: connection failed ({type(err).__name__})"
-                continue
-            except requests.RequestException as err:  # e.g. an invalid URL or header: trying again won't help
-                raise ModelError(f"{where}: request failed ({type(err).__name__})", transient=False) from None
-            try:
-                return json.loads(raw)
-            except (ValueError, RecursionError):
-                raise ModelError(f"{where}: the answer is not JSON", transient=False) from None
-        raise ModelError(f"{problem} (after {self.retries + 1} attempts)", transient=True)
-
-    @staticmethod
-    def _read(response: Any, limit: int, deadline: float, where: str) -> bytes:
-        """The whole (decoded) body of ``response``, at most ``limit`` bytes, by ``deadline``.
-
-        Raises:
-            _Late: The deadline passed (a server sending its answer slowly).
-            ModelError: (not transient) The body is over ``limit`` bytes.
-        """
-        import urllib3
-
-        parts, size = [], 0
-        try:
-            while True:
-                if time.monotonic() > deadline:
-                    raise _Late
-                block = response.raw.read1(_READ_BYTES, decode_content=True)
-                if not block:
-                    return b"".join(parts)
-                size += len(block)
-                if size > limit:
-                    raise ModelError(f"{where}: the answer is over {limit} bytes", transient=False)
-                parts.append(block)
-        except (urllib3.exceptions.ReadTimeoutError, TimeoutError):
-            raise _Late from None
-        except (urllib3.exceptions.HTTPError, OSError) as err:
-            import requests
-
-            raise requests.ConnectionError(type(err).__name__) from None
-
-    def _cache_key(self, payload: Any) -> str:
-        blob = json.dumps([self.identity, payload], sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-
-class OpenAIEmbedder(_OpenAIClient):
+class OpenAIEmbedder(OpenAIClient):
     """Embeddings from an OpenAI-compatible ``POST {base_url}/embeddings`` endpoint.
 
     Args:
@@ -468,9 +93,9 @@ class OpenAIEmbedder(_OpenAIClient):
         cache_size: int = 4096,
     ) -> None:
         if dimensions is not None:
-            _positive_int("dimensions", dimensions)
+            positive_int("dimensions", dimensions)
         self.dimensions = dimensions
-        self.batch_size = _positive_int("batch_size", batch_size)
+        self.batch_size = positive_int("batch_size", batch_size)
         super().__init__(
             base_url=base_url,
             model=model,
@@ -520,7 +145,8 @@ class OpenAIEmbedder(_OpenAIClient):
         for j, vectors in zip(todo, fresh):
             results[j] = vectors
             self._cache.put(keys[j], vectors, weight=len(batches[j]))
-        by_text = {t: v for batch, vectors in zip(batches, results) for t, v in zip(batch, vectors)}
+        answered = [vectors for vectors in results if vectors is not None]  # every batch, by now
+        by_text = {t: v for batch, vectors in zip(batches, answered) for t, v in zip(batch, vectors)}
         out = [by_text[t] for t in texts]
         dims = {len(v) for v in out}
         if len(dims) > 1:
@@ -555,13 +181,13 @@ class OpenAIEmbedder(_OpenAIClient):
                 or (self.dimensions is not None and len(vector) != self.dimensions)
             ):
                 raise bad
-            if not all(_finite_number(x) for x in vector):
+            if not all(finite_number(x) for x in vector):
                 raise bad
             vectors[index] = [float(x) for x in vector]
         return vectors  # type: ignore[return-value]
 
 
-class OpenAIChatModel(_OpenAIClient):
+class OpenAIChatModel(OpenAIClient):
     """Chat completions from an OpenAI-compatible ``POST {base_url}/chat/completions`` endpoint.
 
     Sent with ``temperature`` (default 0) and, when given, ``max_tokens`` (bounds the answer's
@@ -598,11 +224,11 @@ class OpenAIChatModel(_OpenAIClient):
         concurrency: int = 2,
         cache_size: int = 256,
     ) -> None:
-        self.temperature = _positive_float("temperature", temperature, allow_zero=True)
+        self.temperature = positive_float("temperature", temperature, allow_zero=True)
         if max_tokens is not None:
-            _positive_int("max_tokens", max_tokens)
+            positive_int("max_tokens", max_tokens)
         self.max_tokens = max_tokens
-        self.max_response_chars = _positive_int("max_response_chars", max_response_chars)
+        self.max_response_chars = positive_int("max_response_chars", max_response_chars)
         super().__init__(
             base_url=base_url,
             model=model,

