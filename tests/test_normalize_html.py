@@ -535,7 +535,7 @@ def test_navigation_elements_are_those_of_the_xpath_expression(elements):
     (nested ones, classes with XML and other whitespace, a role of another case)."""
     from lxml import etree
 
-    from transforms.structure.normalizers.html import _navigation, _parser
+    from transforms.structure.normalizers.html_elements import _navigation, _parser
 
     html, open_tags = "<html><body>", []
     for tag, role, names, closes in elements:
@@ -570,7 +570,7 @@ def test_an_h1_counts_unless_inside_a_skipped_element(elements):
     skipped elements, h1 inside h1, skipped elements inside an h1)."""
     from lxml import etree
 
-    from transforms.structure.normalizers.html import _holds_h1, _parser
+    from transforms.structure.normalizers.html_elements import _holds_h1, _parser
 
     html, open_tags = "<html><body>", []
     for tag, closes in elements:

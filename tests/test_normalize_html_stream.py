@@ -1,6 +1,6 @@
 """Tests of the HTML normalizer's windowed path (big pages): exact blocks, same result as the whole tree.
 
-The windowed path (``html._normalize_streamed``) is taken by pages of ``STREAM_DOCUMENT_CHARS``
+The windowed path (``html_stream._normalize_streamed``) is taken by pages of ``STREAM_DOCUMENT_CHARS``
 or more; here the thresholds are made tiny so small hand-checked pages take it.
 """
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import shared
 from tests.test_normalize_text import assert_no_text_lost, assert_well_formed
-from transforms.structure.normalizers import html
+from transforms.structure.normalizers import html, html_stream
 from transforms.structure.normalizers.html import normalize_html
 from transforms.structure.tree import NormalizationError, StreamedChildren
 
@@ -63,7 +63,7 @@ def windows(monkeypatch):
 
 
 def streamed(content: str):
-    doc = html._normalize_streamed(content)
+    doc = html_stream._normalize_streamed(content)
     assert doc is not None, "the page fell back to the whole tree"
     assert_well_formed(doc)
     assert_no_text_lost(doc)
@@ -192,7 +192,7 @@ def test_pages_the_windows_cannot_read_take_the_whole_tree(windows):
     # A control character in text a left-out element's tail joins, which lxml refuses in a string
     # it is given: the whole tree's path replaces it, and the windowed path hands the page over.
     page = "<div><p>x</p>\x0c<nav>n</nav>\x0ctail</div>"
-    assert html._normalize_streamed(page) is None
+    assert html_stream._normalize_streamed(page) is None
     assert deep(normalize_html(page)) == deep(whole(page))
     for empty in ("", "   \n", "</body></html>", "<!-- c -->", "text only"):
         assert deep(normalize_html(empty)) == deep(whole(empty))
@@ -212,7 +212,7 @@ def test_corpus_pages_read_in_windows_are_the_same(windows):
 def test_compact_nodes_round_trip_past_four_bytes():
     from transforms.structure.tree import Node
 
-    nodes = html._Nodes("paragraph")
+    nodes = html_stream._Nodes("paragraph")
     code = Node("code", 20, 40, language="py", fence="```py")
     tree = [
         Node("list", 3, 40, (Node("list_item", 3, 9), Node("list_item", 10, 40, (code,))), level=1),
@@ -389,7 +389,8 @@ _H1_PIECES = st.sampled_from(
 def test_both_paths_agree_on_which_h1_hides_the_title(windows, pieces, size):
     """The title heading is there, on both paths, exactly when the page as parsed (navigation
     removed) has no h1 outside a skipped element: the XPath expression below."""
-    from transforms.structure.normalizers.html import _parse, _title
+    from transforms.structure.normalizers.html import _parse
+    from transforms.structure.normalizers.html_elements import _title
 
     windows(size)
     page = "<html><head><title>T</title></head><body>" + "".join(pieces)
@@ -405,6 +406,6 @@ def test_both_paths_agree_on_which_h1_hides_the_title(windows, pieces, size):
     first = next(iter(expected.blocks), None)
     titled = first is not None and (first.kind, first.start, first.title) == ("heading", 0, _title(root))
     assert titled == (not counted and _title(root) == "T")
-    got = html._normalize_streamed(page)
+    got = html_stream._normalize_streamed(page)
     if got is not None:
         assert deep(got) == deep(expected)

@@ -538,12 +538,12 @@ def test_a_huge_list_or_table_is_read_a_window_at_a_time_with_the_whole_parses_b
 def test_the_windows_of_a_streamed_list_start_at_items_of_the_same_list(monkeypatch):
     """Each window of a streamed list starts on an item's line, and the list it parses there is the
     same kind (bullet character, ordered delimiter) as the list's own."""
-    from transforms.structure.normalizers import markdown
+    from transforms.structure.normalizers import markdown_streams
     from transforms.structure.tree import LineStarts
 
     text = "".join(f"- a{i}\n  lazy\n" for i in range(300)) + "".join(f"* b{i}\n" for i in range(300))
     starts = []
-    for _, _, parsed, pos in markdown._list_windows(text, 0, 100, LineStarts(text), False):
+    for _, _, parsed, pos in markdown_streams._list_windows(text, 0, 100, LineStarts(text), False):
         starts.append(pos.offset)
         assert parsed.name == "bullet_list" and parsed.meta["marker"] == "-"
     assert len(starts) > 10 and all(text[s] == "-" for s in starts)
@@ -701,7 +701,7 @@ def test_a_window_of_many_short_lines_ends_after_its_share_of_window_lines(monke
 def test_a_streamed_block_whose_window_does_not_parse_as_before_falls_back_to_a_whole_parse(monkeypatch):
     """If a later reading of a streamed list meets a window unlike the first reading's, the
     remaining items come from one parse of the whole list: the children are still the same."""
-    from transforms.structure.normalizers import markdown
+    from transforms.structure.normalizers import markdown, markdown_streams
     from transforms.structure.tree import StreamedChildren
 
     text = "".join(f"- item {i}\n" for i in range(400)) + "\nAfter.\n"
@@ -711,12 +711,12 @@ def test_a_streamed_block_whose_window_does_not_parse_as_before_falls_back_to_a_
     doc = normalize_markdown(text)
     listed = next(iter(doc.blocks))  # (the top-level blocks are a stream too: one pass's list, kept)
     assert isinstance(listed.children, StreamedChildren)
-    real = markdown._list_windows
+    real = markdown_streams._list_windows
 
     def failing(*args):
         for count, window in enumerate(real(*args)):
             if count == 3:
-                raise markdown._NotStreamable("test")
+                raise markdown_streams._NotStreamable("test")
             yield window
 
     monkeypatch.setattr(listed.children, "_args", (failing,) + listed.children._args[1:])

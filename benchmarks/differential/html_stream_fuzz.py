@@ -37,6 +37,7 @@ sys.path.insert(0, REPO)
 
 from benchmarks.differential.reference import load_normalizer  # noqa: E402
 from transforms.structure.normalizers import html as new  # noqa: E402
+from transforms.structure.normalizers import html_stream  # noqa: E402
 from transforms.structure.tree import StreamedChildren  # noqa: E402
 
 old = None  # the reference module (--reference)
@@ -415,7 +416,7 @@ class Runner:
                     else [4096, 30000]
                 )
                 new.STREAM_BLOCK_CHARS = self.r.choice([0, 0, 50])
-                streamed = new._normalize_streamed(content) if content else None
+                streamed = html_stream._normalize_streamed(content) if content else None
                 counts["fallbacks"] += streamed is None
             try:
                 got = run(new.normalize_html, content)
