@@ -258,6 +258,37 @@ def test_memory_plain_content_has_no_dictionary_page_and_bmp_keeps_the_length(tm
         assert documents["markdown"][1]["utf8_bytes"] == len(original.encode())
 
 
+def test_memory_table_has_a_row_per_job_run_and_the_peak_above_the_constant(tmp_path):
+    """memory.py end to end on the sample: the one-document constant, one single document and the
+    input once, each a real run of the job; ``--out`` writes the printed table."""
+    from benchmarks import memory
+
+    out = tmp_path / "memory.md"
+    argv = ["--documents", "code", "--document-mb", "0.01", "--copies", "1", "--out", str(out)]
+    assert memory.main(argv) == 0
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in out.read_text().splitlines()}
+    assert set(rows) >= {"tiny", "code 0.01 M", "input x1"}
+    assert int(rows["input x1"][4]) == 7 and int(rows["input x1"][5].replace(",", "")) > 7
+    assert float(rows["code 0.01 M"][9]) != 0 and int(rows["tiny"][8]) > 0
+    assert out.read_text().startswith("Date: ")
+
+
+def test_parse_benchmark_accounts_for_every_file(tmp_path):
+    """parse.py end to end on the sample, one file per format: every file parsed or dead-lettered
+    under its reason, every parsed document chunked."""
+    for module in ("docling", "docx", "pptx", "openpyxl"):
+        pytest.importorskip(module)
+    from benchmarks import parse
+
+    out = tmp_path / "parse.md"
+    assert parse.main(["--files-per-format", "1", "--work", str(tmp_path / "work"), "--out", str(out)]) == 0
+    table = out.read_text()
+    assert "Every file accounted for: True." in table
+    for fmt in ("docx", "html", "markdown", "pptx", "xlsx"):
+        assert f"| {fmt} |" in table, fmt
+    assert '"encrypted_file": 1' in table and '"file_too_large": 1' in table
+
+
 def test_check_output_reads_a_folder_with_a_column_map_and_finds_a_lost_document(tmp_path, capsys):
     """check_output.py on a run of renamed columns in a folder (``DIR/``, ``--column-map``): no
     problem; with one document's chunks removed from the output, it finds that document."""
