@@ -1,43 +1,44 @@
-"""Incremental re-chunking (``--previous``): wall time against a full run, and equality with it.
+"""Incremental re-chunking (``--previous``): wall and CPU time against a full run, and equality with it.
 
-    python benchmarks/incremental.py [--input ../shared/data/corpus/docs.parquet] [--changed 0.10]
-        [--rounds 3] [--workdir /tmp/rechunk-incremental] [--out benchmarks/results/incremental.md]
+    python benchmarks/incremental.py [--input sample/docs.parquet] [--changed 0.10] [--removed 5]
+        [--rounds 3] [--workdir DIR] [--out FILE.md]
         [-- any job option, for every run: --direct_running_mode=multi_processing --direct_num_workers=2]
 
-Builds a second version of the corpus in which every document whose position in id order is a
-multiple of ``1/changed`` has one sentence appended (10% by default) and ``--removed`` documents
-(5 by default, spread over the id order) are gone, runs the job once on the
-original corpus (the previous run), then, interleaved over ``--rounds`` rounds in this one
-process so that both see the same machine: a full run on the second version, the incremental
+Builds a second version of the input (a Parquet file or folder) in which every document whose
+position in id order is a multiple of ``1/changed`` has one sentence appended (10% by default) and
+``--removed`` documents (5 by default, spread over the id order) are gone, runs the job once on
+the original input (the previous run), then, interleaved over ``--rounds`` rounds in this one
+process so that all runs see the same machine: a full run on the second version, the incremental
 run on it with ``--previous``, and runs on a one-document file, without and with a one-document
-``--previous`` (the runner's fixed start-up, for each graph).
-Each run is a fresh ``python -m pipelines.rechunk`` process on the DirectRunner (FnApiRunner,
-in_memory, unless job options after ``--`` say otherwise), timed from start to exit.
+``--previous`` (the runner's fixed start-up, for each graph). Each run is a fresh
+``python -m pipelines.rechunk`` process on the DirectRunner (FnApiRunner, in_memory, unless job
+options after ``--`` say otherwise), timed from start to exit. Runs write to ``--workdir``
+(new or empty; default: a temporary folder, removed afterwards).
 
 Each run's CPU seconds (user + system of the job's process and its children) are recorded beside
-its wall time, and the same fraction is given by CPU time: on a shared machine the wall times of
+its wall time, and the fractions are given by CPU time too: on a shared machine the wall times of
 one run vary with the others' load, its CPU time much less.
 
 It then checks that the incremental output equals the full run's: the same chunk rows (every
 column), dead-letter rows and manifest rows, as sets; that ``deleted/`` lists, per document, the
 previous run's chunk ids the full run no longer has (in chunk order, ``document_removed`` for the
-removed documents); and that ``documents_skipped_unchanged`` is the number of unchanged documents. Prints a Markdown table (best round of each) and writes it
-to ``--out`` when given. Fractions given: ``(incremental - start-up) / (full - start-up)`` (the
-strictest: start-up out of both), the same with the incremental graph's own one-document start-up,
-and the issue's wording, ``incremental <= 0.15 x full + start-up``, as
-``(incremental - start-up, incremental) / full``.
+removed documents); and that ``documents_skipped_unchanged`` is the number of unchanged
+documents; it exits with a message otherwise. Prints a Markdown table (best round of each) and
+writes it to ``--out`` when given. Fractions given: ``(incremental - start-up) / (full -
+start-up)`` (the strictest: start-up out of both), the same with the incremental graph's own
+one-document start-up, and the target ``incremental <= 0.15 x full + start-up`` read as
+``(incremental - incremental start-up) / full``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -46,6 +47,12 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from benchmarks.measurement import SAMPLE, header, job_options, read_documents, shown, write_markdown  # noqa: E402
+
+#: Row groups of the written versions when the input is a folder (a file's own are kept).
+ROW_GROUP_ROWS = 256
 
 
 def _run(args: list[str]) -> tuple[float, float]:
@@ -83,10 +90,13 @@ def _expected_deleted(previous: Path, full: Path) -> list[tuple]:
 def make_versions(source: Path, workdir: Path, changed: float, removed: int) -> tuple[Path, Path, Path, int, set[str]]:
     """The corpus as given, its second version (edited, with ``removed`` documents gone), a
     one-document file; and how many documents of the second version changed, the removed ids."""
-    table = pq.read_table(source)
-    # The versions keep the source's row groups (docs.parquet: 256 documents each), as the job reads them.
-    metadata = pq.ParquetFile(source).metadata
-    row_group_size = max(1, max((metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)), default=1))
+    table = read_documents(source)
+    # The versions keep the source file's row groups, as the job reads them.
+    row_group_size = ROW_GROUP_ROWS
+    if source.is_file():
+        metadata = pq.ParquetFile(source).metadata
+        row_groups = (metadata.row_group(i).num_rows for i in range(metadata.num_row_groups))
+        row_group_size = max(1, max(row_groups, default=1))
     ids = table.column("id").to_pylist()
     contents = table.column("content").to_pylist()
     step = max(1, round(1 / changed))
@@ -107,52 +117,43 @@ def make_versions(source: Path, workdir: Path, changed: float, removed: int) -> 
     return v1, v2, tiny, len(edited), {ids[i] for i in gone}
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--input", default=str(REPO.parent / "shared" / "data" / "corpus" / "docs.parquet"))
-    parser.add_argument("--changed", type=float, default=0.10)
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument(
+        "--input", default=str(SAMPLE), help="a Parquet file or folder of documents (default: sample/docs.parquet)"
+    )
+    parser.add_argument("--changed", type=float, default=0.10, help="fraction of documents edited (default: 0.10)")
     parser.add_argument("--removed", type=int, default=5, help="documents gone from the second version")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--workdir", default="/tmp/rechunk-incremental")
-    parser.add_argument("--out")
+    parser.add_argument("--workdir", help="folder for the inputs and runs (default: a temporary one, removed)")
+    parser.add_argument("--out", help="also write the table to this Markdown file")
     parser.add_argument("job_options", nargs=argparse.REMAINDER, help="after --: options for every job run")
-    args = parser.parse_args(argv)
-    job_options = [a for a in args.job_options if a != "--"]
-    workdir = Path(args.workdir)
-    shutil.rmtree(workdir, ignore_errors=True)
-    workdir.mkdir(parents=True)
-    v1, v2, tiny, n_changed, removed_ids = make_versions(Path(args.input), workdir, args.changed, args.removed)
-    _run(["--input", str(v1), "--output", str(workdir / "previous"), *job_options])
-    _run(["--input", str(tiny), "--output", str(workdir / "tiny-previous"), *job_options])
+    return parser.parse_args(argv)
 
+
+def _timed_runs(workdir: Path, v2: Path, tiny: Path, rounds: int, options: list[str]) -> dict[str, list[tuple]]:
+    """Each run's (wall, CPU) seconds per round, the runs interleaved."""
     runs = {
         "full": lambda k: ["--input", str(v2), "--output", str(workdir / f"full{k}")],
         "incremental": lambda k: [
-            "--input",
-            str(v2),
-            "--output",
-            str(workdir / f"inc{k}"),
-            "--previous",
-            str(workdir / "previous"),
+            *("--input", str(v2), "--output", str(workdir / f"inc{k}")),
+            *("--previous", str(workdir / "previous")),
         ],
         "start-up": lambda k: ["--input", str(tiny), "--output", str(workdir / f"tiny{k}")],
         "start-up, incremental": lambda k: [
-            "--input",
-            str(tiny),
-            "--output",
-            str(workdir / f"tinyinc{k}"),
-            "--previous",
-            str(workdir / "tiny-previous"),
+            *("--input", str(tiny), "--output", str(workdir / f"tinyinc{k}")),
+            *("--previous", str(workdir / "tiny-previous")),
         ],
     }
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    cpu: dict[str, list[float]] = {name: [] for name in runs}
-    for k in range(args.rounds):
+    figures: dict[str, list[tuple]] = {name: [] for name in runs}
+    for k in range(rounds):
         for name, argv in runs.items():
-            wall, seconds = _run([*argv(k), *job_options])
-            times[name].append(wall)
-            cpu[name].append(seconds)
+            figures[name].append(_run([*argv(k), *options]))
+    return figures
 
+
+def _check_equal(workdir: Path, n_changed: int, removed_ids: set[str]) -> tuple[dict, list[tuple]]:
+    """Exit unless the first incremental run equals the first full run; its report and ``deleted/`` rows."""
     full, inc = workdir / "full0", workdir / "inc0"
     for sub in ("chunks", "dead_letter", "documents"):
         if _rows(full / sub) != _rows(inc / sub):
@@ -163,53 +164,76 @@ def main(argv: list[str] | None = None) -> None:
     )
     if deleted != _expected_deleted(workdir / "previous", full):
         sys.exit("incremental deleted/ differs from the previous run's chunks the full run no longer has")
-    # Every document gone from the input is listed as removed (so is one dead-lettered only now).
+    # Every document gone from the input is listed as removed (so is one dead-lettered only in the new run).
     if not removed_ids <= {doc for doc, _, removed in deleted if removed}:
         sys.exit(f"deleted/ does not mark every removed document: {sorted(removed_ids)}")
     report = json.loads((inc / "report.json").read_text())
     documents = report["documents_read"]
     if report["documents_skipped_unchanged"] != documents - n_changed:
         sys.exit(f"skipped {report['documents_skipped_unchanged']}, expected {documents - n_changed}")
+    return report, deleted
 
-    best = {name: min(values) for name, values in times.items()}
-    fraction = (best["incremental"] - best["start-up"]) / (best["full"] - best["start-up"])
-    least = {name: min(values) for name, values in cpu.items()}
-    cpu_fraction = (least["incremental"] - least["start-up"]) / (least["full"] - least["start-up"])
-    # The incremental graph's own fixed cost (more reads, side inputs and stages), on one document.
-    own = (best["incremental"] - best["start-up, incremental"]) / (best["full"] - best["start-up"])
-    # The issue's own words: incremental <= 0.15 x full + the runner's fixed start-up (this graph's).
-    issue = (best["incremental"] - best["start-up, incremental"]) / best["full"]
-    lines = [
-        f"Input: `{args.input}` ({documents} documents), {n_changed} changed "
+
+def _fractions(figures: dict[str, list[tuple]]) -> dict[str, float]:
+    best = {name: min(wall for wall, _ in values) for name, values in figures.items()}
+    least = {name: min(cpu for _, cpu in values) for name, values in figures.items()}
+    return {
+        "plain": best["incremental"] / best["full"],
+        "strict": (best["incremental"] - best["start-up"]) / (best["full"] - best["start-up"]),
+        # the incremental graph's own fixed cost (more reads, side inputs and stages), on one document
+        "own": (best["incremental"] - best["start-up, incremental"]) / (best["full"] - best["start-up"]),
+        # the target: incremental <= 0.15 x full + the incremental graph's fixed start-up
+        "target": (best["incremental"] - best["start-up, incremental"]) / best["full"],
+        "cpu": (least["incremental"] - least["start-up"]) / (least["full"] - least["start-up"]),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the benchmark; print the table (and write it to ``--out``); exit with a message on a difference."""
+    args = _parse_args(argv)
+    options = job_options(args.job_options)
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="rechunk-incremental-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    if any(workdir.iterdir()):
+        sys.exit(f"--workdir {workdir} is not empty")
+    try:
+        v1, v2, tiny, n_changed, removed_ids = make_versions(Path(args.input), workdir, args.changed, args.removed)
+        _run(["--input", str(v1), "--output", str(workdir / "previous"), *options])
+        _run(["--input", str(tiny), "--output", str(workdir / "tiny-previous"), *options])
+        figures = _timed_runs(workdir, v2, tiny, args.rounds, options)
+        report, deleted = _check_equal(workdir, n_changed, removed_ids)
+    finally:
+        if not args.workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+    f = _fractions(figures)
+    documents = report["documents_read"]
+    lines = header("apache-beam", "pyarrow")
+    lines += [
+        f"Input: `{shown(args.input)}` ({documents} documents), {n_changed} changed "
         f"({n_changed / documents:.1%}), {len(removed_ids)} removed; {args.rounds} interleaved rounds, best of each; "
-        f"job options: {' '.join(job_options) or 'none (in_memory)'}.",
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}.",
+        f"job options: {' '.join(options) or 'none (in_memory)'}.",
         "",
         "| run | wall s (best) | all rounds | CPU s (least) | all rounds |",
         "|---|---|---|---|---|",
         *(
-            f"| {name} | {best[name]:.1f} | {', '.join(f'{t:.1f}' for t in values)} | "
-            f"{least[name]:.1f} | {', '.join(f'{t:.1f}' for t in cpu[name])} |"
-            for name, values in times.items()
+            f"| {name} | {min(w for w, _ in values):.1f} | {', '.join(f'{w:.1f}' for w, _ in values)} | "
+            f"{min(c for _, c in values):.1f} | {', '.join(f'{c:.1f}' for _, c in values)} |"
+            for name, values in figures.items()
         ),
         "",
-        f"Incremental / full: {best['incremental'] / best['full']:.3f}; without the start-up: "
-        f"**{fraction:.3f}**; without the incremental graph's own start-up (one document with "
-        f"`--previous`): **{own:.3f}**. Skipped unchanged: {report['documents_skipped_unchanged']}; "
-        f"chunks, dead letter and manifest equal the full run's row for row; `deleted/` lists the "
-        f"{len(deleted)} documents whose previous chunk ids the full run no longer has "
-        f"({sum(r for _, _, r in deleted)} with no chunk left).",
+        f"Incremental / full: {f['plain']:.3f}; without the start-up: **{f['strict']:.3f}**; without the "
+        f"incremental graph's own start-up (one document with `--previous`): **{f['own']:.3f}**. "
+        f"Skipped unchanged: {report['documents_skipped_unchanged']}; chunks, dead letter and manifest equal "
+        f"the full run's row for row; `deleted/` lists the {len(deleted)} documents whose previous chunk ids "
+        f"the full run no longer has ({sum(r for _, _, r in deleted)} with no chunk left).",
         "",
-        f"As the issue words its goal (incremental <= 0.15 x full + the runner's fixed start-up, the "
-        f"incremental graph's on one document): (incremental - that start-up) / full = **{issue:.3f}**.",
+        "Against the target (incremental <= 0.15 x full + the incremental graph's fixed start-up on one "
+        f"document): (incremental - that start-up) / full = **{f['target']:.3f}**.",
         "",
-        f"By CPU seconds (user + system of the job's process; what a shared machine's load changes least): "
-        f"incremental without the start-up over full without it: **{cpu_fraction:.3f}**.",
+        "By CPU seconds (user + system of the job's process; what a shared machine's load changes least): "
+        f"incremental without the start-up over full without it: **{f['cpu']:.3f}**.",
     ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text)
+    write_markdown(args.out, "\n".join(lines))
 
 
 if __name__ == "__main__":

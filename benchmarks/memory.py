@@ -1,18 +1,18 @@
-"""Peak memory of the job: the corpus once and four times over, and single 50 MB documents.
+"""Peak memory of the job: the input once and several times over, and single huge documents.
 
-    python benchmarks/memory.py [--corpus ../shared/data/corpus/docs.parquet] [--copies 1 4]
+    python benchmarks/memory.py [--input sample/docs.parquet] [--copies 1 4]
                                 [--document-mb 50] [--only corpus|documents] [--documents NAME ...]
-                                [--plain-content] [--work DIR] [-- JOB OPTIONS]
+                                [--plain-content] [--work DIR] [--out FILE.md] [-- JOB OPTIONS]
 
 Every row is a fresh ``python -m pipelines.rechunk`` with the default runner (the in_memory
-FnApiRunner: the whole job in one process), measured by ``benchmarks/measure_job.py``: wall time,
-the job process's peak RSS (its VmHWM, no peak missed) and the report's counts. Inputs are written to a
-temporary folder (``--work``, removed afterwards unless given), never to the repository.
+FnApiRunner: the whole job in one process), measured by ``measurement.measure_process``: wall
+time, the job process's peak RSS (its VmHWM, no peak missed) and the report's counts. Inputs are
+written to a temporary folder (``--work``, removed afterwards unless given), never to the repository.
 
 (a) ``corpus xN``: the corpus concatenated N times, each copy's ids suffixed ``#k`` (fresh ids,
     so nothing is a duplicate), in row groups of 256 rows like the original. Memory must not
     grow with N.
-(b) single documents of ``--document-mb`` million characters, each alone in its file:
+(b) single documents of ``--document-mb`` million characters (built from the documents of ``--input``), each alone in its file:
     ``markdown`` (the corpus's real Markdown documents joined by blank lines), ``markdown-bmp``
     (the same with every code point above U+FFFF replaced by U+FFFD, so that CPython stores the
     string at 2 bytes a character instead of 4, PEP 393; likewise ``rst-bmp``), ``letters`` (one
@@ -31,17 +31,16 @@ temporary folder (``--work``, removed afterwards unless given), never to the rep
 ``--plain-content`` writes the single documents' ``content`` column in plain pages
 (``use_dictionary`` for every other column only): pyarrow's default writer keeps a huge first value
 in the column's dictionary page, and reading that page holds one more copy of the document
-(apache/arrow#38245; ``results/s12-scale.md``). The default keeps pyarrow's default writer, as
-earlier figures were taken with it. The corpus copies of (a) are always written with the default.
+(apache/arrow#38245); the job's own Parquet sink writes its text columns that way. The default
+keeps pyarrow's default writer. The corpus copies of (a) are always written with the default.
 
-Prints a Markdown table (and a JSON line per run on stderr).
+Prints a Markdown table (and a JSON line per run on stderr); ``--out`` writes it as Markdown.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import re
 import shutil
@@ -50,9 +49,19 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO))
 
-from measure_job import measure  # noqa: E402
+from benchmarks.measurement import (  # noqa: E402
+    SAMPLE,
+    header,
+    job_command,
+    job_input,
+    job_options,
+    measure_process,
+    read_documents,
+    shown,
+    write_markdown,
+)
 
 _SCHEMA_COLUMNS = ("id", "content", "content_format", "metadata")
 
@@ -72,9 +81,7 @@ def _write(path: Path, columns: dict, plain_content: bool = False) -> None:
 
 def corpus_copies(corpus: str, copies: int, path: Path) -> int:
     """The corpus ``copies`` times with fresh ids; returns its characters."""
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(corpus, columns=list(_SCHEMA_COLUMNS))
+    table = read_documents(corpus, columns=list(_SCHEMA_COLUMNS))
     ids = table.column("id").to_pylist()
     columns = {name: table.column(name).to_pylist() * copies for name in _SCHEMA_COLUMNS if name != "id"}
     columns["id"] = [f"{i}#{k}" for k in range(copies) for i in ids]
@@ -84,7 +91,7 @@ def corpus_copies(corpus: str, copies: int, path: Path) -> int:
 
 def repeat_to_size(head: str, line, chars: int, tail: str = "") -> str:
     """``head``, then ``line(i)`` for i = 0, 1, ... up to ``chars`` code points in all, then ``tail``
-    (also used by ``html_big_gen.py`` and ``rst_big_blocks.py``)."""
+    (also used by ``rst_big_blocks.py``)."""
     parts, total, i = [head], len(head) + len(tail), 0
     while total < chars:
         parts.append(line(i))
@@ -115,15 +122,14 @@ def single_documents(
 ) -> dict[str, tuple[Path, dict]]:
     """The single documents of (b) (only ``tiny`` and ``names``, if given), written to ``folder``;
     name -> (path, figures: ``characters``, ``utf8_bytes``, ``string_bytes_per_char``)."""
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(corpus, columns=["content", "content_format"])
+    table = read_documents(corpus, columns=["content", "content_format"])
     pairs = list(zip(table.column("content").to_pylist(), table.column("content_format").to_pylist()))
 
     def joined(fmt: str) -> str:
         """The corpus's documents of one format joined by blank lines up to ``chars``, or ``""``."""
         sources = [c for c, f in pairs if f == fmt and c is not None]
-        parts, total = [], 0
+        parts: list[str] = []
+        total = 0
         while sources and total < chars:
             parts.append(sources[len(parts) % len(sources)])
             total += len(parts[-1]) + 2
@@ -187,15 +193,16 @@ def single_documents(
     return out
 
 
-def _row(label: str, path: Path, figures: dict, work: Path, job_options: list[str], tiny_mib: float | None) -> dict:
-    """One job run on ``path``: ``measure``'s figures, ``figures`` (``characters``, and for a single
-    document ``utf8_bytes`` and ``string_bytes_per_char``) and, given ``tiny_mib``, the peak above it
-    in bytes per character and per UTF-8 byte."""
+def _row(label: str, path: Path, figures: dict, work: Path, options: list[str], tiny_mib: float | None) -> dict:
+    """One job run on ``path``: ``measure_process``'s figures, ``figures`` (``characters``, and for a
+    single document ``utf8_bytes`` and ``string_bytes_per_char``) and, given ``tiny_mib``, the peak
+    above it in bytes per character and per UTF-8 byte."""
     out = work / f"out-{label.replace(' ', '_')}"
     shutil.rmtree(out, ignore_errors=True)
-    result = measure(
-        label, ["--input", str(path), "--output", str(out), *job_options], cwd=REPO, stdout=open(os.devnull, "w")
-    )
+    result = {
+        "label": label,
+        **measure_process(job_command("--input", job_input(path), "--output", str(out), *options), out),
+    }
     result.update(figures)
     if tiny_mib is not None and figures["characters"]:
         above = (result["high_water_mib"] - tiny_mib) * 2**20
@@ -207,10 +214,12 @@ def _row(label: str, path: Path, figures: dict, work: Path, job_options: list[st
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", default=str(REPO.parent / "shared" / "data" / "corpus" / "docs.parquet"))
-    parser.add_argument("--copies", type=int, nargs="+", default=[1, 4])
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument(
+        "--input", default=str(SAMPLE), help="a Parquet file or folder of documents (default: sample/docs.parquet)"
+    )
+    parser.add_argument("--copies", type=int, nargs="+", default=[1, 4], help="the input this many times over")
     parser.add_argument("--document-mb", type=float, default=50.0, help="millions of characters per document")
     parser.add_argument("--only", choices=("corpus", "documents"))
     parser.add_argument(
@@ -226,50 +235,73 @@ def main() -> None:
         help="write the single documents' content in plain pages (no dictionary page)",
     )
     parser.add_argument("--work", help="folder for the inputs and outputs (default: a temporary one, removed)")
+    parser.add_argument("--out", help="also write the table to this Markdown file")
     parser.add_argument("job_options", nargs=argparse.REMAINDER, help="after --: options for every job run")
-    args = parser.parse_args()
-    job_options = [a for a in args.job_options if a != "--"]
+    return parser.parse_args(argv)
+
+
+def _measure_rows(args: argparse.Namespace, work: Path, options: list[str]) -> list[dict]:
+    rows = []
+    if args.only != "corpus":
+        documents = single_documents(
+            args.input,
+            int(args.document_mb * 1_000_000),
+            work,
+            args.plain_content,
+            set(args.documents) if args.documents else None,
+        )
+        path, figures = documents.pop("tiny")
+        tiny = _row("tiny", path, figures, work, options, None)
+        rows.append(tiny)
+        for name, (path, figures) in documents.items():
+            label = f"{name} {args.document_mb:g} M"
+            rows.append(_row(label, path, figures, work, options, tiny["high_water_mib"]))
+    if args.only != "documents":
+        for copies in args.copies:
+            path = work / f"corpus-x{copies}.parquet"
+            chars = corpus_copies(args.input, copies, path)
+            rows.append(_row(f"input x{copies}", path, {"characters": chars}, work, options, None))
+    return rows
+
+
+def _table(rows: list[dict]) -> list[str]:
+    lines = [
+        "| input | characters | UTF-8 bytes | string bytes / char | documents | chunks | dead letter | wall s "
+        "| peak RSS MiB | (peak - tiny) / characters | (peak - tiny) / UTF-8 bytes |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        utf8 = format(r["utf8_bytes"], ",") if "utf8_bytes" in r else ""
+        lines.append(
+            f"| {r['label']} | {r['characters']:,} | {utf8} | {r.get('string_bytes_per_char', '')} | "
+            f"{r.get('documents_read', '?')} | {r.get('chunks_written', 0):,} | "
+            f"{sum(r.get('dead_letter_by_reason', {}).values())} | {r['seconds']:.1f} | {r['high_water_mib']:.0f} | "
+            f"{r.get('over_tiny_per_char', '')} | {r.get('over_tiny_per_utf8_byte', '')} |"
+        )
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; print the table (and write it to ``--out``); 1 if a job run failed."""
+    args = _parse_args(argv)
+    options = job_options(args.job_options)
     work = Path(args.work or tempfile.mkdtemp(prefix="rechunk-memory-"))
     work.mkdir(parents=True, exist_ok=True)
-    rows = []
     try:
-        if args.only != "corpus":
-            documents = single_documents(
-                args.corpus,
-                int(args.document_mb * 1_000_000),
-                work,
-                args.plain_content,
-                set(args.documents) if args.documents else None,
-            )
-            path, figures = documents.pop("tiny")
-            tiny = _row("tiny", path, figures, work, job_options, None)
-            rows.append(tiny)
-            for name, (path, figures) in documents.items():
-                rows.append(
-                    _row(f"{name} {args.document_mb:g} M", path, figures, work, job_options, tiny["high_water_mib"])
-                )
-        if args.only != "documents":
-            for copies in args.copies:
-                path = work / f"corpus-x{copies}.parquet"
-                chars = corpus_copies(args.corpus, copies, path)
-                rows.append(_row(f"corpus x{copies}", path, {"characters": chars}, work, job_options, None))
+        rows = _measure_rows(args, work, options)
     finally:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)
-    print(
-        "| input | characters | UTF-8 bytes | string bytes / char | documents | chunks | dead letter | wall s "
-        "| peak RSS MiB | (peak - tiny) / characters | (peak - tiny) / UTF-8 bytes |"
-    )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for r in rows:
-        utf8 = format(r["utf8_bytes"], ",") if "utf8_bytes" in r else ""
-        print(
-            f"| {r['label']} | {r['characters']:,} | {utf8} | {r.get('string_bytes_per_char', '')} | "
-            f"{r.get('documents_read', '?')} | {r.get('chunks_written', '?'):,} | "
-            f"{sum(r.get('dead_letter_by_reason', {}).values())} | {r['wall_seconds']} | {r['high_water_mib']} | "
-            f"{r.get('over_tiny_per_char', '')} | {r.get('over_tiny_per_utf8_byte', '')} |"
-        )
+    lines = header("apache-beam", "pyarrow")
+    lines += [
+        f"Input: `{shown(args.input)}`; job options: {' '.join(options) or 'none (in_memory)'}. Peak RSS is the job "
+        "process's VmHWM; the bound asked for a single document is 3 bytes above `tiny` per UTF-8 byte.",
+        "",
+        *_table(rows),
+    ]
+    write_markdown(args.out, "\n".join(lines))
+    return 1 if any(r["exit"] != 0 for r in rows) else 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,9 +1,11 @@
 """Files per second per format of ``rechunk parse``, dead-letter rows by reason, then the chunk job.
 
-    python benchmarks/parse.py [--corpus ../shared/data/corpus/docs_small.parquet] [--files-per-format 40]
-                               [--work DIR] [--direct_running_mode in_memory ...]
+    python benchmarks/parse.py [--input sample/docs.parquet] [--files-per-format 40]
+                               [--work DIR] [--out FILE.md] [--direct_running_mode in_memory ...]
 
-Builds a raw folder from real documents of the corpus (Markdown and HTML documents written as
+Builds a raw folder from real documents of ``--input`` (a Parquet file or folder; it needs at
+least one Markdown and one HTML document), in ``--work`` (default: a temporary folder, removed
+afterwards): Markdown and HTML documents written as
 they are; DOCX, PPTX and XLSX made from the Markdown documents with python-docx, python-pptx and
 openpyxl: headings and paragraphs, one slide per section, one sheet row per line), plus broken
 files (corrupt, truncated, empty, unsupported, encrypted, too large, a PDF without models), runs
@@ -11,7 +13,9 @@ files (corrupt, truncated, empty, unsupported, encrypted, too large, a PDF witho
 per format the files, bytes, seconds inside the converter (Beam counter ``convert_ms``, summed
 over workers) and files per second over those seconds, plus both jobs' wall seconds and the dead
 letter by reason. Every file must end parsed or dead-lettered, every parsed document chunked or
-dead-lettered: the script exits 1 otherwise.
+dead-lettered: the script exits 1 otherwise. ``--out`` writes the table as Markdown; options it
+does not know go to both jobs. The DOCX, PPTX and XLSX writers and Docling come with the ``parse``
+extra (``pip install -e '.[parse]'``).
 """
 
 from __future__ import annotations
@@ -21,11 +25,14 @@ import json
 import re
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from benchmarks.measurement import SAMPLE, header, read_documents, shown, write_markdown  # noqa: E402
 
 MAX_FILE_BYTES = 5_000_000
 
@@ -51,14 +58,20 @@ def _clean(text: str) -> str:
 
 
 def build_raw(corpus: Path, folder: Path, per_format: int) -> None:
+    """``per_format`` files of each format made from ``corpus``'s documents, and the broken files, in ``folder``.
+
+    Raises:
+        SystemExit: ``corpus`` has no Markdown or no HTML document.
+    """
     import docx
     import openpyxl
     import pptx
-    import pyarrow.parquet as pq
 
-    rows = pq.read_table(corpus).to_pylist()
-    markdown = [r for r in rows if r["content_format"] == "markdown"]
-    html = [r for r in rows if r["content_format"] == "html"]
+    rows = read_documents(corpus, columns=["content", "content_format"]).to_pylist()
+    markdown = [r for r in rows if r["content_format"] == "markdown" and r["content"]]
+    html = [r for r in rows if r["content_format"] == "html" and r["content"]]
+    if not markdown or not html:
+        raise SystemExit(f"parse: {corpus} needs a Markdown and an HTML document to build the raw files from")
     folder.mkdir(parents=True)
     for i in range(per_format):
         md = _clean(markdown[i % len(markdown)]["content"])
@@ -68,7 +81,7 @@ def build_raw(corpus: Path, folder: Path, per_format: int) -> None:
         document = docx.Document()
         for level, text in blocks:
             document.add_heading(text[:200], level=min(level, 9)) if level else document.add_paragraph(text)
-        document.save(folder / f"docx-{i:04d}.docx")
+        document.save(str(folder / f"docx-{i:04d}.docx"))
         deck = pptx.Presentation()
         slide = None
         for level, text in blocks:
@@ -81,7 +94,7 @@ def build_raw(corpus: Path, folder: Path, per_format: int) -> None:
                 if level:
                     continue
             body.add_paragraph().text = text[:1000]
-        deck.save(folder / f"pptx-{i:04d}.pptx")
+        deck.save(str(folder / f"pptx-{i:04d}.pptx"))
         book = openpyxl.Workbook()
         sheet = book.active
         sheet.append(["line", "text"])
@@ -100,74 +113,91 @@ def build_raw(corpus: Path, folder: Path, per_format: int) -> None:
     assert good.exists()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", default=str(REPO.parent / "shared" / "data" / "corpus" / "docs_small.parquet"))
+def _parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument(
+        "--input", default=str(SAMPLE), help="a Parquet file or folder of documents (default: sample/docs.parquet)"
+    )
     parser.add_argument("--files-per-format", type=int, default=40)
-    parser.add_argument("--work", default=str(REPO / "output" / "bench-parse"))
-    args, beam_args = parser.parse_known_args(argv)
+    parser.add_argument("--work", help="folder for the raw files and both outputs (default: a temporary one, removed)")
+    parser.add_argument("--out", help="also write the table to this Markdown file")
+    return parser.parse_known_args(argv)
 
+
+def _run_jobs(work: Path, beam_args: list[str]) -> tuple[int, float, float]:
+    """``rechunk parse`` on ``work/raw``, then the chunk job on its output: exit status, both walls."""
     from pipelines.rechunk import main as rechunk_main
-
-    work = Path(args.work)
-    shutil.rmtree(work, ignore_errors=True)
-    started = time.monotonic()
-    build_raw(Path(args.corpus), work / "raw", args.files_per_format)
-    print(f"built {work / 'raw'} in {time.monotonic() - started:.1f} s", file=sys.stderr)
 
     started = time.monotonic()
     code = rechunk_main(
         [
-            "parse",
-            "--input",
-            f"{work}/raw/*",
-            "--output",
-            f"{work}/parse",
-            "--max-file-bytes",
-            str(MAX_FILE_BYTES),
-            *beam_args,
+            *("parse", "--input", f"{work}/raw/*", "--output", f"{work}/parse"),
+            *("--max-file-bytes", str(MAX_FILE_BYTES), *beam_args),
         ]
     )
     parse_wall = time.monotonic() - started
     started = time.monotonic()
     code |= rechunk_main(["--input", f"{work}/parse/parsed/*.parquet", "--output", f"{work}/chunks", *beam_args])
-    chunk_wall = time.monotonic() - started
-    parse = json.loads((work / "parse" / "report.json").read_text())
-    chunk = json.loads((work / "chunks" / "report.json").read_text())
+    return code, parse_wall, time.monotonic() - started
 
-    sizes: dict[str, int] = {}
+
+def _table(work: Path, parse: dict, chunk: dict, parse_wall: float, chunk_wall: float) -> list[str]:
     from transforms.parsing import file_format
 
+    sizes: dict[str, int] = {}
     for path in (work / "raw").iterdir():
         fmt = file_format(path.name) or "other"
         if path.stat().st_size <= MAX_FILE_BYTES:  # a larger file is never read
             sizes[fmt] = sizes.get(fmt, 0) + path.stat().st_size
-    print("| format | files | parsed | MB | converter s | files/s | MB/s |")
-    print("|---|---|---|---|---|---|---|")
+    lines = ["| format | files | parsed | MB | converter s | files/s | MB/s |", "|---|---|---|---|---|---|---|"]
     for fmt, files in parse["files_by_format"].items():
         seconds = parse["convert_seconds_by_format"].get(fmt, 0)
         mb = sizes.get(fmt, 0) / 1e6
         rate = f"{files / seconds:.1f}" if seconds else "-"
         mbps = f"{mb / seconds:.2f}" if seconds else "-"
-        print(
+        lines.append(
             f"| {fmt} | {files} | {parse['parsed_by_format'].get(fmt, 0)} | {mb:.2f} | {seconds:.2f} | {rate} | {mbps} |"
         )
-    print()
-    print(
+    return lines + [
+        "",
         f"parse job: {parse['files_read']} files, {parse['files_parsed']} parsed, wall {parse_wall:.1f} s "
-        f"(report {parse['wall_seconds']} s); dead letter by reason: {json.dumps(parse['dead_letter_by_reason'])}"
-    )
-    print(
+        f"(report {parse['wall_seconds']} s); dead letter by reason: {json.dumps(parse['dead_letter_by_reason'])}",
+        "",
         f"chunk job: {chunk['documents_read']} documents, {chunk['documents_chunked']} chunked, "
         f"{chunk['chunks_written']} chunks, wall {chunk_wall:.1f} s; dead letter by reason: "
-        f"{json.dumps(chunk['dead_letter_by_reason'])}"
-    )
+        f"{json.dumps(chunk['dead_letter_by_reason'])}",
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; print the table (and write it to ``--out``); 1 if a file is unaccounted for."""
+    args, beam_args = _parse_args(argv)
+    work = Path(args.work or tempfile.mkdtemp(prefix="rechunk-parse-"))
+    shutil.rmtree(work, ignore_errors=True)
+    try:
+        started = time.monotonic()
+        build_raw(Path(args.input), work / "raw", args.files_per_format)
+        print(f"built {work / 'raw'} in {time.monotonic() - started:.1f} s", file=sys.stderr)
+        code, parse_wall, chunk_wall = _run_jobs(work, beam_args)
+        parse = json.loads((work / "parse" / "report.json").read_text())
+        chunk = json.loads((work / "chunks" / "report.json").read_text())
+        lines = header("apache-beam", "docling", "docling-slim", "docling-core")
+        lines += [
+            f"Raw files built from `{shown(args.input)}`, {args.files_per_format} per format; "
+            f"job options: {' '.join(beam_args) or 'none (in_memory)'}.",
+            "",
+            *_table(work, parse, chunk, parse_wall, chunk_wall),
+        ]
+    finally:
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
     accounted = (
         parse["files_parsed"] + parse["files_dead_lettered"] == parse["files_read"]
         and chunk["documents_read"] == parse["files_parsed"]
         and chunk["documents_chunked"] + chunk["documents_dead_lettered"] == chunk["documents_read"]
     )
-    print(f"every file accounted for: {accounted}")
+    lines += ["", f"Every file accounted for: {accounted}."]
+    write_markdown(args.out, "\n".join(lines))
     return 0 if code == 0 and accounted else 1
 
 

@@ -85,9 +85,9 @@ with its defaults, the ``semantic`` extra; vectors are normalised here, so cosin
 product). It reads at most 256 word pieces of a text and ignores the rest, so the tail of a chunk
 of 400 tokens does not count for its embedding (as in Chroma's runs with that model). Tests pass another embedder to :func:`main`.
 
-Output: a Markdown table (one row per chunker and budget) printed and written to ``--output``.
+Output: a Markdown table (one row per chunker and budget) printed and, with ``--out``, written as Markdown.
 
-    python benchmarks/retrieval_quality.py --max-tokens 200 400 --output results.md
+    python benchmarks/retrieval_quality.py --max-tokens 200 400 --out results.md
 
 Exit status 2 with one line on stderr for a bad option or input.
 """
@@ -99,7 +99,6 @@ import csv
 import functools
 import json
 import os
-import platform
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -113,6 +112,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.measurement import header, shown, write_markdown  # noqa: E402
 from pipelines.config import ConfigError, load_config, resolve_config  # noqa: E402
 from transforms.chunkers import CHUNKERS, ChunkingError  # noqa: E402
 from transforms.chunkers.registry import build_router  # noqa: E402
@@ -566,7 +566,7 @@ _INLINE_MARKUP = "`*_[]\\"  # Markdown's inline markup characters and its escape
 def _past_final_punctuation(corpus: str, end: int, line: str) -> int:
     """``end`` moved over the punctuation ``line`` ends with (``.``, ``).``), where ``corpus`` has
     it after ``end``, with inline markup (backticks, emphasis) between allowed."""
-    tail = re.search(r"[^\w\s]*$", _LINK_TARGET.sub("", line).rstrip()).group()
+    tail = re.findall(r"[^\w\s]*$", _LINK_TARGET.sub("", line).rstrip())[0]
     position = end
     for char in (c for c in tail if c not in _INLINE_MARKUP):
         i = position
@@ -699,13 +699,13 @@ def chunk_corpora(spec: Mapping[str, Any], documents: Mapping[str, Document], to
             ranges = chunk_ranges(chunk)
             missed_chars = 0
             if by_lines:
-                found, lines, missed = locate_lines(document.content, chunk.text, previous_end)
+                found_lines, lines, missed = locate_lines(document.content, chunk.text, previous_end)
                 missed_chars = sum(len(line.strip()) for line in missed)
                 result.lines += lines
                 result.missed_lines.extend(missed)
                 result.missed_chars += missed_chars
                 result.text_chars += sum(len(line.strip()) for line in chunk.text.split("\n") if _WORD.search(line))
-                ranges = tuple(found)
+                ranges = tuple(found_lines)
             elif ranges is None:
                 found = locate(document.content, chunk.text, previous_end)
                 if found is None:
@@ -935,7 +935,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="budgets to run each chunker at (default: 200 400)",
     )
     parser.add_argument("--k", type=int, default=5, help="chunks retrieved per question (default: 5, Chroma's)")
-    parser.add_argument("--output", type=Path, help="also write the table to this file")
+    parser.add_argument("--out", type=Path, help="also write the table to this Markdown file")
     args = parser.parse_args(argv)
     if args.config and args.chunker:
         parser.error("give --config or --chunker, not both")
@@ -979,15 +979,12 @@ def main(argv: Sequence[str] | None = None, *, embedder: Embedder | None = None)
             f"retrieval_quality: {row.chunker} @ {row.max_tokens}: {row.chunks} chunks, recall {_pct(row.recall)}",
             file=sys.stderr,
         )
-    header = (
-        f"{len(questions)} questions over {len(documents)} corpora ({args.questions.name}); "
-        f"embedder `{embedder.identity}`; k = {args.k}; Python {platform.python_version()}\n\n"
+    lines = header("sentence-transformers", "torch", "docling-slim", "docling-core", "docutils")
+    lines.append(
+        f"{len(questions)} questions over {len(documents)} corpora (`{shown(args.corpora)}`, "
+        f"`{shown(args.questions)}`); embedder `{embedder.identity}`; k = {args.k}.\n"
     )
-    table = header + markdown_table(rows, tokenizer=tokenizer.identity)
-    print(table)
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(table, encoding="utf-8")
+    write_markdown(args.out, "\n".join(lines) + "\n" + markdown_table(rows, tokenizer=tokenizer.identity))
     return 0
 
 

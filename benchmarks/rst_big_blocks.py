@@ -1,6 +1,6 @@
-"""Write one-row Parquet files of huge reStructuredText documents, for ``chunker_memory.py``.
+"""Write one-row Parquet files of huge reStructuredText documents, one huge block of a kind each.
 
-    python benchmarks/rst_big_blocks.py --chars 5000000 --out /tmp/rst_big [--only list_short]
+    python benchmarks/rst_big_blocks.py --chars 5000000 --out DIR [--only list_short]
 
 Each file ``NAME.parquet`` has the columns ``id``, ``content``, ``content_format`` (``rst``) and
 ``metadata`` (null); the document is about ``--chars`` code points (whole lines, seeded: the same
@@ -15,13 +15,16 @@ from __future__ import annotations
 import argparse
 import random
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from memory import repeat_to_size
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.memory import repeat_to_size
 
 
-def documents(chars: int) -> dict[str, callable]:
+def documents(chars: int) -> dict[str, Callable[[], str]]:
+    """Each kind's name and a function making its document of about ``chars`` code points."""
     rnd = random.Random(1)
 
     def words(k: int) -> str:

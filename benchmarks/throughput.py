@@ -1,15 +1,15 @@
 """Chunking throughput against one plain ``encode_ordinary`` pass, the peers and the whole job.
 
-    python benchmarks/throughput.py [--input ../shared/data/corpus/docs.parquet]
-        [--docling-input ../shared/data/corpus/docling.parquet] [--rounds 3] [--max-chars N]
-        [--out benchmarks/results/issue-7-throughput.md] [--skip chunkers,job,linear,peers,docling]
+    python benchmarks/throughput.py [--input sample/docs.parquet] [--docling-input FILE]
+        [--rounds 3] [--max-chars N] [--workers 2] [--linear-chars 500000]
+        [--skip chunkers,job,linear,peers,docling] [--rows PREFIX,...] [--out FILE.md]
 
 Every row of a section is measured in the same run, the rows interleaved over ``--rounds`` rounds
 (the machine may be shared, so only ratios measured side by side mean anything); each row keeps
 its fastest round. One core, ``cl100k_base``, 512-token chunks, no overlap (the peers' defaults
 differ; all get 0 so that they cut the same amount of text). Sections:
 
-* **Text** (the documents of ``--input`` that are not ``docling``): ``encode_ordinary`` (the
+* **Text** (the documents of ``--input``, a Parquet file or folder, that are not ``docling``): ``encode_ordinary`` (the
   limit, ratio 1.00) and ``encode_ordinary_batch``; each chunker of this project alone and with
   the job's validation (``transforms.validation.validate_chunks``, what ``ChunkDocuments`` runs a chunk at a time:
   the independent recount and the checks); the peers (chonkie ``RecursiveChunker``, LangChain
@@ -18,7 +18,7 @@ differ; all get 0 so that they cut the same amount of text). Sections:
   ``cl100k_base``), chunks that are not verbatim slices, and non-whitespace characters of the
   documents that no chunk covers ("lost"). A peer that is not installed is left out
   (``pip install -e '.[peers]'``).
-* **Docling** (``--docling-input``): the ratio is to one ``encode_ordinary`` pass over each
+* **Docling** (the ``docling`` documents of ``--docling-input``, default ``--input``): the ratio is to one ``encode_ordinary`` pass over each
   document's Markdown export; the rows parse the JSON themselves: this project's
   ``StructureAwareChunker`` and ``DoclingChunker`` (alone, with validation) and docling-core's
   ``HybridChunker`` with its ``OpenAITokenizer``.
@@ -26,7 +26,7 @@ differ; all get 0 so that they cut the same amount of text). Sections:
   route, chunk, validate, pyarrow zstd write: what the job does, without Beam), and the job
   (``pipelines.rechunk``) on the DirectRunner ``in_memory`` and ``multi_processing`` with
   ``--workers`` processes. Each runs as a subprocess (start-up and imports included for all);
-  peak memory is the process tree's largest resident set (``benchmarks/measure_job.py``).
+  peak memory is the process tree's largest resident set (``measurement.measure_process``).
 * **Linear time**: each chunker (and the tokenizer's own count) on one document of 0.5 MB and of
   5 MB, of real text, of text with no whitespace, and of a single run of letters; each pair in
   its own subprocess, whose peak memory growth (VmHWM) is reported. Target: 10x longer costs at
@@ -42,7 +42,6 @@ import argparse
 import gc
 import json
 import os
-import platform
 import random
 import re
 import string
@@ -50,13 +49,25 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from benchmarks.measurement import (  # noqa: E402
+    SAMPLE,
+    header,
+    high_water_bytes,
+    job_command,
+    job_input,
+    measure_process,
+    read_documents,
+    shown,
+    write_markdown,
+)
 
 MAX_TOKENS = 512
 PEER_PACKAGES = ("chonkie", "langchain-text-splitters", "semchunk", "docling-core")
@@ -69,13 +80,11 @@ PEER_PACKAGES = ("chonkie", "langchain-text-splitters", "semchunk", "docling-cor
 
 def _load(path: str, max_chars: int | None, *, docling: bool) -> list:
     """Documents of ``path``: the ``docling`` ones (``docling=True``) or all others, up to ``max_chars``."""
-    import pyarrow.parquet as pq
-
     from transforms.documents import Document
 
     if not path or not Path(path).exists():
         return []
-    table = pq.read_table(path, columns=["id", "content", "content_format"])
+    table = read_documents(path, columns=["id", "content", "content_format"])
     documents, total = [], 0
     for row in table.to_pylist():
         fmt = row["content_format"] or "text"
@@ -133,6 +142,13 @@ def _check_chunks(text: str, chunks: list[str], count: Callable[[str], int]) -> 
 # ------------------------------------------------------------------------------------------------
 
 
+def _structure_limits(chunker: Any) -> dict[str, int] | None:
+    """The structure chunker's limits the job's validation checks, or ``None`` for another chunker."""
+    if not hasattr(chunker, "min_preferred_tokens"):
+        return None
+    return {"max_overlap_tokens": chunker.max_overlap_tokens, "min_preferred_tokens": chunker.min_preferred_tokens}
+
+
 def _project_rows(documents, tokenizer, *, docling: bool) -> dict[str, Callable[[], int]]:
     """This project's chunkers, alone and with the job's validation."""
     from transforms.chunkers import (
@@ -161,13 +177,9 @@ def _project_rows(documents, tokenizer, *, docling: bool) -> dict[str, Callable[
             ),
             "StructureAwareChunker": StructureAwareChunker(tokenizer=tokenizer, max_tokens=MAX_TOKENS),
         }
-    rows = {}
+    rows: dict[str, Callable[[], int]] = {}
     for name, chunker in chunkers.items():
-        limits = (
-            {"max_overlap_tokens": chunker.max_overlap_tokens, "min_preferred_tokens": chunker.min_preferred_tokens}
-            if hasattr(chunker, "min_preferred_tokens")
-            else None
-        )
+        limits = _structure_limits(chunker)
 
         def alone(chunker=chunker) -> int:
             return sum(len(chunker.chunk(d, tokenizer_identity=identity)) for d in documents)
@@ -193,11 +205,11 @@ def _project_rows(documents, tokenizer, *, docling: bool) -> dict[str, Callable[
     return rows
 
 
-def _text_peers(encoding) -> dict[str, Callable[[], Callable[[str], list[str]]]]:
+def _text_peers(encoding) -> dict[str, Callable[[], Callable[[str], Any]]]:
     """For each installed peer, a factory of ``split(text) -> chunk texts`` at 512 tokens of
     cl100k_base, no overlap. Each timed run builds a fresh one, so that no cache a peer keeps
     (semchunk memoizes token counts) carries over from the previous round or the check."""
-    peers: dict[str, Callable[[], Callable[[str], list[str]]]] = {}
+    peers: dict[str, Callable[[], Callable[[str], Any]]] = {}
     try:
         from chonkie import RecursiveChunker
 
@@ -235,7 +247,8 @@ def _text_peers(encoding) -> dict[str, Callable[[], Callable[[str], list[str]]]]
 
 
 def _peer_rows(peers, texts, encoding) -> tuple[dict[str, Callable[[], int]], dict[str, dict]]:
-    rows, checks = {}, {}
+    rows: dict[str, Callable[[], int]] = {}
+    checks: dict[str, dict] = {}
     count = lambda t: len(encoding.encode_ordinary(t))  # noqa: E731
     for name, make in peers.items():
         totals = {"over_budget": 0, "not_verbatim": 0, "lost_chars": 0, "chunks": 0, "errors": 0}
@@ -274,8 +287,6 @@ def _docling_peer(documents, encoding) -> tuple[dict, dict]:
     chunker = make()
 
     def run() -> int:
-        import warnings
-
         chunker, n = make(), 0
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -285,8 +296,8 @@ def _docling_peer(documents, encoding) -> tuple[dict, dict]:
         return n
 
     over = 0
-    with __import__("warnings").catch_warnings():
-        __import__("warnings").simplefilter("ignore")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         for d in documents:
             doc = DoclingDocument.model_validate_json(d.content)
             for c in chunker.chunk(dl_doc=doc):
@@ -328,11 +339,12 @@ def _interleave(rows: dict[str, Callable[[], int]], rounds: int) -> tuple[dict[s
 def plain_loop(input_path: str, output_dir: str) -> dict[str, int]:
     """The job's work without Beam, in one process: read, admit (plainly), route, chunk, validate, write.
 
-    pyarrow reads the Parquet file a row group at a time; every document goes to the chunker the
+    pyarrow reads the Parquet file (or each file of a folder) a record batch at a time; every document goes to the chunker the
     default configuration routes it to; the accepted chunks are written as zstd Parquet
     (``CHUNK_SCHEMA``) in record batches, as the job writes them.
     """
     import pyarrow as pa
+    import pyarrow.dataset as ds
     import pyarrow.parquet as pq
 
     from pipelines.config import load_config, resolve_config
@@ -346,17 +358,17 @@ def plain_loop(input_path: str, output_dir: str) -> dict[str, int]:
     spec = resolve_config(load_config(None), tokenizer=None, max_tokens=None)
     tokenizer = load_tokenizer(spec["tokenizer"])
     router = build_router(spec, tokenizer=tokenizer)
-    limits = {
-        c.config_hash: {"max_overlap_tokens": c.max_overlap_tokens, "min_preferred_tokens": c.min_preferred_tokens}
-        for c in router.chunkers.values()
-        if hasattr(c, "min_preferred_tokens")
-    }
+    limits = {c.config_hash: _structure_limits(c) for c in router.chunkers.values()}
     os.makedirs(output_dir, exist_ok=True)
     writer = pq.ParquetWriter(os.path.join(output_dir, "chunks.parquet"), CHUNK_SCHEMA, compression="zstd")
     rows: list[dict[str, Any]] = []
     documents = chunks_written = rejected = 0
-    parquet = pq.ParquetFile(input_path)
-    for batch in parquet.iter_batches(columns=["id", "content", "content_format"]):
+    columns = ["id", "content", "content_format"]
+    if Path(input_path).is_dir():
+        batches = ds.dataset(input_path, format="parquet").to_batches(columns=columns)
+    else:
+        batches = pq.ParquetFile(input_path).iter_batches(columns=columns)
+    for batch in batches:
         for row in batch.to_pylist():
             documents += 1
             document = Document(
@@ -396,91 +408,40 @@ def plain_loop(input_path: str, output_dir: str) -> dict[str, int]:
     return {"documents_read": documents, "chunks_written": chunks_written, "rejected": rejected}
 
 
-def _measure_process(argv: list[str], output: str) -> dict[str, Any]:
-    """Wall seconds, peak memory of the process tree, and CPU seconds of its processes.
-
-    The CPU figures say, on a busy machine, what the wall time cannot: ``cpu_busiest`` is the
-    CPU time of the busiest process (the job's own, or one worker), which bounds the wall time on
-    an idle machine from below, ``cpu_total`` is all the work done, and ``cpu_by_process`` is the
-    job's own process (the launcher) and then each other process of at least 0.05 s, busiest first.
-    """
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    from measure_job import _high_water_bytes, process_tree
-
-    started = time.monotonic()
-    proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    peak = high = 0
-    cpu: dict[int, float] = {}
-    while proc.poll() is None:
-        tree = process_tree(proc.pid)
-        peak = max(peak, sum(rss for rss, _ in tree.values()))
-        high = max(high, _high_water_bytes(proc.pid))
-        for pid, (_, seconds) in tree.items():
-            cpu[pid] = max(cpu.get(pid, 0.0), seconds)
-        time.sleep(0.1)
-    wall = time.monotonic() - started
-    out = proc.stdout.read()
-    if proc.returncode != 0:
-        raise RuntimeError(f"{argv[:4]} exited {proc.returncode}")
-    result = {
-        "seconds": wall,
-        "peak_mib": max(peak, high) / 2**20,
-        "cpu_busiest": max(cpu.values(), default=0.0),
-        "cpu_total": sum(cpu.values()),
-        # the launcher (the job's own process) first, then its workers, busiest first
-        "cpu_by_process": [cpu.get(proc.pid, 0.0)]
-        + sorted((s for p, s in cpu.items() if p != proc.pid and s >= 0.05), reverse=True),
-    }
-    report = Path(output) / "report.json"
-    if report.exists():
-        result["chunks"] = json.loads(report.read_text())["chunks_written"]
-    elif out.strip():
-        result["chunks"] = json.loads(out.strip().splitlines()[-1])["chunks_written"]
+def _measure_job_process(argv: list[str], output: str) -> dict[str, Any]:
+    """``measurement.measure_process`` of one run, its chunks as ``chunks``; raises if it failed."""
+    result = measure_process(argv, output)
+    if result["exit"] != 0:
+        raise RuntimeError(f"{argv[:4]} exited {result['exit']}")
+    result["chunks"] = result.get("chunks_written", 0)
     return result
 
 
 def _job_rows(input_path: str, rounds: int, workers: int) -> dict[str, dict[str, Any]]:
-    python = sys.executable
+    """The plain loop and the job on each runner, interleaved over ``rounds``; the best of each.
+
+    The best round by wall time gives a row's figures, but its peak memory is the largest of any
+    round and its CPU seconds the least.
+    """
+    job = ("--input", job_input(input_path), "--progress-seconds", "0")
     runs = {
         "plain single-process loop (pyarrow read, chunk, validate, write)": lambda out: [
-            python,
-            str(Path(__file__).resolve()),
-            "--plain-loop",
-            input_path,
-            out,
+            *(sys.executable, str(Path(__file__).resolve())),
+            *("--plain-loop", input_path, out),
         ],
-        "job, DirectRunner in_memory": lambda out: [
-            python,
-            "-m",
-            "pipelines.rechunk",
-            "--input",
-            input_path,
-            "--output",
-            out,
-            "--progress-seconds",
-            "0",
-            "--direct_running_mode=in_memory",
-        ],
-        f"job, DirectRunner multi_processing, {workers} workers": lambda out: [
-            python,
-            "-m",
-            "pipelines.rechunk",
-            "--input",
-            input_path,
-            "--output",
-            out,
-            "--progress-seconds",
-            "0",
-            "--direct_running_mode=multi_processing",
-            f"--direct_num_workers={workers}",
-        ],
+        "job, DirectRunner in_memory": lambda out: job_command(
+            *job, "--output", out, "--direct_running_mode=in_memory"
+        ),
+        f"job, DirectRunner multi_processing, {workers} workers": lambda out: job_command(
+            *job, "--output", out, "--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"
+        ),
     }
     best: dict[str, dict[str, Any]] = {}
     for _ in range(rounds):
         for name, argv in runs.items():
             with tempfile.TemporaryDirectory() as tmp:
                 out = os.path.join(tmp, "out")
-                result = _measure_process(argv(out), out)
+                result = _measure_job_process(argv(out), out)
             previous = best.get(name, {})
             if not previous or result["seconds"] < previous["seconds"]:
                 best[name] = {**result}
@@ -519,9 +480,6 @@ def linear_probe(kind: str, row: str, small_chars: int, rounds: int, corpus_path
     from transforms.documents import Document
     from transforms.tokenizers import TiktokenTokenizer
 
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    from measure_job import _high_water_bytes
-
     documents = _load(corpus_path, 2_000_000, docling=False) if kind != "one run of letters" else []
     corpus = "\n\n".join(d.content for d in documents if d.content_format in ("text", "markdown"))
     tokenizer = TiktokenTokenizer("cl100k_base")
@@ -543,14 +501,14 @@ def linear_probe(kind: str, row: str, small_chars: int, rounds: int, corpus_path
 
     run(small[:1000])  # warm up (lazy tables)
     gc.collect()
-    base = _high_water_bytes(os.getpid())
+    base = high_water_bytes(os.getpid())
     best = {"small": float("inf"), "large": float("inf")}
     for _ in range(rounds):
         for name, text in (("small", small), ("large", large)):
             started = time.process_time()  # one thread: CPU time, robust on a shared machine
             run(text)
             best[name] = min(best[name], time.process_time() - started)
-    grown = _high_water_bytes(os.getpid()) - base
+    grown = high_water_bytes(os.getpid()) - base
     return {
         "small_seconds": best["small"],
         "large_seconds": best["large"],
@@ -581,30 +539,6 @@ def _linear_rows(corpus_path: str, small_chars: int, rounds: int) -> dict[tuple[
 # ------------------------------------------------------------------------------------------------
 
 
-def _versions() -> str:
-    names = ["tiktoken", "apache-beam", "pyarrow", "numpy", *PEER_PACKAGES, "matplotlib"]
-    found = []
-    for name in names:
-        try:
-            found.append(f"{name} {metadata.version(name)}")
-        except metadata.PackageNotFoundError:
-            pass
-    return ", ".join(found)
-
-
-def _machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    return f"{cpu}, {os.cpu_count()} cores (load average at start {load}); Linux {platform.release()}; Python {platform.python_version()}"
-
-
 def _violations(check: dict | None) -> str:
     if not check:
         return ""
@@ -633,8 +567,10 @@ def _chart(path: Path, bars: list[tuple[str, float]], job: list[tuple[str, float
         labels = [name for name, _ in items][::-1]
         values = [value for _, value in items][::-1]
         colors = [
-            "#4c72b0" if not any(p in l for p in ("chonkie", "LangChain", "semchunk", "docling-core")) else "#dd8452"
-            for l in labels
+            "#4c72b0"
+            if not any(p in label for p in ("chonkie", "LangChain", "semchunk", "docling-core"))
+            else "#dd8452"
+            for label in labels
         ]
         ax.barh(labels, values, color=colors)
         for y, v in enumerate(values):
@@ -647,10 +583,14 @@ def _chart(path: Path, bars: list[tuple[str, float]], job: list[tuple[str, float
     plt.close(fig)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--input", default=str(REPO.parent / "shared/data/corpus/docs.parquet"))
-    parser.add_argument("--docling-input", default=str(REPO.parent / "shared/data/corpus/docling.parquet"))
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument(
+        "--input", default=str(SAMPLE), help="a Parquet file or folder of documents (default: sample/docs.parquet)"
+    )
+    parser.add_argument(
+        "--docling-input", default=None, help="the Docling section's documents (default: those of --input)"
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
         "--max-chars", type=int, default=None, help="stop loading text documents after this many characters"
@@ -671,9 +611,154 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="write the table (Markdown) here and the chart (PNG) beside it")
     parser.add_argument("--plain-loop", nargs=2, metavar=("INPUT", "OUTPUT"), help=argparse.SUPPRESS)
     parser.add_argument("--linear-probe", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+class _Report:
+    """The Markdown lines and the chart's bars, section by section."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.bars: list[tuple[str, float]] = []
+        self.job_bars: list[tuple[str, float]] = []
+
+
+def _text_section(args: argparse.Namespace, skip: set[str], tokenizer, report: _Report) -> list:
+    encoding = tokenizer.encoding
+    documents = _load(args.input, args.max_chars, docling=False)
+    if "chunkers" in skip:
+        return documents
+    texts = [d.content for d in documents]
+    megabytes = _megabytes(texts)
+    rows: dict[str, Callable[[], int]] = {
+        "encode_ordinary": lambda: sum(len(encoding.encode_ordinary(t)) for t in texts),
+        "encode_ordinary_batch": lambda: sum(len(ids) for ids in encoding.encode_ordinary_batch(texts)),
+    }
+    prefixes = ("encode_ordinary", *(p.strip() for p in args.rows.split(",") if p.strip()))
+    wanted = (lambda name: name.startswith(prefixes)) if args.rows.strip() else (lambda name: True)
+    rows.update({k: v for k, v in _project_rows(documents, tokenizer, docling=False).items() if wanted(k)})
+    checks: dict[str, dict] = {}
+    if "peers" not in skip:
+        peer_rows, checks = _peer_rows({k: v for k, v in _text_peers(encoding).items() if wanted(k)}, texts, encoding)
+        rows.update(peer_rows)
+    best, outputs = _interleave(rows, args.rounds)
+    base = best["encode_ordinary"]
+    report.lines += [
+        f"### Text: {shown(args.input)}",
+        "",
+        f"{len(documents)} documents (not docling), {sum(map(len, texts)):,} characters, {megabytes:.1f} MB UTF-8; "
+        f"{MAX_TOKENS}-token chunks, no overlap; best of {args.rounds} interleaved rounds, one core.",
+        "",
+        "| row | seconds | MB/s | ratio to encode_ordinary | output | violations (checked once) |",
+        "|---|---:|---:|---:|---:|---|",
+        *_ratio_lines(best, outputs, checks, megabytes, base),
+    ]
+    report.bars += [(name, base / best[name]) for name in best]
+    return documents
+
+
+def _docling_section(args: argparse.Namespace, skip: set[str], tokenizer, report: _Report) -> None:
+    path = args.docling_input or args.input
+    documents = [] if "docling" in skip else _load(path, None, docling=True)
+    if not documents:
+        return
+    from docling_core.types.doc import DoclingDocument
+
+    encoding = tokenizer.encoding
+    markdown = [DoclingDocument.model_validate_json(d.content).export_to_markdown() for d in documents]
+    md_megabytes = _megabytes(markdown)
+    rows: dict[str, Callable[[], int]] = {
+        "encode_ordinary of the Markdown export": lambda: sum(len(encoding.encode_ordinary(t)) for t in markdown),
+    }
+    rows.update(_project_rows(documents, tokenizer, docling=True))
+    checks: dict[str, dict] = {}
+    if "peers" not in skip:
+        peer, checks = _docling_peer(documents, encoding)
+        rows.update(peer)
+    best, outputs = _interleave(rows, args.rounds)
+    base = best["encode_ordinary of the Markdown export"]
+    report.lines += [
+        "",
+        f"### Docling: {shown(path)}",
+        "",
+        f"{len(documents)} DoclingDocuments, {_megabytes(d.content for d in documents):.1f} MB of JSON, "
+        f"{md_megabytes:.2f} MB of Markdown export (MB/s below are of the export). Rows parse the JSON "
+        f"(included in their time); best of {args.rounds} interleaved rounds.",
+        "",
+        "| row | seconds | MB/s | ratio to encode_ordinary of the export | output | violations |",
+        "|---|---:|---:|---:|---:|---|",
+        *_ratio_lines(best, outputs, checks, md_megabytes, base),
+    ]
+    report.bars += [(f"docling: {name}", base / best[name]) for name in best if not name.startswith("encode")]
+
+
+def _job_section(args: argparse.Namespace, documents: list, report: _Report) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.input
+        if args.max_chars is not None:  # the documents of the text section only
+            ids = {d.id for d in documents}
+            table = read_documents(args.input)
+            table = table.filter(pa.array([i in ids for i in table.column("id").to_pylist()]))
+            path = os.path.join(tmp, "input.parquet")
+            pq.write_table(table, path, row_group_size=64)
+        job_mb = _megabytes(c for c in read_documents(path, columns=["content"]).column("content").to_pylist() if c)
+        job = _job_rows(path, args.rounds, args.workers)
+    loop = next(iter(job.values()))
+    report.lines += [
+        "",
+        f"### The whole job: {shown(args.input)}{'' if args.max_chars is None else ' (the documents above)'}",
+        "",
+        f"{job_mb:.1f} MB of content; each run a subprocess (interpreter start-up, imports, reading and "
+        f"writing included); best of {args.rounds} interleaved rounds; peak memory of the process tree. "
+        "CPU: seconds of the busiest process (the job's own or one worker: on an idle machine the wall "
+        "time cannot be less) and of all processes together; the last column is the loop's CPU time "
+        "over the busiest process's, the speed-up over the loop that an idle machine would allow at most. "
+        "CPU per process: the job's own process, then each worker process (of the round with the best wall time).",
+        "",
+        "| row | seconds | MB/s | ratio to the plain loop | chunks | peak memory (MiB) | CPU s busiest / all "
+        "| CPU s per process (launcher, workers) | loop CPU / busiest CPU |",
+        "|---|---:|---:|---:|---:|---:|---|---|---:|",
+    ]
+    for name, result in job.items():
+        report.lines.append(
+            f"| {name} | {result['seconds']:.1f} | {job_mb / result['seconds']:.2f} | "
+            f"{loop['seconds'] / result['seconds']:.2f} | {result.get('chunks', 0):,} | {result['peak_mib']:.0f} | "
+            f"{result['cpu_busiest']:.1f} / {result['cpu_total']:.1f} | "
+            f"{', '.join(f'{c:.1f}' for c in result['cpu_by_process'])} | "
+            f"{loop['cpu_busiest'] / max(result['cpu_busiest'], 1e-9):.2f} |"
+        )
+        report.job_bars.append((name.split(" (")[0], loop["seconds"] / result["seconds"]))
+
+
+def _linear_section(args: argparse.Namespace, report: _Report) -> None:
+    linear = _linear_rows(args.input, args.linear_chars, max(1, min(args.rounds, 2)))
+    small_mb = args.linear_chars / 1e6
+    report.lines += [
+        "",
+        f"### Linear time: one document of {small_mb:g} M and {10 * small_mb:g} M characters",
+        "",
+        "Each row in its own subprocess, best of its rounds, CPU seconds (one thread); peak memory growth is "
+        "the process's VmHWM after the runs minus before them (the documents themselves already held).",
+        "",
+        "| document | row | seconds (1x) | seconds (10x) | 10x / 1x (target <= 11) | peak memory growth (MiB) |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for (kind, row), r in linear.items():
+        report.lines.append(
+            f"| {kind} | {row} | {r['small_seconds']:.3f} | {r['large_seconds']:.3f} | "
+            f"{r['large_seconds'] / max(r['small_seconds'], 1e-9):.1f} | {r['peak_growth_mib']:.0f} |"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; print the table (and write it and its chart with ``--out``); 0."""
+    args = _parse_args(argv)
     if args.plain_loop:
-        print(json.dumps(plain_loop(*args.plain_loop)))
+        figures = plain_loop(*args.plain_loop)
+        (Path(args.plain_loop[1]) / "report.json").write_text(json.dumps(figures))
         return 0
     if args.linear_probe:
         print(json.dumps(linear_probe(**json.loads(args.linear_probe))))
@@ -682,154 +767,25 @@ def main(argv: list[str] | None = None) -> int:
 
     from transforms.tokenizers import TiktokenTokenizer
 
-    machine = _machine()
     tokenizer = TiktokenTokenizer("cl100k_base")
-    encoding = tokenizer.encoding
-    _register_offline_encoding(encoding)
-    lines = [f"Machine: {machine}.", f"Versions: {_versions()}.", ""]
-    bars: list[tuple[str, float]] = []
-    job_bars: list[tuple[str, float]] = []
-
-    # -- text ----------------------------------------------------------------------------------
-    documents = _load(args.input, args.max_chars, docling=False)
-    texts = [d.content for d in documents]
-    megabytes = _megabytes(texts)
-    if "chunkers" not in skip:
-        rows: dict[str, Callable[[], int]] = {
-            "encode_ordinary": lambda: sum(len(encoding.encode_ordinary(t)) for t in texts),
-            "encode_ordinary_batch": lambda: sum(len(ids) for ids in encoding.encode_ordinary_batch(texts)),
-        }
-        prefixes = ("encode_ordinary", *(p.strip() for p in args.rows.split(",") if p.strip()))
-        wanted = (lambda name: name.startswith(prefixes)) if args.rows.strip() else (lambda name: True)
-        rows.update({k: v for k, v in _project_rows(documents, tokenizer, docling=False).items() if wanted(k)})
-        checks: dict[str, dict] = {}
-        if "peers" not in skip:
-            peer_rows, checks = _peer_rows(
-                {k: v for k, v in _text_peers(encoding).items() if wanted(k)}, texts, encoding
-            )
-            rows.update(peer_rows)
-        best, outputs = _interleave(rows, args.rounds)
-        base = best["encode_ordinary"]
-        lines += [
-            f"### Text: {args.input}",
-            "",
-            f"{len(documents)} documents (not docling), {sum(map(len, texts)):,} characters, {megabytes:.1f} MB UTF-8; "
-            f"{MAX_TOKENS}-token chunks, no overlap; best of {args.rounds} interleaved rounds, one core.",
-            "",
-            "| row | seconds | MB/s | ratio to encode_ordinary | output | violations (checked once) |",
-            "|---|---:|---:|---:|---:|---|",
-        ]
-        lines += _ratio_lines(best, outputs, checks, megabytes, base)
-        bars += [(name, base / best[name]) for name in best]
-
-    # -- docling -------------------------------------------------------------------------------
-    dl_documents = [] if "docling" in skip else _load(args.docling_input, None, docling=True)
-    if dl_documents:
-        from docling_core.types.doc import DoclingDocument
-
-        markdown = [DoclingDocument.model_validate_json(d.content).export_to_markdown() for d in dl_documents]
-        md_megabytes = _megabytes(markdown)
-        dl_rows: dict[str, Callable[[], int]] = {
-            "encode_ordinary of the Markdown export": lambda: sum(len(encoding.encode_ordinary(t)) for t in markdown),
-        }
-        dl_rows.update(_project_rows(dl_documents, tokenizer, docling=True))
-        dl_checks: dict[str, dict] = {}
-        if "peers" not in skip:
-            peer, dl_checks = _docling_peer(dl_documents, encoding)
-            dl_rows.update(peer)
-        dl_best, dl_out = _interleave(dl_rows, args.rounds)
-        dl_base = dl_best["encode_ordinary of the Markdown export"]
-        lines += [
-            "",
-            f"### Docling: {args.docling_input}",
-            "",
-            f"{len(dl_documents)} DoclingDocuments, {_megabytes(d.content for d in dl_documents):.1f} MB of JSON, "
-            f"{md_megabytes:.2f} MB of Markdown export (MB/s below are of the export). Rows parse the JSON "
-            f"(included in their time); best of {args.rounds} interleaved rounds.",
-            "",
-            "| row | seconds | MB/s | ratio to encode_ordinary of the export | output | violations |",
-            "|---|---:|---:|---:|---:|---|",
-        ]
-        lines += _ratio_lines(dl_best, dl_out, dl_checks, md_megabytes, dl_base)
-        bars += [(f"docling: {name}", dl_base / dl_best[name]) for name in dl_best if not name.startswith("encode")]
-
-    # -- job -----------------------------------------------------------------------------------
+    _register_offline_encoding(tokenizer.encoding)
+    report = _Report(header("tiktoken", "apache-beam", "pyarrow", "numpy", *PEER_PACKAGES, "matplotlib"))
+    documents = _text_section(args, skip, tokenizer, report)
+    _docling_section(args, skip, tokenizer, report)
     if "job" not in skip:
-        with tempfile.TemporaryDirectory() as tmp:
-            job_input = args.input
-            if args.max_chars is not None:
-                import pyarrow.parquet as pq
-
-                ids = {d.id for d in documents}
-                table = pq.read_table(args.input)
-                table = table.filter(__import__("pyarrow").array([i in ids for i in table.column("id").to_pylist()]))
-                job_input = os.path.join(tmp, "input.parquet")
-                pq.write_table(table, job_input, row_group_size=64)
-            job_mb = _megabytes(
-                __import__("pyarrow.parquet")
-                .parquet.read_table(job_input, columns=["content"])
-                .column("content")
-                .to_pylist()
-            )
-            job = _job_rows(job_input, args.rounds, args.workers)
-        loop = next(iter(job.values()))
-        lines += [
-            "",
-            f"### The whole job: {job_input if args.max_chars is None else args.input + ' (the documents above)'}",
-            "",
-            f"{job_mb:.1f} MB of content; each run a subprocess (interpreter start-up, imports, reading and "
-            f"writing included); best of {args.rounds} interleaved rounds; peak memory of the process tree. "
-            "CPU: seconds of the busiest process (the job's own or one worker: on an idle machine the wall "
-            "time cannot be less) and of all processes together; the last column is the loop's CPU time "
-            "over the busiest process's, the speed-up over the loop that an idle machine would allow at most. "
-            "CPU per process: the job's own process, then each worker process (of the round with the best wall time).",
-            "",
-            "| row | seconds | MB/s | ratio to the plain loop | chunks | peak memory (MiB) | CPU s busiest / all "
-            "| CPU s per process (launcher, workers) | loop CPU / busiest CPU |",
-            "|---|---:|---:|---:|---:|---:|---|---|---:|",
-        ]
-        for name, result in job.items():
-            lines.append(
-                f"| {name} | {result['seconds']:.1f} | {job_mb / result['seconds']:.2f} | "
-                f"{loop['seconds'] / result['seconds']:.2f} | {result.get('chunks', 0):,} | {result['peak_mib']:.0f} | "
-                f"{result['cpu_busiest']:.1f} / {result['cpu_total']:.1f} | "
-                f"{', '.join(f'{c:.1f}' for c in result['cpu_by_process'])} | "
-                f"{loop['cpu_busiest'] / max(result['cpu_busiest'], 1e-9):.2f} |"
-            )
-            job_bars.append((name.split(" (")[0], loop["seconds"] / result["seconds"]))
-
-    # -- linear --------------------------------------------------------------------------------
+        _job_section(args, documents, report)
     if "linear" not in skip:
-        linear = _linear_rows(args.input, args.linear_chars, max(1, min(args.rounds, 2)))
-        small_mb = args.linear_chars / 1e6
-        lines += [
-            "",
-            f"### Linear time: one document of {small_mb:g} M and {10 * small_mb:g} M characters",
-            "",
-            "Each row in its own subprocess, best of its rounds, CPU seconds (one thread); peak memory growth is the process's VmHWM "
-            "after the runs minus before them (the documents themselves already held).",
-            "",
-            "| document | row | seconds (1x) | seconds (10x) | 10x / 1x (target <= 11) | peak memory growth (MiB) |",
-            "|---|---|---:|---:|---:|---:|",
-        ]
-        for (kind, row), r in linear.items():
-            lines.append(
-                f"| {kind} | {row} | {r['small_seconds']:.3f} | {r['large_seconds']:.3f} | "
-                f"{r['large_seconds'] / max(r['small_seconds'], 1e-9):.1f} | {r['peak_growth_mib']:.0f} |"
-            )
-
-    table = "\n".join(lines)
-    print(table)
+        _linear_section(args, report)
+    table = "\n".join(report.lines)
     if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        chart = out.with_suffix(".png")
+        chart = Path(args.out).with_suffix(".png")
         try:
-            _chart(chart, bars, job_bars)
+            chart.parent.mkdir(parents=True, exist_ok=True)
+            _chart(chart, report.bars, report.job_bars)
             table += f"\n\n![throughput]({chart.name})\n"
         except ImportError:
             print("matplotlib is not installed: no chart (pip install -e '.[peers]')", file=sys.stderr)
-        out.write_text(table + "\n")
+    write_markdown(args.out, table)
     return 0
 
 

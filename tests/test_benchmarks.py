@@ -1,6 +1,7 @@
-"""The throughput benchmark runs on a tiny input (so that it cannot rot), and its checks of a
-peer's chunks find what they are meant to find. Speed is not asserted: it is measured by the
-benchmark itself, as ratios taken side by side."""
+"""The benchmarks run on tiny inputs (so that they cannot rot) and build the inputs they claim;
+the throughput benchmark's checks of a peer's chunks find what they are meant to find; the job's
+sink writes text columns in plain pages; ``check_output.py`` finds what it is meant to find.
+Speed is not asserted: the benchmarks measure it themselves, as ratios taken side by side."""
 
 from __future__ import annotations
 
@@ -14,12 +15,12 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-import throughput  # noqa: E402
+from benchmarks import throughput  # noqa: E402
 
 SAMPLE = REPO / "sample" / "docs.parquet"
 
 
-def test_check_chunks_finds_budget_verbatim_and_lost_text():
+def test_peer_check_counts_chunks_over_budget_not_verbatim_and_text_lost():
     text = "alpha beta gamma\n\ndelta epsilon zeta"
     count = lambda t: len(t.split())  # noqa: E731 - a stand-in tokenizer: words
     clean = throughput._check_chunks(text, ["alpha beta gamma", "delta epsilon zeta"], count)
@@ -36,7 +37,7 @@ def test_check_chunks_finds_budget_verbatim_and_lost_text():
         throughput.MAX_TOKENS = monkey
 
 
-def test_benchmark_runs_on_a_tiny_input(tmp_path, capsys):
+def test_throughput_writes_a_row_for_each_chunker_and_peer_and_its_chart(tmp_path, capsys):
     out = tmp_path / "result.md"
     assert (
         throughput.main(
@@ -80,7 +81,7 @@ def test_benchmark_runs_on_a_tiny_input(tmp_path, capsys):
         assert out.with_suffix(".png").stat().st_size > 1000
 
 
-def test_benchmark_job_rows_alone_on_a_tiny_input(tmp_path):
+def test_throughput_job_rows_alone_are_real_runs_of_the_job(tmp_path):
     """--skip chunkers,docling,peers,linear: only the whole-job rows, each a real run of the job."""
     out = tmp_path / "job.md"
     assert (
@@ -113,10 +114,10 @@ def test_benchmark_job_rows_alone_on_a_tiny_input(tmp_path):
     assert len(workers) >= 3 and all(float(c) > 0 for c in workers)
 
 
-def test_incremental_benchmark_runs_on_a_tiny_input(tmp_path):
+def test_incremental_output_equals_the_full_run_and_both_fractions_are_given(tmp_path):
     """benchmarks/incremental.py end to end on the sample: it checks the incremental output against
     the full run's itself (it exits otherwise) and reports the wall and CPU fractions."""
-    import incremental
+    from benchmarks import incremental
 
     out = tmp_path / "incremental.md"
     incremental.main(
@@ -142,25 +143,14 @@ def test_incremental_benchmark_runs_on_a_tiny_input(tmp_path):
     assert "| incremental |" in text and "| start-up, incremental |" in text
     # 7 documents: every second one in id order edited (4), the second removed, 2 left unchanged
     assert "(6 documents), 4 changed (66.7%), 1 removed;" in text and "Skipped unchanged: 2;" in text
-    assert "By CPU seconds" in text and "As the issue words its goal" in text
+    assert "By CPU seconds" in text and "Against the target" in text
     # the job options after -- reach every run, the previous one included
     assert "job options: --max-tokens 300." in text
     for run in ("previous", "full0", "inc0", "tiny0", "tinyinc0"):
         assert json.loads((tmp_path / "work" / run / "report.json").read_text())["max_tokens"] == 300, run
 
 
-def test_job_phases_on_the_sample(tmp_path, capsys):
-    import job_phases
-
-    figures = job_phases.main(["--input", str(SAMPLE), "--output", str(tmp_path / "out")])
-    printed = capsys.readouterr().out
-    assert figures["exit"] == 0 and (tmp_path / "out" / "report.json").is_file()
-    assert len(figures["stages"]) > 5 and 0 < figures["outside"] <= figures["launcher"] <= figures["critical"] + 1e-6
-    assert any("Route chunk and validate" in stage for stage in figures["stages"])
-    assert "critical path" in printed
-
-
-def test_plain_loop_and_linear_probe(tmp_path):
+def test_plain_loop_writes_the_jobs_chunks_and_linear_probe_times_both_sizes(tmp_path):
     result = throughput.plain_loop(str(SAMPLE), str(tmp_path / "loop"))
     import pyarrow.parquet as pq
 
@@ -172,43 +162,7 @@ def test_plain_loop_and_linear_probe(tmp_path):
     json.dumps(probe)
 
 
-def test_side_by_side_runs_on_a_tiny_input(capsys):
-    # This checkout against itself: every row runs, and validation rejects nothing (it raises).
-    import structure_side_by_side
-
-    # The script swaps the transforms modules in sys.modules; the rest of the session keeps its own.
-    ours = lambda: [k for k in sys.modules if k == "transforms" or k.startswith("transforms.")]  # noqa: E731
-    saved = {k: sys.modules[k] for k in ours()}
-    try:
-        assert (
-            structure_side_by_side.main(
-                [
-                    "--baseline",
-                    str(REPO),
-                    "--input",
-                    str(SAMPLE),
-                    "--max-chars",
-                    "3000",
-                    "--rounds",
-                    "1",
-                    "--chunker",
-                    "TokenTextSplitter",
-                    "--chunker",
-                    "RecursiveCharacterTextSplitter",
-                ]
-            )
-            == 0
-        )
-    finally:
-        for k in ours():
-            del sys.modules[k]
-        sys.modules.update(saved)
-    table = capsys.readouterr().out
-    for row in ("baseline: TokenTextSplitter + validation", "this checkout: RecursiveCharacterTextSplitter"):
-        assert f"| {row} |" in table, row
-
-
-def test_benchmark_rows_picks_rows(tmp_path):
+def test_throughput_rows_option_measures_only_the_rows_named(tmp_path):
     out = tmp_path / "rows.md"
     assert (
         throughput.main(
@@ -236,21 +190,13 @@ def test_benchmark_rows_picks_rows(tmp_path):
     assert names[names.index("encode_ordinary") :] == expected
 
 
-def test_chunker_memory_runs_on_a_tiny_input(capsys):
-    import chunker_memory
-
-    assert chunker_memory.main(["--input", str(SAMPLE)]) == 0
-    out = capsys.readouterr().out
-    assert "normalized: peak +" in out and "bytes a character" in out
-
-
-def test_memory_benchmarks_one_block_documents_are_one_block_each(tmp_path):
+def test_memory_one_block_documents_are_one_block_of_their_kind(tmp_path):
     """memory.py's one-block documents (Markdown ``table``, ``list``, ``code``; ``html-list``,
     ``html-table``, ``rst-list``) are what their rows claim: one block of the kind in their format,
     with many short children, of the size asked for."""
-    import memory
     import pyarrow.parquet as pq
 
+    from benchmarks import memory
     from transforms.structure.normalizers import default_normalizers
 
     documents = memory.single_documents(str(SAMPLE), 20_000, tmp_path)
@@ -274,14 +220,15 @@ def test_memory_benchmarks_one_block_documents_are_one_block_each(tmp_path):
         assert kind == "code" or len(list(blocks[0].children)) > 500
 
 
-def test_memory_benchmarks_plain_content_and_bmp_documents(tmp_path):
+def test_memory_plain_content_has_no_dictionary_page_and_bmp_keeps_the_length(tmp_path):
     """``--plain-content`` writes ``content`` without a dictionary page (the other columns keep
     theirs) and the default keeps one; ``markdown-bmp`` is ``markdown`` with each astral code point
     replaced by U+FFFD (same length, a 2-byte string where ``markdown`` is a 4-byte one); the figures
     give the UTF-8 size and the string's width."""
-    import memory
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from benchmarks import memory
 
     corpus = tmp_path / "corpus.parquet"
     text = "# T\n\nCaf\u00e9 \u2014 rocket \U0001f680 done.\n"
@@ -311,12 +258,35 @@ def test_memory_benchmarks_plain_content_and_bmp_documents(tmp_path):
         assert documents["markdown"][1]["utf8_bytes"] == len(original.encode())
 
 
-def test_packer_memory_runs_on_a_tiny_input(capsys):
-    import packer_memory
+def test_memory_table_has_a_row_per_job_run_and_the_peak_above_the_constant(tmp_path):
+    """memory.py end to end on the sample: the one-document constant, one single document and the
+    input once, each a real run of the job; ``--out`` writes the printed table."""
+    from benchmarks import memory
 
-    for kind in ("table", "list", "code"):
-        assert packer_memory.main(["--kind", kind, "--rows", "2000"]) == 0
-        assert "peak +" in capsys.readouterr().out
+    out = tmp_path / "memory.md"
+    argv = ["--documents", "code", "--document-mb", "0.01", "--copies", "1", "--out", str(out)]
+    assert memory.main(argv) == 0
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in out.read_text().splitlines()}
+    assert set(rows) >= {"tiny", "code 0.01 M", "input x1"}
+    assert int(rows["input x1"][4]) == 7 and int(rows["input x1"][5].replace(",", "")) > 7
+    assert float(rows["code 0.01 M"][9]) != 0 and int(rows["tiny"][8]) > 0
+    assert out.read_text().startswith("Date: ")
+
+
+def test_parse_benchmark_accounts_for_every_file(tmp_path):
+    """parse.py end to end on the sample, one file per format: every file parsed or dead-lettered
+    under its reason, every parsed document chunked."""
+    for module in ("docling", "docx", "pptx", "openpyxl"):
+        pytest.importorskip(module)
+    from benchmarks import parse
+
+    out = tmp_path / "parse.md"
+    assert parse.main(["--files-per-format", "1", "--work", str(tmp_path / "work"), "--out", str(out)]) == 0
+    table = out.read_text()
+    assert "Every file accounted for: True." in table
+    for fmt in ("docx", "html", "markdown", "pptx", "xlsx"):
+        assert f"| {fmt} |" in table, fmt
+    assert '"encrypted_file": 1' in table and '"file_too_large": 1' in table
 
 
 def test_check_output_reads_a_folder_with_a_column_map_and_finds_a_lost_document(tmp_path, capsys):
@@ -414,39 +384,21 @@ def test_check_output_checks_spans_of_a_document_with_no_format(tmp_path, capsys
     assert printed.count("text is not its spans") == 2
 
 
-def test_chunks_sha256_ignores_file_and_row_order_but_not_values(tmp_path):
-    """benchmarks/chunks_sha256.py: the same rows split over files in another order hash alike;
-    one changed value (of any column) changes the hash."""
-    import pyarrow as pa
+def test_job_writes_text_columns_in_plain_pages(tmp_path):
+    """The job's Parquet sink writes the chunks' text columns without a dictionary page (so reading
+    a huge value back holds no extra copy of it) and keeps the dictionary on the other columns."""
     import pyarrow.parquet as pq
-    from chunks_sha256 import chunks_sha256
-
-    rows = [{"chunk_id": f"c{i}", "text": f"text {i}", "token_count": i, "headings": ["A", str(i)]} for i in range(6)]
-    for name, parts in (("a", [rows[:4], rows[4:]]), ("b", [rows[5:][::-1] + rows[:2], rows[2:5][::-1]])):
-        (tmp_path / name / "chunks").mkdir(parents=True)
-        for k, part in enumerate(parts):
-            pq.write_table(pa.Table.from_pylist(part), tmp_path / name / "chunks" / f"part-{k}.parquet")
-    first, second = chunks_sha256(tmp_path / "a"), chunks_sha256(tmp_path / "b")
-    assert first == second and first[0] == 6 and first[1] == ["chunk_id", "headings", "text", "token_count"]
-    for column, value in (("text", "text 3!"), ("token_count", 30), ("headings", ["A", "x"])):
-        changed = [dict(r, **{column: value}) if r["chunk_id"] == "c3" else r for r in rows]
-        (tmp_path / column / "chunks").mkdir(parents=True)
-        pq.write_table(pa.Table.from_pylist(changed), tmp_path / column / "chunks" / "part-0.parquet")
-        assert chunks_sha256(tmp_path / column)[2] != first[2]
-
-
-def test_parquet_pages_benchmark_on_the_sample(tmp_path):
-    """benchmarks/parquet_pages.py on the sample's chunks: both writers give every row back, and
-    the job's writer leaves no dictionary on the text columns (so its file differs)."""
-    import parquet_pages
 
     from pipelines.rechunk import main as rechunk
 
     assert rechunk(["--input", str(SAMPLE), "--output", str(tmp_path / "out")]) == 0
-    rows = parquet_pages.main([str(tmp_path / "out" / "chunks"), "--rounds", "1", "--out", str(tmp_path / "t.md")])
-    assert [r["rows"] for r in rows] == [rows[0]["rows"]] * 2 and rows[0]["rows"] > 7
-    assert rows[0]["mb"] != rows[1]["mb"]
-    assert "| the job's (text in plain pages) |" in (tmp_path / "t.md").read_text()
+    for path in sorted((tmp_path / "out" / "chunks").glob("*.parquet")):
+        group = pq.ParquetFile(path).metadata.row_group(0)
+        dictionary = {
+            group.column(i).path_in_schema: group.column(i).has_dictionary_page for i in range(group.num_columns)
+        }
+        assert not dictionary["text"] and not dictionary["embedding_text"], path
+        assert dictionary["document_id"] and dictionary["chunker"], path
 
 
 def test_check_output_recounts_with_the_runs_tokenizer(tmp_path, capsys):

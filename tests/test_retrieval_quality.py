@@ -8,20 +8,14 @@ keyword embedder instead of the local model, so it needs no model and no network
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("retrieval_quality", ROOT / "benchmarks" / "retrieval_quality.py")
-rq = importlib.util.module_from_spec(_spec)
-sys.modules["retrieval_quality"] = rq
-_spec.loader.exec_module(rq)
+from benchmarks import retrieval_quality as rq
 
 R = rq.Retrieved
 
@@ -167,7 +161,7 @@ QUESTIONS = [
 
 
 def _row(table: str, chunker: str) -> list[str]:
-    line = next(l for l in table.splitlines() if l.startswith(f"| {chunker}"))
+    line = next(row for row in table.splitlines() if row.startswith(f"| {chunker}"))
     return [cell.strip() for cell in line.strip("|").split("|")]
 
 
@@ -180,7 +174,7 @@ def test_run_scores_each_chunker_on_a_tiny_input(tmp_path, capsys):
         str(corpora),
         "--questions",
         str(questions),
-        "--output",
+        "--out",
         str(out),
         "--chunker",
         "RecursiveCharacterTextSplitter",
@@ -204,7 +198,7 @@ def test_run_scores_each_chunker_on_a_tiny_input(tmp_path, capsys):
     out2 = tmp_path / "k2.md"
     argv2 = [
         *argv[:4],
-        "--output",
+        "--out",
         str(out2),
         "--chunker",
         "RecursiveCharacterTextSplitter",
@@ -231,7 +225,7 @@ def test_docling_chunker_row_converts_the_corpora_with_docling(tmp_path):
         str(corpora),
         "--questions",
         str(questions),
-        "--output",
+        "--out",
         str(out),
         "--chunker",
         "DoclingChunker",
@@ -256,7 +250,7 @@ def test_chunks_over_the_budget_are_left_out_and_counted(tmp_path):
         str(corpora),
         "--questions",
         str(questions),
-        "--output",
+        "--out",
         str(out),
         "--chunker",
         "HeadingChunker",
@@ -385,7 +379,7 @@ def test_docling_chunker_is_scored_on_docling_conversions_located_in_the_source(
         str(corpora),
         "--questions",
         str(path),
-        "--output",
+        "--out",
         str(out),
         "--chunker",
         "DoclingChunker",

@@ -1,25 +1,25 @@
-"""Differential fuzzing of the HTML normalizer's windowed reading against main's whole-tree one (s10-html).
+"""Differential check of the HTML normalizer's windowed reading against its whole-tree reading.
 
-    git worktree add /tmp/rechunk-ref 4250e8b      # optional: another version to compare with
-    python benchmarks/differential/html_stream_fuzz.py [--reference /tmp/rechunk-ref] [--seed N]
-        [--generated N] [--mutated N] [--corpus PARQUET] [--chunks N] [--out FAILS.jsonl]
+    python benchmarks/differential/html_stream_fuzz.py [--reference CHECKOUT] [--seed N]
+        [--generated N] [--mutated N] [--corpus sample/docs.parquet] [--chunks N] [--out FAILS.jsonl]
 
 The reference is ``transforms/structure/normalizers/html.py`` of the checkout ``--reference``
 (default: this one, loaded a second time, so its pages under ``STREAM_DOCUMENT_CHARS`` take the
-whole-tree path; 4250e8b is the last version without the windowed path). Each case runs the
-reference and this checkout's normalizer, with the windowed path forced (``STREAM_DOCUMENT_CHARS`` 0, a random
+whole-tree path; another checkout compares two versions). Each case runs the reference and this
+checkout's normalizer, with the windowed path forced (``STREAM_DOCUMENT_CHARS`` 0, a random
 small ``STREAM_WINDOW_CHARS``, ``STREAM_BLOCK_CHARS`` 0 so every top-level list and table is
 streamed) and at the default thresholds, and compares ``text``, ``diagnostics``, an exception's
 type, reason and message, and every block with all its fields and descendants (streamed children
 iterated twice). Cases: every HTML document of the corpus (``content_format == "html"``),
 generated pages (nested lists, tables, quotes, pre, headings, navigation, titles, broken and
 unclosed tags, comments, scripts, CDATA, entities, huge attributes, deep nesting, ``</body>`` in
-the middle, NUL, CR, lone surrogates, code moved out of a table section, tables of thousands of rows) and corpus pages mutated (ranges cut, repeated, tags
-inserted). For the first ``--chunks`` cases of each kind the chunks of ``StructureAwareChunker``
-(cl100k_base, ``max_tokens`` 128 and 512) with each normalizer are compared too (every field).
-Prints the counts (``fallbacks``: pages the windowed path hands to the whole tree, mostly a form
-feed next to left-out navigation, which the whole path replaces and 4250e8b raised ``ValueError``
-on; ``--no-control`` leaves form feeds out, to compare with 4250e8b). A mismatch is written to ``--out`` and counted. Exit status 1 on any mismatch.
+the middle, NUL, CR, lone surrogates, code moved out of a table section, tables of thousands of
+rows) and corpus pages mutated (ranges cut, repeated, tags inserted). For the first ``--chunks``
+cases of each kind the chunks of ``StructureAwareChunker`` (cl100k_base, ``max_tokens`` 128 and
+512) with each normalizer are compared too (every field). Prints the counts (``fallbacks``:
+pages the windowed path hands to the whole tree, mostly a form feed next to left-out navigation;
+``--no-control`` leaves form feeds out, for a reference that raises ``ValueError`` on them). A
+mismatch is written to ``--out`` and counted. Exit status 1 on any mismatch.
 """
 
 from __future__ import annotations
@@ -393,7 +393,7 @@ def chunks_of(normalizer, content, max_tokens, tokenizer):
 class Runner:
     def __init__(self, args):
         self.r = random.Random(args.seed)
-        self.out = open(args.out, "a") if args.out else None
+        self.out = open(args.out, "a") if args.out else None  # noqa: SIM115 - open for the whole run
         self.counts = {}
         self.failures = 0
         self.chunk_cases = args.chunks
@@ -472,13 +472,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--generated", type=int, default=2000)
     parser.add_argument("--mutated", type=int, default=300)
-    parser.add_argument("--corpus", default=os.path.join(REPO, "..", "shared", "data", "corpus", "docs.parquet"))
+    parser.add_argument(
+        "--corpus",
+        default=os.path.join(REPO, "sample", "docs.parquet"),
+        help="a Parquet file of documents; its documents of the format are cases too ('' for none)",
+    )
     parser.add_argument("--chunks", type=int, default=50, help="cases of each kind whose chunks are compared too")
     parser.add_argument("--out", default=None)
     parser.add_argument(
         "--no-control",
         action="store_true",
-        help="no form feed in generated text (next to left-out navigation, 4250e8b raised ValueError)",
+        help="no form feed in generated text (for a reference that raises ValueError next to left-out navigation)",
     )
     args = parser.parse_args(argv)
     global old

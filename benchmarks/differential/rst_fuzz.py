@@ -1,27 +1,28 @@
-"""Differential check of the reStructuredText normalizer against another checkout's.
+"""Differential check of the reStructuredText normalizer's paged and streamed reading.
 
-    git worktree add /tmp/rechunk-ref 4250e8b      # optional: the version before bounded memory
-    python benchmarks/differential/rst_fuzz.py [--reference /tmp/rechunk-ref] [--seed 1]
-        [--generated 300] [--mutated 200] [--corpus ../shared/data/corpus/docs.parquet]
+    python benchmarks/differential/rst_fuzz.py [--reference CHECKOUT] [--seed 1]
+        [--generated 300] [--mutated 200] [--corpus sample/docs.parquet]
         [--chunks-every 1] [--out FAILS.jsonl] [--input BIG.parquet ...]
 
 The reference is ``transforms/structure/normalizers/rst.py`` of the checkout ``--reference``
 (default: this one, loaded a second time, so that documents under ``LARGE_CHARS`` take the
-whole scan there; 4250e8b is the last version before pages and streams). For each document (every ``rst`` document of the corpus,
+whole scan there; another checkout, e.g. one made with ``git worktree add``, compares two
+versions). For each document (every ``rst`` document of the corpus,
 ``--generated`` documents made from a seed: titles with and without overlines, short underlines,
 transitions, literal blocks after ``::``, code and other directives with bodies, nested bullet,
 enumerated and definition lists, grid tables with row spans and simple tables, block quotes,
 tabs, CRLF and lone CR line breaks, nesting deeper than 60, huge items, lists and tables; and
 ``--mutated`` corpus documents with lines deleted, duplicated, indented, dedented or swapped,
 line breaks changed, and generated pieces spliced in) and for each of several settings of
-``LARGE_CHARS`` / ``PAGE_LINES`` / ``PAGE_CHARS`` / ``STREAM_CHARS`` (tiny ones that page and stream everything,
-and the defaults), it compares the whole ``NormalizedDocument`` (text, diagnostics and every
-block with all its fields and its children recursively, streamed children iterated twice) and,
-for every ``--chunks-every``-th document, every field of every chunk ``StructureAwareChunker``
-makes with each normalizer (cl100k_base; three configurations, small budgets so huge blocks are
-split). Each ``--input`` file's first document (e.g. ``rst_big_blocks.py``'s) is compared the same
-way under the default settings only (and its chunks with ``max_tokens`` 512 only). Prints the
-counts; a difference or exception is printed and written to ``--out``.
+``LARGE_CHARS`` / ``PAGE_LINES`` / ``PAGE_CHARS`` / ``STREAM_CHARS`` (tiny ones that page and
+stream everything, and the defaults), it compares the whole ``NormalizedDocument`` (text,
+diagnostics and every block with all its fields and its children recursively, streamed children
+iterated twice) and, for every ``--chunks-every``-th document, every field of every chunk
+``StructureAwareChunker`` makes with each normalizer (cl100k_base; three configurations, small
+budgets so huge blocks are split). Each ``--input`` file's first document (e.g.
+``rst_big_blocks.py``'s) is compared the same way under the default settings only (and its
+chunks with ``max_tokens`` 512 only). Prints the counts; a difference or exception is printed
+and written to ``--out``; exit status 1 on any.
 """
 
 from __future__ import annotations
@@ -324,7 +325,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--generated", type=int, default=300)
     parser.add_argument("--mutated", type=int, default=200)
-    parser.add_argument("--corpus", default=os.path.join(REPO, "..", "shared", "data", "corpus", "docs.parquet"))
+    parser.add_argument(
+        "--corpus",
+        default=os.path.join(REPO, "sample", "docs.parquet"),
+        help="a Parquet file of documents; its documents of the format are cases too ('' for none)",
+    )
     parser.add_argument("--chunks-every", type=int, default=1, help="compare chunks for every n-th document (0: never)")
     parser.add_argument("--out", default=None)
     parser.add_argument(

@@ -1,0 +1,1 @@
+"""Differential checks: a normalizer's windowed or streamed reading against its whole reading."""
