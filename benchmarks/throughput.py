@@ -348,10 +348,11 @@ def plain_loop(input_path: str, output_dir: str) -> dict[str, int]:
     import pyarrow.parquet as pq
 
     from pipelines.config import load_config, resolve_config
-    from transforms.beam import MAX_BATCH_ROWS, _writable
+    from transforms.beam import MAX_BATCH_ROWS
     from transforms.chunkers.base import ChunkingError
     from transforms.chunkers.registry import build_router
     from transforms.documents import CHUNK_SCHEMA, Document
+    from transforms.outcomes import writable_row
     from transforms.tokenizers import load_tokenizer
     from transforms.validation import validate_chunks
 
@@ -396,7 +397,7 @@ def plain_loop(input_path: str, output_dir: str) -> dict[str, int]:
             )
             rejected += len(result.rejected)
             for chunk in result.accepted:
-                rows.append(_writable(chunk))
+                rows.append(writable_row(chunk))
             if len(rows) >= MAX_BATCH_ROWS:
                 writer.write_table(pa.Table.from_pylist(rows, schema=CHUNK_SCHEMA))
                 chunks_written += len(rows)

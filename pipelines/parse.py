@@ -4,7 +4,7 @@
                   [--max-file-bytes N] [--pdf-artifacts-path DIR] [any Beam pipeline option]
     python -m pipelines.parse ...
 
-The graph (see ``transforms.beam_parse``)::
+The graph (see ``transforms.beam.parse``)::
 
     Match files -> Open files -> Convert with Docling -> Write parsed       (DIR/parsed/*.parquet)
                                          \\___________-> Write dead letter  (DIR/dead_letter/*.parquet)
@@ -243,8 +243,7 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
 
 def build_pipeline(pipeline: beam.Pipeline, job: ParseJob) -> None:
     """Add the parse job's transforms to ``pipeline``."""
-    from transforms.beam import DEAD_LETTER
-    from transforms.beam_parse import ParseFiles, WriteParsed, WriteParseDeadLetter
+    from transforms.beam import DEAD_LETTER, ParseFiles, WriteParsed, WriteParseDeadLetter
 
     output = _worker_path(job.output)
     parsed = pipeline | "Parse files" >> ParseFiles(
@@ -267,7 +266,7 @@ def build_report(result, *, job: ParseJob, wall_seconds: float) -> dict[str, Any
     ``files_per_second_by_format`` (files over that time: one worker's rate), ``content_format``,
     ``max_file_bytes``, ``max_file_seconds``, ``wall_seconds``, ``version``, ``output``. Maps are sorted by key.
     """
-    from transforms.beam_parse import PARSE_METRICS_NAMESPACE
+    from transforms.beam import PARSE_METRICS_NAMESPACE
 
     totals: dict[str, int] = {}
     for counter in result.metrics().query(MetricsFilter().with_namespace(PARSE_METRICS_NAMESPACE))["counters"]:

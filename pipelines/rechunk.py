@@ -70,7 +70,7 @@ from transforms.beam import (
     WriteDeleted,
     WriteKeptChunks,
     WriteManifest,
-    _shared_tokenizer,
+    shared_tokenizer,
 )
 from transforms.chunkers.registry import build_router
 from transforms.documents import CHUNK_SCHEMA, DOCUMENT_COLUMNS, FOLDER_FILES, folder_files, glob_sets
@@ -345,7 +345,7 @@ def _load_spec(job_opts: RechunkOptions) -> tuple[dict[str, Any], Any]:
     try:
         # The workers' per-process cache: in-process runners (in_memory) reuse this instance
         # instead of loading the vocabulary a second time (0.4 s for cl100k_base).
-        tokenizer = _shared_tokenizer(spec["tokenizer"])
+        tokenizer = shared_tokenizer(spec["tokenizer"])
     except TokenizerError as err:
         raise OptionError(f"--tokenizer: {err}") from None
     try:

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
-import transforms.beam as beam_module
+import transforms.beam.write as write_module
 from pipelines.rechunk import main
 from tests.conftest import read_output, write_documents
 from transforms.beam import WriteDeadLetter
@@ -91,7 +91,7 @@ def test_option_mistakes(capsys, tmp_path, argv, message):
 def test_record_batches_are_bounded_by_utf8_bytes(tmp_path, monkeypatch):
     """A batch is flushed before its strings pass MAX_BATCH_BYTES of UTF-8: one row group per row
     here (two rows are 1,200 bytes of payload, but only 600 characters), same rows."""
-    monkeypatch.setattr(beam_module, "MAX_BATCH_BYTES", 1000)
+    monkeypatch.setattr(write_module, "MAX_BATCH_BYTES", 1000)
     rows = [DeadLetter(f"d{i}", "read", "null_content", "x", "é" * 300, "t") for i in range(10)]
     with beam.Pipeline(options=PipelineOptions(["--runner=FnApiRunner"])) as p:
         _ = p | beam.Create(rows) | WriteDeadLetter(str(tmp_path / "dl" / "dead_letter"))
@@ -102,10 +102,10 @@ def test_record_batches_are_bounded_by_utf8_bytes(tmp_path, monkeypatch):
 
 
 def test_utf8_size_counts_every_string_column():
-    assert beam_module._utf8_size("abc") == 3
-    assert beam_module._utf8_size("é€😀") == 2 + 3 + 4
-    assert beam_module._utf8_size(["ab", "é"]) == 4
-    assert beam_module._utf8_size(7) == beam_module._utf8_size(None) == 0
+    assert write_module._utf8_size("abc") == 3
+    assert write_module._utf8_size("é€😀") == 2 + 3 + 4
+    assert write_module._utf8_size(["ab", "é"]) == 4
+    assert write_module._utf8_size(7) == write_module._utf8_size(None) == 0
 
 
 def test_progress_lines_come_at_the_interval():
@@ -197,7 +197,7 @@ def test_text_columns_are_written_in_plain_pages_and_the_rest_dictionary_encoded
 
 def test_parsed_documents_are_written_with_content_in_plain_pages(tmp_path):
     """``rechunk parse``'s output is the next job's input: its ``content`` has no dictionary page."""
-    from transforms.beam_parse import WriteParsed
+    from transforms.beam import WriteParsed
 
     rows = [{"id": f"d{i}", "content": "x" * 2000, "content_format": "markdown", "metadata": "{}"} for i in range(3)]
     with beam.Pipeline(options=PipelineOptions(["--runner=FnApiRunner"])) as p:

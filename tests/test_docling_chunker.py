@@ -431,7 +431,7 @@ HEAVY = ("docling_core.transforms.chunker", "transformers", "torch", "semchunk")
 loaded = lambda: sorted(m for m in HEAVY if m in sys.modules)  # noqa: E731
 
 from pipelines.rechunk import parse_job
-from transforms.beam import _ChunkDoFn
+from transforms.beam.chunk import _ChunkDoFn
 from transforms.documents import Document
 
 # The launcher: every option checked, the default configuration's router built once.

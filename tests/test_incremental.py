@@ -247,7 +247,8 @@ def test_kept_chunks_are_the_kept_documents_rows_in_order_and_the_rest_are_liste
     exactly the kept documents' rows, every column, in their order; the others' ids go on."""
     from apache_beam.pvalue import TaggedOutput
 
-    from transforms.beam import PREVIOUS_IDS, _KeptChunksDoFn
+    from transforms.beam import PREVIOUS_IDS
+    from transforms.beam.incremental import _KeptChunksDoFn
     from transforms.documents import CHUNK_SCHEMA
     from transforms.incremental import id_key
 

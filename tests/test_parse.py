@@ -566,7 +566,7 @@ def test_a_file_that_vanishes_or_grows_after_matching(tmp_path):
     from apache_beam.io.fileio import ReadableFile
     from apache_beam.io.filesystem import FileMetadata
 
-    from transforms.beam_parse import _read_at_most
+    from transforms.beam.parse import _read_at_most
 
     gone = tmp_path / "gone.md"
     with pytest.raises(ParseFailure) as failure:

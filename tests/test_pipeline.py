@@ -223,7 +223,7 @@ def test_unexpected_chunker_exception_becomes_chunker_error(monkeypatch):
 
 
 def test_row_to_document_normalizes_format_and_merges_columns():
-    from transforms.beam import _row_to_document
+    from transforms.admission import row_to_document
     from transforms.documents import Document
 
     row = {
@@ -234,14 +234,14 @@ def test_row_to_document_normalizes_format_and_merges_columns():
         "lang": "en",
         "year": 2024,
     }
-    assert _row_to_document(row, {}, "tok") == Document(
+    assert row_to_document(row, {}, "tok") == Document(
         id="7", content="Hi there.", content_format="markdown", metadata={"a": 1, "lang": "fr", "year": 2024}
     )
-    bad = _row_to_document({"id": "b", "content": b"\xff\xfe"}, {}, "tok")
+    bad = row_to_document({"id": "b", "content": b"\xff\xfe"}, {}, "tok")
     assert (bad.reason, bad.payload) == ("invalid_content", "\\xff\\xfe")  # readable
     # The text "\xff" and the byte 0xff give different payloads, and each payload gives its bytes back.
     raw = b"a\\xff \xff\\\xfe \xc3\xa9"
-    bad = _row_to_document({"id": "b", "content": raw}, {}, "tok")
+    bad = row_to_document({"id": "b", "content": raw}, {}, "tok")
     assert bad.payload == "a\\\\xff \\xff\\\\\\xfe \u00e9"
     assert unescape_payload(bad.payload) == raw
 
@@ -277,9 +277,9 @@ def test_escaped_payload_gives_the_bytes_back(raw):
     ],
 )
 def test_row_problems_become_reasons(row, reason, detail):
-    from transforms.beam import _row_to_document
+    from transforms.admission import row_to_document
 
-    rejected = _row_to_document(row, {}, "tok")
+    rejected = row_to_document(row, {}, "tok")
     assert rejected.reason == reason
     assert detail in rejected.detail
 
@@ -287,7 +287,7 @@ def test_row_problems_become_reasons(row, reason, detail):
 def test_metadata_is_made_plain_json():
     import datetime
 
-    from transforms.beam import _row_to_document
+    from transforms.admission import row_to_document
 
     row = {
         "id": b"bytes-id",
@@ -297,7 +297,7 @@ def test_metadata_is_made_plain_json():
         "raw": b"ok",
         "weight": float("nan"),
     }
-    doc = _row_to_document(row, {}, "tok")
+    doc = row_to_document(row, {}, "tok")
     assert doc.id == "bytes-id"
     assert doc.metadata == {"score": None, "n": [1, None], "seen": "2024-05-01", "raw": "ok", "weight": None}
 
@@ -309,7 +309,7 @@ def test_metadata_of_a_struct_or_map_column_is_the_object_it_holds():
     refused."""
     import pyarrow as pa
 
-    from transforms.beam import _row_to_document
+    from transforms.admission import row_to_document
 
     table = pa.table(
         {
@@ -322,7 +322,7 @@ def test_metadata_of_a_struct_or_map_column_is_the_object_it_holds():
         }
     )
     rows = _table_rows(table, {})
-    assert [_row_to_document(r, {}, "t").metadata for r in rows] == [{"lang": "en", "n": 1}, {}, {"lang": None, "n": 3}]
+    assert [row_to_document(r, {}, "t").metadata for r in rows] == [{"lang": "en", "n": 1}, {}, {"lang": None, "n": 3}]
     mapped = list(
         _table_rows(
             pa.table(
@@ -335,20 +335,20 @@ def test_metadata_of_a_struct_or_map_column_is_the_object_it_holds():
             {},
         )
     )
-    assert _row_to_document(mapped[0], {}, "t").metadata == {"a": "b", "k": "v"}
+    assert row_to_document(mapped[0], {}, "t").metadata == {"a": "b", "k": "v"}
     # a map's keys become their text; the last of equal keys wins (as a dict of its pairs)
-    assert _row_to_document(
+    assert row_to_document(
         {"id": "i", "content": "x", "metadata": [(1, "a"), (1, "b"), (2, None)]}, {}, "t"
     ).metadata == {"1": "b", "2": None}
-    dead = _row_to_document({"id": "l", "content": "x", "metadata": ["k", "v"]}, {}, "t")
+    dead = row_to_document({"id": "l", "content": "x", "metadata": ["k", "v"]}, {}, "t")
     assert (dead.reason, dead.detail) == ("invalid_metadata", "the metadata column is a list, not a string")
 
 
 def _table_rows(table, rename):
     """A table's rows as the job's read makes them (after ``read_row_group``)."""
-    from transforms.beam import _release_rows, _table_columns
+    from transforms.columns import release_rows, table_columns
 
-    return _release_rows(_table_columns(table, rename), table.num_rows)
+    return release_rows(table_columns(table, rename), table.num_rows)
 
 
 def test_table_rows_keep_invalid_utf8_as_bytes_per_value():
@@ -391,15 +391,15 @@ def test_bad_document_data_is_dead_lettered_not_fatal():
 
 
 def test_page_number_that_does_not_fit_int32_dead_letters_the_document():
-    from transforms.beam import _writable
     from transforms.chunkers.text import RecursiveCharacterTextSplitter
     from transforms.documents import Document
+    from transforms.outcomes import writable_row
 
     chunk = RecursiveCharacterTextSplitter().chunk(Document(id="d", content="x y"), tokenizer_identity="t")[0]
     from dataclasses import replace
 
     with pytest.raises(ValueError, match="page_no 4294967296 does not fit int32"):
-        _writable(replace(chunk, page_no=2**32))
+        writable_row(replace(chunk, page_no=2**32))
 
 
 def test_table_rows_read_dictionary_and_large_string_columns():
@@ -428,16 +428,16 @@ def _raw_strings(items, arrow_type=None):
 def test_column_values_never_fail_the_batch():
     import pyarrow as pa
 
-    from transforms.beam import Unreadable, _column_values
+    from transforms.columns import Unreadable, column_values
 
     # int64 max microseconds: the "infinity" timestamp of database exports, past year 9999.
     stamps = pa.chunked_array([pa.array([0, 2**63 - 1], pa.int64()).cast(pa.timestamp("us"))])
-    values = _column_values(stamps)
+    values = column_values(stamps)
     assert values[0].year == 1970 and isinstance(values[1], Unreadable)
     bad = _raw_strings([b"ok", b"\xff"])
-    assert _column_values(pa.chunked_array([bad.dictionary_encode()])) == ["ok", b"\xff"]
+    assert column_values(pa.chunked_array([bad.dictionary_encode()])) == ["ok", b"\xff"]
     tags = pa.chunked_array([pa.ListArray.from_arrays(pa.array([0, 1, 2], pa.int32()), bad)])
-    assert _column_values(tags)[0] == ["ok"] and isinstance(_column_values(tags)[1], Unreadable)
+    assert column_values(tags)[0] == ["ok"] and isinstance(column_values(tags)[1], Unreadable)
 
 
 @pytest.mark.parametrize(
@@ -455,18 +455,19 @@ def test_column_values_never_fail_the_batch():
     ],
 )
 def test_ids_and_metadata_that_would_break_the_output(row, reason, detail):
-    from transforms.beam import Unreadable, _row_to_document
+    from transforms.admission import row_to_document
+    from transforms.columns import Unreadable
 
     row = {k: Unreadable("OverflowError: too big") if v == "UNREADABLE" else v for k, v in row.items()}
-    rejected = _row_to_document(row, {}, "tok")
+    rejected = row_to_document(row, {}, "tok")
     assert rejected.reason == reason
     assert detail in rejected.detail
 
 
 def test_binary_extra_columns_are_kept_as_base64():
-    from transforms.beam import _row_to_document
+    from transforms.admission import row_to_document
 
-    doc = _row_to_document({"id": "d", "content": "x", "digest": b"\x00\xff", "name": b"plain"}, {}, "tok")
+    doc = row_to_document({"id": "d", "content": "x", "digest": b"\x00\xff", "name": b"plain"}, {}, "tok")
     assert doc.metadata == {"digest": "base64:AP8=", "name": "plain"}
 
 

@@ -15,13 +15,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from transforms.beam import (
-    ReadDocumentIds,
-    ReadDocuments,
-    ReadParquetRows,
-    _ReadRowGroupsDoFn,
-    _RowGroupRangesDoFn,
-)
+from transforms.beam import ReadDocumentIds, ReadDocuments, ReadParquetRows
+from transforms.beam.read import _ReadRowGroupsDoFn, _RowGroupRangesDoFn
 
 
 def _invalid_utf8_strings(items: list[bytes]) -> pa.Array:

@@ -17,7 +17,8 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.rechunk import main
 from tests.conftest import REPO, read_output
-from transforms.beam import AdmitDocuments, ReadDocuments, _ReadRowGroupsDoFn, _RowGroupRangesDoFn
+from transforms.beam import AdmitDocuments, ReadDocuments
+from transforms.beam.read import _ReadRowGroupsDoFn, _RowGroupRangesDoFn
 
 
 def _invalid_utf8(items: list[bytes]) -> pa.Array:

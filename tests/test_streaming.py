@@ -1,5 +1,5 @@
 """Chunks stream from the chunker through validation to the writer, a chunk at a time; a
-document whose later chunk fails is still handled as a whole (see ``transforms.beam.MAX_HELD_CHARS``)."""
+document whose later chunk fails is still handled as a whole (see ``transforms.outcomes.MAX_HELD_CHARS``)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.config import resolve_config
-from transforms import beam as beam_module
 from transforms import chunkers as chunkers_module
+from transforms import outcomes as outcomes_module
 from transforms.beam import DEAD_LETTER, MANIFEST, AdmitDocuments, ChunkDocuments
+from transforms.beam.chunk import _ChunkDoFn
 from transforms.chunkers.base import Chunker, ChunkingError, Piece
 from transforms.documents import DeadLetter, Document
 from transforms.tokenizers import load_tokenizer
@@ -69,7 +70,7 @@ def _run(monkeypatch, spec, held_chars=None):
     """(chunk ids, dead-letter (reason, stage, chunk_id is None, detail prefix), manifest ids)."""
     monkeypatch.setitem(chunkers_module.CHUNKERS, "_Words", _Words)
     if held_chars is not None:
-        monkeypatch.setattr(beam_module, "MAX_HELD_CHARS", held_chars)
+        monkeypatch.setattr(outcomes_module, "MAX_HELD_CHARS", held_chars)
     identity = load_tokenizer(spec["tokenizer"]).identity
     rows = [{"id": "doc", "content": CONTENT, "content_format": "text", "metadata": None}]
     p = BeamTestPipeline(options=PipelineOptions(runner="FnApiRunner"))
@@ -140,8 +141,8 @@ def test_a_chunker_error_after_a_validation_error_decides_the_reason(monkeypatch
 
 def _dofn(monkeypatch, held_chars, **params):
     monkeypatch.setitem(chunkers_module.CHUNKERS, "_Words", _Words)
-    monkeypatch.setattr(beam_module, "MAX_HELD_CHARS", held_chars)
-    dofn = beam_module._ChunkDoFn(_spec(**params))
+    monkeypatch.setattr(outcomes_module, "MAX_HELD_CHARS", held_chars)
+    dofn = _ChunkDoFn(_spec(**params))
     dofn.setup()
     return dofn, dofn._tokenizer.identity
 
@@ -193,8 +194,8 @@ def test_streamed_output_is_the_held_output(monkeypatch):
     content = "hello world supercalifragilisticexpialidocious hello"
     results = {}
     for held in (10**6, 0):
-        monkeypatch.setattr(beam_module, "MAX_HELD_CHARS", held)
-        dofn = beam_module._ChunkDoFn(
+        monkeypatch.setattr(outcomes_module, "MAX_HELD_CHARS", held)
+        dofn = _ChunkDoFn(
             resolve_config(
                 {"chunkers": {"w": {"type": "_Words"}}, "default": "w"}, tokenizer="tiktoken:cl100k_base", max_tokens=1
             )

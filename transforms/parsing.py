@@ -204,7 +204,7 @@ class FileConverter:
             raise ImportError(PARSE_INSTALL_HINT) from err
         # Docling logs each rejected file with a traceback; the dead letter carries the reason.
         logging.getLogger("docling").setLevel(logging.CRITICAL)
-        self._backends = {
+        self._backends: dict[str, tuple[Any, Any]] = {
             "html": (InputFormat.HTML, HTMLDocumentBackend),
             "markdown": (InputFormat.MD, MarkdownDocumentBackend),
             "docx": (InputFormat.DOCX, MsWordDocumentBackend),
@@ -212,7 +212,7 @@ class FileConverter:
             "xlsx": (InputFormat.XLSX, MsExcelDocumentBackend),
         }
         self._pipeline = SimplePipeline(ConvertPipelineOptions())
-        self._pdf_converter = self._build_pdf_converter(pdf_artifacts_path) if pdf_artifacts_path else None
+        self._pdf_converter: Any = self._build_pdf_converter(pdf_artifacts_path) if pdf_artifacts_path else None
 
     def _check_args(
         self,
@@ -374,6 +374,7 @@ def _serve(read_fd: int, write_fd: int) -> None:
             return
         if request is None:
             return
+        answer: tuple[Any, ...]
         try:
             answer = ("ok", converter.convert(**request))
         except ParseFailure as failure:
@@ -420,7 +421,10 @@ class ConverterProcess:
         self._converter_args = converter_args
         self._checker = FileConverter.__new__(FileConverter)  # check() needs only these attributes
         FileConverter._check_args(self._checker, **converter_args)
-        self._process = self._requests = self._connection = None
+        # The child (a ``subprocess.Popen``) and the two ends of its pipes (``Connection``s), once started.
+        self._process: Any = None
+        self._requests: Any = None
+        self._connection: Any = None
 
     def check(self, path: str, size_bytes: int) -> str:
         """:meth:`FileConverter.check`, in this process (no child needed to refuse a file)."""

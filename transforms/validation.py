@@ -56,7 +56,9 @@ def _problem(
     if not text or text.isspace():  # (no stripped copy of the text)
         return "empty_chunk", "chunk text is empty or whitespace only", 0
     start, end = chunk.start_offset, chunk.end_offset
-    if (start is None) != (end is None) or (start is not None and not _is_slice(content, start, end, text)):
+    if (start is None) != (end is None) or (
+        start is not None and end is not None and not _is_slice(content, start, end, text)
+    ):
         return (
             "offset_mismatch",
             f"content[{start}:{end}] is not the chunk's text ({len(chunk.text)} characters)",
@@ -210,7 +212,7 @@ def validate_chunks(
         ok, row = validator.check(chunk)
         if ok is not None:
             accepted.append(ok)
-        else:
+        elif row is not None:
             rejected.append(row)
     document_rows, structure = validator.finish()
     return ValidationResult(accepted=accepted, rejected=rejected + document_rows, structure=structure)

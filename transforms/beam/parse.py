@@ -20,7 +20,8 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.metrics import Metrics
 from apache_beam.pvalue import TaggedOutput
 
-from transforms.beam import DEAD_LETTER, _WriteRows
+from transforms.beam.outputs import DEAD_LETTER
+from transforms.beam.write import WriteRows
 from transforms.parsing import (
     DEFAULT_MAX_FILE_SECONDS,
     PARSE_DEAD_LETTER_SCHEMA,
@@ -167,14 +168,14 @@ class ParseFiles(beam.PTransform):
         )
 
 
-class WriteParsed(_WriteRows):
+class WriteParsed(WriteRows):
     """Write parsed rows (``PARSED_SCHEMA``: the chunk job's input) as zstd Parquet files."""
 
     def __init__(self, file_path_prefix: str) -> None:
         super().__init__(file_path_prefix, PARSED_SCHEMA)
 
 
-class WriteParseDeadLetter(_WriteRows):
+class WriteParseDeadLetter(WriteRows):
     """Write the parse dead letter (``PARSE_DEAD_LETTER_SCHEMA``) as zstd Parquet files."""
 
     def __init__(self, file_path_prefix: str) -> None:

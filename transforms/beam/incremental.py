@@ -1,0 +1,239 @@
+"""Incremental re-chunking (``--previous``) as Beam transforms: :class:`CompareWithPrevious`, :class:`ListDeleted`.
+
+The keys and rows are Beam-free (``transforms.incremental``): a document whose key matches the
+earlier run's manifest keeps its earlier chunks, copied as Arrow tables; the rest is chunked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import apache_beam as beam
+import pyarrow as pa
+import pyarrow.compute as pc
+from apache_beam.io.parquetio import ReadFromParquetBatched
+from apache_beam.pvalue import AsDict, AsList, AsSingleton, TaggedOutput
+
+from transforms.beam.chunk import shared_tokenizer
+from transforms.beam.coders import typed_main_output
+from transforms.beam.outputs import counter
+from transforms.chunkers.base import ChunkingError
+from transforms.chunkers.registry import build_router
+from transforms.chunkers.router import ChunkerRouter
+from transforms.documents import CHUNK_SCHEMA, Document
+from transforms.incremental import id_key, manifest_row, previous_files, stale_chunk_ids, unchanged_key
+from transforms.outcomes import close_models
+from transforms.progress import ProgressLog, shared_progress
+
+__all__ = ["KEPT_CHUNKS", "KEPT_MANIFEST", "PREVIOUS_IDS", "CompareWithPrevious", "ListDeleted"]
+
+#: Tags of :class:`CompareWithPrevious`'s outputs besides the documents to chunk.
+KEPT_CHUNKS = "kept_chunks"
+KEPT_MANIFEST = "kept_documents"
+PREVIOUS_IDS = "previous_chunk_ids"
+_KEPT_IDS = "kept_ids"
+
+
+class _SelectChangedDoFn(beam.DoFn):
+    """Pass on the documents to chunk; for an unchanged one, emit its id and manifest row instead.
+
+    ``setup()`` builds the router (to route documents as chunking will); ``teardown()`` closes
+    the models it built and drops it.
+    """
+
+    def __init__(self, spec: Mapping[str, Any], progress_seconds: float = 0) -> None:
+        self._progress_seconds = progress_seconds
+        self._spec = dict(spec)
+        self._max_tokens = spec["max_tokens"]
+        self._skipped = counter("documents_skipped_unchanged")
+        self._chunked = counter("documents_chunked")
+        self._written = counter("chunks_written")
+        self._new = counter("incremental.documents_new")
+        self._changed = counter("incremental.documents_changed")
+        self._router: ChunkerRouter | None = None
+        self._progress: ProgressLog | None = None
+
+    def setup(self) -> None:
+        self._progress = shared_progress(self._progress_seconds)
+        self._router = build_router(self._spec, tokenizer=shared_tokenizer(self._spec["tokenizer"]))
+
+    def teardown(self) -> None:
+        if self._router is not None:
+            close_models(self._router)
+        self._router = self._progress = None
+
+    def process(self, document: Document, tokenizer_identity: str, manifest: Mapping[int, int]):
+        router, progress = self._router, self._progress
+        assert router is not None and progress is not None, "process() before setup()"
+        key_of_id = id_key(document.id)
+        previous = manifest.get(key_of_id)
+        if previous is None:
+            self._new.inc()
+            yield document
+            return
+        key, chunk_count = previous >> 32, previous & 0xFFFFFFFF
+        try:
+            _, chunker = router.select(document)
+        except ChunkingError:  # chunking will dead-letter it, with the reason
+            self._changed.inc()
+            yield document
+            return
+        row = manifest_row(
+            document,
+            chunker=chunker.name,
+            chunker_config_hash=chunker.config_hash,
+            tokenizer=tokenizer_identity,
+            max_tokens=self._max_tokens,
+            chunk_count=chunk_count,
+            libraries=chunker.fingerprint_libraries,
+        )
+        if unchanged_key(row) != key:
+            self._changed.inc()
+            yield document
+            return
+        self._skipped.inc()
+        self._chunked.inc()
+        self._written.inc(chunk_count)
+        progress.add(documents=1, chunks=chunk_count)
+        counter(f"chunks_by_chunker.{chunker.name}").inc(chunk_count)
+        yield TaggedOutput(KEPT_MANIFEST, row)
+        yield TaggedOutput(_KEPT_IDS, key_of_id)
+
+
+class _KeptChunksDoFn(beam.DoFn):
+    """Split a previous chunk table: rows of kept documents (a table), and ids of the others."""
+
+    def setup(self) -> None:
+        self._kept_ids: list[int] | None = None  # the side input last seen, held so that its identity stays valid
+        self._kept: frozenset[int] = frozenset()
+
+    def teardown(self) -> None:
+        self._kept_ids, self._kept = None, frozenset()
+
+    def process(self, table: pa.Table, kept_ids: list[int]):
+        if kept_ids is not self._kept_ids:
+            self._kept_ids, self._kept = kept_ids, frozenset(kept_ids)
+        ids = table.column("document_id").to_pylist()
+        # (A row without a document id, which no rechunk run writes, belongs to no document: left out.)
+        keep = {i: i is not None and id_key(i) in self._kept for i in set(ids)}
+        mask = pa.array([keep[i] for i in ids], pa.bool_())
+        kept = table.filter(mask)
+        if kept.num_rows:
+            yield kept.select(CHUNK_SCHEMA.names).cast(CHUNK_SCHEMA)
+        if kept.num_rows < table.num_rows:
+            rest = pc.and_(pc.invert(mask), pc.is_valid(table.column("document_id")))
+            others = table.select(["document_id", "chunk_index", "chunk_id"]).filter(rest)
+            for document_id, index, chunk_id in zip(*(c.to_pylist() for c in others.columns)):
+                yield TaggedOutput(PREVIOUS_IDS, (document_id, (index, chunk_id)))
+
+
+def _manifest_keys(table: pa.Table) -> Iterator[tuple[int, int]]:
+    """``(id_key, unchanged_key << 32 | chunk_count)`` for each row of a manifest table: two
+    integers, about 130 bytes per document once a worker holds them in a dict. A row with a null
+    field or a chunk count out of range (a hand-edited manifest) gives nothing: its document is
+    chunked afresh."""
+    rows = table.select(["document_id", "document_hash", "input_fingerprint", "chunk_count"]).to_pylist()
+    for row in rows:
+        count = row["chunk_count"]
+        if None in row.values() or not 0 < count < 1 << 32:
+            continue
+        yield id_key(row["document_id"]), unchanged_key(row) << 32 | count
+
+
+class CompareWithPrevious(beam.PTransform):
+    """Keep an earlier run's chunks of every unchanged document; pass the rest on to chunking.
+
+    A keyed side input of the earlier run's manifest (``documents/``), reduced to two integers
+    per document (``AsDict``: the id's and the content's 128-bit keys and the chunk count, about
+    130 bytes per document in each worker's memory), lets documents stream through without a
+    shuffle. A document whose key still matches
+    (``transforms.incremental``: same content hash and input fingerprint) is not chunked
+    again; its previous chunks are copied from the earlier ``chunks/`` as Arrow tables, filtered
+    by the kept ids (a second side input, their 128-bit keys), never turned into Python rows.
+
+    Input: :class:`Document`. Output (a dict): ``documents`` (the documents to chunk),
+    ``kept_chunks`` (pyarrow tables, ``CHUNK_SCHEMA``), ``kept_documents`` (manifest row dicts)
+    and ``previous_chunk_ids`` (``(document_id, (chunk_index, chunk_id))`` of every previous
+    chunk not kept, to list what the new output no longer holds).
+
+    Args:
+        previous: The earlier run's output directory (``chunks/`` and ``documents/``), any Beam filesystem.
+        spec: The resolved configuration (to route documents as the chunking step will).
+        tokenizer_identity: Singleton PCollection of the job's tokenizer identity.
+        progress_seconds: Kept documents count in the progress lines (``transforms.progress``).
+    """
+
+    def __init__(
+        self, previous: str, spec: Mapping[str, Any], tokenizer_identity, *, progress_seconds: float = 0
+    ) -> None:
+        super().__init__()
+        self._progress_seconds = progress_seconds
+        self._previous = previous
+        self._spec = spec
+        self._identity = tokenizer_identity
+
+    def expand(self, documents):
+        pipeline = documents.pipeline
+        manifest = (
+            pipeline
+            | "Read previous manifest"
+            >> ReadFromParquetBatched(
+                previous_files(self._previous, "documents"),
+                columns=["document_id", "document_hash", "input_fingerprint", "chunk_count"],
+            ).with_output_types(pa.Table)
+            | "Manifest keys" >> beam.FlatMap(_manifest_keys)
+        )
+        selected = typed_main_output(
+            documents
+            | "Select changed"
+            >> beam.ParDo(
+                _SelectChangedDoFn(self._spec, self._progress_seconds), AsSingleton(self._identity), AsDict(manifest)
+            ).with_outputs(KEPT_MANIFEST, _KEPT_IDS, main="documents"),
+            "documents",
+            Document,
+        )
+        kept = typed_main_output(
+            pipeline
+            | "Read previous chunks"
+            >> ReadFromParquetBatched(previous_files(self._previous, "chunks")).with_output_types(pa.Table)
+            | "Keep unchanged"
+            >> beam.ParDo(_KeptChunksDoFn(), AsList(selected[_KEPT_IDS])).with_outputs(PREVIOUS_IDS, main="chunks"),
+            "chunks",
+            pa.Table,
+        )
+        return {
+            "documents": selected.documents,
+            KEPT_CHUNKS: kept.chunks,
+            KEPT_MANIFEST: selected[KEPT_MANIFEST],
+            PREVIOUS_IDS: kept[PREVIOUS_IDS],
+        }
+
+
+def _deleted_rows(element):
+    document_id, groups = element
+    current = list(groups["current"])
+    stale = stale_chunk_ids(groups["previous"], current)
+    if stale:
+        counter("incremental.chunks_deleted").inc(len(stale))
+        if not current:
+            counter("incremental.documents_deleted").inc()
+        yield {"document_id": document_id, "chunk_ids": stale, "document_removed": not current}
+
+
+class ListDeleted(beam.PTransform):
+    """The previous chunk ids missing from this run's output, per document (``DELETED_SCHEMA`` rows).
+
+    Input: a dict with ``previous`` (``CompareWithPrevious``'s ``previous_chunk_ids``) and
+    ``chunks`` (this run's freshly validated chunk rows), joined by document id
+    (``CoGroupByKey``; ids only). ``document_removed`` is true when the document has no chunk
+    in this run's output (gone from the input, or rejected now).
+    """
+
+    def expand(self, pcolls):
+        current = pcolls["chunks"] | "Chunk ids" >> beam.Map(lambda row: (row["document_id"], row["chunk_id"]))
+        return (
+            {"previous": pcolls["previous"], "current": current}
+            | "Join by document id" >> beam.CoGroupByKey()
+            | "Stale chunk ids" >> beam.FlatMap(_deleted_rows)
+        )

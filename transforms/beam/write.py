@@ -1,0 +1,213 @@
+"""Row dicts and Arrow tables into zstd-compressed Parquet files: :class:`WriteRows` and the job's Write* transforms.
+
+Every output is written through Beam's file sink (:class:`_ParquetSink`) as
+``PREFIX-SSSSS-of-NNNNN.parquet``, in record batches bounded in bytes (:data:`MAX_BATCH_BYTES`)
+and rows (:data:`MAX_BATCH_ROWS`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import apache_beam as beam
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io import filebasedsink, iobase
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
+
+from transforms.documents import CHUNK_SCHEMA, DEAD_LETTER_SCHEMA, DeadLetter
+from transforms.incremental import DELETED_SCHEMA, MANIFEST_SCHEMA
+
+__all__ = [
+    "MAX_BATCH_BYTES",
+    "MAX_BATCH_ROWS",
+    "PLAIN_PAGE_COLUMNS",
+    "WriteChunks",
+    "WriteDeadLetter",
+    "WriteDeleted",
+    "WriteKeptChunks",
+    "WriteManifest",
+    "WriteRows",
+]
+
+#: A record batch is flushed before its strings pass this many bytes of UTF-8: the rows, the Arrow
+#: table built from them and the Parquet writer's copy are alive together, so the batch is kept
+#: small (a row larger than this makes a batch of its own; with ``--max-document-chars`` at most
+#: 500 M no batch nears Arrow's 2 GiB per array).
+MAX_BATCH_BYTES = 4 * 1024 * 1024
+#: ... or this many rows.
+MAX_BATCH_ROWS = 4096
+
+
+def _utf8_size(value: Any) -> int:
+    """Bytes of UTF-8 of the strings in ``value`` (a string, or a list of strings; 0 otherwise)."""
+    if isinstance(value, str):
+        return len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+    if isinstance(value, list):
+        return sum(_utf8_size(v) for v in value)
+    return 0
+
+
+class _ArrowBatches(beam.DoFn):
+    """Row dicts into pyarrow Tables of ``schema``, each under :data:`MAX_BATCH_BYTES` bytes of
+    strings and :data:`MAX_BATCH_ROWS` rows (one larger row makes a table of its own). Once a
+    table is written, Arrow's pool hands back its unused memory (``release_unused``)."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self._schema = schema
+
+    def start_bundle(self) -> None:
+        self._rows: list[Mapping[str, Any]] = []
+        self._bytes = 0
+
+    def process(self, row: Mapping[str, Any]):
+        size = sum(_utf8_size(v) for v in row.values())
+        if self._rows and (self._bytes + size > MAX_BATCH_BYTES or len(self._rows) >= MAX_BATCH_ROWS):
+            yield self._flush()
+            # The table has been written downstream by now (the sink is fused here). Arrow's pool
+            # (mimalloc) keeps the freed table and the Parquet writer's page buffers resident
+            # otherwise, on top of a huge document's chunking: 9 to 23 MiB of the peak of 50 MB of
+            # HTML, an HTML list, Markdown or RST (benchmarks/results/s13-memory-kinds.md).
+            pa.default_memory_pool().release_unused()
+        self._rows.append(row)
+        self._bytes += size
+
+    def finish_bundle(self):
+        if self._rows:
+            yield WindowedValue(self._flush(), MIN_TIMESTAMP, [GlobalWindow()])
+
+    def _flush(self) -> pa.Table:
+        table = pa.Table.from_pylist(self._rows, schema=self._schema)
+        self._rows, self._bytes = [], 0
+        return table
+
+
+class WriteRows(beam.PTransform):
+    """Write row dicts as zstd-compressed Parquet files ``PREFIX-SSSSS-of-NNNNN.parquet`` of ``schema``,
+    through Beam's file sink (:class:`_ParquetSink`) in byte-bounded record batches.
+
+    Args:
+        file_path_prefix: The files' path up to ``-SSSSS-of-NNNNN.parquet``, on any Beam filesystem.
+        schema: The files' Arrow schema; each row dict has its columns.
+    """
+
+    def __init__(self, file_path_prefix: str, schema: pa.Schema) -> None:
+        super().__init__()
+        self._prefix = file_path_prefix
+        self._schema = schema
+
+    def expand(self, rows):
+        return (
+            rows
+            | "Record batches" >> beam.ParDo(_ArrowBatches(self._schema)).with_output_types(pa.Table)
+            | "Write Parquet" >> _parquet_sink(self._prefix, self._schema)
+        )
+
+
+#: Columns that hold a document's or a chunk's text: written in plain pages, never dictionary-encoded.
+#: Their values rarely repeat, so pyarrow's dictionary (its default) only grows to its 1 MiB limit and
+#: falls back to plain pages, at a cost on both sides: a reader decodes the dictionary page too, and
+#: a value larger than the limit sits whole in it, so reading it back holds one more copy of it
+#: (apache/arrow#38245; a 50 MB document: 170 MiB of pyarrow's read peak against 118 in plain
+#: pages, benchmarks/results/s12-scale.md). On the chunks of ``docs.parquet`` plain pages also read
+#: 14% and write 6% faster, at the same size (benchmarks/results/s13-parquet-pages.md).
+PLAIN_PAGE_COLUMNS = frozenset({"text", "embedding_text", "content", "payload", "detail"})
+
+
+class _ParquetSink(filebasedsink.FileBasedSink):
+    """Beam's file sink for pyarrow Tables of ``schema``: zstd-compressed Parquet, the columns of
+    :data:`PLAIN_PAGE_COLUMNS` in plain pages and the others dictionary-encoded.
+
+    Beam's own ``WriteToParquetBatched`` does the same but does not expose pyarrow's
+    ``use_dictionary``; this is its sink with that one argument added (``open`` returns the
+    ``ParquetWriter`` and the file it writes, which ``close`` closes in that order).
+    """
+
+    def __init__(self, file_path_prefix: str, schema: pa.Schema) -> None:
+        super().__init__(
+            file_path_prefix,
+            coder=None,
+            file_name_suffix=".parquet",
+            mime_type="application/x-parquet",
+            compression_type=CompressionTypes.UNCOMPRESSED,  # pages are compressed by the writer
+        )
+        self._schema = schema
+        # pyarrow names a column by its Parquet path: a list of strings is ``NAME.list.item`` (the
+        # list layout Beam's sink writes, use_compliant_nested_type=False, kept for every reader
+        # of earlier outputs).
+        self._dictionary = [
+            f"{field.name}.list.item" if pa.types.is_list(field.type) else field.name
+            for field in schema
+            if field.name not in PLAIN_PAGE_COLUMNS
+        ]
+
+    def open(self, temp_path: str):
+        handle = super().open(temp_path)
+        writer = pq.ParquetWriter(
+            handle, self._schema, compression="zstd", use_dictionary=self._dictionary, use_compliant_nested_type=False
+        )
+        return writer, handle
+
+    def write_record(self, file_handle, value: pa.Table) -> None:
+        file_handle[0].write_table(value)
+
+    def close(self, file_handle) -> None:
+        writer, handle = file_handle
+        writer.close()
+        handle.close()
+
+
+def _parquet_sink(prefix: str, schema: pa.Schema) -> iobase.Write:
+    """The Parquet sink every output uses (:class:`_ParquetSink`): ``PREFIX-SSSSS-of-NNNNN.parquet``."""
+    return iobase.Write(_ParquetSink(prefix, schema))
+
+
+class WriteChunks(WriteRows):
+    """Write chunk rows (``Chunk.to_row()`` dicts, ``CHUNK_SCHEMA``) as zstd Parquet files."""
+
+    def __init__(self, file_path_prefix: str) -> None:
+        super().__init__(file_path_prefix, CHUNK_SCHEMA)
+
+
+class WriteDeadLetter(WriteRows):
+    """Write :class:`DeadLetter` records (``DEAD_LETTER_SCHEMA``) as zstd Parquet files; payloads
+    are whole documents, so a batch may hold a single row."""
+
+    def __init__(self, file_path_prefix: str) -> None:
+        super().__init__(file_path_prefix, DEAD_LETTER_SCHEMA)
+
+    def expand(self, rows):
+        return super().expand(rows | "Dead-letter rows" >> beam.Map(DeadLetter.to_row))
+
+
+class WriteManifest(WriteRows):
+    """Write manifest rows (``MANIFEST_SCHEMA``, ``documents/``) as zstd Parquet files."""
+
+    def __init__(self, file_path_prefix: str) -> None:
+        super().__init__(file_path_prefix, MANIFEST_SCHEMA)
+
+
+class WriteDeleted(WriteRows):
+    """Write deleted-chunk rows (``DELETED_SCHEMA``, ``deleted/``) as zstd Parquet files."""
+
+    def __init__(self, file_path_prefix: str) -> None:
+        super().__init__(file_path_prefix, DELETED_SCHEMA)
+
+
+class WriteKeptChunks(beam.PTransform):
+    """Write pyarrow tables of kept chunks (``CHUNK_SCHEMA``) as zstd Parquet files, as they were read.
+
+    The tables are filtered row groups of an earlier run's files, which that run wrote within
+    Arrow's 2 GiB limit, so no batch here can exceed it.
+    """
+
+    def __init__(self, file_path_prefix: str) -> None:
+        super().__init__()
+        self._prefix = file_path_prefix
+
+    def expand(self, tables):
+        return tables | "Write Parquet" >> _parquet_sink(self._prefix, CHUNK_SCHEMA)
