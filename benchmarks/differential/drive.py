@@ -8,11 +8,11 @@ Generates N_DOCS hostile documents (``gen.py``: long one-pre-token lines, rare s
 CRLF, U+2028, NBSP, lone surrogates, huge table cells and code lines, nested lists and quotes,
 tiny paragraphs; ``--fixed`` adds named ones) in every content format, K random configurations
 each, cl100k_base or UTF-8 bytes, and runs ``harness.py`` in both checkouts (one subprocess
-each, the checkout first on ``PYTHONPATH``). ``--part-chars`` sets ``packing._PART_CHARS`` in
+each, the checkout first on ``PYTHONPATH``). ``--part-chars`` sets ``packing.limits.PART_CHARS`` in
 both, so a short document is packed a part at a time. ``--window-chars`` sets the Markdown
 normalizer's ``WINDOW_CHARS`` (and ``STREAM_WINDOW_CHARS``) in both, so a short document is
 parsed a window at a time; ``--huge-blocks`` adds to each Markdown document a list and a table of
-hundreds of items and rows (``gen.huge_blocks``). In this checkout only: ``--tile-batch`` sets ``packing._TILE_BATCH`` (a split block's tiles
+hundreds of items and rows (``gen.huge_blocks``). In this checkout only: ``--tile-batch`` sets ``packing.limits.TILE_BATCH`` (a split block's tiles
 packed at a time) and ``--streamed`` gives every list, item, table and quote its children as a
 ``StreamedChildren``, as the Markdown normalizer does for a huge block. Every field of every
 chunk and of the packer's chunks is compared; prints the differences and each side's CPU seconds.
@@ -103,7 +103,7 @@ def main() -> None:
     ap.add_argument("--configs", type=int, default=6)
     ap.add_argument("--fixed", action="store_true")
     ap.add_argument("--heading", action="store_true")
-    ap.add_argument("--tile-batch", type=int, default=None, help="packing._TILE_BATCH in this checkout")
+    ap.add_argument("--tile-batch", type=int, default=None, help="packing.limits.TILE_BATCH in this checkout")
     ap.add_argument("--streamed", action="store_true", help="stream every block's children in this checkout")
     ap.add_argument("--ref", required=True, help="the checkout to compare with")
     args = ap.parse_args()

@@ -24,14 +24,14 @@ def main() -> None:
     from transforms.tokenizers import load_tokenizer
 
     if spec.get("part_chars"):
-        packing._PART_CHARS = spec["part_chars"]
+        packing.limits.PART_CHARS = spec["part_chars"]
     if spec.get("window_chars"):
         from transforms.structure.normalizers import markdown
 
         markdown.WINDOW_CHARS = spec["window_chars"]
         markdown.STREAM_WINDOW_CHARS = spec["window_chars"]  # (a name main does not read)
     if spec.get("tile_batch"):
-        packing._TILE_BATCH = spec["tile_batch"]
+        packing.limits.TILE_BATCH = spec["tile_batch"]
     if spec.get("streamed"):
         from transforms.structure.tree import Node, NormalizedDocument, StreamedChildren
 

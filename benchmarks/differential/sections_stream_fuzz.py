@@ -11,7 +11,7 @@ them, a level-1 heading over many deeper ones), and chunks each with ``Structure
 and sections a tuple) and with every stream forced (Markdown ``WINDOW_CHARS`` /
 ``STREAM_WINDOW_CHARS`` a few hundred code points, rST ``LARGE_CHARS`` 0 and small pages, HTML
 ``STREAM_DOCUMENT_CHARS`` 0, ``tree.HELD_SECTION_NODES`` 1 to 5 so that most sections are
-read through and then again from their heading, ``packing._SECTION_BATCH`` 1 or 2). Every field
+read through and then again from their heading, ``packing.limits.SECTION_BATCH`` 1 or 2). Every field
 of every chunk (text, ids, offsets, headings, metadata) is compared. Prints the counts and the
 first differences; exit status 1 on any.
 """
@@ -88,7 +88,7 @@ def forced(rng: random.Random) -> dict:
         (html, "STREAM_DOCUMENT_CHARS"): 0,
         (html, "STREAM_WINDOW_CHARS"): rng.choice([7, 64, 4096]),
         (tree, "HELD_SECTION_NODES"): rng.randint(1, 5),
-        (packing, "_SECTION_BATCH"): rng.choice([1, 2]),
+        (packing.limits, "SECTION_BATCH"): rng.choice([1, 2]),
     }
 
 
