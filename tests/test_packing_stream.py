@@ -2,11 +2,11 @@
 
 A huge Markdown list or table gets ``children=StreamedChildren(...)`` (no ``len``, no indexing,
 re-made on every iteration): the packer must take them by iteration only, hold a bounded number
-of them (``packing._TILE_BATCH`` tiles, plus one tile of look-ahead), and cut exactly where it
+of them (``limits.TILE_BATCH`` tiles, plus one tile of look-ahead), and cut exactly where it
 cuts the same children held as a tuple. A batch's end must change no decision, so every
 comparison here also runs with batches of 1, 2 and 3 tiles. The oracle is the same chunker on the
 same normalized document with tuple children and one batch for any block seen here (the
-shipped ``_TILE_BATCH``); every field of every chunk, and of the packer's own chunks, is compared.
+shipped ``TILE_BATCH``); every field of every chunk, and of the packer's own chunks, is compared.
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from hypothesis import strategies as st
 from tests.test_structure_properties import markdown_doc
 from transforms.chunkers import StructureAwareChunker, structure
 from transforms.documents import Document
-from transforms.structure import packing
-from transforms.structure.packing import Packer
+from transforms.structure.packing import Lines, Packer, counting, limits
 from transforms.structure.tree import Node, NormalizedDocument, StreamedChildren
 from transforms.tokenizers import TiktokenTokenizer, Utf8ByteTokenizer
 
@@ -88,7 +87,7 @@ def _run(
                 structure, "_normalize", lambda registry, document: _stream_document(real_normalize(registry, document))
             )
         if batch is not None:
-            patch.setattr(packing, "_TILE_BATCH", batch)
+            patch.setattr(limits, "TILE_BATCH", batch)
         chunker = StructureAwareChunker(tokenizer=tokenizer, **params)
         document = Document(id="d", content=content, content_format=content_format, metadata={"m": 1})
         chunks = [dict(vars(c)) for c in chunker.chunk(document, tokenizer_identity=tokenizer.identity)]
@@ -237,7 +236,7 @@ def test_hand_built_table_with_header_rows(monkeypatch, header_rows, tokenizer):
                 )
             for batch in (1, 2, 3, 4096):
                 with monkeypatch.context() as patch:
-                    patch.setattr(packing, "_TILE_BATCH", batch)
+                    patch.setattr(limits, "TILE_BATCH", batch)
                     assert packer.pack(streamed) == expected
                     assert packer.pack(plain) == expected
 
@@ -273,11 +272,13 @@ def test_a_huge_block_is_never_held_whole(monkeypatch):
 
     table = Node("table", 0, len(text) - 1, StreamedChildren(make), header_rows=1)
     normalized = NormalizedDocument(text=text, blocks=(table,), content_format="markdown")
-    monkeypatch.setattr(packing, "_TILE_BATCH", 1000)
-    monkeypatch.setattr(packing, "_PART_CHARS", 4096)
+    monkeypatch.setattr(limits, "TILE_BATCH", 1000)
+    monkeypatch.setattr(limits, "PART_CHARS", 4096)
     counters = []
-    real_init = packing._Counter.__init__
-    monkeypatch.setattr(packing._Counter, "__init__", lambda self, *a: counters.append(self) or real_init(self, *a))
+    real_init = counting.TokenCounter.__init__
+    monkeypatch.setattr(
+        counting.TokenCounter, "__init__", lambda self, *a: counters.append(self) or real_init(self, *a)
+    )
     _Counted.alive = _Counted.most = 0
     packer = Packer(tokenizer=BYTES, target_tokens=200, max_tokens=256, min_preferred_tokens=50)
     chunks = []
@@ -301,7 +302,7 @@ def test_a_huge_code_block_is_cut_at_its_lines_as_a_stream(monkeypatch):
     content = "```python\n" + body + "```\n"
     for batch in (1, 2, 3, 4096):
         with monkeypatch.context() as patch:
-            patch.setattr(packing, "_TILE_BATCH", batch)
+            patch.setattr(limits, "TILE_BATCH", batch)
             chunks = StructureAwareChunker(tokenizer=BYTES, max_tokens=64).chunk(
                 Document(id="d", content=content, content_format="markdown"), tokenizer_identity=BYTES.identity
             )
@@ -314,14 +315,14 @@ def test_a_huge_code_block_is_cut_at_its_lines_as_a_stream(monkeypatch):
 
 
 def test_lines_forget_stability_past_their_memo(monkeypatch):
-    """``Lines`` keeps at most ``_STABLE_MEMO`` answers, and answers the same after forgetting."""
-    monkeypatch.setattr(packing, "_STABLE_MEMO", 8)
+    """``Lines`` keeps at most ``limits.STABLE_MEMO`` answers, and answers the same after forgetting."""
+    monkeypatch.setattr(limits, "STABLE_MEMO", 8)
     text = "".join(("x\n" if i % 3 else "\u00a0\n") for i in range(100))
-    lines = packing.Lines(text)
+    lines = Lines(text)
     first = [lines.is_stable(p) for p in range(len(text) + 1)]
     assert len(lines._stable) <= 8
     assert [lines.is_stable(p) for p in range(len(text) + 1)] == first
-    assert first == [packing.Lines(text).is_stable(p) for p in range(len(text) + 1)]
+    assert first == [Lines(text).is_stable(p) for p in range(len(text) + 1)]
 
 
 @settings(
@@ -384,7 +385,7 @@ def test_a_huge_list_leaves_as_it_is_packed_with_merges(monkeypatch):
             text=text, blocks=(Node("list", 0, len(text) - 1, children, level=1),), content_format="markdown"
         )
 
-    monkeypatch.setattr(packing, "_TILE_BATCH", 500)
+    monkeypatch.setattr(limits, "TILE_BATCH", 500)
     packer = Packer(tokenizer=TOK, target_tokens=100, max_tokens=128, min_preferred_tokens=50)
     stream = packer.stream(document(StreamedChildren(make)))
     first = next(stream)
@@ -551,9 +552,9 @@ def test_memory_does_not_follow_the_number_of_top_level_blocks(monkeypatch, cont
     monkeypatch.setattr(html, "STREAM_DOCUMENT_CHARS", 4096)
     monkeypatch.setattr(tree, "HELD_SECTION_NODES", 512)
     # (and the packer's own bounded memos and batches, so that the small document fills them)
-    monkeypatch.setattr(packing, "_PART_CHARS", 4096)
-    monkeypatch.setattr(packing, "_STABLE_MEMO", 1024)
-    monkeypatch.setattr(packing, "_TILE_BATCH", 256)
+    monkeypatch.setattr(limits, "PART_CHARS", 4096)
+    monkeypatch.setattr(limits, "STABLE_MEMO", 1024)
+    monkeypatch.setattr(limits, "TILE_BATCH", 256)
     assert [(c.text, c.metadata) for c in chunks(small)] == whole
     peaks = [_traced_peak(lambda: chunks(content)) for content in (small, large)]
     if content_format == "html":

@@ -506,7 +506,7 @@ def test_long_documents_chunk_the_same_with_bounded_memory_paths(monkeypatch):
 
     import pyarrow.parquet as pq
 
-    from transforms.structure import packing
+    from transforms.structure.packing import limits, prose
     from transforms.tokenizers import TiktokenTokenizer, segments
 
     rng = random.Random(2)
@@ -531,22 +531,22 @@ def test_long_documents_chunk_the_same_with_bounded_memory_paths(monkeypatch):
             for d in documents
         ]
 
-    through = packing._Candidates.through
+    through = prose.CutCandidates.through
     with monkeypatch.context() as eager:  # every candidate of a paragraph at once, as before
-        eager.setattr(packing._Candidates, "through", lambda self, position, reach: through(self, -1, float("inf")))
+        eager.setattr(prose.CutCandidates, "through", lambda self, position, reach: through(self, -1, float("inf")))
         expected = run()
     assert run() == expected
-    monkeypatch.setattr(packing, "_LIST_TOKENS", 0)
+    monkeypatch.setattr(limits, "LIST_TOKENS", 0)
     monkeypatch.setattr(segments, "SEGMENT_CHARS", 1000)
     assert run() == expected
     assert sum(1 for c in expected[0] if c[3] == "prose") > 100
 
 
 def test_a_long_text_is_counted_a_part_at_a_time_with_the_same_chunks(monkeypatch, tokenizer):
-    """Past _PART_CHARS the packer encodes the text a part at a time, cut at stable line starts,
+    """Past limits.PART_CHARS the packer encodes the text a part at a time, cut at stable line starts,
     and keeps the parts apart (never one joined array): no encode sees much more than a part,
     and the chunks are exactly those of one whole encode."""
-    from transforms.structure import packing
+    from transforms.structure.packing import limits
 
     section = "# Part {i}\n\nSome prose about part {i}, long enough to need a few tokens. " * 3
     content = "\n\n".join(section.format(i=i) + f"\n\n```\ncode {i}\n```\n\n- a\n- b\n" for i in range(60))
@@ -555,7 +555,7 @@ def test_a_long_text_is_counted_a_part_at_a_time_with_the_same_chunks(monkeypatc
     encoded: list[int] = []
     real = type(tokenizer).token_ends
     monkeypatch.setattr(type(tokenizer), "token_ends", lambda self, text: encoded.append(len(text)) or real(self, text))
-    monkeypatch.setattr(packing, "_PART_CHARS", 500)
+    monkeypatch.setattr(limits, "PART_CHARS", 500)
     parted = [(c.text, c.start_offset, c.token_count, c.metadata) for c in _chunks(chunker, content)]
     assert parted == whole
     assert len(encoded) > 10 and max(encoded) < 500 + 200 and sum(encoded) == len(content)
@@ -566,7 +566,7 @@ def test_chunks_stream_out_a_top_level_section_at_a_time_with_the_same_chunks(mo
     """The packer hands a top-level section's chunks out once it is past the next one: the first
     chunk comes before the last section is packed, and the chunks (small ones merged, overlaps)
     are exactly those of one pass that hands them all out at the end."""
-    from transforms.structure import packing
+    from transforms.structure.packing.packer import PackingRun
 
     parts = []
     for i in range(40):
@@ -577,9 +577,9 @@ def test_chunks_stream_out_a_top_level_section_at_a_time_with_the_same_chunks(mo
     content = "\n".join(parts)
     chunker = StructureAwareChunker(tokenizer=tokenizer, max_tokens=64, target_tokens=48, **options)
     sections: list[int] = []
-    real_section = packing._Run._section
+    real_section = PackingRun._section
     monkeypatch.setattr(
-        packing._Run,
+        PackingRun,
         "_section",
         lambda self, node, *a: sections.append(len(a) and a[-2] == ()) or real_section(self, node, *a),
     )
@@ -587,8 +587,8 @@ def test_chunks_stream_out_a_top_level_section_at_a_time_with_the_same_chunks(mo
     first = next(chunks)
     assert sum(sections) < 10  # top-level sections packed when the first chunk came out, of 40
     streamed = [first, *chunks]
-    real_done = packing._Run._done_before
-    monkeypatch.setattr(packing._Run, "_done_before", lambda self, top: real_done(self, top) if top is None else [])
+    real_done = PackingRun._done_before
+    monkeypatch.setattr(PackingRun, "_done_before", lambda self, top: real_done(self, top) if top is None else [])
     at_the_end = _chunks(chunker, content)
     key = lambda c: (c.text, c.start_offset, c.token_count, c.metadata, c.chunk_id)  # noqa: E731
     assert [key(c) for c in streamed] == [key(c) for c in at_the_end]
@@ -600,16 +600,18 @@ def test_chunks_stream_out_a_top_level_section_at_a_time_with_the_same_chunks(mo
 def test_a_long_texts_token_ends_are_dropped_behind_the_packer(monkeypatch, tokenizer):
     """Parts of a long text are encoded as the packer reaches them and dropped once every chunk
     that starts in them is out: while the chunks stream, only a few parts are held at once."""
-    from transforms.structure import packing
+    from transforms.structure.packing import counting, limits
 
     section = "# Part {i}\n\nSome prose about part {i}, long enough to need a few tokens. " * 3
     content = "\n\n".join(section.format(i=i) + f"\n\n```\ncode {i}\n```\n\n- a\n- b\n" for i in range(60))
     chunker = StructureAwareChunker(tokenizer=tokenizer, max_tokens=64, target_tokens=48)
     whole = [(c.text, c.start_offset, c.token_count, c.metadata) for c in _chunks(chunker, content)]
     counters: list = []
-    real_init = packing._Counter.__init__
-    monkeypatch.setattr(packing._Counter, "__init__", lambda self, *a: counters.append(self) or real_init(self, *a))
-    monkeypatch.setattr(packing, "_PART_CHARS", 500)
+    real_init = counting.TokenCounter.__init__
+    monkeypatch.setattr(
+        counting.TokenCounter, "__init__", lambda self, *a: counters.append(self) or real_init(self, *a)
+    )
+    monkeypatch.setattr(limits, "PART_CHARS", 500)
     chunks, _ = chunker.stream_with_source(_doc(content), tokenizer_identity=tokenizer.identity)
     held, streamed = [], []
     for c in chunks:
@@ -707,7 +709,8 @@ def test_a_long_line_is_packed_a_part_at_a_time_with_the_same_chunks(monkeypatch
     ``max_token_chars``), and its chunks come out while it is packed, the parts behind dropped:
     the chunks are exactly those of one whole encode held to the end, with no part encoded
     twice; counts recounted with tiktoken, texts are slices of the content."""
-    from transforms.structure import packing
+    from transforms.structure.packing import counting, limits
+    from transforms.structure.packing.packer import PackingRun
 
     budget_tokenizer = tokenizer if budget == "tiktoken" else Utf8ByteTokenizer()
     content = _long_lines_document(4, 60_000 if budget == "tiktoken" else 20_000)
@@ -733,20 +736,22 @@ def test_a_long_line_is_packed_a_part_at_a_time_with_the_same_chunks(monkeypatch
             self.count, self.token_ends, self.boundaries = inner.count, inner.token_ends, inner.boundaries
 
     with monkeypatch.context() as unchanged:
-        unchanged.setattr(packing._Run, "_release", lambda self: [])
+        unchanged.setattr(PackingRun, "_release", lambda self: [])
         reference = StructureAwareChunker(tokenizer=Plain(budget_tokenizer), max_tokens=64, target_tokens=48, **options)
         expected = [key(c) for c in _chunks(reference, content)]
     packed.clear()
 
     counters: list = []
     encoded: list[int] = []
-    real_init = packing._Counter.__init__
-    monkeypatch.setattr(packing._Counter, "__init__", lambda self, *a: counters.append(self) or real_init(self, *a))
+    real_init = counting.TokenCounter.__init__
+    monkeypatch.setattr(
+        counting.TokenCounter, "__init__", lambda self, *a: counters.append(self) or real_init(self, *a)
+    )
     real_ends = type(budget_tokenizer).token_ends
     monkeypatch.setattr(
         type(budget_tokenizer), "token_ends", lambda self, text: encoded.append(len(text)) or real_ends(self, text)
     )
-    monkeypatch.setattr(packing, "_PART_CHARS", 500)
+    monkeypatch.setattr(limits, "PART_CHARS", 500)
     chunks, _ = chunker.stream_with_source(_doc(content), tokenizer_identity=budget_tokenizer.identity)
     streamed, held, reached = [], [], []
     for c in chunks:
@@ -778,24 +783,24 @@ def test_a_long_line_is_packed_a_part_at_a_time_with_the_same_chunks(monkeypatch
 
 def test_a_dropped_part_asked_again_is_encoded_again_exactly(tokenizer):
     """A count behind the packer (none is asked, but if one were) encodes the dropped part again."""
-    from transforms.structure import packing
+    from transforms.structure.packing import Lines, counting, limits
 
     content = _long_lines_document(5, 6_000)
-    lines = packing.Lines(content)
-    whole = packing._Counter(content, tokenizer, lines)
+    lines = Lines(content)
+    whole = counting.TokenCounter(content, tokenizer, lines)
     points = list(range(0, len(content) + 1, 97)) + [len(content)]
     expected = [whole.tokens_before(p) for p in points]
-    old = packing._PART_CHARS
-    packing._PART_CHARS = 400
+    old = limits.PART_CHARS
+    limits.PART_CHARS = 400
     try:
-        parted = packing._Counter(content, tokenizer, lines)
+        parted = counting.TokenCounter(content, tokenizer, lines)
         assert parted.tokens_before(len(content)) == expected[-1]
         parted.forget_before(len(content))
         assert sum(part is not None for part in parted._parts) == 1 and len(parted._parts) > 10
         assert [parted.tokens_before(p) for p in points] == expected
         assert parted.encoded_again == len(parted._parts) - 1
     finally:
-        packing._PART_CHARS = old
+        limits.PART_CHARS = old
     for s, e in [(0, len(content)), (3, 5000), (100, 101), (17, 4000)]:
         assert whole.at_least(s, e) <= whole.span(s, e)
         assert whole.exceeds(s, e, 10) == (whole.span(s, e) > 10)

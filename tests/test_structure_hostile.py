@@ -3,10 +3,10 @@
 The packer (``transforms.structure.packing``) encodes a long text a part at a time, cut inside a
 line where the tokenizer says its encoding cannot change (``part_cut``), rejects a huge tile
 from a lower bound on its count without encoding it (``max_token_chars``), and hands chunks out
-from inside a section once no merge can change them (``_Run._release``). None of this may change
+from inside a section once no merge can change them (``PackingRun._release``). None of this may change
 a single chunk. The oracle here is the same packer on the unchanged path: a tokenizer without
 ``part_cut`` and ``max_token_chars`` (parts cut at line starts only, no lower bound), the whole
-text one part (``_PART_CHARS`` as shipped), and no chunk handed out before its top-level section
+text one part (``limits.PART_CHARS`` as shipped), and no chunk handed out before its top-level section
 ends. Documents are hostile: long lines of one pre-token (letters, digits, punctuation, emoji,
 CJK, combining marks, RTL), rare safe cuts, ``\\r\\n`` and lone ``\\r``, U+2028, NBSP, tabs, lone
 surrogates, tables with huge cells, code blocks with long lines, nested lists and quotes,
@@ -26,7 +26,8 @@ from hypothesis import strategies as st
 
 from transforms.chunkers import StructureAwareChunker, structure
 from transforms.documents import Document
-from transforms.structure import packing
+from transforms.structure.packing import limits
+from transforms.structure.packing.packer import PackingRun
 from transforms.tokenizers import TiktokenTokenizer, Utf8ByteTokenizer
 
 TOK = TiktokenTokenizer("cl100k_base")
@@ -57,12 +58,12 @@ def _run(chunker, content: str, content_format: str, identity: str):
 def _compare(monkeypatch, content: str, content_format: str, budget, params: dict, part_chars: int) -> None:
     """The packer with its parts of ``part_chars`` code points gives the unchanged path's chunks."""
     with monkeypatch.context() as unchanged:
-        unchanged.setattr(packing._Run, "_release", lambda self: [])
+        unchanged.setattr(PackingRun, "_release", lambda self: [])
         expected = _run(
             StructureAwareChunker(tokenizer=_Plain(budget), **params), content, content_format, budget.identity
         )
     with monkeypatch.context() as parts:
-        parts.setattr(packing, "_PART_CHARS", part_chars)
+        parts.setattr(limits, "PART_CHARS", part_chars)
         got = _run(StructureAwareChunker(tokenizer=budget, **params), content, content_format, budget.identity)
     assert got == expected
 

@@ -1,0 +1,363 @@
+"""One document's packing, first layer: the chunk being filled, and the chunks flushed from it.
+
+:class:`ChunkFilling` holds the state of one call of ``Packer.stream``: the open chunk
+(:class:`~transforms.structure.packing.chunk.OpenChunk`), the chunks flushed but not yet handed
+out, and which of those no later step changes (``final``). It opens, extends and flushes chunks,
+counts their embedding text, and hands out the final ones (small ones merged) while letting the
+counter drop the token ends behind every chunk that may still be counted: what keeps a long
+document's memory bounded. Positions are code points of the normalized text; counts are tokens of
+the budget tokenizer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from transforms.structure.packing import limits
+from transforms.structure.packing.chunk import OpenChunk, PackedChunk, distinct_titles, heading_prefix
+from transforms.structure.packing.counting import TokenCounter
+from transforms.structure.packing.lines import Lines
+from transforms.structure.packing.merging import is_mergeable, merge_small
+from transforms.structure.tree import Node, NormalizedDocument, StreamedChildren
+
+if TYPE_CHECKING:
+    from transforms.structure.packing.packer import Packer
+
+__all__ = ["BLOCK_OF_PART", "ChunkFilling", "Context", "own_heading"]
+
+#: A repeated header or fence a chunk opens with, and its kind: ``(span, kind)`` or ``(None, None)``.
+Context = tuple[tuple[int, int] | None, str | None]
+#: The kind a part of a split block is counted as in a chunk's ``kinds``: its block's.
+BLOCK_OF_PART = {"table_row": "table", "list_item": "list"}
+_new = object.__new__
+
+
+def own_heading(node: Node | None, path: tuple[Node, ...]) -> bool:
+    """Whether ``node`` is the heading line of the innermost section of ``path``.
+
+    A heading inside a block quote or a list item is that block's text, not a section's title.
+    """
+    if node is None or node.kind != "heading" or not path:
+        return False
+    children = path[-1].children
+    if type(children) is StreamedChildren:
+        # (A section too large to hold, its children made again on each pass: its heading is
+        # the one block that starts where it starts, the others all lie after the heading.)
+        return node.start == path[-1].start
+    return children[0] is node
+
+
+def _headings_in(section: Node) -> int:
+    """Headings in a section: its own and its subsections' (only sections are visited)."""
+    return 1 + sum(_headings_in(child) for child in section.children if child.kind == "section")
+
+
+class ChunkFilling:
+    """The open chunk and the flushed chunks of one document's packing.
+
+    Invariants: chunks are flushed in reading order; the first ``final`` chunks of ``out`` are
+    changed by no later step (no merge can reach them); ``last`` is the chunk flushed last (the
+    next chunk's overlap starts from it).
+
+    Args:
+        packer: The options.
+        normalized: The document.
+    """
+
+    def __init__(self, packer: Packer, normalized: NormalizedDocument) -> None:
+        self.p = packer
+        self.text = normalized.text
+        self.normalized = normalized
+        self.lines = Lines(normalized.text)
+        self.counter = TokenCounter(normalized.text, packer.tokenizer, self.lines)
+        self.cur: OpenChunk | None = None
+        self.out: list[PackedChunk] = []  # flushed chunks not yet streamed out
+        # How many chunks at the start of ``out`` no later step changes (see ``_flush``).
+        self.final = 0
+        self.merging = packer.merge_small_sections and bool(packer.min_preferred_tokens) and not packer.overlap_tokens
+        self.last: PackedChunk | None = None  # the last chunk flushed (a new chunk's overlap starts from it)
+        self.last_tiles: list[int] = []  # tile starts of the last flushed chunk (for overlap)
+        self.tiles_in_cur: list[int] = []
+        self.titles: dict[tuple[int, int], tuple[tuple[Node, ...], tuple[str, ...]]] = {}
+
+    # -- handing out final chunks ------------------------------------------------------------
+
+    def _forget_before(self, position: int) -> None:
+        """Let the counter drop token ends before ``position`` and before every chunk that may still
+        be counted: those not yet streamed out, the open one, and the last one (overlap).
+
+        Only a chunk's own text counts here, not a repeated header or fence before it: that is
+        counted once (``TokenCounter.context``, remembered) when its block is split, so the token
+        ends behind a huge table's rows are dropped although its header, at the top, comes
+        again in every part."""
+        for chunk in (self.out[0] if self.out else None, self.last):
+            if chunk is not None:
+                position = min(position, chunk.spans[-1][0])
+        cur = self.cur
+        if cur is not None:
+            position = min(position, cur.start)
+        self.counter.forget_before(position)
+
+    def _release(self) -> list[PackedChunk]:
+        """Take out of ``out`` its first ``final`` chunks (merged), which no later step changes,
+        and let the counter drop the token ends behind every chunk that may still be counted.
+        Called inside a section, where a long paragraph or section makes many chunks."""
+        k, self.final = self.final, 0
+        done = self._take(k)
+        self._forget_before(len(self.text))
+        return done
+
+    def _done_before(self, top: int | None) -> list[PackedChunk]:
+        """Take out of ``out`` the chunks no later step changes, merged (``merge_small``): those
+        of top-level sections before ``top``, or every one when ``None``.
+
+        Called with ``T - 1`` before top-level section ``T`` is packed: the open chunk and every
+        chunk still to be flushed start in ``T - 1`` or later, and merges never join two top-level
+        sections, so merging the earlier ones now gives what one merge over the whole list gives.
+        With cross-section merges, nothing comes out before the end.
+        """
+        out = self.out
+        if top is None:
+            k = len(out)
+        elif self.p.allow_cross_top_level_merge:
+            return []
+        else:
+            k = 0
+            while k < len(out) and out[k].top < top:
+                k += 1
+            if not k:
+                return []
+        return self._take(k)
+
+    def _take(self, k: int) -> list[PackedChunk]:
+        """The first ``k`` chunks of ``out``, taken out, small ones merged (``merge_small``)."""
+        out = self.out
+        done = out[:k]
+        del out[:k]
+        self.final = max(self.final - k, 0)
+        if self.merging:
+            p = self.p
+            merge_small(
+                done,
+                text=self.text,
+                counter=self.counter,
+                lines=self.lines,
+                min_preferred_tokens=p.min_preferred_tokens,
+                target_tokens=p.target_tokens,
+                allow_cross_top_level_merge=p.allow_cross_top_level_merge,
+            )
+        return done
+
+    # -- counting ----------------------------------------------------------------------------
+
+    def _total(self, cur: OpenChunk, end: int, cap: int | None = None) -> int:
+        """Tokens of the embedding text of ``cur`` extended to ``end``; with ``cap``, any number
+        over ``cap`` when the text alone is provably longer (``TokenCounter.at_least``: a huge
+        tile's fit test encodes nothing ahead). Otherwise the exact count, from one ``span``
+        (callers only compare it with limits of at most ``cap``)."""
+        counter = self.counter
+        if counter.additive and cur.exact_count is None:
+            if cap is not None and counter.at_least(cur.start, end) > cap:
+                return cap + 1
+            total = counter.prefix(cur.prefix) + counter.span(cur.start, end)
+            if cur.context is not None:
+                total += counter.context(cur.context)
+            return total
+        return counter.exact(self._embedding(cur, end))
+
+    def _embedding(self, cur: OpenChunk, end: int) -> str:
+        """The embedding text of ``cur`` extended to ``end``: prefix, context, text."""
+        context = self.text[cur.context[0] : cur.context[1]] if cur.context else ""
+        return heading_prefix(cur.prefix) + context + self.text[cur.start : end]
+
+    # -- the chunk being filled --------------------------------------------------------------
+
+    def _can_join(self, top: int) -> bool:
+        """Whether a tile of top-level section ``top`` may join the open chunk."""
+        cur = self.cur
+        return cur is not None and (cur.top == top or self.p.allow_cross_top_level_merge)
+
+    def _extend(
+        self,
+        node: Node | None,
+        end: int,
+        *,
+        body: bool,
+        section: bool = False,
+        path: tuple[Node, ...] | None = None,
+    ) -> None:
+        """Extend the open chunk by the tile of ``node`` up to ``end`` (``body``: more than a
+        heading line; ``section``: ``node`` is a whole section)."""
+        cur = self.cur
+        assert cur is not None  # (callers open a chunk first)
+        self.tiles_in_cur.append(cur.end)
+        if not cur.has_body and path is not None:
+            cur.path = path  # headings so far travel with what follows: it names the chunk
+        cur.end = end
+        cur.has_body = cur.has_body or body
+        kind = "section" if section else BLOCK_OF_PART.get(node.kind, node.kind) if node is not None else "paragraph"
+        if kind not in cur.kinds:
+            cur.kinds.append(kind)
+        if node is None:
+            return
+        if section:
+            cur.sections += _headings_in(node)
+        elif node.kind == "heading":
+            cur.sections += 1
+        if cur.page_no is None:
+            cur.page_no = node.page_no
+
+    def _titles(self, path: tuple[Node, ...], displayed: int = 0) -> tuple[str, ...]:
+        """The heading path of ``path`` without its ``displayed`` innermost sections (their
+        heading line is in the chunk's text).
+
+        A section whose title repeats the nearest title above it (sections without a title
+        between them are passed over) is one heading with it (an HTML page's ``<title>`` and its
+        first ``h2``, a Markdown ``# A`` over ``## A``): its title is given once, and not at all
+        when the inner one's heading line is displayed.
+        """
+        # Keyed by the path object itself (held in the value, so its id is never reused); the
+        # latest PATHS_MEMO paths only (a path holds its sections: a document of many sections
+        # must not keep them all alive here).
+        memo = self.titles
+        key = (id(path), displayed)
+        known = memo.get(key)
+        if known is None:
+            if len(memo) >= limits.PATHS_MEMO:
+                memo.clear()
+            shown = len(path) - displayed
+            titles = distinct_titles(path[:shown])
+            if displayed and titles and titles[-1] == next((n.title for n in path[shown:] if n.title), None):
+                titles = titles[:-1]  # (the displayed heading line says it)
+            known = memo[key] = (path, titles)
+        return known[1]
+
+    def _open(
+        self,
+        node: Node | None,
+        start: int,
+        end: int,
+        path: tuple[Node, ...],
+        displayed: int,
+        top: int,
+        *,
+        limit: int,
+        context: tuple[int, int] | None = None,
+        context_kind: str | None = None,
+        split: str | None = None,
+        allow_dropping: bool = True,
+        dry_run: bool = False,
+    ) -> bool:
+        """Open a chunk holding ``[start, end)`` if it fits ``limit``; ``False`` if it does not.
+
+        ``displayed`` is how many innermost sections of ``path`` have their heading inside the
+        chunk (1 when it starts with a heading line). Outer titles are dropped from the prefix,
+        outermost first, when ``allow_dropping`` and that makes it fit. With ``dry_run`` nothing
+        is opened: the answer only says whether it would be.
+        """
+        titles = self._titles(path, displayed) if self.p.include_heading_path else ()
+        section = node is not None and node.kind == "section"
+        for dropped in range(len(titles) + 1 if allow_dropping else 1):
+            cur = OpenChunk(
+                start=start,
+                end=start,
+                path=path,
+                prefix=titles[dropped:],
+                prefix_dropped=dropped,
+                top=top,
+                has_body=False,
+                kinds=[],
+                sections=0,
+                page_no=None,
+                context=context,
+                context_kind=context_kind,
+                split=split,
+            )
+            if self._total(cur, end, limit) <= limit:
+                if dry_run:
+                    return True
+                self.cur = cur
+                self._apply_overlap(cur, end, limit)
+                self.tiles_in_cur = []
+                own = displayed == 1 and node is not None and node.kind == "heading"
+                self._extend(node, end, body=not own, section=section)
+                self.tiles_in_cur = [cur.start]
+                return True
+        return False
+
+    def _apply_overlap(self, cur: OpenChunk, end: int, limit: int) -> None:
+        """Start the new chunk ``cur`` earlier by whole tiles of the last one, up to
+        ``overlap_tokens``.
+
+        Only within one section, only while the chunk still fits ``limit``.
+        """
+        budget = self.p.overlap_tokens
+        last = self.last
+        if not budget or last is None or cur.context is not None or cur.split == "prose":
+            return
+        if last.spans[-1][1] != cur.start or last.split == "prose" or last.headings != self._titles(cur.path):
+            return
+        best = cur.start
+        for tile in reversed(self.last_tiles):
+            if tile >= cur.start or tile <= last.spans[-1][0]:
+                continue
+            if self.counter.span(tile, cur.start) > budget:
+                break
+            best = tile
+        original = cur.start
+        while best < original:
+            cur.start = best
+            if self._total(cur, end, limit) <= limit:
+                return
+            later = [t for t in self.last_tiles if best < t < original]
+            best = later[0] if later else original
+        cur.start = original
+
+    def _flush(self) -> None:
+        """Close the open chunk (if it has text) into ``out``, and move ``final`` up to every
+        chunk no merge can change any more."""
+        cur = self.cur
+        if cur is None:
+            return
+        self.cur = None
+        if cur.end <= cur.start:
+            return
+        spans = ((cur.context,) if cur.context else ()) + ((cur.start, cur.end),)
+        count = cur.exact_count if cur.exact_count is not None else self._total(cur, cur.end)
+        # PackedChunk(**fields) without the frozen dataclass's __init__ (an object.__setattr__
+        # per field): the same object, every field set.
+        chunk = _new(PackedChunk)
+        chunk.__dict__.update(
+            spans=spans,
+            headings=self._titles(cur.path),
+            prefix=cur.prefix,
+            prefix_dropped=cur.prefix_dropped,
+            page_no=cur.page_no,
+            kinds=tuple(cur.kinds),
+            sections=cur.sections,
+            split=cur.split,
+            context=cur.context_kind,
+            token_count=count,
+            top=cur.top,
+        )
+        self.last = chunk
+        self.out.append(chunk)
+        self._advance_final(chunk)
+        self.last_tiles = self.tiles_in_cur
+        self.tiles_in_cur = []
+
+    def _advance_final(self, chunk: PackedChunk) -> None:
+        """Move ``final`` past the chunks that the flushed ``chunk`` makes final."""
+        if not self.merging or not is_mergeable(chunk, self.lines):
+            # No merge joins a chunk that is not mergeable, nor two chunks on either side of it
+            # (merges join neighbours, both mergeable): the chunks up to it are final.
+            self.final = len(self.out)
+        elif (
+            chunk.token_count >= self.p.min_preferred_tokens
+            and len(self.out) > 1
+            and self.out[-2].token_count >= self.p.min_preferred_tokens
+        ):
+            # A merge needs one of the two under min_preferred_tokens, and merged chunks only
+            # grow: none ever joins two that are both at least that (the parts of a huge list):
+            # the chunks before this one are final.
+            self.final = max(self.final, len(self.out) - 1)

@@ -1,0 +1,117 @@
+"""The packer's options (:class:`Packer`) and one document's run through them (:class:`PackingRun`).
+
+Positions are code points of the normalized text; counts are tokens of the budget tokenizer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from itertools import chain
+
+from transforms.structure.packing.chunk import PackedChunk
+from transforms.structure.packing.lines import Tile
+from transforms.structure.packing.splitting import BlockSplitting
+from transforms.structure.tree import NormalizedDocument
+from transforms.tokenizers import Tokenizer
+
+__all__ = ["Packer", "PackingRun"]
+
+
+class Packer:
+    """Packs normalized documents into chunks; see :mod:`transforms.structure.packing` for the algorithm.
+
+    Args:
+        tokenizer: Counts tokens (the budget tokenizer).
+        target_tokens: Chunks are filled up to about this many tokens of embedding text.
+        max_tokens: No chunk's embedding text has more tokens than this.
+        min_preferred_tokens: A chunk under this many tokens is merged into its neighbour in
+            the same top-level section when ``merge_small_sections`` and the two fit
+            ``target_tokens`` together.
+        overlap_tokens: Up to this many tokens of whole blocks at the end of a chunk are repeated
+            at the start of the next one of the same section (0: no overlap).
+        merge_small_sections: Merge whole consecutive sections while they fit ``target_tokens``.
+        allow_cross_top_level_merge: Let a chunk span two top-level sections.
+        include_heading_path_in_embedding: Put the heading path before the text in the
+            embedding text.
+        split_oversized: Split a block that does not fit ``max_tokens`` (``split_with_context``);
+            when ``False`` such a block becomes a chunk of its own, over the budget, for
+            validation to reject.
+    """
+
+    def __init__(
+        self,
+        *,
+        tokenizer: Tokenizer,
+        target_tokens: int,
+        max_tokens: int,
+        min_preferred_tokens: int = 0,
+        overlap_tokens: int = 0,
+        merge_small_sections: bool = True,
+        allow_cross_top_level_merge: bool = False,
+        include_heading_path_in_embedding: bool = True,
+        split_oversized: bool = True,
+    ) -> None:
+        self.tokenizer = tokenizer
+        self.target_tokens = target_tokens
+        self.max_tokens = max_tokens
+        self.min_preferred_tokens = min_preferred_tokens
+        self.overlap_tokens = overlap_tokens
+        self.merge_small_sections = merge_small_sections
+        self.allow_cross_top_level_merge = allow_cross_top_level_merge
+        self.include_heading_path = include_heading_path_in_embedding
+        self.split_oversized = split_oversized
+
+    def pack(self, normalized: NormalizedDocument) -> list[PackedChunk]:
+        """Return the chunks of ``normalized`` in reading order (empty when it has no blocks)."""
+        return list(self.stream(normalized))
+
+    def stream(self, normalized: NormalizedDocument) -> Iterator[PackedChunk]:
+        """:meth:`pack`'s chunks as an iterator: those of a top-level section come out once the
+        packer is past the next one (a chunk changes only within its own top-level section), so
+        a long document's chunks are never all held at once."""
+        return PackingRun(self, normalized).stream()
+
+
+class PackingRun(BlockSplitting):
+    """One document's packing: the state of :class:`Packer` for a single call of ``stream``."""
+
+    def stream(self) -> Iterator[PackedChunk]:
+        """The document's chunks in reading order, each handed out once no later step changes it.
+
+        The root's tiles are read as a stream (the top-level blocks and sections of a long
+        document may be a ``StreamedChildren``): one top-level section is held at a time. Text
+        before the first heading belongs with the first top-level section (top 1).
+        """
+        root = self.normalized.root
+        del self.normalized  # (its root's children may be a stream: nothing else reads them)
+        if not root.children:
+            return
+        tiles = self.lines.iter_tiles(root.children, 0, len(self.text))
+        del root
+        first: list[Tile] = []  # the first section's tile, once read
+
+        def leading() -> Iterator[Tile]:
+            for tile in tiles:
+                if tile[0] is not None and tile[0].kind == "section":
+                    first.append(tile)
+                    return
+                yield tile
+
+        yield from self._tiles(leading(), (), 1)
+        previous = 0  # where the top-level section before this one starts
+        for top, (node, start, end) in enumerate(chain(first, tiles), start=1):
+            first.clear()
+            yield from self._done_before(top - 1)
+            self._forget_before(previous)
+            # The paths remembered hold their sections: those of earlier top-level sections go.
+            self.titles.clear()
+            previous = start
+            if node is not None and node.kind == "section":
+                yield from self._section(node, start, end, (), top)
+            elif not self._block(
+                node, start, end, (), top
+            ):  # pragma: no cover - build_sections puts every later block inside a section
+                yield from self._split(node, start, end, (), top, context=None, context_kind=None)
+            node = None
+        self._flush()
+        yield from self._done_before(None)

@@ -1,0 +1,216 @@
+"""Where prose too long for the budget is cut: sentence ends, line starts, word starts, tokens.
+
+Positions are code points of the normalized text; counts are tokens of the budget tokenizer,
+always of a whole string (a part cut inside a line is never counted from the document's
+encoding, which may differ by a token or two there).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
+
+from transforms.structure.packing.counting import TokenCounter
+from transforms.structure.tree import LINE_BREAK
+from transforms.tokenizers import Tokenizer
+
+__all__ = ["CutCandidates", "ProseCutter"]
+
+# A sentence ends at . ! ? or an ellipsis, with closing quotes or brackets, before whitespace; or
+# at a full-width 。！？ or a half-width ｡ with closing quotes or brackets (」』）】), where no
+# whitespace follows in Chinese and Japanese text.
+_SENTENCE_END = re.compile(
+    r"[.!?\u2026][\"'\u201d\u2019)\]]*\s+|[\u3002\uff01\uff1f\uff61][\"'\u201d\u2019)\]\u300d\u300f\uff09\u3011]*\s*"
+)
+_WORD_START = re.compile(r"\s+")
+# Tokens by which a count from the whole-document encoding may differ from a whole recount of a
+# slice cut inside a line (measured: -3 to +2); estimates further off than this are trusted.
+_ESTIMATE_SLACK = 16
+
+
+class CutCandidates:
+    """Ascending cut positions inside ``(start, end)``, taken from an iterator only as needed."""
+
+    __slots__ = ("_done", "_end", "_items", "_positions", "_start")
+
+    def __init__(self, positions: Iterator[int], start: int, end: int) -> None:
+        self._positions = positions
+        self._start, self._end = start, end
+        self._items: list[int] = []
+        self._done = False
+
+    def through(self, position: int, reach: int) -> list[int]:
+        """A sorted list holding every candidate in ``(position, reach)`` (and maybe others).
+
+        Calls must not go back: candidates at or before ``position`` may be forgotten.
+        """
+        items = self._items
+        stale = bisect_right(items, position)
+        if stale > 1024 and stale > len(items) // 2:
+            del items[:stale]
+        while not self._done and (not items or items[-1] < reach):
+            p = next(self._positions, None)
+            if p is None:
+                self._done = True
+            elif self._start < p < self._end:
+                items.append(p)
+        return items
+
+
+class ProseCutter:
+    """Finds the longest part of prose that fits, from a position, for one text.
+
+    Args:
+        text: The normalized text.
+        counter: Its token counter.
+        tokenizer: The budget tokenizer (its ``boundaries`` are the last level of cuts).
+        target_tokens: A part aims at this many tokens of embedding text.
+        max_tokens: No part passes this many tokens of embedding text.
+    """
+
+    def __init__(
+        self, text: str, counter: TokenCounter, tokenizer: Tokenizer, target_tokens: int, max_tokens: int
+    ) -> None:
+        self.text = text
+        self.counter = counter
+        self.tokenizer = tokenizer
+        self.target_tokens = target_tokens
+        self.max_tokens = max_tokens
+
+    def candidates(self, start: int, end: int) -> list[CutCandidates]:
+        """Cut positions inside ``(start, end)``: sentence starts, line starts, word starts.
+
+        Each level is found lazily, as far as the parts need it, so a long paragraph never has
+        all its word starts in memory at once.
+        """
+        text = self.text
+        return [
+            CutCandidates((m.end() for m in pattern.finditer(text, start, end)), start, end)
+            for pattern in (_SENTENCE_END, LINE_BREAK, _WORD_START)
+        ]
+
+    def longest_part(self, head: str, position: int, end: int, levels: list[CutCandidates]) -> tuple[int, int]:
+        """The farthest cut after ``position`` whose part fits, by level; with its exact count.
+
+        Tries the end of the tile, then each level's candidates by bisection on exact counts of
+        ``head + text[position:cut]``, aiming at ``target_tokens`` (a part never passes
+        ``max_tokens``), and finally the tokenizer's token boundaries. Returns ``(position, 0)``
+        only when ``head`` alone leaves no room for a single token.
+        """
+        text, counter = self.text, self.counter
+        target, limit = self.target_tokens, self.max_tokens
+        if not counter.additive or not counter.exceeds(
+            position, end, limit
+        ):  # the rest may fit: count it whole (with an additive tokenizer only when it is near)
+            whole = counter.exact(head + text[position:end])
+            if whole <= limit:
+                return end, whole
+        # No part can hold more code points than this (a token is rarely longer than a few dozen):
+        # the candidates looked at stay near the part, so a long paragraph costs linear time.
+        reach = min(end, position + 64 * limit + 1024)
+        for candidates in levels:
+            level = candidates.through(position, reach)
+            lo = bisect_right(level, position)
+            best = self._bisect(head, position, level, lo, bisect_left(level, reach), target)
+            if best is not None:
+                return best
+        # Token boundaries of a window that holds at least the budget.
+        window_end = min(end, position + 8 * limit + 64)
+        boundaries = [position + b for b in self.tokenizer.boundaries(text[position:window_end])]
+        boundaries = [b for b in boundaries if position < b < end]
+        best = self._bisect(head, position, boundaries, 0, len(boundaries), limit)
+        if best is not None:
+            return best
+        return position, 0
+
+    def single_step(self, position: int) -> tuple[int, int]:
+        """The shortest part from ``position``: one token of the tokenizer (or one code point),
+        with its count. For a character of more tokens than the budget: that part is over the
+        budget, and validation dead-letters it with its text."""
+        text = self.text
+        steps = [b for b in self.tokenizer.boundaries(text[position : position + 16]) if b > 0]
+        cut = position + (steps[0] if steps else 1)
+        return cut, self.counter.exact(text[position:cut])
+
+    def trimmed_end(self, head: str, position: int, cut: int, end: int, count: int) -> tuple[int, int]:
+        """Where the part ``[position, cut)`` of the tile ending at ``end`` ends, and its count.
+
+        A part cut inside the tile ends at its last non-space character (the whitespace it leaves
+        out lies between two chunks; the next part starts at ``cut``), unless that part, counted
+        whole after ``head``, would pass ``max_tokens``.
+        """
+        part_end = cut
+        if cut < end:
+            text = self.text
+            part_end = len(text[position:cut].rstrip()) + position
+            if part_end == position:
+                part_end = cut
+            elif part_end != cut:
+                stripped = self.counter.exact(head + text[position:part_end])
+                if stripped <= self.max_tokens:
+                    count = stripped
+                else:
+                    part_end = cut
+        return part_end, count
+
+    def _estimated_best(self, head: str, position: int, candidates: list[int], first: int, stop: int, goal: int) -> int:
+        """Index of the last of ``candidates[first:stop]`` whose count from the document's
+        encoding is at most ``goal`` (``first - 1`` if none): a guess, off by a token or two."""
+        counter = self.counter
+        head_tokens, base = counter.exact(head), counter.tokens_before(position)
+        lo, hi, guess = first, stop - 1, first - 1
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            if head_tokens + counter.tokens_before(candidates[mid]) - base <= goal:
+                guess, lo = mid, mid + 1
+            else:
+                hi = mid - 1
+        return guess
+
+    def _bisect(
+        self, head: str, position: int, candidates: list[int], first: int, stop: int, goal: int
+    ) -> tuple[int, int] | None:
+        """Largest of ``candidates[first:stop]`` whose part counts at most ``goal``, or ``None``.
+
+        (A part never counts more than ``max_tokens``.)
+
+        Every answer is an exact count of the whole ``head + text[position:cut]``. With an
+        additive tokenizer the whole-document encoding first proposes a candidate (its counts
+        are off by a token or two mid-line), so usually one or two exact counts decide.
+        """
+        text, counter = self.text, self.counter
+        if first >= stop:
+            return None
+
+        def exact(i: int) -> int:
+            return counter.exact(head + text[position : candidates[i]])
+
+        lo, hi = first, stop - 1
+        if counter.additive:
+            guess = self._estimated_best(head, position, candidates, first, stop, goal)
+            for i in range(guess, max(guess - 3, first - 1), -1):
+                count = exact(i)
+                if count <= goal:
+                    return candidates[i], count
+            lo, hi = first, max(guess - 3, first - 1)
+        best: tuple[int, int] | None = None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            count = exact(mid)
+            if count <= goal:
+                best, lo = (candidates[mid], count), mid + 1
+            else:
+                hi = mid - 1
+        if best is None and goal < self.max_tokens:
+            # Nothing reaches the target at this level: accept the first candidate within max,
+            # unless the encoding already shows it is far over (then it is not counted whole).
+            if counter.additive and (
+                counter.exact(head) + counter.tokens_before(candidates[first]) - counter.tokens_before(position)
+                > self.max_tokens + _ESTIMATE_SLACK
+            ):
+                return None
+            count = exact(first)
+            if count <= self.max_tokens:
+                best = (candidates[first], count)
+        return best
