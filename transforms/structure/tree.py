@@ -49,6 +49,9 @@ from collections import abc
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
 
 __all__ = [
     "BLOCK_KINDS",
@@ -103,32 +106,33 @@ class LineStarts:
         return self.text.rfind("\n", 0, position) + 1
 
 
-class LazyChildren(abc.Sequence):
-    """A node's children, built on first use (most blocks are never looked into).
+class LazyChildren(abc.Sequence, Generic[T]):
+    """A node's children (or any tuple), built on first use (most blocks are never looked into).
 
     Behaves as the tuple it builds: indexing, ``len``, iteration, truth and ``==``.
     """
 
     __slots__ = ("_args", "_make", "_nodes")
 
-    def __init__(self, make: Callable[..., Iterable[Node]], *args) -> None:
-        self._make: Callable[..., Iterable[Node]] | None = make
-        self._args = args
-        self._nodes: tuple[Node, ...] | None = None
+    def __init__(self, make: Callable[..., Iterable[T]], *args: Any) -> None:
+        self._make: Callable[..., Iterable[T]] | None = make
+        self._args: tuple[Any, ...] | None = args
+        self._nodes: tuple[T, ...] | None = None
 
-    def _get(self) -> tuple[Node, ...]:
+    def _get(self) -> tuple[T, ...]:
         if self._nodes is None:
+            assert self._make is not None and self._args is not None
             self._nodes = tuple(self._make(*self._args))
             self._make = self._args = None
         return self._nodes
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index):
         return self._get()[index]
 
     def __len__(self) -> int:
         return len(self._get())
 
-    def __iter__(self) -> Iterator[Node]:
+    def __iter__(self) -> Iterator[T]:
         return iter(self._get())
 
     def __bool__(self) -> bool:
@@ -197,7 +201,7 @@ class Node:
     kind: str
     start: int
     end: int
-    children: Sequence[Node] = ()
+    children: Sequence[Node] | StreamedChildren = ()
     level: int = 0
     title: str = ""
     language: str = ""
@@ -468,7 +472,7 @@ def _section_of(
     children = [heading]
     held = 1
     pair = next(pairs, None)
-    for node, size, pair in _children(pairs, pair, passes, level):
+    for node, size, pair in _children(pairs, pair, passes, level):  # noqa: B020 (pair: the look-ahead after each child)
         children.append(node)
         held += size
         if held > HELD_SECTION_NODES:
@@ -515,7 +519,7 @@ def check_blocks(normalized: NormalizedDocument) -> None:
     """Raise ``ValueError`` naming the first block that breaks the interval invariants."""
     limit = len(normalized.text)
 
-    def check(nodes: tuple[Node, ...], lo: int, hi: int, where: str) -> None:
+    def check(nodes: Iterable[Node], lo: int, hi: int, where: str) -> None:
         previous_end = lo
         for i, node in enumerate(nodes):
             here = f"{where}[{i}] {node.kind} [{node.start}, {node.end})"

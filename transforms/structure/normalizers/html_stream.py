@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator, Sequence
+from typing import cast
 
 from lxml import etree
 
@@ -73,7 +74,8 @@ class _Nodes:
         self.text: str | None = "" if top else None
 
     def add(self, node: Node, nested: bool = False) -> None:
-        children = node.children
+        # Streamed children come through add_streamed; a node given here holds its children.
+        children = cast("Sequence[Node]", node.children)
         if node.kind == "heading" and self.text is not None and not (nested or node.language or node.fence):
             pass  # (its title is read back from the rendering)
         elif node.title or node.language or node.fence:
