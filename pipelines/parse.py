@@ -97,56 +97,6 @@ class ParseJob:
     options: PipelineOptions
 
 
-def _own_options(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
-    """The parse job's own options, and the rest of ``argv`` (Beam's options)."""
-    parser = OptionParser(add_help=False, allow_abbrev=False)
-    parser.add_argument("--input")
-    parser.add_argument("--output")
-    parser.add_argument("--content-format", "--content_format", dest="content_format", default="docling")
-    parser.add_argument("--max-file-bytes", "--max_file_bytes", dest="max_file_bytes")
-    parser.add_argument("--max-file-seconds", "--max_file_seconds", dest="max_file_seconds")
-    parser.add_argument("--pdf-artifacts-path", "--pdf_artifacts_path", dest="pdf_artifacts_path")
-    own, rest = parser.parse_known_args(list(argv))
-    check_given_once(argv, parser)
-    return own, rest
-
-
-def _max_file_bytes(value: str | None) -> int:
-    if value is None:
-        return DEFAULT_MAX_FILE_BYTES
-    try:
-        size = int(value)
-    except ValueError:
-        size = 0
-    if size <= 0:
-        raise OptionError(f"--max-file-bytes must be a positive integer (bytes), got {value!r}")
-    return size
-
-
-def _max_file_seconds(value: str | None) -> float:
-    if value is None:
-        return DEFAULT_MAX_FILE_SECONDS
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = 0.0
-    if not 0 < seconds < float("inf"):
-        raise OptionError(f"--max-file-seconds must be a positive number of seconds, got {value!r}")
-    return seconds
-
-
-def _check_docling(pdf_artifacts_path: str | None) -> None:
-    """Docling must be importable here (the launcher builds nothing, but a missing extra would
-    otherwise fail on every worker); with ``--pdf-artifacts-path``, its PDF pipeline too."""
-    try:
-        from transforms.parsing import FileConverter
-
-        FileConverter(pdf_artifacts_path=pdf_artifacts_path)
-    except ImportError as err:
-        hint = PDF_MODELS_HINT if pdf_artifacts_path and str(err) == PDF_MODELS_HINT else PARSE_INSTALL_HINT
-        raise OptionError(f"{'--pdf-artifacts-path: ' if hint == PDF_MODELS_HINT else ''}{hint}") from None
-
-
 def parse_job(argv: Sequence[str]) -> ParseJob:
     """Parse and check the command line, input and output.
 
@@ -197,6 +147,46 @@ def _read_options(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     return own, rest
 
 
+def _own_options(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
+    """The parse job's own options, and the rest of ``argv`` (Beam's options)."""
+    parser = OptionParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--input")
+    parser.add_argument("--output")
+    parser.add_argument("--content-format", "--content_format", dest="content_format", default="docling")
+    parser.add_argument("--max-file-bytes", "--max_file_bytes", dest="max_file_bytes")
+    parser.add_argument("--max-file-seconds", "--max_file_seconds", dest="max_file_seconds")
+    parser.add_argument("--pdf-artifacts-path", "--pdf_artifacts_path", dest="pdf_artifacts_path")
+    own, rest = parser.parse_known_args(list(argv))
+    check_given_once(argv, parser)
+    return own, rest
+
+
+def _max_file_bytes(value: str | None) -> int:
+    """``--max-file-bytes`` (default ``DEFAULT_MAX_FILE_BYTES``): a positive integer."""
+    if value is None:
+        return DEFAULT_MAX_FILE_BYTES
+    try:
+        size = int(value)
+    except ValueError:
+        size = 0
+    if size <= 0:
+        raise OptionError(f"--max-file-bytes must be a positive integer (bytes), got {value!r}")
+    return size
+
+
+def _max_file_seconds(value: str | None) -> float:
+    """``--max-file-seconds`` (default ``DEFAULT_MAX_FILE_SECONDS``): a positive finite number."""
+    if value is None:
+        return DEFAULT_MAX_FILE_SECONDS
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise OptionError(f"--max-file-seconds must be a positive number of seconds, got {value!r}")
+    return seconds
+
+
 def _checked_pdf_artifacts(pdf: str | None) -> str | None:
     """``--pdf-artifacts-path`` made absolute (a non-empty local folder), once Docling is found."""
     if pdf is not None and not os.path.isdir(pdf):
@@ -207,6 +197,18 @@ def _checked_pdf_artifacts(pdf: str | None) -> str | None:
         )
     _check_docling(os.path.abspath(pdf) if pdf else None)
     return os.path.abspath(pdf) if pdf else None
+
+
+def _check_docling(pdf_artifacts_path: str | None) -> None:
+    """Docling must be importable here (the launcher builds nothing, but a missing extra would
+    otherwise fail on every worker); with ``--pdf-artifacts-path``, its PDF pipeline too."""
+    try:
+        from transforms.parsing import FileConverter
+
+        FileConverter(pdf_artifacts_path=pdf_artifacts_path)
+    except ImportError as err:
+        hint = PDF_MODELS_HINT if pdf_artifacts_path and str(err) == PDF_MODELS_HINT else PARSE_INSTALL_HINT
+        raise OptionError(f"{'--pdf-artifacts-path: ' if hint == PDF_MODELS_HINT else ''}{hint}") from None
 
 
 def _checked_input_and_output(given_input: str, given_output: str) -> tuple[str, str]:

@@ -36,8 +36,8 @@ __all__ = ["ENVIRONMENT_TYPES", "UNSUPPORTED_RUNNERS", "check_runner"]
 ENVIRONMENT_TYPES = ("DOCKER", "PROCESS", "EXTERNAL", "LOOPBACK")
 #: Runners Beam knows that the jobs do not run on, and why.
 UNSUPPORTED_RUNNERS = {
-    # Measured: with --previous a side input of kept ids held the manifest's rows instead (a
-    # crash, or the kept documents' chunks lost with exit 0), and its metrics gave the report 0
+    # Measured: with --previous a side input of kept ids holds the manifest's rows instead (a
+    # crash, or the kept documents' chunks lost with exit 0), and its metrics give the report 0
     # documents read. Beam's own issue on its side inputs: apache/beam#18942 (open).
     "BundleBasedDirectRunner": (
         "its side inputs and metrics differ from the FnApiRunner's (kept chunks and report counts came out wrong)"
