@@ -93,36 +93,22 @@ def resolve_config(
         ConfigError: An unknown key, class or parameter, a wrongly typed value, or a route or
             default naming a missing chunker.
     """
-    where = source
     unknown = sorted(str(k) for k in set(data) - _TOP_KEYS)
     if unknown:
-        raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_TOP_KEYS))})")
+        raise ConfigError(f"{source}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_TOP_KEYS))})")
     spec_tokenizer = tokenizer if tokenizer is not None else data.get("tokenizer", "tiktoken:cl100k_base")
-    if not isinstance(spec_tokenizer, str):
-        raise ConfigError(f"{where}: tokenizer must be a string, got {spec_tokenizer!r}")
+    _check_tokenizer(source, spec_tokenizer)
     budget = max_tokens if max_tokens is not None else data.get("max_tokens", DEFAULT_MAX_TOKENS)
-    if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
-        raise ConfigError(f"{where}: max_tokens must be a positive integer, got {budget!r}")
-    if budget > MAX_TOKENS_LIMIT:
-        raise ConfigError(f"{where}: max_tokens must be at most {MAX_TOKENS_LIMIT:,}, got {budget:,}")
-
-    models = _resolve_models(f"{where}: models", data.get("models"))
-
-    chunkers_in = data.get("chunkers")
-    if not isinstance(chunkers_in, dict) or not chunkers_in:
-        raise ConfigError(f"{where}: chunkers must be a non-empty mapping of name -> {{type, params}}")
-    chunkers: dict[str, Any] = {}
-    for name, entry in chunkers_in.items():
-        chunkers[str(name)] = _resolve_chunker(f"{where}: chunkers.{name}", entry, budget)
-
+    _check_budget(source, budget)
+    models = _resolve_models(f"{source}: models", data.get("models"))
+    chunkers = _resolve_chunkers(source, data.get("chunkers"), budget)
     routes_in = data.get("routes") or []
     if not isinstance(routes_in, list):
-        raise ConfigError(f"{where}: routes must be a list, got {type(routes_in).__name__}")
-    routes = [_resolve_route(f"{where}: routes[{i}]", rule, chunkers) for i, rule in enumerate(routes_in)]
-
+        raise ConfigError(f"{source}: routes must be a list, got {type(routes_in).__name__}")
+    routes = [_resolve_route(f"{source}: routes[{i}]", rule, chunkers) for i, rule in enumerate(routes_in)]
     default = data.get("default")
     if default is not None and (not isinstance(default, str) or default not in chunkers):
-        raise ConfigError(f"{where}: default names chunker {default!r}, not one of {sorted(chunkers)}")
+        raise ConfigError(f"{source}: default names chunker {default!r}, not one of {sorted(chunkers)}")
     spec = {
         "tokenizer": spec_tokenizer,
         "max_tokens": budget,
@@ -135,10 +121,33 @@ def resolve_config(
     return spec
 
 
+def _check_tokenizer(where: str, tokenizer: Any) -> None:
+    """The tokenizer spec must be text (it is checked when the tokenizer is loaded)."""
+    if not isinstance(tokenizer, str):
+        raise ConfigError(f"{where}: tokenizer must be a string, got {tokenizer!r}")
+
+
+def _check_budget(where: str, budget: Any) -> None:
+    """The job's budget (tokens) must be a positive integer up to :data:`MAX_TOKENS_LIMIT`."""
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
+        raise ConfigError(f"{where}: max_tokens must be a positive integer, got {budget!r}")
+    if budget > MAX_TOKENS_LIMIT:
+        raise ConfigError(f"{where}: max_tokens must be at most {MAX_TOKENS_LIMIT:,}, got {budget:,}")
+
+
+def _resolve_chunkers(where: str, chunkers_in: Any, budget: int) -> dict[str, Any]:
+    """The ``chunkers:`` section, each instance checked and its budget filled in."""
+    if not isinstance(chunkers_in, dict) or not chunkers_in:
+        raise ConfigError(f"{where}: chunkers must be a non-empty mapping of name -> {{type, params}}")
+    return {
+        str(name): _resolve_chunker(f"{where}: chunkers.{name}", entry, budget) for name, entry in chunkers_in.items()
+    }
+
+
 def _resolve_models(where: str, models_in: Any) -> dict[str, Any]:
     """Check the ``models:`` section: ``NAME: {type: MODEL_CLASS, params: {...}}``.
 
-    Values are checked when the models are built (``_load_spec`` builds every chunker once on
+    Values are checked when the models are built (``pipelines.rechunk.load_spec`` builds every chunker once on
     the driver): a missing local model path, an unset ``api_key_env`` variable or an external
     endpoint without ``allow_external_transmission`` stops the job there with one line.
     """
@@ -161,7 +170,8 @@ def _resolve_models(where: str, models_in: Any) -> dict[str, Any]:
         params = entry.get("params") or {}
         if not isinstance(params, dict):
             raise ConfigError(f"{at}.params: must be a mapping, got {params!r}")
-        known = sorted(p for p in inspect.signature(model_class(entry["type"]).__init__).parameters if p != "self")
+        model: Any = model_class(entry["type"])
+        known = sorted(p for p in inspect.signature(model.__init__).parameters if p != "self")
         for key in params:
             if key not in known:
                 raise ConfigError(

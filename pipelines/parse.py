@@ -17,7 +17,6 @@ on stderr and exit status 2, before the pipeline starts.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -32,23 +31,20 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 import transforms
-from pipelines.rechunk import (
-    OptionError,
-    RechunkOptions,
-    _check_filesystem,
-    _check_folder_name,
-    _check_reachable,
-    _check_runner,
-    _check_utf8,
-    _inside_pattern,
-    _one_line,
-    _unknown_options,
-    _worker_path,
-    _worker_pattern,
-    check_given_once,
+from pipelines.console import say
+from pipelines.options import OptionError, OptionParser, RechunkOptions, check_given_once, one_line, unknown_options
+from pipelines.paths import inside_pattern, worker_path, worker_pattern
+from pipelines.preflight import (
+    check_filesystem,
+    check_folder_name,
+    check_output_empty,
+    check_output_is_no_file,
+    check_reachable,
+    check_utf8,
     create_output,
-    say,
 )
+from pipelines.report import write_report
+from pipelines.runners import check_runner
 from transforms.parsing import (
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MAX_FILE_SECONDS,
@@ -101,13 +97,59 @@ class ParseJob:
     options: PipelineOptions
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # argparse would print its usage and exit
-        raise OptionError(message)
+def parse_job(argv: Sequence[str]) -> ParseJob:
+    """Parse and check the command line, input and output.
+
+    Raises:
+        OptionError: Any mistake, as one line naming the option.
+    """
+    own, rest = _read_options(argv)
+    max_file_bytes = _max_file_bytes(own.max_file_bytes)
+    max_file_seconds = _max_file_seconds(own.max_file_seconds)
+    pdf_artifacts_path = _checked_pdf_artifacts(own.pdf_artifacts_path)
+    options = PipelineOptions(rest)
+    check_runner(options)
+    if options.view_as(StandardOptions).runner == "DataflowRunner":
+        for flag, path in (("--input", own.input), ("--output", own.output)):
+            if "://" not in path or path.startswith("file://"):
+                raise OptionError(f"{flag} {path}: DataflowRunner workers cannot reach local paths; use gs://")
+    pattern, output = _checked_input_and_output(own.input, own.output)
+    return ParseJob(
+        input=pattern,
+        output=output,
+        content_format=own.content_format,
+        max_file_bytes=max_file_bytes,
+        max_file_seconds=max_file_seconds,
+        pdf_artifacts_path=pdf_artifacts_path,
+        options=options,
+    )
+
+
+def _read_options(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
+    """The parse job's own options (``--input`` and ``--output`` given, a known content format)
+    and Beam's, which must all be known to Beam."""
+    own, rest = _own_options(argv)
+    # The chunk job's own options are mistakes here too.
+    unknown = unknown_options(rest, exclude=(RechunkOptions,))
+    if unknown:
+        if unknown[0].startswith("-"):
+            raise OptionError(f"unrecognized option {unknown[0]} (see rechunk parse --help)")
+        raise OptionError(
+            f"unrecognized argument {unknown[0]} (quote the --input pattern, e.g. --input 'raw/**', "
+            "so that the shell does not expand it)"
+        )
+    if not own.input:
+        raise OptionError("--input is required: a file pattern of raw files (HTML, Markdown, DOCX, PPTX, XLSX, PDF)")
+    if not own.output:
+        raise OptionError("--output is required: the directory to write parsed/, dead_letter/ and report.json")
+    if own.content_format not in OUTPUT_FORMATS:
+        raise OptionError(f"--content-format must be one of {', '.join(OUTPUT_FORMATS)}, got {own.content_format!r}")
+    return own, rest
 
 
 def _own_options(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
-    parser = _Parser(add_help=False, allow_abbrev=False)
+    """The parse job's own options, and the rest of ``argv`` (Beam's options)."""
+    parser = OptionParser(add_help=False, allow_abbrev=False)
     parser.add_argument("--input")
     parser.add_argument("--output")
     parser.add_argument("--content-format", "--content_format", dest="content_format", default="docling")
@@ -120,6 +162,7 @@ def _own_options(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
 
 
 def _max_file_bytes(value: str | None) -> int:
+    """``--max-file-bytes`` (default ``DEFAULT_MAX_FILE_BYTES``): a positive integer."""
     if value is None:
         return DEFAULT_MAX_FILE_BYTES
     try:
@@ -132,6 +175,7 @@ def _max_file_bytes(value: str | None) -> int:
 
 
 def _max_file_seconds(value: str | None) -> float:
+    """``--max-file-seconds`` (default ``DEFAULT_MAX_FILE_SECONDS``): a positive finite number."""
     if value is None:
         return DEFAULT_MAX_FILE_SECONDS
     try:
@@ -141,6 +185,18 @@ def _max_file_seconds(value: str | None) -> float:
     if not 0 < seconds < float("inf"):
         raise OptionError(f"--max-file-seconds must be a positive number of seconds, got {value!r}")
     return seconds
+
+
+def _checked_pdf_artifacts(pdf: str | None) -> str | None:
+    """``--pdf-artifacts-path`` made absolute (a non-empty local folder), once Docling is found."""
+    if pdf is not None and not os.path.isdir(pdf):
+        raise OptionError(f"--pdf-artifacts-path {pdf}: no such local directory (Docling's PDF models)")
+    if pdf is not None and not os.listdir(pdf):
+        raise OptionError(
+            f"--pdf-artifacts-path {pdf}: empty; fetch Docling's models there (docling-tools models download -o {pdf})"
+        )
+    _check_docling(os.path.abspath(pdf) if pdf else None)
+    return os.path.abspath(pdf) if pdf else None
 
 
 def _check_docling(pdf_artifacts_path: str | None) -> None:
@@ -155,97 +211,49 @@ def _check_docling(pdf_artifacts_path: str | None) -> None:
         raise OptionError(f"{'--pdf-artifacts-path: ' if hint == PDF_MODELS_HINT else ''}{hint}") from None
 
 
-def parse_job(argv: Sequence[str]) -> ParseJob:
-    """Parse and check the command line, input and output.
+def _checked_input_and_output(given_input: str, given_output: str) -> tuple[str, str]:
+    """The input pattern the workers read, and the output folder (created), both checked."""
+    check_utf8("--input", given_input, given_input)
+    check_utf8("--output", given_output, given_output)
+    check_filesystem("--input", given_input)  # as given: gs:/b/x made absolute would hide its missing slash
+    pattern = worker_pattern(given_input)
+    output = given_output.rstrip("/") or "/"
+    check_filesystem("--output", output)
+    check_folder_name("--output", output)
+    if inside_pattern(worker_path(output), pattern, PARSE_OUTPUT_FILES):
+        raise OptionError(
+            f"--output {given_output}: inside --input {given_input}; its files would be read as raw files by the next run"
+        )
+    check_reachable("--input", pattern)
+    check_reachable("--output", output)
+    _check_raw_input(given_input, pattern)
+    check_output_is_no_file(output)
+    create_output(output)
+    check_output_empty(output, ("parsed", "dead_letter"))
+    return pattern, output
 
-    Raises:
-        OptionError: Any mistake, as one line naming the option.
-    """
-    own, rest = _own_options(argv)
-    # The chunk job's own options are mistakes here too.
-    unknown = _unknown_options(rest, exclude=(RechunkOptions,))
-    if unknown:
-        if unknown[0].startswith("-"):
-            raise OptionError(f"unrecognized option {unknown[0]} (see rechunk parse --help)")
+
+def _check_raw_input(given: str, pattern: str) -> None:
+    """``--input`` (``given``; ``pattern`` as the workers read it) matches files with UTF-8 names."""
+    if "://" not in pattern and os.path.isdir(worker_path(given)):
         raise OptionError(
-            f"unrecognized argument {unknown[0]} (quote the --input pattern, e.g. --input 'raw/**', "
-            "so that the shell does not expand it)"
-        )
-    if not own.input:
-        raise OptionError("--input is required: a file pattern of raw files (HTML, Markdown, DOCX, PPTX, XLSX, PDF)")
-    if not own.output:
-        raise OptionError("--output is required: the directory to write parsed/, dead_letter/ and report.json")
-    if own.content_format not in OUTPUT_FORMATS:
-        raise OptionError(f"--content-format must be one of {', '.join(OUTPUT_FORMATS)}, got {own.content_format!r}")
-    max_file_bytes = _max_file_bytes(own.max_file_bytes)
-    max_file_seconds = _max_file_seconds(own.max_file_seconds)
-    pdf = own.pdf_artifacts_path
-    if pdf is not None and not os.path.isdir(pdf):
-        raise OptionError(f"--pdf-artifacts-path {pdf}: no such local directory (Docling's PDF models)")
-    if pdf is not None and not os.listdir(pdf):
-        raise OptionError(
-            f"--pdf-artifacts-path {pdf}: empty; fetch Docling's models there (docling-tools models download -o {pdf})"
-        )
-    _check_docling(os.path.abspath(pdf) if pdf else None)
-    options = PipelineOptions(rest)
-    _check_runner(options)
-    if options.view_as(StandardOptions).runner == "DataflowRunner":
-        for flag, path in (("--input", own.input), ("--output", own.output)):
-            if "://" not in path or path.startswith("file://"):
-                raise OptionError(f"{flag} {path}: DataflowRunner workers cannot reach local paths; use gs://")
-    _check_utf8("--input", own.input, own.input)
-    _check_utf8("--output", own.output, own.output)
-    _check_filesystem("--input", own.input)  # as given: gs:/b/x made absolute hid its missing slash
-    pattern = _worker_pattern(own.input)
-    output = own.output.rstrip("/") or "/"
-    _check_filesystem("--output", output)
-    _check_folder_name("--output", output)
-    if _inside_pattern(_worker_path(output), pattern, PARSE_OUTPUT_FILES):
-        raise OptionError(
-            f"--output {own.output}: inside --input {own.input}; its files would be read as raw files by the next run"
-        )
-    _check_reachable("--input", pattern)
-    _check_reachable("--output", output)
-    if "://" not in pattern and os.path.isdir(_worker_path(own.input)):
-        raise OptionError(
-            f"--input {own.input}: is a directory; give a file pattern such as {own.input.rstrip('/')}/** (all files below it)"
+            f"--input {given}: is a directory; give a file pattern such as {given.rstrip('/')}/** (all files below it)"
         )
     try:
         matched = FileSystems.match([pattern])[0].metadata_list
     except Exception as err:  # BeamIOError and friends, by scheme
-        raise OptionError(f"--input {own.input}: cannot list files ({_one_line(err)})") from None
+        raise OptionError(f"--input {given}: cannot list files ({one_line(err)})") from None
     if not matched:
-        raise OptionError(f"--input {own.input}: no file matches")
+        raise OptionError(f"--input {given}: no file matches")
     for m in matched:
-        _check_utf8("--input", own.input, m.path)
-    if "://" not in output and os.path.exists(output) and not os.path.isdir(output):
-        raise OptionError(f"--output {output}: is a file, not a directory")
-    create_output(output)
-    for sub in ("parsed", "dead_letter"):
-        try:
-            existing = FileSystems.match([f"{output}/{sub}/**"])[0].metadata_list
-        except Exception:  # nothing there yet
-            existing = []
-        if existing:
-            raise OptionError(
-                f"--output {output}: {sub}/ already holds files from another run; choose an empty directory"
-            )
-    return ParseJob(
-        input=pattern,
-        output=output,
-        content_format=own.content_format,
-        max_file_bytes=max_file_bytes,
-        max_file_seconds=max_file_seconds,
-        pdf_artifacts_path=os.path.abspath(pdf) if pdf else None,
-        options=options,
-    )
+        check_utf8("--input", given, m.path)
 
 
 def build_pipeline(pipeline: beam.Pipeline, job: ParseJob) -> None:
     """Add the parse job's transforms to ``pipeline``."""
     from transforms.beam import DEAD_LETTER, ParseFiles, WriteParsed, WriteParseDeadLetter
 
-    output = _worker_path(job.output)
+    output = worker_path(job.output)
     parsed = pipeline | "Parse files" >> ParseFiles(
         job.input,
         content_format=job.content_format,
@@ -312,8 +320,7 @@ def run(job: ParseJob, *, started: float | None = None) -> dict[str, Any]:
     result = pipeline.run()
     result.wait_until_finish()
     report = build_report(result, job=job, wall_seconds=time.monotonic() - started)
-    with FileSystems.create(f"{job.output}/report.json") as f:
-        f.write((json.dumps(report, indent=2) + "\n").encode("utf-8"))
+    write_report(report, f"{job.output}/report.json")
     return report
 
 

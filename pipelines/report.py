@@ -94,30 +94,14 @@ def build_report(
     """
     counters = _counters(result)
     report: dict[str, Any] = {name: counters.get(name, 0) for name in _DOCUMENT_COUNTERS}
-    report["dead_letter_by_reason"] = {
-        name.split(".", 1)[1]: value for name, value in sorted(counters.items()) if name.startswith("dead_letter.")
-    }
+    report["dead_letter_by_reason"] = _by_suffix(counters, "dead_letter")
     report["dead_letter_rows"] = sum(report["dead_letter_by_reason"].values())
-    report["chunks_by_chunker"] = {
-        name.split(".", 1)[1]: value
-        for name, value in sorted(counters.items())
-        if name.startswith("chunks_by_chunker.")
-    }
+    report["chunks_by_chunker"] = _by_suffix(counters, "chunks_by_chunker")
     report["structure"] = {name: counters.get(f"structure.{name}", 0) for name in sorted(STRUCTURE_COUNTERS)}
     # Model-backed chunkers: requests sent (retries included), answers from the response caches,
     # documents split locally after a transient model failure (or a refiner's fallback).
     report["model"] = {name: counters.get(f"model.{name}", 0) for name in ("calls", "cache_hits", "fallbacks")}
-    report["incremental"] = (
-        None
-        if previous is None
-        else {
-            "previous": previous,
-            **{
-                name: counters.get(f"incremental.{name}", 0)
-                for name in ("documents_new", "documents_changed", "documents_deleted", "chunks_deleted")
-            },
-        }
-    )
+    report["incremental"] = None if previous is None else _incremental(counters, previous)
     report["token_count"] = _token_stats(f"{output}/chunks/*.parquet")
     report["tokenizer"] = tokenizer_identity
     report["max_tokens"] = spec["max_tokens"]
@@ -130,6 +114,22 @@ def build_report(
         **({"deleted": f"{output}/deleted/"} if previous is not None else {}),
     }
     return report
+
+
+def _by_suffix(counters: Mapping[str, int], prefix: str) -> dict[str, int]:
+    """The counters named ``PREFIX.NAME``, as ``{NAME: value}`` sorted by name."""
+    return {name.split(".", 1)[1]: value for name, value in sorted(counters.items()) if name.startswith(prefix + ".")}
+
+
+def _incremental(counters: Mapping[str, int], previous: str) -> dict[str, Any]:
+    """The report's ``incremental`` section: the previous run's folder and the ``incremental.*`` counters."""
+    return {
+        "previous": previous,
+        **{
+            name: counters.get(f"incremental.{name}", 0)
+            for name in ("documents_new", "documents_changed", "documents_deleted", "chunks_deleted")
+        },
+    }
 
 
 def write_report(report: Mapping[str, Any], path: str) -> None:

@@ -1,21 +1,19 @@
 """The benchmarks run on tiny inputs (so that they cannot rot) and build the inputs they claim;
 the throughput benchmark's checks of a peer's chunks find what they are meant to find; the job's
-sink writes text columns in plain pages; ``check_output.py`` finds what it is meant to find.
+sink writes text columns in plain pages.
 Speed is not asserted: the benchmarks measure it themselves, as ratios taken side by side."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "benchmarks"))
+from benchmarks import throughput
 
-from benchmarks import throughput  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 SAMPLE = REPO / "sample" / "docs.parquet"
 
@@ -289,101 +287,6 @@ def test_parse_benchmark_accounts_for_every_file(tmp_path):
     assert '"encrypted_file": 1' in table and '"file_too_large": 1' in table
 
 
-def test_check_output_reads_a_folder_with_a_column_map_and_finds_a_lost_document(tmp_path, capsys):
-    """check_output.py on a run of renamed columns in a folder (``DIR/``, ``--column-map``): no
-    problem; with one document's chunks removed from the output, it finds that document."""
-    import check_output
-    import pyarrow.dataset as ds
-    import pyarrow.parquet as pq
-
-    from pipelines.rechunk import main as rechunk
-
-    table = pq.read_table(SAMPLE)
-    table = table.rename_columns(
-        ["doc_id" if n == "id" else "body" if n == "content" else n for n in table.column_names]
-    )
-    folder = tmp_path / "in"
-    folder.mkdir()
-    pq.write_table(table.slice(0, 3), folder / "a.parquet")
-    pq.write_table(table.slice(3), folder / "b.parquet")
-    out = tmp_path / "out"
-    mapping = "id=doc_id,content=body"
-    assert rechunk(["--input", f"{folder}/", "--output", str(out), "--column-map", mapping]) == 0
-    argv = ["--input", f"{folder}/", "--output", str(out), "--column-map", mapping]
-    assert check_output.main(argv) == 0
-    chunks = ds.dataset(str(out / "chunks")).to_table()
-    first = chunks.column("document_id")[0].as_py()
-    kept = chunks.filter(ds.field("document_id") != first)
-    for path in (out / "chunks").glob("*.parquet"):
-        path.unlink()
-    pq.write_table(kept, out / "chunks" / "kept.parquet")
-    capsys.readouterr()
-    assert check_output.main(argv) == 1
-    assert "1 documents neither chunked nor dead-lettered" in capsys.readouterr().out
-
-
-def test_check_output_reads_the_input_as_the_job_does(tmp_path, capsys):
-    """Binary content (UTF-8 or not), integer ids, a duplicate id and a format in capitals: no
-    problem, and ``documents`` counts input rows as the report's ``documents_read`` does."""
-    import check_output
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from pipelines.rechunk import main as rechunk
-
-    table = pa.table(
-        {
-            "id": pa.array([1, 2, 3, 3, 4], pa.int64()),
-            "content": pa.array(
-                [b"# A\n\nText one.", b"plain \xc3\xa9 text", b"dup", b"dup", b"\xff\xfe"], pa.binary()
-            ),
-            "content_format": [" Markdown ", "text", "text", "text", "text"],
-        }
-    )
-    source = tmp_path / "in.parquet"
-    pq.write_table(table, source)
-    out = tmp_path / "out"
-    assert rechunk(["--input", str(source), "--output", str(out)]) == 0
-    capsys.readouterr()
-    assert check_output.main(["--input", str(source), "--output", str(out)]) == 0
-    printed = capsys.readouterr().out
-    summary = json.loads(printed[: printed.rindex("}") + 1])
-    report = json.loads((out / "report.json").read_text())
-    assert summary["documents"] == report["documents_read"] == 5
-    assert summary["dead_letter_by_reason"] == {"duplicate_document_id": 2, "invalid_content": 1}
-
-
-def test_check_output_checks_spans_of_a_document_with_no_format(tmp_path, capsys):
-    """(s12-newcomer) A null or blank ``content_format`` is read as ``text``: its chunks' spans and
-    coverage are checked too (they were skipped), so a lost span is found."""
-    import check_output
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from pipelines.rechunk import main as rechunk
-
-    text = "First paragraph here.\n\nSecond paragraph, kept.\n"
-    source = tmp_path / "in.parquet"
-    pq.write_table(pa.table({"id": ["a", "b"], "content": [text, text], "content_format": [None, " "]}), source)
-    out = tmp_path / "out"
-    argv = ["--input", str(source), "--output", str(out)]
-    assert rechunk(argv) == 0
-    assert check_output.main(argv) == 0
-    chunks = pq.read_table(out / "chunks").to_pylist()
-    for chunk in chunks:  # every chunk now claims one character less of the document than its text
-        metadata = json.loads(chunk["metadata"])
-        start, end = metadata["structure"]["spans"][-1]
-        metadata["structure"]["spans"][-1] = [start, end - 1]
-        chunk["metadata"] = json.dumps(metadata)
-    for path in (out / "chunks").glob("*.parquet"):
-        path.unlink()
-    pq.write_table(pa.Table.from_pylist(chunks), out / "chunks" / "edited.parquet")
-    capsys.readouterr()
-    assert check_output.main(argv) == 1
-    printed = capsys.readouterr().out
-    assert printed.count("text is not its spans") == 2
-
-
 def test_job_writes_text_columns_in_plain_pages(tmp_path):
     """The job's Parquet sink writes the chunks' text columns without a dictionary page (so reading
     a huge value back holds no extra copy of it) and keeps the dictionary on the other columns."""
@@ -399,109 +302,3 @@ def test_job_writes_text_columns_in_plain_pages(tmp_path):
         }
         assert not dictionary["text"] and not dictionary["embedding_text"], path
         assert dictionary["document_id"] and dictionary["chunker"], path
-
-
-def test_check_output_recounts_with_the_runs_tokenizer(tmp_path, capsys):
-    """(s13-newcomer) check_output.py recounted with cl100k_base whatever the run's tokenizer: a
-    ``utf8-bytes`` run gave thousands of false "token_count != recount" problems. It now counts as
-    the report's tokenizer does (``hf:`` from ``--tokenizer-json``, its hash checked), and still
-    finds a wrong ``token_count``."""
-    import check_output
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-    from tokenizers import Tokenizer as HFTokenizer
-    from tokenizers import models, pre_tokenizers, trainers
-
-    from pipelines.rechunk import main as rechunk
-
-    out = tmp_path / "bytes"
-    assert (
-        rechunk(["--input", str(SAMPLE), "--output", str(out), "--tokenizer", "utf8-bytes", "--max-tokens", "300"]) == 0
-    )
-    assert check_output.main(["--input", str(SAMPLE), "--output", str(out)]) == 0
-    (shard, *_) = sorted((out / "chunks").glob("*.parquet"))
-    table = pq.read_table(shard)
-    i = table.schema.get_field_index("token_count")
-    pq.write_table(table.set_column(i, "token_count", pc.add(table.column(i), 1)), shard)
-    capsys.readouterr()
-    assert check_output.main(["--input", str(SAMPLE), "--output", str(out)]) == 1
-    assert "token_count" in capsys.readouterr().out
-
-    tok = HFTokenizer(models.WordLevel(unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok.train_from_iterator(
-        ["the cat sat on the mat"], trainers.WordLevelTrainer(special_tokens=["[UNK]"], show_progress=False)
-    )
-    (tmp_path / "tok").mkdir()
-    tok.save(str(tmp_path / "tok" / "tokenizer.json"))
-    out = tmp_path / "hf"
-    assert (
-        rechunk(
-            [
-                "--input",
-                str(SAMPLE),
-                "--output",
-                str(out),
-                "--tokenizer",
-                f"hf:{tmp_path / 'tok'}",
-                "--max-tokens",
-                "200",
-            ]
-        )
-        == 0
-    )
-    assert (
-        check_output.main(["--input", str(SAMPLE), "--output", str(out), "--tokenizer-json", str(tmp_path / "tok")])
-        == 0
-    )
-    with pytest.raises(SystemExit, match="give its tokenizer.json as --tokenizer-json"):
-        check_output.main(["--input", str(SAMPLE), "--output", str(out)])
-    other = tmp_path / "other.json"
-    other.write_text((tmp_path / "tok" / "tokenizer.json").read_text() + "\n")
-    with pytest.raises(SystemExit, match="not the run's tokenizer"):
-        check_output.main(["--input", str(SAMPLE), "--output", str(out), "--tokenizer-json", str(other)])
-    # (s13-hostile13b) a path that is not there was a FileNotFoundError traceback
-    with pytest.raises(SystemExit, match="neither a tokenizer.json nor a folder holding one"):
-        check_output.main(["--input", str(SAMPLE), "--output", str(out), "--tokenizer-json", str(tmp_path / "none")])
-
-
-def test_check_output_lists_input_files_as_the_job_does(tmp_path, capsys):
-    """(s13-newcomer) check_output.py failed with a traceback on a folder holding Spark's
-    ``_SUCCESS`` (the job skips it) and on a ``**`` pattern (Python's glob matched nothing)."""
-    import shutil
-
-    import check_output
-
-    from pipelines.rechunk import main as rechunk
-
-    folder = tmp_path / "in" / "year=2024"
-    folder.mkdir(parents=True)
-    shutil.copy(SAMPLE, folder / "part-0.parquet")
-    (folder / "_SUCCESS").write_bytes(b"")
-    out = tmp_path / "out"
-    assert rechunk(["--input", f"{folder}/", "--output", str(out)]) == 0
-    assert check_output.main(["--input", f"{folder}/", "--output", str(out)]) == 0
-    out2 = tmp_path / "out2"
-    assert rechunk(["--input", f"{tmp_path / 'in'}/**.parquet", "--output", str(out2)]) == 0
-    assert check_output.main(["--input", f"{tmp_path / 'in'}/**.parquet", "--output", str(out2)]) == 0
-    with pytest.raises(SystemExit, match="no document read"):
-        check_output.main(["--input", f"{tmp_path / 'in'}/*.parquet", "--output", str(out2)])
-
-
-def test_check_output_reads_a_relative_pattern_as_the_job_does(tmp_path, monkeypatch):
-    """(s13-newcomer2) A relative pattern the job read (``'my docs [[]v1]/*.parquet'``, or
-    ``'*.parquet'`` inside a folder named like a pattern) gave "no document read"."""
-    import shutil
-
-    import check_output
-
-    from pipelines.rechunk import main as rechunk
-
-    here = tmp_path / "proj [v1]"
-    (here / "my docs [v1]").mkdir(parents=True)
-    shutil.copy(SAMPLE, here / "my docs [v1]" / "docs.parquet")
-    shutil.copy(SAMPLE, here / "docs.parquet")
-    monkeypatch.chdir(here)
-    for pattern, out in (("my docs [[]v1]/*.parquet", "out1"), ("my docs [[]v1]/", "out2"), ("*.parquet", "out3")):
-        assert rechunk(["--input", pattern, "--output", str(tmp_path / out)]) == 0
-        assert check_output.main(["--input", pattern, "--output", str(tmp_path / out)]) == 0, pattern

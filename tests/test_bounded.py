@@ -147,14 +147,14 @@ def test_worker_progress_lines_forwarded_by_beam_are_shown_as_rechunk_lines():
     """multi_processing workers' entries reach the launcher as Beam's 'Worker: ...' text."""
     import logging as log_module
 
-    from pipelines.rechunk import _WorkerProgress
+    from pipelines.console import WorkerProgressFilter
 
     def record(level, text):
         return log_module.LogRecord(
             "apache_beam.runners.portability.local_job_service", level, __file__, 1, "Worker: %s", (text,), None
         )
 
-    keep = _WorkerProgress()
+    keep = WorkerProgressFilter()
     progress = record(log_module.INFO, 'severity: INFO message: "progress: 3 documents, 9 chunks in this worker" x: 1')
     assert keep.filter(progress) and progress.name == "rechunk"
     assert progress.getMessage() == "progress: 3 documents, 9 chunks in this worker"

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.rechunk import OptionError, main
+from pipelines.options import OptionError
+from pipelines.rechunk import main
 from tests.conftest import REPO, read_output, write_documents
 
 SAMPLE = REPO / "sample" / "docs.parquet"
@@ -700,7 +701,7 @@ def _http_server(handler_body: bytes):
 def test_the_storage_check_goes_through_the_environments_proxy(monkeypatch):
     """(s12-hostile2) The check opened its own socket, so behind a proxy (the only way out) every
     gs:// path was refused while Beam's client, which follows http_proxy, could reach it."""
-    from pipelines.rechunk import _check_reachable
+    from pipelines.preflight import check_reachable
 
     server, port = _http_server(b'{"kind": "storage#buckets"}')
     try:
@@ -708,10 +709,10 @@ def test_the_storage_check_goes_through_the_environments_proxy(monkeypatch):
         monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{port}")
         monkeypatch.delenv("no_proxy", raising=False)
         monkeypatch.delenv("NO_PROXY", raising=False)
-        _check_reachable("--input", "gs://b/x")  # answered through the proxy
+        check_reachable("--input", "gs://b/x")  # answered through the proxy
         monkeypatch.delenv("http_proxy")
         with pytest.raises(OptionError, match=r"cannot reach Cloud Storage at gcs.internal.invalid:9023"):
-            _check_reachable("--input", "gs://b/x")
+            check_reachable("--input", "gs://b/x")
     finally:
         server.shutdown()
 
@@ -727,7 +728,7 @@ def test_a_self_signed_emulator_that_beam_would_reject_is_refused(monkeypatch, t
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
-    from pipelines.rechunk import _check_reachable
+    from pipelines.preflight import check_reachable
 
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
@@ -757,7 +758,7 @@ def test_a_self_signed_emulator_that_beam_would_reject_is_refused(monkeypatch, t
         with pytest.raises(
             OptionError, match=r"cannot reach Cloud Storage at localhost:\d+ \(.*CERTIFICATE_VERIFY_FAILED"
         ):
-            _check_reachable("--output", "gs://b/out")
+            check_reachable("--output", "gs://b/out")
     finally:
         server.shutdown()
 
@@ -787,12 +788,12 @@ def test_an_emulator_path_is_asked_as_beams_client_would(monkeypatch):
         for variable in ("http_proxy", "HTTP_PROXY"):
             monkeypatch.delenv(variable, raising=False)
         monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}/")
-        from pipelines.rechunk import _check_reachable
+        from pipelines.preflight import check_reachable
 
-        _check_reachable("--input", "gs://b/x")
+        check_reachable("--input", "gs://b/x")
         monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}/storage")
         with pytest.raises(OptionError, match="HTTP 501 from the service"):
-            _check_reachable("--input", "gs://b/x")
+            check_reachable("--input", "gs://b/x")
     finally:
         server.shutdown()
     assert asked == ["/storage/v1/b?project=rechunk-check", "/storage/storage/v1/b?project=rechunk-check"]
@@ -848,13 +849,13 @@ def test_the_reports_wall_time_counts_the_option_checks(tmp_path, monkeypatch):
 
     import pipelines.rechunk as rechunk
 
-    checked = rechunk._check_input
+    checked = rechunk.check_input
 
     def slow_check(*args, **kwargs):
         time.sleep(1.0)
         return checked(*args, **kwargs)
 
-    monkeypatch.setattr(rechunk, "_check_input", slow_check)
+    monkeypatch.setattr(rechunk, "check_input", slow_check)
     assert main(["--input", str(SAMPLE), "--output", str(tmp_path / "out")]) == 0
     assert json.loads((tmp_path / "out" / "report.json").read_text())["wall_seconds"] >= 1.0
 

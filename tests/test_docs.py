@@ -142,8 +142,8 @@ def test_every_parse_report_key_is_in_the_contract():
 
 
 def test_the_options_of_both_jobs_are_in_the_contract():
+    from pipelines.options import USAGE as _HELP
     from pipelines.parse import _USAGE
-    from pipelines.rechunk import _HELP
 
     for usage in (_HELP, _USAGE):
         for option in sorted(set(re.findall(r"(--[a-z][a-z_-]+)", usage))):

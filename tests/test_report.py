@@ -33,7 +33,7 @@ def test_token_stats_equal_pyarrow_quantiles_over_all_files(tmp_path, seed):
 
 
 def test_the_summary_separates_thousands_as_the_progress_lines_do():
-    from pipelines.rechunk import _summary
+    from pipelines.rechunk import summary
 
     report = {
         "documents_read": 1234567,
@@ -56,7 +56,7 @@ def test_the_summary_separates_thousands_as_the_progress_lines_do():
             "documents_deleted": 1,
         },
     }
-    assert _summary(report, "/o").splitlines() == [
+    assert summary(report, "/o").splitlines() == [
         "rechunk: 1,234,567 documents read, 1,234,000 chunked, 567 dead-lettered (1 partly)",
         "rechunk: 48,384 chunks written to /o/chunks/ (tokens min 1, p50 2, p95 1,056, max 8,100 of max 1,000,000, t)",
         "rechunk: 1,001 dead-letter rows in /o/dead_letter/ (null_content 1,001)",

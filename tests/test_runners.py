@@ -99,7 +99,8 @@ def test_portable_runner_with_sdk_workers_matches_the_direct_runner(portable, tm
 def test_local_paths_reach_workers_absolute(tmp_path, monkeypatch):
     from tokenizers import Tokenizer, models
 
-    from pipelines.rechunk import _worker_path, parse_job
+    from pipelines.paths import worker_path
+    from pipelines.rechunk import parse_job
 
     sample_with_dead_letters(tmp_path / "in" / "docs.parquet")
     (tmp_path / "tok").mkdir()
@@ -108,8 +109,8 @@ def test_local_paths_reach_workers_absolute(tmp_path, monkeypatch):
     job = parse_job(["--input", "in/*.parquet", "--output", "out", "--tokenizer", "hf:tok"])
     assert job.spec["tokenizer"] == f"hf:{tmp_path / 'tok'}"  # workers load it again
     assert job.output == "out"  # as given, for the summary and report.json
-    assert _worker_path(job.input) == f"{tmp_path}/in/*.parquet"
-    assert _worker_path("gs://bucket/in/*.parquet") == "gs://bucket/in/*.parquet"
+    assert worker_path(job.input) == f"{tmp_path}/in/*.parquet"
+    assert worker_path("gs://bucket/in/*.parquet") == "gs://bucket/in/*.parquet"
 
 
 def test_dataflow_dry_run_builds_the_graph_and_runs_nothing(gcs, tmp_path, capsys):

