@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from transforms.chunkers.base import Chunker, ChunkingError
+from transforms.chunkers.router import ChunkerRouter
 from transforms.documents import Chunk, DeadLetter, Document
 from transforms.incremental import manifest_row
 from transforms.tokenizers import Tokenizer
@@ -41,6 +42,7 @@ __all__ = [
     "Failure",
     "HeldOutputs",
     "chunker_failure",
+    "close_models",
     "validation_failure",
     "writable_row",
 ]
@@ -203,7 +205,7 @@ class DocumentChunking:
         max_tokens: The hard budget for ``embedding_text``, in tokens of ``tokenizer``.
     """
 
-    def __init__(self, router: Any, *, tokenizer: Tokenizer, max_tokens: int) -> None:
+    def __init__(self, router: ChunkerRouter, *, tokenizer: Tokenizer, max_tokens: int) -> None:
         self._router = router
         self._tokenizer = tokenizer
         self._max_tokens = max_tokens
@@ -212,8 +214,8 @@ class DocumentChunking:
         # Structure chunkers' own limits, by configuration hash (what each chunk names).
         self._limits = {
             chunker.config_hash: {
-                "max_overlap_tokens": chunker.max_overlap_tokens,
-                "min_preferred_tokens": chunker.min_preferred_tokens,
+                "max_overlap_tokens": getattr(chunker, "max_overlap_tokens"),  # noqa: B009
+                "min_preferred_tokens": getattr(chunker, "min_preferred_tokens"),  # noqa: B009
             }
             for chunker in router.chunkers.values()
             if hasattr(chunker, "min_preferred_tokens")
@@ -277,7 +279,7 @@ class DocumentChunking:
         close_models(self._router)
 
 
-def close_models(router: Any) -> None:
+def close_models(router: ChunkerRouter) -> None:
     """Call ``close()`` on each model of ``router.models`` that has one."""
     for model in getattr(router, "models", {}).values():
         close = getattr(model, "close", None)
