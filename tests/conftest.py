@@ -1,8 +1,9 @@
-"""Shared fixtures: the budget tokenizer, an independent recount, Parquet input files, shared data."""
+"""Shared fixtures: the budget tokenizer, an independent recount, Parquet input files, the test corpora."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -71,12 +72,21 @@ def read_output(directory: Path, sub: str) -> list[dict]:
     return [row for t in tables for row in t.to_pylist()]
 
 
-def shared(path: str) -> Path:
-    """A file under ../shared/data, or skip the test when the shared data is not there."""
-    full = SHARED_DATA / path
-    if not full.exists():
-        pytest.skip(f"shared data not available: {full}")
-    return full
+@pytest.fixture(scope="session")
+def shared_data() -> Callable[[str], Path]:
+    """The larger test corpora kept beside the repository, outside it (``shared/data``).
+
+    Returns a function from a path relative to that folder (``"corpus/docs.parquet"``) to the file;
+    it skips the calling test when the file is not there.
+    """
+
+    def find(relative: str) -> Path:
+        full = SHARED_DATA / relative
+        if not full.exists():
+            pytest.skip(f"shared test data not available: {relative}")
+        return full
+
+    return find
 
 
 # ----------------------------------------------------------------------------------------------
@@ -269,7 +279,7 @@ def sample_with_dead_letters(path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def _openai_server_session():
-    from tests.openai_server import FakeOpenAIServer
+    from tests.support.openai_server import FakeOpenAIServer
 
     server = FakeOpenAIServer().start()
     yield server
@@ -278,7 +288,7 @@ def _openai_server_session():
 
 @pytest.fixture
 def openai_server(_openai_server_session):
-    """The local OpenAI-compatible test server (tests/openai_server.py), emptied for each test."""
+    """The local OpenAI-compatible test server (tests/support/openai_server.py), emptied for each test."""
     _openai_server_session.reset()
     yield _openai_server_session
     _openai_server_session.reset()

@@ -7,11 +7,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.conftest import REPO
+
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 import throughput  # noqa: E402

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pyarrow.parquet as pq
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.conftest import REPO
+
 sys.path.insert(0, str(REPO / "benchmarks"))
 sys.path.insert(0, str(REPO / "benchmarks" / "differential"))
 

@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("retrieval_quality", ROOT / "benchmarks" / "retrieval_quality.py")
+from tests.conftest import REPO
+
+_spec = importlib.util.spec_from_file_location("retrieval_quality", REPO / "benchmarks" / "retrieval_quality.py")
 rq = importlib.util.module_from_spec(_spec)
 sys.modules["retrieval_quality"] = rq
 _spec.loader.exec_module(rq)

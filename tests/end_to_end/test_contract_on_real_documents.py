@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.rechunk import main
-from tests.conftest import REPO, read_output, shared, write_documents
+from tests.conftest import REPO, read_output, write_documents
 from transforms.documents import chunk_id, document_hash
 from transforms.structure.packing import build_embedding_text
 
@@ -22,9 +22,9 @@ MAX_TOKENS = 512
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
+def corpus(tmp_path_factory, shared_data):
     """docs_small.parquet plus the sample's DoclingDocument, as one input file."""
-    rows = pq.read_table(shared("corpus/docs_small.parquet")).to_pylist()
+    rows = pq.read_table(shared_data("corpus/docs_small.parquet")).to_pylist()
     rows += [r for r in pq.read_table(REPO / "sample" / "docs.parquet").to_pylist() if r["content_format"] == "docling"]
     path = write_documents(tmp_path_factory.mktemp("in") / "docs.parquet", rows)
     return path, {r["id"]: r for r in rows}

@@ -575,13 +575,11 @@ def test_slice_counter_counts_every_slice_exactly(cl100k, reference_cl100k, text
 
 
 @pytest.mark.parametrize("edge_chars", [4096, 8])
-def test_slice_counter_on_real_and_long_documents(cl100k, reference_cl100k, monkeypatch, edge_chars):
+def test_slice_counter_on_real_and_long_documents(cl100k, reference_cl100k, monkeypatch, shared_data, edge_chars):
     import random
 
     pq = pytest.importorskip("pyarrow.parquet")
-    path = "/work/shared/data/corpus/docs_small.parquet"
-    if not os.path.exists(path):
-        pytest.skip(f"{path} is not available")
+    path = shared_data("corpus/docs_small.parquet")
     # A small EDGE_CHARS sends most slices down the path that encodes them whole.
     monkeypatch.setattr(tk.SliceCounter, "EDGE_CHARS", edge_chars)
     rows = pq.read_table(path, columns=["content"]).column("content").to_pylist()[:12]

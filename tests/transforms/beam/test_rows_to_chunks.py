@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import apache_beam as beam
 import pytest
@@ -14,12 +13,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pipelines.config import resolve_config
+from tests.conftest import REPO
 from transforms import chunkers as chunkers_module
 from transforms.beam import DEAD_LETTER, AdmitDocuments, ChunkDocuments
 from transforms.chunkers.base import Chunker
 from transforms.documents import chunk_id, unescape_payload
 
-DOCLING_SAMPLE = Path(__file__).resolve().parent.parent / "sample" / "docs.parquet"
+DOCLING_SAMPLE = REPO / "sample" / "docs.parquet"
 
 PROSE = "First paragraph here.\n\nSecond paragraph, a little longer than the first one."
 

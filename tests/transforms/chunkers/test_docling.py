@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import pickle
 import re
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
@@ -22,7 +22,6 @@ TableCell = docling_doc.TableCell
 TableData = docling_doc.TableData
 TitleItem = docling_doc.TitleItem
 
-CORPUS = Path("/work/shared/data/docling_corpus")
 # Quick with HybridChunker (< 0.5 s each): a DOCX, an HTML page, and a PDF paper with tables.
 REAL_DOCS = ("word_sample.docx.json", "wiki_duck.html.json", "2206.01062.json")
 BUDGET = 512
@@ -39,18 +38,21 @@ def _docling(name: str, content: str) -> Document:
     return Document(id=name, content=content, content_format="docling")
 
 
-def _corpus_doc(name: str) -> Document:
-    path = CORPUS / name
-    if not path.is_file():
-        pytest.skip(f"reference corpus file {path} is missing")
-    return _docling(name, path.read_text(encoding="utf-8"))
+@pytest.fixture(scope="module")
+def corpus_doc(shared_data) -> Callable[[str], Document]:
+    """A document of the shared Docling corpus by file name (the test skips when it is absent)."""
+
+    def load(name: str) -> Document:
+        return _docling(name, shared_data(f"docling_corpus/{name}").read_text(encoding="utf-8"))
+
+    return load
 
 
 @pytest.fixture(scope="module")
-def hybrid_chunks(tok):
+def hybrid_chunks(tok, corpus_doc):
     """Chunks of each real document with the hybrid chunker at BUDGET tokens, computed once."""
     chunker = DoclingChunker(chunker="hybrid", max_tokens=BUDGET, tokenizer=tok)
-    return {name: chunker.chunk(_corpus_doc(name), tokenizer_identity=tok.identity) for name in REAL_DOCS}
+    return {name: chunker.chunk(corpus_doc(name), tokenizer_identity=tok.identity) for name in REAL_DOCS}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -70,8 +72,8 @@ def test_hybrid_chunks_fit_the_budget(name, tok, hybrid_chunks):
 
 
 @pytest.mark.parametrize("name", ["wiki_duck.html.json", "2206.01062.json"])
-def test_hierarchical_has_no_budget_so_hybrid_really_splits(name, tok):
-    chunks = DoclingChunker(chunker="hierarchical").chunk(_corpus_doc(name), tokenizer_identity=tok.identity)
+def test_hierarchical_has_no_budget_so_hybrid_really_splits(name, tok, corpus_doc):
+    chunks = DoclingChunker(chunker="hierarchical").chunk(corpus_doc(name), tokenizer_identity=tok.identity)
     assert max(tok.count(c.embedding_text) for c in chunks) > BUDGET
 
 
@@ -96,8 +98,8 @@ def _last_heading_before(doc) -> dict[str, str | None]:
 
 
 @pytest.mark.parametrize("name", REAL_DOCS)
-def test_headings_are_the_path_to_the_nearest_heading(name, hybrid_chunks):
-    doc = DoclingDocument.model_validate_json((CORPUS / name).read_text(encoding="utf-8"))
+def test_headings_are_the_path_to_the_nearest_heading(name, hybrid_chunks, corpus_doc):
+    doc = DoclingDocument.model_validate_json(corpus_doc(name).content)
     nearest = _last_heading_before(doc)
     chunks = hybrid_chunks[name]
     for chunk in chunks:
@@ -109,8 +111,8 @@ def test_headings_are_the_path_to_the_nearest_heading(name, hybrid_chunks):
     assert sum(1 for c in chunks if c.headings) >= len(chunks) - 1
 
 
-def test_page_no_comes_from_pdf_provenance(hybrid_chunks):
-    doc = DoclingDocument.model_validate_json((CORPUS / "2206.01062.json").read_text(encoding="utf-8"))
+def test_page_no_comes_from_pdf_provenance(hybrid_chunks, corpus_doc):
+    doc = DoclingDocument.model_validate_json(corpus_doc("2206.01062.json").content)
     chunks = hybrid_chunks["2206.01062.json"]
     refs = {item.self_ref: item for item, _ in doc.iterate_items(with_groups=False, traverse_pictures=True)}
     for chunk in chunks:
@@ -138,8 +140,8 @@ def test_metadata_refs_and_captions_are_json(hybrid_chunks):
     assert all(c.content_format == "text" and c.start_offset is None and c.end_offset is None for c in chunks)
 
 
-def test_chunk_ids_are_deterministic(tok):
-    document = _corpus_doc("word_sample.docx.json")
+def test_chunk_ids_are_deterministic(tok, corpus_doc):
+    document = corpus_doc("word_sample.docx.json")
     first = DoclingChunker(max_tokens=BUDGET, tokenizer=tok).chunk(document, tokenizer_identity=tok.identity)
     chunker = DoclingChunker(max_tokens=BUDGET, tokenizer=tok)
     second = chunker.chunk(document, tokenizer_identity=tok.identity)

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.openai_server import bag_of_words
+from tests.support.openai_server import bag_of_words
 from transforms.chunkers import (
     ChatBoundaryRefiner,
     ChunkingError,

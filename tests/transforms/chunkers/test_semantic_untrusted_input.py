@@ -20,7 +20,7 @@ import pytest
 
 from pipelines.rechunk import main
 from tests.conftest import read_output, write_documents
-from tests.openai_server import bag_of_words
+from tests.support.openai_server import bag_of_words
 from transforms.chunkers import ChatBoundaryRefiner, ChunkingError, EmbeddingSemanticChunker, SemanticChunker
 from transforms.chunkers.semantic import _cosine_distance, checked_vectors, parse_boundaries
 from transforms.documents import Document

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import REPO
 from transforms.chunkers import ChunkingError, HeadingChunker, StructureAwareChunker
 from transforms.documents import Document
 from transforms.structure.normalizers import NormalizerRegistry
@@ -502,7 +503,6 @@ def test_long_documents_chunk_the_same_with_bounded_memory_paths(monkeypatch):
     Also a long paragraph, split in many prose parts whose cut candidates are found lazily.
     """
     import random
-    from pathlib import Path
 
     import pyarrow.parquet as pq
 
@@ -515,7 +515,7 @@ def test_long_documents_chunk_the_same_with_bounded_memory_paths(monkeypatch):
         "".join(rng.choice("etaoinshrdlu") for _ in range(rng.randint(1, 8))) + rng.choice(["", "", ".", ","])
         for _ in range(30_000)
     )
-    sample = pq.read_table(Path(__file__).resolve().parent.parent / "sample" / "docs.parquet")
+    sample = pq.read_table(REPO / "sample" / "docs.parquet")
     documents = [Document(id="words", content=words, content_format="text")] + [
         Document(id=i, content=c, content_format=f)
         for i, c, f in zip(*(sample.column(n).to_pylist() for n in ("id", "content", "content_format")))

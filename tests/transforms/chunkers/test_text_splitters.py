@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 import re
 import string
-from pathlib import Path
 
 import pytest
 import tiktoken
@@ -22,7 +21,6 @@ from transforms.chunkers.text import (
 from transforms.documents import Document
 from transforms.tokenizers import TiktokenTokenizer, Utf8ByteTokenizer
 
-CORPUS = Path("/work/shared/data/corpus/docs_small.parquet")
 CORPUS_IDS = [
     "md/metadata/annotated_types-0.8.0.dist-info.md",
     "md/pghtml2md/sql-droptsdictionary.md",
@@ -50,11 +48,11 @@ def reference_count():
 
 
 @pytest.fixture(scope="module")
-def corpus() -> list[Document]:
+def corpus(shared_data) -> list[Document]:
     pq = pytest.importorskip("pyarrow.parquet")
-    if not CORPUS.exists():
-        pytest.skip(f"{CORPUS} is not available")
-    rows = pq.read_table(CORPUS, columns=["id", "content", "content_format"]).to_pylist()
+    rows = pq.read_table(
+        shared_data("corpus/docs_small.parquet"), columns=["id", "content", "content_format"]
+    ).to_pylist()
     by_id = {r["id"]: r for r in rows}
     return [Document(id=i, content=by_id[i]["content"], content_format=by_id[i]["content_format"]) for i in CORPUS_IDS]
 

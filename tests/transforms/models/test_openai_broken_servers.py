@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from tests.openai_server import FakeOpenAIServer, bag_of_words
+from tests.support.openai_server import FakeOpenAIServer, bag_of_words
 from transforms.models import ModelError
 from transforms.models.openai import OpenAIChatModel, OpenAIEmbedder, is_loopback_url
 

@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from tests.openai_server import bag_of_words
+from tests.support.openai_server import bag_of_words
 from transforms.models import ChatModel, Embedder, ModelError
 from transforms.models.openai import OpenAIChatModel, OpenAIEmbedder, is_loopback_url
 

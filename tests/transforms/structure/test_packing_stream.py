@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.test_structure_properties import markdown_doc
+from tests.transforms.chunkers.test_structure_properties import markdown_doc
 from transforms.chunkers import StructureAwareChunker, structure
 from transforms.documents import Document
 from transforms.structure import packing

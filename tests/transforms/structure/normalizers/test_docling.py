@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, shared
+from tests.conftest import REPO
 from transforms.structure.normalizers.docling import normalize_docling
 from transforms.structure.tree import Node, NormalizationError, NormalizedDocument, check_blocks
 
@@ -570,8 +570,8 @@ def test_dangling_reference_is_invalid():
     assert info.value.reason == "invalid_docling_json"
 
 
-def test_deterministic():
-    content = Path(shared("docling_corpus/word_sample.docx.json")).read_text(encoding="utf-8")
+def test_deterministic(shared_data):
+    content = Path(shared_data("docling_corpus/word_sample.docx.json")).read_text(encoding="utf-8")
     first, second = normalize_docling(content), normalize_docling(content)
     assert first == second
     # The same document serialized again renders the same.
@@ -591,21 +591,23 @@ def test_module_imports_without_docling_core():
 # -- the real corpus ----------------------------------------------------------------------------
 
 
-def _corpus_documents() -> list[tuple[str, str]]:
+def _corpus_documents(shared_data) -> list[tuple[str, str]]:
     import pyarrow.parquet as pq
 
     docs = [
         (f"parquet:{row['id']}", row["content"])
-        for row in pq.read_table(shared("corpus/docling.parquet")).to_pylist()
+        for row in pq.read_table(shared_data("corpus/docling.parquet")).to_pylist()
         if row["content_format"] == "docling"
     ]
-    docs += [(f"file:{p.name}", p.read_text(encoding="utf-8")) for p in sorted(shared("docling_corpus").glob("*.json"))]
+    docs += [
+        (f"file:{p.name}", p.read_text(encoding="utf-8")) for p in sorted(shared_data("docling_corpus").glob("*.json"))
+    ]
     return docs
 
 
 @pytest.fixture(scope="module")
-def corpus() -> list[tuple[str, str]]:
-    return _corpus_documents()
+def corpus(shared_data) -> list[tuple[str, str]]:
+    return _corpus_documents(shared_data)
 
 
 def test_corpus_normalizes(corpus):

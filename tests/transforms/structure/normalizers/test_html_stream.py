@@ -10,8 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import shared
-from tests.test_normalize_text import assert_no_text_lost, assert_well_formed
+from tests.transforms.structure.normalizers.test_text import assert_no_text_lost, assert_well_formed
 from transforms.structure.normalizers import html
 from transforms.structure.normalizers.html import normalize_html
 from transforms.structure.tree import NormalizationError, StreamedChildren
@@ -198,11 +197,11 @@ def test_pages_the_windows_cannot_read_take_the_whole_tree(windows):
         assert deep(normalize_html(empty)) == deep(whole(empty))
 
 
-def test_corpus_pages_read_in_windows_are_the_same(windows):
+def test_corpus_pages_read_in_windows_are_the_same(windows, shared_data):
     import pyarrow.parquet as pq
 
     windows(4096)
-    table = pq.read_table(shared("corpus/docs.parquet"), columns=["content", "content_format"])
+    table = pq.read_table(shared_data("corpus/docs.parquet"), columns=["content", "content_format"])
     documents = [row["content"] for row in table.to_pylist() if row["content_format"] == "html"]
     assert documents
     for content in documents[::4]:

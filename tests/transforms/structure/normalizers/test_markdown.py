@@ -7,8 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import shared
-from tests.test_normalize_text import assert_no_text_lost, assert_well_formed, outline
+from tests.transforms.structure.normalizers.test_text import assert_no_text_lost, assert_well_formed, outline
 from transforms.structure.normalizers.markdown import normalize_markdown
 from transforms.structure.tree import NormalizedDocument
 
@@ -103,8 +102,8 @@ def test_empty_and_whitespace_only():
     assert normalize_markdown(" \n\t\n\r\n").blocks == ()
 
 
-def test_every_corpus_markdown_document_is_well_formed_and_loses_nothing():
-    table = pq.read_table(shared("corpus/docs.parquet"), columns=["content", "content_format"])
+def test_every_corpus_markdown_document_is_well_formed_and_loses_nothing(shared_data):
+    table = pq.read_table(shared_data("corpus/docs.parquet"), columns=["content", "content_format"])
     count = 0
     for content, content_format in zip(table.column("content").to_pylist(), table.column("content_format").to_pylist()):
         if content_format != "markdown":
@@ -168,10 +167,10 @@ class _Spy:
         return self._parser.tree(source)
 
 
-def test_corpus_markdown_parsed_in_small_windows_gives_the_same_blocks(monkeypatch):
+def test_corpus_markdown_parsed_in_small_windows_gives_the_same_blocks(monkeypatch, shared_data):
     from transforms.structure.normalizers import markdown
 
-    table = pq.read_table(shared("corpus/docs_small.parquet"), columns=["content", "content_format"])
+    table = pq.read_table(shared_data("corpus/docs_small.parquet"), columns=["content", "content_format"])
     documents = [
         c
         for c, f in zip(table.column("content").to_pylist(), table.column("content_format").to_pylist())

@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from tests.test_normalize_markdown import _deep, _Spy, _streamed
+from tests.transforms.structure.normalizers.test_markdown import _deep, _Spy, _streamed
 from transforms.structure.normalizers.markdown import normalize_markdown
 
 # (text, WINDOW_CHARS, STREAM_WINDOW_CHARS)

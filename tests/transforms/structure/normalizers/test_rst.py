@@ -8,8 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import shared
-from tests.test_normalize_text import assert_no_text_lost, assert_well_formed, outline
+from tests.transforms.structure.normalizers.test_text import assert_no_text_lost, assert_well_formed, outline
 from transforms.structure.normalizers.rst import normalize_rst
 
 
@@ -509,10 +508,10 @@ def test_any_line_soup_keeps_the_invariants(lines, newline):
 # -- the real corpus ----------------------------------------------------------------------------
 
 
-def test_corpus_rst_documents():
+def test_corpus_rst_documents(shared_data):
     import pyarrow.parquet as pq
 
-    table = pq.read_table(shared("corpus/docs.parquet"), columns=["content", "content_format"])
+    table = pq.read_table(shared_data("corpus/docs.parquet"), columns=["content", "content_format"])
     documents = [row["content"] for row in table.to_pylist() if row["content_format"] == "rst"]
     assert documents
     kinds: set[str] = set()

@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import tracemalloc
-from pathlib import Path
 
 import pytest
 
+from tests.conftest import REPO
 from transforms.structure.normalizers import rst
 from transforms.structure.normalizers.rst import normalize_rst
 from transforms.structure.tree import Node, StreamedChildren, check_blocks
@@ -268,8 +268,6 @@ def test_a_huge_list_is_never_held(monkeypatch):
 
 
 # -- the benchmark scripts (tiny inputs, so that they cannot rot) ------------------------------------
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 def test_rst_fuzz_runs_and_finds_a_difference(monkeypatch, capsys):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import shared
 from transforms.structure.normalizers.text import normalize_text, split_lines
 from transforms.structure.tree import Node, NormalizedDocument, check_blocks
 
@@ -126,10 +125,10 @@ def test_huge_single_line():
     assert [(b.start, b.end) for b in doc.blocks] == [(0, len(text))]
 
 
-def test_corpus_text_documents():
+def test_corpus_text_documents(shared_data):
     import pyarrow.parquet as pq
 
-    table = pq.read_table(shared("corpus/docs.parquet"), columns=["content", "content_format"])
+    table = pq.read_table(shared_data("corpus/docs.parquet"), columns=["content", "content_format"])
     documents = [row["content"] for row in table.to_pylist() if row["content_format"] == "text"]
     assert documents
     for content in documents:
