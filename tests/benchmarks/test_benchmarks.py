@@ -384,8 +384,8 @@ def test_check_output_reads_the_input_as_the_job_does(tmp_path, capsys):
 
 
 def test_check_output_checks_spans_of_a_document_with_no_format(tmp_path, capsys):
-    """(s12-newcomer) A null or blank ``content_format`` is read as ``text``: its chunks' spans and
-    coverage are checked too (they were skipped), so a lost span is found."""
+    """A null or blank ``content_format`` is read as ``text``: its chunks' spans and coverage are
+    checked too, so a lost span is found."""
     import check_output
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -450,10 +450,9 @@ def test_parquet_pages_benchmark_on_the_sample(tmp_path):
 
 
 def test_check_output_recounts_with_the_runs_tokenizer(tmp_path, capsys):
-    """(s13-newcomer) check_output.py recounted with cl100k_base whatever the run's tokenizer: a
-    ``utf8-bytes`` run gave thousands of false "token_count != recount" problems. It now counts as
-    the report's tokenizer does (``hf:`` from ``--tokenizer-json``, its hash checked), and still
-    finds a wrong ``token_count``."""
+    """check_output.py counts with the report's tokenizer (``hf:`` from ``--tokenizer-json``, its
+    hash checked), not always cl100k_base: a ``utf8-bytes`` run gives no false "token_count !=
+    recount" problem, and a wrong ``token_count`` is still found."""
     import check_output
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -508,14 +507,14 @@ def test_check_output_recounts_with_the_runs_tokenizer(tmp_path, capsys):
     other.write_text((tmp_path / "tok" / "tokenizer.json").read_text() + "\n")
     with pytest.raises(SystemExit, match="not the run's tokenizer"):
         check_output.main(["--input", str(SAMPLE), "--output", str(out), "--tokenizer-json", str(other)])
-    # (s13-hostile13b) a path that is not there was a FileNotFoundError traceback
+    # a path that is not there is a one-line error, not a FileNotFoundError traceback
     with pytest.raises(SystemExit, match="neither a tokenizer.json nor a folder holding one"):
         check_output.main(["--input", str(SAMPLE), "--output", str(out), "--tokenizer-json", str(tmp_path / "none")])
 
 
 def test_check_output_lists_input_files_as_the_job_does(tmp_path, capsys):
-    """(s13-newcomer) check_output.py failed with a traceback on a folder holding Spark's
-    ``_SUCCESS`` (the job skips it) and on a ``**`` pattern (Python's glob matched nothing)."""
+    """check_output.py lists input files as the job does: a folder holding Spark's ``_SUCCESS``
+    (the job skips it) and a ``**`` pattern are read, with no traceback."""
     import shutil
 
     import check_output
@@ -537,8 +536,8 @@ def test_check_output_lists_input_files_as_the_job_does(tmp_path, capsys):
 
 
 def test_check_output_reads_a_relative_pattern_as_the_job_does(tmp_path, monkeypatch):
-    """(s13-newcomer2) A relative pattern the job read (``'my docs [[]v1]/*.parquet'``, or
-    ``'*.parquet'`` inside a folder named like a pattern) gave "no document read"."""
+    """A relative pattern the job reads (``'my docs [[]v1]/*.parquet'``, or ``'*.parquet'`` inside a
+    folder named like a pattern) is read by check_output.py too."""
     import shutil
 
     import check_output

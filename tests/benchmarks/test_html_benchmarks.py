@@ -1,4 +1,4 @@
-"""The s10-html benchmark scripts run (on tiny inputs) and measure what they say."""
+"""The HTML benchmark scripts run (on tiny inputs) and measure what they say."""
 
 from __future__ import annotations
 

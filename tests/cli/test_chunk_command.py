@@ -143,9 +143,9 @@ def test_refuses_an_output_that_holds_a_previous_run(capsys, tmp_path, docs):
 
 
 def test_refuses_an_output_that_holds_a_killed_runs_temporary_files(capsys, tmp_path, docs):
-    """(hostile13) A run killed while writing leaves chunks/beam-temp-*/ (a partial Parquet file):
-    the check looked at chunks/* only, so a second run into the same folder went ahead and left
-    the dead file inside chunks/, where pyarrow.dataset and DuckDB's chunks/**/*.parquet fail on it."""
+    """A run killed while writing leaves chunks/beam-temp-*/ (a partial Parquet file): a second run
+    into the same folder is refused, since it would leave the dead file inside chunks/, where
+    pyarrow.dataset and DuckDB's chunks/**/*.parquet fail on it."""
     out = tmp_path / "out"
     leftover = out / "chunks" / "beam-temp-chunks-0123" / "0a1b.chunks.parquet"
     leftover.parent.mkdir(parents=True)
@@ -344,7 +344,7 @@ DATAFLOW = [
             "--job_endpoint localhost:1: no job service answers there",
         ),
         (["--runner=PortableRunner", "--job_endpoint=nowhere"], "--job_endpoint nowhere: expected HOST:PORT"),
-        # Runners that would download a binary at start (the newcomer saw Prism's 109-line traceback).
+        # Runners that would download a binary at start (Prism: a long traceback without network).
         (["--runner=PrismRunner"], "--prism_location is required with PrismRunner"),
         (["--runner=PrismRunner", "--prism_location=/no/prism"], "--prism_location /no/prism: PrismRunner downloads"),
         (["--runner=FlinkRunner"], "--flink_job_server_jar: FlinkRunner downloads its job-server jar"),
@@ -419,8 +419,8 @@ def test_unreachable_cloud_storage_fails_at_once(capsys, monkeypatch, tmp_path, 
 
 @pytest.mark.parametrize("scheme", ["http", "https"])
 def test_a_storage_service_that_never_replies_fails_at_once(capsys, monkeypatch, tmp_path, scheme):
-    """(s11-hostile) A listener that takes the connection and never replies passed the TCP check,
-    and Beam's GCS client then retried for two minutes. Now the reply itself is awaited, 5 s."""
+    """A listener that takes the connection and never replies fails the check within 5 s (the reply
+    itself is awaited), instead of Beam's GCS client retrying for minutes."""
     import socket
     import time
 
@@ -440,8 +440,8 @@ def test_a_storage_service_that_never_replies_fails_at_once(capsys, monkeypatch,
 
 
 def test_a_grpc_server_that_is_no_job_service_is_refused(capsys, tmp_path, docs):
-    """(s12-hostile) A gRPC server without Beam's job API (an artifact port, say) passed the check,
-    then the job ended in a 50-line UNIMPLEMENTED traceback with exit 1."""
+    """A gRPC server without Beam's job API (an artifact port, say) is an option error, not an
+    UNIMPLEMENTED traceback with exit 1 once the job starts."""
     from concurrent import futures
 
     import grpc
@@ -494,8 +494,8 @@ def test_a_job_service_that_never_replies_fails_at_once(capsys, tmp_path, docs):
 
 @pytest.mark.parametrize("runner", ["BundleBasedDirectRunner", "InteractiveRunner"])
 def test_runners_the_job_does_not_run_on_are_refused(capsys, tmp_path, docs, runner):
-    """(s12-newcomer) BundleBasedDirectRunner with --previous wrote no kept chunks and exited 0;
-    InteractiveRunner ended in a traceback. Beam's own message listed both as valid runners."""
+    """BundleBasedDirectRunner (with --previous it writes no kept chunks, exit 0) and
+    InteractiveRunner (a traceback) are refused, though Beam's own message lists both as valid."""
     line = _error(capsys, ["--input", str(docs), "--output", str(tmp_path / "o"), "--runner", runner])
     assert line.startswith(f"rechunk: error: --runner {runner}: not supported, ")
     assert line.endswith("; use DirectRunner (FnApiRunner)")
@@ -514,8 +514,9 @@ def test_runners_the_job_does_not_run_on_are_refused(capsys, tmp_path, docs, run
     ],
 )
 def test_every_spelling_of_the_direct_runner_is_the_fn_api_runner(tmp_path, docs, runner):
-    """(s12-hostile2) Spellings other than DirectRunner/direct went to Beam's SwitchingDirectRunner,
-    which downloads Prism from GitHub first (behind a silent proxy: a hang of minutes)."""
+    """Every spelling of the direct runner runs on the FnApiRunner, never on Beam's
+    SwitchingDirectRunner, which downloads Prism from GitHub first (behind a silent proxy: a hang
+    of minutes)."""
     from apache_beam.options.pipeline_options import StandardOptions
 
     from pipelines.rechunk import parse_job
@@ -526,8 +527,8 @@ def test_every_spelling_of_the_direct_runner_is_the_fn_api_runner(tmp_path, docs
 
 @pytest.mark.parametrize("value", ["docker", "loopback", "bogus", "BEAM:ENV:DOCKER:V1", "beam:env:loopback:v1"])
 def test_an_unknown_environment_type_is_one_option_error(capsys, tmp_path, docs, value):
-    """(s12-hostile2) Beam's lookup is case-sensitive: these ended in AttributeError, ValueError or
-    KeyError tracebacks after the checks had passed."""
+    """Beam's lookup is case-sensitive: these are one option error each, not an AttributeError,
+    ValueError or KeyError traceback after the checks."""
     line = _error(
         capsys,
         [
@@ -549,8 +550,8 @@ def test_an_unknown_environment_type_is_one_option_error(capsys, tmp_path, docs,
 
 
 def test_docker_that_does_not_answer_is_refused_for_an_embedded_job_service(capsys, monkeypatch, tmp_path, docs):
-    """(s12-hostile2) A docker command with no daemon behind it passed, then ``docker run`` failed
-    with a traceback. Beam's URN for DOCKER is taken as DOCKER."""
+    """A docker command with no daemon behind it is refused before the job, not a ``docker run``
+    traceback. Beam's URN for DOCKER is taken as DOCKER."""
     import subprocess
 
     def no_daemon(*args, **kwargs):
@@ -581,7 +582,7 @@ def test_docker_that_does_not_answer_is_refused_for_an_embedded_job_service(caps
 
 @pytest.mark.parametrize("host", ["jobs..example.com", "a" * 70])
 def test_a_job_endpoint_host_name_idna_rejects_is_one_option_error(capsys, tmp_path, docs, host):
-    """(s12-hostile2) socket's UnicodeError is no OSError: a traceback with exit status 1."""
+    """socket's UnicodeError is no OSError: it is caught too, and is one option error."""
     line = _error(
         capsys,
         [
@@ -599,8 +600,8 @@ def test_a_job_endpoint_host_name_idna_rejects_is_one_option_error(capsys, tmp_p
 
 
 def test_an_embedded_job_service_needs_an_environment_type(capsys, monkeypatch, tmp_path, docs):
-    """(s12-newcomer) ``--job_endpoint embed`` alone defaulted to DOCKER: a 154-line traceback
-    where Docker is absent, and an empty --output left behind."""
+    """``--job_endpoint embed`` alone is an option error: Beam would default to DOCKER (a long
+    traceback where Docker is absent, and an empty --output left behind)."""
     base = [
         "--input",
         str(docs),
@@ -623,8 +624,8 @@ def test_an_embedded_job_service_needs_an_environment_type(capsys, monkeypatch, 
 
 
 def test_an_output_inside_the_input_pattern_is_refused(capsys, tmp_path, docs):
-    """(s12-newcomer) ``--input 'DIR/**'`` with ``--output DIR/out``: the run succeeded and the
-    next one failed, reading its chunk files as documents."""
+    """``--input 'DIR/**'`` with ``--output DIR/out`` is refused: the next run would read this
+    run's chunk files as documents."""
     folder = tmp_path / "corpus"
     folder.mkdir()
     (folder / "a.parquet").write_bytes(Path(docs).read_bytes())
@@ -648,8 +649,8 @@ def test_an_output_inside_the_input_pattern_is_refused(capsys, tmp_path, docs):
     ],
 )
 def test_a_storage_service_that_answers_no_http_fails_at_once(capsys, monkeypatch, tmp_path, reply, why):
-    """(s12-hostile) A service answering garbage or HTTP 500 passed the check, then Beam's GCS
-    client retried for 2 to 9 minutes with tracebacks."""
+    """A service answering garbage or HTTP 500 fails the check at once, instead of Beam's GCS
+    client retrying for minutes with tracebacks."""
     import socket
     import threading
 
@@ -698,8 +699,8 @@ def _http_server(handler_body: bytes):
 
 
 def test_the_storage_check_goes_through_the_environments_proxy(monkeypatch):
-    """(s12-hostile2) The check opened its own socket, so behind a proxy (the only way out) every
-    gs:// path was refused while Beam's client, which follows http_proxy, could reach it."""
+    """The check goes through http_proxy as Beam's client does: behind a proxy (the only way out)
+    a reachable gs:// path is accepted."""
     from pipelines.rechunk import _check_reachable
 
     server, port = _http_server(b'{"kind": "storage#buckets"}')
@@ -717,8 +718,8 @@ def test_the_storage_check_goes_through_the_environments_proxy(monkeypatch):
 
 
 def test_a_self_signed_emulator_that_beam_would_reject_is_refused(monkeypatch, tmp_path):
-    """(s12-hostile2) A TLS certificate nobody trusts counted as an answer; Beam's client rejects it
-    too and then retried for minutes with no output."""
+    """A TLS certificate nobody trusts is no answer: Beam's client rejects it too (and retries for
+    minutes with no output), so the check refuses it at once."""
     import datetime
     import ssl
 
@@ -763,8 +764,8 @@ def test_a_self_signed_emulator_that_beam_would_reject_is_refused(monkeypatch, t
 
 
 def test_an_emulator_path_is_asked_as_beams_client_would(monkeypatch):
-    """(s12-hostile2) ``http://host:port/storage`` passed (the check asked ``/storage/v1/b``), then
-    the job failed mid-run: Beam's client asks ``/storage/storage/v1/b`` there."""
+    """For ``http://host:port/storage`` the check asks ``/storage/storage/v1/b``, the path Beam's
+    client asks there, so an endpoint that would fail mid-run fails the check."""
     import http.server
     import threading
 
@@ -799,8 +800,8 @@ def test_an_emulator_path_is_asked_as_beams_client_would(monkeypatch):
 
 
 def test_an_emulator_host_without_its_scheme_is_refused(capsys, monkeypatch, tmp_path):
-    """(s12-hostile) ``127.0.0.1:9023`` passed the check as http://, but Beam's client takes the
-    value as given: listing failed after 26 s, and an output failed at write time with exit 1."""
+    """``127.0.0.1:9023`` is refused: Beam's client takes the value as given, so listing would fail
+    after seconds and an output at write time with exit 1."""
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", "127.0.0.1:9023")
     line = _error(capsys, ["--input", "gs://b/x", "--output", str(tmp_path / "o")])
     assert line == (
@@ -819,14 +820,14 @@ def test_an_emulator_hosts_password_is_never_printed(capsys, monkeypatch, tmp_pa
 
 @pytest.mark.parametrize("endpoint", ["https://x:notaport", "http://localhost:99999", "http://[::1"])
 def test_a_malformed_emulator_endpoint_is_one_option_error(capsys, monkeypatch, tmp_path, endpoint):
-    """(s11-hostile) urlsplit's ValueError was a traceback with exit status 1."""
+    """urlsplit's ValueError is one option error, not a traceback with exit status 1."""
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", endpoint)
     line = _error(capsys, ["--input", "gs://b/x", "--output", str(tmp_path / "o")])
     assert f"--input gs://b/x: STORAGE_EMULATOR_HOST={endpoint!r} is not a host and port" in line
 
 
 def test_a_summary_read_by_head_is_no_traceback(tmp_path):
-    """(s13) ``rechunk ... | head -1`` ended in a BrokenPipeError traceback after a finished run."""
+    """``rechunk ... | head -1`` after a finished run ends with no BrokenPipeError traceback."""
     out = tmp_path / "out"
     proc = subprocess.run(
         f"{sys.executable} -m pipelines.rechunk --input {SAMPLE} --output {out} | head -c 10",
@@ -841,9 +842,8 @@ def test_a_summary_read_by_head_is_no_traceback(tmp_path):
 
 
 def test_the_reports_wall_time_counts_the_option_checks(tmp_path, monkeypatch):
-    """(s13-newcomer) ``wall_seconds`` began when the pipeline was built: a slow check (20 s of a
-    gs:// credential lookup) was missing from the time the README calls the job's, start-up
-    included."""
+    """``wall_seconds`` starts before the option checks: a slow check (a gs:// credential lookup
+    can take 20 s) is part of the time the README calls the job's, start-up included."""
     import time
 
     import pipelines.rechunk as rechunk
@@ -861,7 +861,7 @@ def test_the_reports_wall_time_counts_the_option_checks(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("flag", ["--output", "--previous"])
 def test_a_url_missing_a_slash_is_an_option_error(tmp_path, capsys, flag):
-    """(s13-hostile) ``--output gs:/bucket/x`` wrote to a local folder ``gs:`` with exit 0."""
+    """``--output gs:/bucket/x`` is an option error, not a local folder ``gs:``."""
     argv = ["--input", str(SAMPLE), "--output", str(tmp_path / "out")]
     argv += ["--previous", "gs:/bucket/prev"] if flag == "--previous" else []
     if flag == "--output":
@@ -873,8 +873,8 @@ def test_a_url_missing_a_slash_is_an_option_error(tmp_path, capsys, flag):
 
 
 def test_an_unexpanded_tilde_is_an_option_error(tmp_path, capsys, monkeypatch):
-    """(s13-hostile2) ``--output=~/x`` (no shell expands ``~`` after ``=``) wrote to ``./~/x``
-    with exit 0, a folder that invites ``rm -rf ~``."""
+    """``--output=~/x`` (no shell expands ``~`` after ``=``) is an option error, not a folder
+    ``./~/x``, which invites ``rm -rf ~``."""
     monkeypatch.chdir(tmp_path)
     assert main(["--input", str(SAMPLE), "--output=~/x"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

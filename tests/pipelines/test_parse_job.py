@@ -285,8 +285,8 @@ def test_missing_and_unmatched_input(capsys, tmp_path):
 
 @pytest.mark.parametrize("flag", ["--input", "--output"])
 def test_a_url_missing_a_slash_is_an_option_error(capsys, raw, tmp_path, monkeypatch, flag):
-    """(s13-hostile13b) ``rechunk parse --input 'gs:/b/*.md'`` was checked made absolute, so the
-    rule never fired: it read a local folder ``gs:`` (or said "no file matches")."""
+    """``rechunk parse --input 'gs:/b/*.md'`` is checked as given, before it is made absolute: an
+    option error, not a local folder ``gs:`` read (or "no file matches")."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "gs:" / "b").mkdir(parents=True)
     (tmp_path / "gs:" / "b" / "a.md").write_text("# T\n\nhello\n")

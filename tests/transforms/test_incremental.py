@@ -203,11 +203,10 @@ def test_fingerprint_covers_every_input_of_the_chunks():
 
 
 def test_fingerprint_covers_the_chunking_libraries_versions(monkeypatch):
-    """(s12-hostile) The semantic chunkers' libraries were left out: after upgrading them,
-    --previous kept chunks that a fresh run may cut otherwise. (s13-newcomer) Then every document
-    carried them: installing the ``semantic`` extra re-chunked a corpus routed to the structure
-    chunker. Now a core library's version is in every fingerprint, a model library's only in those
-    of the documents routed to a chunker that names it."""
+    """A core library's version is in every fingerprint, so after an upgrade --previous keeps no
+    chunk a fresh run may cut otherwise; a model library's version is only in those of the
+    documents routed to a chunker that names it, so installing the ``semantic`` extra does not
+    re-chunk a corpus routed to the structure chunker."""
     import importlib.metadata
 
     import transforms.incremental as incremental
@@ -351,7 +350,7 @@ def _wrong_type(tmp: Path) -> Path:
 
 
 def _count_as_text(tmp: Path) -> Path:
-    """(s12-hostile) ``"chunks_written": "1"`` said "chunks/ holds 1 rows but report.json says 1"."""
+    """``"chunks_written": "1"`` is not a count: no "chunks/ holds 1 rows but report.json says 1"."""
     previous = _previous_run(tmp)
     report = json.loads((previous / "report.json").read_text())
     (previous / "report.json").write_text(json.dumps({**report, "chunks_written": str(report["chunks_written"])}))
@@ -359,9 +358,8 @@ def _count_as_text(tmp: Path) -> Path:
 
 
 def test_every_file_the_check_counts_is_read(tmp_path):
-    """(s12-hostile) The check opened and counted every file in chunks/, the job read only
-    ``*.parquet``: a shard renamed ``.parquet.old`` passed the count and its document was lost,
-    with exit status 0. Now the renamed shard is read too, and the output equals a fresh run."""
+    """The job reads every file in chunks/ that the check counts: a shard renamed ``.parquet.old``
+    is read too (its document not lost), and the output equals a fresh run."""
     docs = [dict(row, metadata=None) for row in V1[:3]]
     source = write_documents(tmp_path / "in" / "docs.parquet", docs)
     previous = tmp_path / "previous"
@@ -383,9 +381,9 @@ def test_every_file_the_check_counts_is_read(tmp_path):
 
 
 def test_hidden_files_and_markers_in_previous_folders_are_skipped(tmp_path):
-    """(s13) A ``_SUCCESS`` or ``.DS_Store`` in the previous output's ``chunks/`` or ``documents/``
-    (a copy by a Hadoop tool, a look in macOS's Finder) made ``--previous`` an option error; such
-    names are now skipped by the check and the job alike, and nothing is lost."""
+    """A ``_SUCCESS`` or ``.DS_Store`` in the previous output's ``chunks/`` or ``documents/`` (a
+    copy by a Hadoop tool, a look in macOS's Finder) is skipped by the check and the job alike:
+    no option error, and nothing is lost."""
     source = write_documents(tmp_path / "in" / "docs.parquet", V1[:3])
     previous = tmp_path / "previous"
     assert main(["--input", str(source), "--output", str(previous), *MAX_TOKENS]) == 0
@@ -403,8 +401,8 @@ def test_hidden_files_and_markers_in_previous_folders_are_skipped(tmp_path):
 
 
 def test_a_previous_folder_of_skipped_names_only_says_they_are_skipped(tmp_path, capsys):
-    """(hostile13) documents/ holding only "_documents-...parquet" said "no documents/*.parquet
-    there" beside that very file; the message now gives the rule that skipped it."""
+    """documents/ holding only "_documents-...parquet": the message gives the rule that skipped it,
+    not "no documents/*.parquet there" beside that very file."""
     source = write_documents(tmp_path / "in" / "docs.parquet", V1[:3])
     previous = tmp_path / "previous"
     assert main(["--input", str(source), "--output", str(previous), *MAX_TOKENS]) == 0
@@ -416,8 +414,8 @@ def test_a_previous_folder_of_skipped_names_only_says_they_are_skipped(tmp_path,
 
 
 def test_a_manifest_row_with_a_null_field_rechunks_its_document(tmp_path):
-    """(s12-hostile) A null ``chunk_count`` in documents/ failed the job with a traceback (exit 1).
-    Such a row, or a count out of range, now keeps nothing: its document is chunked afresh."""
+    """A null ``chunk_count`` in documents/, or a count out of range, keeps nothing: its document
+    is chunked afresh (no traceback)."""
     source = write_documents(tmp_path / "in" / "docs.parquet", V1[:3])
     previous = tmp_path / "previous"
     assert main(["--input", str(source), "--output", str(previous), *MAX_TOKENS]) == 0
@@ -436,9 +434,8 @@ def test_a_manifest_row_with_a_null_field_rechunks_its_document(tmp_path):
 
 
 def test_a_previous_chunk_row_without_a_document_id_is_left_out(tmp_path):
-    """(s12-hostile2) A null ``document_id`` in a previous chunks/ row failed the job mid-pipeline
-    (AttributeError in the kept-chunks step). No document owns such a row: it is left out, and the
-    output equals a fresh run."""
+    """A null ``document_id`` in a previous chunks/ row: no document owns such a row, so it is left
+    out (no AttributeError in the kept-chunks step), and the output equals a fresh run."""
     source = write_documents(tmp_path / "in" / "docs.parquet", V1[:3])
     previous = tmp_path / "previous"
     assert main(["--input", str(source), "--output", str(previous), *MAX_TOKENS]) == 0
@@ -487,7 +484,7 @@ def test_arrow_tables_are_coded_as_ipc_and_their_size_is_estimated_without_encod
 
 
 def test_a_model_library_upgrade_keeps_the_structure_chunkers_documents(tmp_path, monkeypatch):
-    """(s13-newcomer) The job end to end: after torch's version changes (the ``semantic`` extra
+    """The job end to end: after torch's version changes (the ``semantic`` extra
     installed between two nights) every document routed to the default structure chunker is kept;
     after a parser's version changes, none is."""
     import importlib.metadata

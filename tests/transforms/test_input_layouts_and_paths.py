@@ -28,8 +28,8 @@ def _invalid_utf8(items: list[bytes]) -> pa.Array:
 
 
 def test_a_file_of_many_row_groups_has_its_footer_parsed_once_per_range(tmp_path, monkeypatch):
-    """Each row group used to be read by opening the file and parsing its whole footer again: a
-    file of n row groups cost n footers of n row groups (8,000 one-row row groups: 145 s)."""
+    """A range of row groups opens the file and parses its footer once, not once per row group (a
+    file of n row groups would cost n footers of n row groups: 8,000 one-row row groups, 145 s)."""
     path = tmp_path / "tiny.parquet"
     rows = [{"id": f"d{i:03d}", "content": f"document {i}"} for i in range(300)]
     pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=1)
@@ -209,10 +209,10 @@ def test_an_input_folder_with_a_trailing_slash_reads_its_files(tmp_path, capsys)
 
 
 def test_an_input_folder_skips_hidden_files_and_markers(tmp_path, capsys):
-    """(s13) A Spark or Hadoop output folder holds ``_SUCCESS`` and ``.*.crc`` files, and a
-    folder opened in macOS's Finder gains a ``.DS_Store``: with ``DIR/`` each made the whole job
-    an option error ("not a readable Parquet file"). Names starting with ``.`` or ``_`` are now
-    skipped, as pyarrow's datasets and Spark skip them; other files are still checked."""
+    """A Spark or Hadoop output folder holds ``_SUCCESS`` and ``.*.crc`` files, and a folder opened
+    in macOS's Finder gains a ``.DS_Store``: with ``DIR/``, names starting with ``.`` or ``_`` are
+    skipped, as pyarrow's datasets and Spark skip them (no "not a readable Parquet file" option
+    error); other files are still checked."""
     folder = tmp_path / "in"
     folder.mkdir()
     pq.write_table(pa.table({"id": ["a", "b"], "content": ["first", "second"]}), folder / "part-00000.parquet")
@@ -236,9 +236,9 @@ def test_an_input_folder_skips_hidden_files_and_markers(tmp_path, capsys):
 
 
 def test_a_relative_pattern_that_starts_with_a_glob_reads_its_files(tmp_path, monkeypatch, capsys):
-    """(hostile13) Beam lists a relative pattern from the folder before its first glob character:
-    for '*.parquet' or 'in[1]/x.parquet' that is no folder, so the command line's check found no
-    file ("no file matches", exit 2) where the workers, given the absolute pattern, read them."""
+    """Beam lists a relative pattern from the folder before its first glob character: for
+    '*.parquet' or 'in[1]/x.parquet' that is no folder, yet the command line's check finds the
+    files the workers, given the absolute pattern, read (no "no file matches", exit 2)."""
     folder = tmp_path / "in1"
     folder.mkdir()
     pq.write_table(pa.table({"id": ["a"], "content": ["first"]}), folder / "a.parquet")
@@ -255,9 +255,9 @@ def test_a_relative_pattern_that_starts_with_a_glob_reads_its_files(tmp_path, mo
 
 
 def test_an_input_folder_whose_name_holds_an_unclosed_bracket_reads_its_files(tmp_path):
-    """(hostile13) Beam reads a "[" that no "]" closes literally, so "data[2024/" read its files as
-    "data[2024/*"; the "]" of "data[2024/[!._]*" closed it instead and nothing matched. A closed
-    set in the folder's name stays a set."""
+    """Beam reads a "[" that no "]" closes literally: "data[2024/" reads its files as "data[2024/*"
+    (the "]" of "data[2024/[!._]*" must not close it, or nothing matches). A closed set in the
+    folder's name stays a set."""
     for name, ident in (("data[2024", "a"), ("d1", "b"), ("d2", "c")):
         (tmp_path / name).mkdir()
         pq.write_table(pa.table({"id": [ident], "content": ["text"]}), tmp_path / name / "x.parquet")
@@ -268,11 +268,10 @@ def test_an_input_folder_whose_name_holds_an_unclosed_bracket_reads_its_files(tm
 
 
 def test_relative_paths_under_a_current_folder_named_like_a_pattern(tmp_path, monkeypatch, capsys):
-    """(hostile13) The workers get relative paths made absolute, which Beam reads as patterns: run
-    from a folder "proj [v1]", --input docs.parquet passed the checks and failed in the workers
-    (traceback, "No files found"), --output out ran the whole job and failed in its last step
-    (traceback, beam-temp files left), --previous prev failed in the workers. The input's folder
-    is now written literally; an output or previous there is an option error."""
+    """The workers get relative paths made absolute, which Beam reads as patterns: run from a folder
+    "proj [v1]", --input docs.parquet has its folder written literally (no "No files found" in the
+    workers); --output out and --previous prev there are option errors (not a failure in the
+    job's last step with beam-temp files left, or in the workers)."""
     folder = tmp_path / "proj [v1]"
     folder.mkdir()
     pq.write_table(pa.table({"id": ["a"], "content": ["first"]}), folder / "docs.parquet")
@@ -301,9 +300,9 @@ def test_an_output_inside_an_unnormalized_input_folder_is_refused(tmp_path, caps
 
 
 def test_names_that_are_not_utf8_are_one_option_error(tmp_path, capsys):
-    """(hostile13) A local name of bytes that are not UTF-8 (Python holds them as surrogates)
-    failed both jobs in Beam's graph with a traceback (UnicodeEncodeError, exit 1): a file in
-    --input DIR/, the --input or --output folder, a raw file of rechunk parse."""
+    """A local name of bytes that are not UTF-8 (Python holds them as surrogates) is one option
+    error for both jobs, not a UnicodeEncodeError traceback in Beam's graph: a file in --input
+    DIR/, the --input or --output folder, a raw file of rechunk parse."""
     import os
 
     folder = tmp_path / "in"
@@ -341,7 +340,7 @@ def test_names_that_are_not_utf8_are_one_option_error(tmp_path, capsys):
 
 
 def test_a_folder_on_a_filesystem_beam_lacks_is_named_as_given(tmp_path, capsys):
-    """(hostile13) --input file:///DIR/ quoted Beam's error with the job's own pattern (DIR/[!._]*)."""
+    """--input file:///DIR/ names the folder as given, not the job's own pattern (DIR/[!._]*)."""
     assert main(["--input", f"file://{tmp_path}/", "--output", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert (
@@ -379,12 +378,12 @@ def test_gs_files_read_as_local_ones(gcs, mixed, tmp_path):
     rows = [{"id": f"g{i:02d}", "content": f"{i:02d}" + "x" * 299_998} for i in range(12)]
     pq.write_table(pa.Table.from_pylist(rows), big, row_group_size=1, compression="none", use_dictionary=False)
     for path in [*folder.iterdir(), big]:
-        gcs.upload(path, f"hostile/in x/{path.name}")
-    remote = FileSystems.match([gcs.url("hostile/in x/big.parquet")])[0].metadata_list[0]
+        gcs.upload(path, f"layouts/in x/{path.name}")
+    remote = FileSystems.match([gcs.url("layouts/in x/big.parquet")])[0].metadata_list[0]
     local_ranges = [r[1:] for r in _RowGroupRangesDoFn().process(FileSystems.match([str(big)])[0].metadata_list[0])]
     assert [r[1:] for r in _RowGroupRangesDoFn().process(remote)] == local_ranges and len(local_ranges) == 2
     with BeamTestPipeline(options=PipelineOptions(runner="DirectRunner")) as p:
-        assert_that(p | ReadDocuments(gcs.url("hostile/in x/*.parquet")), equal_to(expected + rows))
+        assert_that(p | ReadDocuments(gcs.url("layouts/in x/*.parquet")), equal_to(expected + rows))
 
 
 def test_beams_older_runtime_type_check_is_an_option_error(tmp_path, capsys):
@@ -419,8 +418,8 @@ def test_an_incremental_run_passes_beams_runtime_type_check(tmp_path):
 
 
 def test_folder_hints_for_subfolders_and_marker_files(tmp_path, capsys):
-    """(s13-newcomer) A Spark output partitioned into subfolders gave "no file matches" for
-    ``DIR/``, and ``DIR/*`` stopped at a ``.crc`` file: each error now says what to write."""
+    """A Spark output partitioned into subfolders (``DIR/`` matches no file) and ``DIR/*`` stopped
+    at a ``.crc`` file: each error says what to write."""
     part = tmp_path / "part"
     (part / "year=2024").mkdir(parents=True)
     pq.write_table(pa.table({"id": ["a"], "content": ["first"]}), part / "year=2024" / "part-0.parquet")
@@ -438,7 +437,7 @@ def test_folder_hints_for_subfolders_and_marker_files(tmp_path, capsys):
 
 
 def test_a_folder_with_an_unescaped_bracket_gets_the_rule(tmp_path, capsys):
-    """(s13-newcomer2) ``--input 'my docs [v1]/'`` said only "no file matches": ``[v1]`` is a set."""
+    """``--input 'my docs [v1]/'``: the error says ``[v1]`` is a set, not only "no file matches"."""
     folder = tmp_path / "my docs [v1]"
     folder.mkdir()
     pq.write_table(pa.table({"id": ["a"], "content": ["first"]}), folder / "docs.parquet")
@@ -453,8 +452,8 @@ def test_a_folder_with_an_unescaped_bracket_gets_the_rule(tmp_path, capsys):
 
 
 def test_no_subfolder_hint_when_the_subfolders_hold_no_parquet(tmp_path, capsys):
-    """(s13-hostile13b) A subfolder holding only ``_SUCCESS`` or ``part-0.txt`` got the hint
-    "files in its subfolders are read with 'DIR/**.parquet'", a pattern matching nothing."""
+    """A subfolder holding only ``_SUCCESS`` or ``part-0.txt`` gets no hint "files in its subfolders
+    are read with 'DIR/**.parquet'", a pattern that would match nothing."""
     for name in ("sub/_SUCCESS", "sub/part-0.txt"):
         folder = tmp_path / name.replace("/", "_")
         (folder / "sub").mkdir(parents=True)
@@ -466,8 +465,8 @@ def test_no_subfolder_hint_when_the_subfolders_hold_no_parquet(tmp_path, capsys)
 
 
 def test_no_set_hint_for_a_bracket_read_literally(tmp_path, capsys):
-    """(s13-hostile13b) ``--input 'data[2024/'`` (a '[' nothing closes: read literally) with no data
-    file, or ``'my docs [[]v1] [2024/'``, got "write [[] for a literal [", which changes nothing."""
+    """``--input 'data[2024/'`` (a '[' nothing closes: read literally) with no data file, or ``'my
+    docs [[]v1] [2024/'``, gets no hint "write [[] for a literal [", which would change nothing."""
     for name in ("data[2024", "my docs [v1] [2024"):
         folder = tmp_path / name
         folder.mkdir()

@@ -108,8 +108,9 @@ def test_a_pattern_that_matches_nothing_fails_when_the_pipeline_is_built(tmp_pat
 
 
 def test_no_arrow_data_is_held_when_the_first_row_is_yielded(tmp_path, monkeypatch):
-    """Beam's ReadFromParquetBatched kept the row group's table while its rows were processed
-    downstream: for one huge document, the document's Arrow data as well as its Python string."""
+    """No row group's table is held while its rows are processed downstream (as Beam's
+    ReadFromParquetBatched holds it): for one huge document, its Python string alone, not its
+    Arrow data too."""
     path = tmp_path / "big.parquet"
     content = "word " * 1_000_000  # 5 MB
     pq.write_table(pa.table({"id": ["big", "small"], "content": [content, "x"]}), path)

@@ -1,5 +1,5 @@
-"""Hostile inputs for the cl100k_base tokenizer that once failed: the long-run check missing a
-symbol run through U+001C..U+001F, and encode against count on a surrogate pair (known, xfail)."""
+"""cl100k_base exactness at two corners: the long-run check sees a symbol run through
+U+001C..U+001F, and encode agrees with count on a surrogate pair (known not to, xfail)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,7 @@ def cl100k() -> TiktokenTokenizer:
 # the streak of every table. The segment then goes to tiktoken as one piece, whose merge loop is
 # quadratic (measured on a busy machine: 64 K code points 1.4 s, 128 K 5.5 s, while "!" * 128 K
 # takes 0.05 s through the windows); a few hundred KB of such text stalls a worker for minutes.
-# (It made the docstring's claim "never wrong when it says no" false; the windows themselves are
-# tested in test_tokenizers.py::test_long_runs_of_any_script_are_encoded_in_windows.)
+# (The docstring claims "never wrong when it says no"; the windows themselves are tested in test_tokenizers.py::test_long_runs_of_any_script_are_encoded_in_windows.)
 @pytest.mark.parametrize("separator", ["\x1c", "\x1d", "\x1e", "\x1f"])
 def test_may_hold_long_run_sees_symbol_runs_through_information_separators(separator):
     text = ("!" * 1000 + separator) * 3
@@ -37,7 +36,7 @@ def test_may_hold_long_run_sees_symbol_runs_through_information_separators(separ
 # fallback joins the pair into one character (U+1F600: 2 tokens), while count and _ids turn each
 # lone surrogate into U+FFFD (one token for both here). encode of a longer text goes through
 # _ids, so encode is not even consistent with itself by length. The same root cause is the known
-# xfail test_structure_properties.py::test_bug_surrogate_pair_code_points_are_counted_unlike_tiktoken
+# xfail test_structure_properties.py::test_a_surrogate_pair_is_counted_as_tiktoken_counts_it
 # (Parquet strings cannot hold surrogates); encode is not used by the job. Left failing (strict).
 @pytest.mark.xfail(strict=True, reason="known: encode keeps tiktoken's surrogate-pair join; count uses U+FFFD each")
 def test_encode_agrees_with_count_on_a_surrogate_pair(cl100k):

@@ -458,7 +458,7 @@ def test_long_runs_are_joined_at_the_configured_window_sizes(cl100k, reference_c
 
 
 def test_a_huge_run_is_never_given_to_tiktoken_whole(cl100k, monkeypatch):
-    """50 MB of letters took hours as one pre-token; each tiktoken call now sees at most a window."""
+    """50 MB of letters would take hours as one pre-token: each tiktoken call sees at most a window."""
     calls: list[int] = []
     original = TiktokenTokenizer._ids
     monkeypatch.setattr(TiktokenTokenizer, "_ids", lambda self, t: calls.append(len(t)) or original(self, t))
@@ -750,7 +750,7 @@ def test_may_hold_long_run_across_its_64k_steps(filler):
     ],
 )
 def test_long_runs_of_any_script_are_encoded_in_windows(cl100k, reference_cl100k, monkeypatch, run):
-    """Regression (hostile pass): a long non-ASCII letter, symbol or mixed-whitespace run is one
+    """A long non-ASCII letter, symbol or mixed-whitespace run is one
     pre-token, quadratic in tiktoken (200 K of ``é``: 40 s). It must go through the windows of
     ``_long_stretch`` (no tiktoken call on more than two windows of it) and give the exact tokens."""
     calls = []
@@ -925,7 +925,7 @@ def test_every_cl100k_token_is_its_own_bpe_result(cl100k):
 
 # Whitespace of every kind the pattern knows (and Python's isspace), line ends, contractions,
 # digit runs, CJK, emoji and punctuation runs: where a slice's edges are hardest to count.
-_HOSTILE_EDGES = [
+_HARD_EDGES = [
     " ",
     "  ",
     "   ",
@@ -983,9 +983,9 @@ _HOSTILE_EDGES = [
     "http://a.b/c?d=1",
     "<|endoftext|>",
 ]
-hostile_text = st.lists(
+edge_text = st.lists(
     st.one_of(
-        st.sampled_from(_HOSTILE_EDGES),
+        st.sampled_from(_HARD_EDGES),
         st.sampled_from(_PROSE),
         st.text(st.characters(blacklist_categories=("Cs",)), max_size=4),
     ),
@@ -995,7 +995,7 @@ hostile_text = st.lists(
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(text=st.one_of(hostile_text, long_text, alnum_text.map(lambda t: t * 4)), data=st.data())
+@given(text=st.one_of(edge_text, long_text, alnum_text.map(lambda t: t * 4)), data=st.data())
 def test_slice_counter_count_from_and_tokens_from_are_exact(cl100k, reference_cl100k, text, data):
     # count_from (a start's index and safety given once, as the recursive splitter does) is the
     # exact count of every slice from that start; its index is tokens_before of a point inside

@@ -303,10 +303,9 @@ def test_metadata_is_made_plain_json():
 
 
 def test_metadata_of_a_struct_or_map_column_is_the_object_it_holds():
-    """(s13-newcomer) A struct ``metadata`` column dead-lettered every row as ``invalid_metadata``
-    ("a dict, not a string"), while the same struct in any other column was carried as JSON. A
-    struct or map column's value is now the metadata object; a list that is not a map's is still
-    refused."""
+    """A struct or map ``metadata`` column's value is the metadata object (as the same struct in any
+    other column is carried as JSON), not an ``invalid_metadata`` dead letter; a list that is not
+    a map's is refused."""
     import pyarrow as pa
 
     from transforms.beam import _row_to_document

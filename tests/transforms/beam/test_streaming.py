@@ -112,7 +112,7 @@ def test_a_later_chunk_that_cannot_be_written_rejects_the_whole_document(monkeyp
 
 
 def test_a_chunker_error_after_a_validation_error_decides_the_reason(monkeypatch):
-    """As when the whole document was chunked before validation: the chunker's error wins."""
+    """As when the whole document is chunked before validation: the chunker's error wins."""
 
     class _Both(_Words):
         def split(self, document):

@@ -1,6 +1,6 @@
-"""The model-backed chunkers against hostile models, documents and settings.
+"""The model-backed chunkers check what models answer, and take awkward documents and settings.
 
-Each test keeps an input that once got through unchecked: vectors with NaN, infinity, strings or
+None of these gets through unchecked: vectors with NaN, infinity, strings or
 mixed dimensions (used as if valid, or crashing as ``chunker_error`` instead of ``model_error``),
 vectors whose squares overflow a float, an empty first "sentence" sent to the embedder, a
 sentence regex that makes every character a sentence, chat answers nested past the JSON parser's
@@ -213,7 +213,7 @@ def test_chat_answer_in_prose_groups_blocks_exactly():
 
 # -- in the job ----------------------------------------------------------------------------------
 
-KEY = "sk-planted-SECRET-hostile-91b2"
+KEY = "sk-planted-SECRET-awkward-91b2"
 CATS = "Cats purr when cats feel calm. A cat sleeps while cats dream. Cats chase mice and cats nap."
 MONEY = "Bonds yield interest for investors. Investors buy bonds for yield. Interest rates move bond yields."
 MAX_TOKENS = 64
@@ -239,7 +239,7 @@ def _rows():
 
 
 @pytest.fixture(scope="module")
-def hostile_runs(tmp_path_factory, _openai_server_session):
+def awkward_runs(tmp_path_factory, _openai_server_session):
     server = _openai_server_session
     server.reset()
     server.chat_rules.update(
@@ -249,7 +249,7 @@ def hostile_runs(tmp_path_factory, _openai_server_session):
             "PROSE": 'Sure!\n```json\n{"boundaries": [1]}\n```',
         }
     )
-    tmp = tmp_path_factory.mktemp("hostile")
+    tmp = tmp_path_factory.mktemp("awkward")
     rows = [{**r, "content_format": "text"} for r in _rows()]
     path = write_documents(tmp / "in" / "docs.parquet", rows)
     client = {"base_url": server.base_url, "api_key_env": "RECHUNK_TEST_KEY", "backoff_seconds": 0, "retries": 1}
@@ -289,8 +289,8 @@ def hostile_runs(tmp_path_factory, _openai_server_session):
     return runs, {r["id"]: r for r in rows}
 
 
-def test_awkward_documents_are_all_accounted_for_exactly(hostile_runs, recount):
-    runs, docs = hostile_runs
+def test_awkward_documents_are_all_accounted_for_exactly(awkward_runs, recount):
+    runs, docs = awkward_runs
     out = runs["in_memory"]
     chunks, dead = read_output(out, "chunks"), read_output(out, "dead_letter")
     assert {d["document_id"]: d["reason"] for d in dead} == {
@@ -315,8 +315,8 @@ def test_awkward_documents_are_all_accounted_for_exactly(hostile_runs, recount):
     assert [c["text"] for c in prose] == [f"PROSE {CATS}", MONEY]
 
 
-def test_same_chunks_and_ids_in_every_run_and_running_mode(hostile_runs):
-    runs, _ = hostile_runs
+def test_same_chunks_and_ids_in_every_run_and_running_mode(awkward_runs):
+    runs, _ = awkward_runs
 
     def ids(out):
         return sorted(
@@ -332,8 +332,8 @@ def test_same_chunks_and_ids_in_every_run_and_running_mode(hostile_runs):
     assert dead["in_memory"] == dead["in_memory_again"] == dead["multi_processing"]
 
 
-def test_the_key_echoed_by_the_server_appears_nowhere(hostile_runs):
-    runs, _ = hostile_runs
+def test_the_key_echoed_by_the_server_appears_nowhere(awkward_runs):
+    runs, _ = awkward_runs
     for out in runs.values():
         for path in Path(out).rglob("*"):
             if path.is_file():

@@ -87,8 +87,8 @@ def test_heading_chunker_names_a_title_its_subsection_repeats_once():
 
 @pytest.mark.parametrize("text", ["# A\n\n##\n\n### A\n\nbody text\n", "# A\n\n## \n\n### A\n\nbody text\n"])
 def test_a_title_repeated_across_an_untitled_section_is_named_once(text):
-    """(s11-hostile) The repeat is of the nearest title kept, not of the parent node: an empty
-    heading between two "A" left ('A', 'A') in headings and prefix."""
+    """The repeat is of the nearest title kept, not of the parent node: an empty heading between
+    two "A" leaves one 'A' in headings and prefix, not ('A', 'A')."""
     chunks = _chunks(HeadingChunker(), text)
     assert [c.headings for c in chunks] == [("A",)]
     chunks = _chunks(_bytes(max_tokens=24, target_tokens=20), text)
@@ -231,8 +231,8 @@ def test_prose_is_split_at_sentences_and_the_space_between_is_left_out():
     ],
 )
 def test_chinese_and_japanese_prose_is_split_at_its_sentence_ends(text, target_tokens, max_tokens, expected):
-    """(s12-newcomer) 。！？ end a sentence with no whitespace after them; a long CJK paragraph was
-    cut at token boundaries, mid-word, every chunk at the full budget."""
+    """。！？ end a sentence with no whitespace after them: a long CJK paragraph is cut at them, not
+    at token boundaries mid-word with every chunk at the full budget."""
     chunks = _chunks(_bytes(max_tokens=max_tokens, target_tokens=target_tokens), text, "text")
     assert [(c.text, c.start_offset) for c in chunks] == expected
     assert all(text[c.start_offset : c.end_offset] == c.text for c in chunks)
@@ -478,7 +478,7 @@ def test_docling_documents_keep_their_pages():
     "content, max_tokens", [("漢", 1), ("👍", 2), ("# T\n\n👍👍", 2), ("# Title here\n\n" + "漢" * 5, 1)]
 )
 def test_a_character_over_the_budget_is_its_own_chunk_not_a_hang(tokenizer, content, max_tokens):
-    # Found by the hostile pass: a code point needing more tokens than max_tokens looped forever.
+    # A code point needing more tokens than max_tokens must not loop forever.
     chunks = _chunks(StructureAwareChunker(tokenizer=tokenizer, max_tokens=max_tokens), content)
     result = validate_structure_chunks(content, chunks, tokenizer=tokenizer, max_tokens=max_tokens)
     assert result.excluded_characters == 0
@@ -490,8 +490,8 @@ def test_a_character_over_the_budget_is_its_own_chunk_not_a_hang(tokenizer, cont
     "content, max_tokens", [("*\n\tcafé", 3), ("# Menü\n\n- a\n-\n\tcafé " + "word " * 200 + "end", 64)]
 )
 def test_a_tab_indented_item_at_the_end_of_a_non_ascii_document(tokenizer, content, max_tokens):
-    # Found by the hostile pass: the parser reports a position past the end after expanding the
-    # tab, and the byte-to-code-point lookup raised IndexError (the document was dead-lettered).
+    # The parser reports a position past the end after expanding the tab: the byte-to-code-point
+    # lookup must take it (an IndexError would dead-letter the document).
     chunks = _chunks(StructureAwareChunker(tokenizer=tokenizer, max_tokens=max_tokens), content)
     result = validate_structure_chunks(content, chunks, tokenizer=tokenizer, max_tokens=max_tokens)
     assert result.problems == ()
@@ -533,7 +533,7 @@ def test_long_documents_chunk_the_same_with_bounded_memory_paths(monkeypatch):
         ]
 
     through = packing._Candidates.through
-    with monkeypatch.context() as eager:  # every candidate of a paragraph at once, as before
+    with monkeypatch.context() as eager:  # every candidate of a paragraph at once
         eager.setattr(packing._Candidates, "through", lambda self, position, reach: through(self, -1, float("inf")))
         expected = run()
     assert run() == expected

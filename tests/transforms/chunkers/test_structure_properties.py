@@ -709,12 +709,12 @@ def test_blocks_that_fit_are_never_split(recount, md, budget):
 
 @settings(max_examples=150, **SETTINGS)
 @given(md=docs, budget=budgets())
-# inputs that broke these properties once (see the reproductions at the end of the file)
+# inputs that break these properties when the engine is wrong (minimal cases at the end of the file)
 @example(md="\n```\n" + "# not a heading\n" * 4 + "```\n", budget=(20, 6, 0, 0))
 @example(md="\n\n\t  \r\n| a \\| b |\n| --- |\na\na\na\na\na\n```\n", budget=(20, 6, 0, 0))
 @example(md="```\n" + "x = 1\n" * 4 + "```\n\xa0\nSome more text here, and more.\n", budget=(30, 30, 0, 0))
-# A code block in a list item whose tile starts past its fence line (the fence line went with the
-# item's first line): its code line was repeated as the "fence" of the closing part.
+# A code block in a list item whose tile starts past its fence line (the fence line goes with the
+# item's first line): its code line must not be repeated as the "fence" of the closing part.
 @example(
     md="  11) >  " + "é" * 246 + "  x  \U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466  x  Markdown  #\n"
     "      `````{.rust}\n      漢字 = '😀'\n      ``````\n",
@@ -1019,7 +1019,7 @@ def test_lone_surrogates_do_not_break_chunking(recount, md, budget, data):
 
     Only *lone* ones: a high surrogate right before a low one is a pair, which tiktoken counts
     as one character and the engine as two U+FFFD (a known difference, see
-    ``test_bug_surrogate_pair_code_points_are_counted_unlike_tiktoken``); pairs are broken up here.
+    ``test_a_surrogate_pair_is_counted_as_tiktoken_counts_it``); pairs are broken up here.
     """
     m, t, p, o = budget
     for _ in range(data.draw(st.integers(1, 8))):
@@ -1181,17 +1181,16 @@ def test_small_chunks_are_merged_when_they_fit(recount, md, budget):
 
 
 # --------------------------------------------------------------------------------------------
-# Minimal reproductions of engine bugs found by the properties above: ``test_bug_*`` fail until
-# fixed; the others are regression tests of bugs fixed since
+# Minimal cases of engine faults found by the properties above; the xfail ones are known and
+# say why
 # --------------------------------------------------------------------------------------------
 
 
 def test_split_fence_after_leading_blank_lines_repeats_the_fence():
-    """A fenced block after leading blank lines: its parts used to repeat "\\n" as their "code fence".
+    """A fenced block after leading blank lines: its parts re-open the fence, not "\\n".
 
-    The block's tile starts at 0 (the leading whitespace joins the first block), and the packer
-    took ``(tile start, first stable line)`` as the fence: the blank line, not ```` ``` ```` (fixed
-    in 49cac83; table headers had the same fault).
+    The block's tile starts at 0 (the leading whitespace joins the first block), so the fence is
+    not ``(tile start, first stable line)``, which is the blank line (table headers likewise).
     """
     md = "\n```\n" + "one two three four five six seven eight\n" * 3
     chunks, _ = _chunk(_chunker(20, 20, 0, 0), md)
@@ -1207,16 +1206,15 @@ def test_split_fence_after_leading_blank_lines_repeats_the_fence():
     "low surrogate into one character. Parquet strings cannot hold surrogates, so only direct "
     "Python callers see this.",
 )
-def test_bug_surrogate_pair_code_points_are_counted_unlike_tiktoken(recount):
+def test_a_surrogate_pair_is_counted_as_tiktoken_counts_it(recount):
     """Two surrogate code points that form a pair: tiktoken joins them into one character.
 
     tiktoken's own fallback for unencodable text (``encode``/``encode_ordinary``) round-trips
     through UTF-16, so ``"\\ud83d\\ude00"`` is counted as "😀" (2 tokens) -- and so would a JSON
     API see it (``json.dumps`` writes the pair as two escapes that decode to one character).
-    Before 49cac83 ``token_ends`` ended one code point short per pair (chunks of 28 tokens for a
-    budget of 20 from ``"\\ud83d\\ude00" * 6 + "\\n" + "- 漢漢\\n" * 8``); since then
-    ``TiktokenTokenizer`` counts every surrogate as its own U+FFFD, which undercounts: the
-    11 pairs below are 22 tokens for tiktoken, 6 for the engine, and one chunk of max 20.
+    ``TiktokenTokenizer`` counts every surrogate as its own U+FFFD (so ``token_ends`` ends on
+    every code point), which undercounts: the 11 pairs below are 22 tokens for tiktoken, 6 for
+    the engine, and one chunk of max 20.
     """
     text = "\ud83d\ude00\n"
     assert int(TOK.token_ends(text)[-1]) == len(text)
@@ -1230,13 +1228,12 @@ def test_bug_surrogate_pair_code_points_are_counted_unlike_tiktoken(recount):
 
 
 def test_paragraph_after_nbsp_line_is_not_packed_as_code():
-    """A paragraph whose first line is only U+00A0 used to be glued to the code block before it.
+    """A paragraph whose first line is only U+00A0 is not glued to the code block before it.
 
-    CommonMark reads a line of NBSP as paragraph text (only spaces and tabs make a blank line);
-    packing.py did not cut before a line that Python calls whitespace, so the paragraph joined
-    the fenced block's tile, the tile no longer fit and was split as code: the paragraph came out
-    as ``"```\\nSome more text here, and more.\\n"`` with context "code_fence", and with a
-    smaller target the code block itself was split (fixed in 49cac83).
+    CommonMark reads a line of NBSP as paragraph text (only spaces and tabs make a blank line), so
+    the packer cuts before it although Python calls the line whitespace. Otherwise the paragraph
+    would join the fenced block's tile and be split as code (``"```\\nSome more text here, and
+    more.\\n"`` with context "code_fence"), and with a smaller target the code block itself.
     """
     md = "```\n" + "x = 1\n" * 4 + "```\n\xa0\nSome more text here, and more.\n"
     chunks, _ = _chunk(_chunker(30, 30, 0, 0), md)
@@ -1248,11 +1245,11 @@ def test_paragraph_after_nbsp_line_is_not_packed_as_code():
 
 
 def test_split_heading_does_not_repeat_its_own_title_in_its_first_part():
-    """A heading too long for the budget, split as prose, used to get its *own* title as prefix.
+    """A heading too long for the budget, split as prose, gets no prefix of its *own* title.
 
-    packing.py: the embedding text starts with the titles "whose heading lines are not in the
-    chunk's own text"; the first part starts with the heading line itself and its embedding
-    text still started with "a a a\\n\\n" (fixed in 49cac83).
+    The embedding text starts with the titles "whose heading lines are not in the chunk's own
+    text"; the first part starts with the heading line itself, so its embedding text must not
+    start with "a a a\\n\\n".
     """
     md = ("a" + " \t" * 6 + "\n") * 3 + "---\n"  # a Setext heading: title "a a a", 22 tokens
     chunks, _ = _chunk(_chunker(20, 20, 0, 0), md)
@@ -1261,12 +1258,11 @@ def test_split_heading_does_not_repeat_its_own_title_in_its_first_part():
     assert first.metadata["structure"]["prefix"] == [], first.embedding_text
 
 
-def test_bug_heading_inside_a_quote_hides_the_section_title():
-    """A part of a split quote that starts with the quote's own heading loses the section's title.
+def test_a_heading_inside_a_quote_keeps_the_section_title_in_the_prefix():
+    """A part of a split quote that starts with the quote's own heading keeps the section's title.
 
-    ``_block`` takes any ``heading`` node as the section's own heading line (``displayed = 1``), so
-    the prefix leaves out the innermost section title ("Intro") although "# Intro" is not in the
-    chunk: chunk 1 is "> ## Quoted heading\\n>\\n" with headings ("Intro",) and an empty prefix.
+    A ``heading`` node inside a quote is not the section's own heading line, so the prefix of a
+    chunk without "# Intro" (such as "> ## Quoted heading\\n>\\n") is ["Intro"], not empty.
     """
     md = "# Intro\n\nFirst paragraph of the intro.\n\n> ## Quoted heading\n>\n> " + "quoted text goes here. " * 5 + "\n"
     chunks, _ = _chunk(_chunker(30, 30, 0, 0), md)
@@ -1290,10 +1286,10 @@ def test_overlap_repeats_a_table_row_without_its_header():
 
 
 def test_heading_context_does_not_start_with_the_leading_blank_lines():
-    """HeadingChunker used to repeat an ancestor heading with the blank lines before it in the document.
+    """HeadingChunker repeats an ancestor heading without the blank lines before it in the document.
 
-    Same root cause as the split-fence bug: a first block's tile starts at 0, and the tile start
-    was used as the start of the heading line (fixed in 49cac83).
+    As with the split fence: a first block's tile starts at 0, which is not the start of its
+    heading line.
     """
     md = "\n# A\n\ntext\n\n## B\n\nmore\n"
     chunks, _ = _chunk(HeadingChunker(), md)
@@ -1327,11 +1323,10 @@ def _terminates(seconds, fn):
     ids=["cl100k-max1", "bytes-max3"],
 )
 def test_character_larger_than_the_budget_terminates(tokenizer, max_tokens, content):
-    """One code point that needs more tokens than max_tokens used to make _split_prose loop for ever.
+    """One code point that needs more tokens than max_tokens ends chunking (no endless loop).
 
-    ``_longest_part`` returned ``(position, 0)`` (nothing fits), the empty part was dropped by
-    ``_flush`` and ``position`` never advanced (fixed in 8c5adbc: the character becomes its own
-    over-budget chunk). max_tokens >= 1 is accepted by the constructor.
+    Nothing fits, so the character becomes its own over-budget chunk instead of an empty part that
+    never advances the position. max_tokens >= 1 is accepted by the constructor.
     """
     chunker = _chunker(max_tokens, max_tokens, 0, 0, tokenizer=tokenizer)
     _terminates(2, lambda: _chunk(chunker, content, tokenizer=tokenizer))

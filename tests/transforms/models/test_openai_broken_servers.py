@@ -1,6 +1,6 @@
-"""The HTTP model clients against a hostile or broken server and hostile settings (no network).
+"""The HTTP model clients against a broken or malicious server and unsafe settings (no network).
 
-Each test keeps an input that broke the clients once: a redirect that carried document text to
+The clients refuse, without leaking document text or the key: a redirect that carried document text to
 another host, a base_url that requests reads with another host than the loopback check did, an
 answer that never ends or trickles in slower than the timeout, JSON that is not an answer
 (integers beyond float range, nesting deeper than the parser's recursion), settings that
@@ -240,7 +240,7 @@ def test_a_failed_batch_stops_the_batches_not_sent_yet(openai_server):
     with pytest.raises(ModelError, match="HTTP 400"):
         embedder.embed([f"text {i}" for i in range(10)])
     # Two in flight when the failure is seen, a few more started before it is; never all ten
-    # (waiting for every batch used to delay the error by all their timeouts and retries).
+    # (waiting for every batch would delay the error by all their timeouts and retries).
     assert len(openai_server.requests) < 10
     # The client's threads and sessions serve the next call.
     openai_server.reset()

@@ -1,4 +1,4 @@
-"""Hostile inputs for StructureAwareChunker's packer since it packs a long line a part at a time.
+"""StructureAwareChunker's packer gives the same chunks when it packs a long line a part at a time.
 
 The packer (``transforms.structure.packing``) encodes a long text a part at a time, cut inside a
 line where the tokenizer says its encoding cannot change (``part_cut``), rejects a huge tile
@@ -7,15 +7,11 @@ from inside a section once no merge can change them (``_Run._release``). None of
 a single chunk. The oracle here is the same packer on the unchanged path: a tokenizer without
 ``part_cut`` and ``max_token_chars`` (parts cut at line starts only, no lower bound), the whole
 text one part (``_PART_CHARS`` as shipped), and no chunk handed out before its top-level section
-ends. Documents are hostile: long lines of one pre-token (letters, digits, punctuation, emoji,
+ends. The documents are the hard cases: long lines of one pre-token (letters, digits, punctuation, emoji,
 CJK, combining marks, RTL), rare safe cuts, ``\\r\\n`` and lone ``\\r``, U+2028, NBSP, tabs, lone
 surrogates, tables with huge cells, code blocks with long lines, nested lists and quotes,
 headings everywhere and sections of tiny mergeable paragraphs. Every chunk field is compared,
 and the packer's own counts.
-
-The same comparison against the previous packer (commit 2a5ddbd, before this change) was run
-out of tree over many more documents and configurations (``hostile/`` on branch s8-hostile's
-report); what it found is reproduced at the end of this file.
 """
 
 from __future__ import annotations
@@ -159,8 +155,8 @@ def _words(n: int, seed: int = 1) -> str:
     return " ".join("".join(rng.choice("abcdefghij") for _ in range(rng.randint(1, 9))) for _ in range(n))
 
 
-# Named hostile documents, each packed with parts far smaller than its long lines.
-_HOSTILE = {
+# Named hard documents, each packed with parts far smaller than its long lines.
+_HARD_DOCUMENTS = {
     "rare_safe_cuts": ("z" * 997 + " ") * 6,
     "no_safe_cut_in_line": "Intro.\n\n" + "中文字符" * 700 + "\n\nafter\n",
     "one_letter_run": "a" * 5000 + "\n\nb\n",
@@ -184,7 +180,7 @@ _HOSTILE = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(_HOSTILE))
+@pytest.mark.parametrize("name", sorted(_HARD_DOCUMENTS))
 @pytest.mark.parametrize("budget", ["tiktoken", "utf8"])
 @pytest.mark.parametrize(
     "params",
@@ -195,8 +191,8 @@ _HOSTILE = {
         {"max_tokens": 512, "allow_cross_top_level_merge": True},
     ],
 )
-def test_hostile_documents_keep_their_chunks_when_packed_a_part_at_a_time(monkeypatch, name, budget, params):
-    _compare(monkeypatch, _HOSTILE[name], "markdown", TOK if budget == "tiktoken" else BYTES, params, 97)
+def test_hard_documents_keep_their_chunks_when_packed_a_part_at_a_time(monkeypatch, name, budget, params):
+    _compare(monkeypatch, _HARD_DOCUMENTS[name], "markdown", TOK if budget == "tiktoken" else BYTES, params, 97)
 
 
 @pytest.mark.parametrize("slack", [-2, -1, 0, 1, 2])

@@ -454,7 +454,6 @@ def test_iter_sections_gives_each_top_level_section_once_the_next_heading_is_rea
 def test_top_level_blocks_streamed_are_packed_without_holding_them(monkeypatch, nested, resumable):
     """3,000 one-item sections whose top-level blocks come as a ``StreamedChildren``: the packer
     reads them once, holds a few at a time, and cuts exactly as with the blocks held as a tuple.
-    (Before: the root's sections were a tuple of them all, and every heading path was kept.)
     Nested under one top-level section, they are held whole, unless the blocks can be read again
     from a heading (``streamed_document(..., resumable=True)``, as the normalizers of long
     documents give them): then a section of more than ``HELD_SECTION_NODES`` nodes (64 here) is
@@ -526,9 +525,9 @@ def _traced_peak(make_chunks) -> int:
 )
 def test_memory_does_not_follow_the_number_of_top_level_blocks(monkeypatch, content_format, lead, unit):
     """A document of many small top-level blocks, read in windows (sizes forced small): the
-    chunker's peak for 8 times the blocks stays under twice the peak for the smaller one (it was
-    about 140 bytes a character for Markdown sections: every block, section and heading path
-    held; 5 to 6 times the smaller peak here), also when all of them are nested in one top-level
+    chunker's peak for 8 times the blocks stays under twice the peak for the smaller one (holding
+    every block, section and heading path costs about 140 bytes a character for Markdown
+    sections: 5 to 6 times the smaller peak here), also when all of them are nested in one top-level
     section (read again from its heading). The chunks are those of the whole parse (windows off).
     HTML is rendered whole before it is packed: there the growth per unit is bounded instead."""
     from transforms.structure import tree
@@ -558,7 +557,7 @@ def test_memory_does_not_follow_the_number_of_top_level_blocks(monkeypatch, cont
     peaks = [_traced_peak(lambda: chunks(content)) for content in (small, large)]
     if content_format == "html":
         # The rendering must be whole before packing: the top-level blocks are kept as compact
-        # records (12 bytes a node) beside it, about 56 bytes a unit here (it was over 500).
+        # records (12 bytes a node) beside it, about 56 bytes a unit here (holding nodes would take over 500).
         assert (peaks[1] - peaks[0]) / 21000 < 80, peaks
     else:
         assert peaks[1] < 2 * peaks[0], peaks

@@ -644,7 +644,7 @@ def test_corpus_kinds_and_furniture(corpus):
 
 
 def test_text_too_deep_to_render_refuses_the_document_instead_of_dropping_it():
-    # Found by the hostile pass: under ~500 nested groups the deep text was silently skipped.
+    # Under ~500 nested groups the deep text must not be skipped silently.
     from docling_core.types.doc import DocItemLabel, GroupLabel
 
     def deep(depth: int) -> str:

@@ -66,8 +66,8 @@ def test_title_is_a_heading_only_without_h1():
         ("paragraph", "x"),
     ]
     assert render(page.format("<h1>Real</h1>"))[1] == [("heading", "# Real", {"level": 1, "title": "Real"})]
-    # An h1 left out with what holds it does not count (s12-title: one in an svg counted, unless
-    # nested past 200 levels, where the reading had stripped the svg before the check).
+    # An h1 left out with what holds it does not count (one in an svg included, nested past 200
+    # levels too, where the reading strips the svg before the check).
     for hidden in (
         "<noscript><h1>Enable JavaScript</h1></noscript>",
         "<svg><h1>s</h1></svg>",
@@ -179,8 +179,8 @@ def test_table_header_from_th_rows_and_without_header():
 
 def test_a_table_of_thousands_of_rows_keeps_all_its_text():
     # The writer joins a long table's lines into packed strings as it goes; the page's text must
-    # hold those too (s10-hostile: a page under STREAM_DOCUMENT_CHARS with a table of more than
-    # about 4,100 rows lost every row before the last pack, and its blocks ran past the text).
+    # hold those too (a page under STREAM_DOCUMENT_CHARS with a table of more than about 4,100
+    # rows must keep every row before the last pack, and its blocks must stay inside the text).
     rows = 5000
     page = "<table>" + "".join(f"<tr><td>{i}</td></tr>" for i in range(rows)) + "</table><p>end</p>"
     doc = normalize_html(page)
@@ -319,7 +319,7 @@ def test_skipped_elements_comments_pis_and_cdata():
 
 
 def test_a_skipped_element_around_rows_of_a_table_is_skipped_with_them():
-    # (it was read as a wrapper around rows, like a form or a div, and its other content moved out)
+    # (not read as a wrapper around rows, like a form or a div, with its other content moved out)
     html = (
         "<table><tr><td>a</td></tr><template><tr><td>t</td></tr><h2>T</h2></template>"
         "<svg><tr><td>s</td></tr></svg><noscript><tr><td>n</td></tr></noscript>"
@@ -372,7 +372,7 @@ def test_content_after_the_closing_html_tag_is_kept():
 
 
 def test_nesting_beyond_the_parser_limit_refuses_the_page_instead_of_losing_its_end():
-    # Found by the hostile pass: libxml2 stops at 2048 levels and "after" was silently lost.
+    # libxml2 stops at 2048 levels: "after" must not be lost silently.
     from transforms.structure.tree import NormalizationError
 
     with pytest.raises(NormalizationError) as err:
@@ -474,7 +474,7 @@ def test_site_navigation_is_left_out_but_text_after_it_stays():
 
 
 def test_what_a_browser_moves_out_of_a_table_is_rendered_after_it():
-    # Found by the hostile pass: after a missing </table> the rest of the page was lost.
+    # After a missing </table> the rest of the page is kept.
     text = normalize_html(
         "<h1>Doc</h1><p>intro</p><table><tr><td>cell</td></tr>\n<p>Paragraph after.</p>"
         "<h2>Next section</h2><p>more text</p>"
@@ -594,6 +594,6 @@ def test_an_h1_counts_unless_inside_a_skipped_element(elements):
 )
 def test_a_control_character_next_to_left_out_navigation_is_replaced_not_an_error(page, text):
     """lxml takes a form feed or another C0 control from the page it parses but refuses it in the
-    text the tail of a left-out navigation element is joined to (ValueError: the page was a
-    chunker_error): whitespace becomes a space, any other such character U+FFFD."""
+    text the tail of a left-out navigation element is joined to (a ValueError, which would make
+    the page a chunker_error): whitespace becomes a space, any other such character U+FFFD."""
     assert normalize_html(page).text == text

@@ -162,7 +162,7 @@ def test_window_sizes_do_not_change_the_result(windows, size):
 def test_code_moved_out_of_a_table_section_keeps_the_language_of_its_table(windows, size):
     # A pre directly in a thead / tbody is moved out of the table and read when the table ends;
     # its language comes from its grandparent's class, so the section must still hold it then
-    # (s10-hostile: the windowed path had cleared the section and gave no language).
+    # (the windowed path must not clear the section before then).
     windows(size)
     page = '<table class="language-python"><thead><div>x</div><pre>p</pre></thead></table>'
     doc = streamed(page)
@@ -231,8 +231,8 @@ def test_compact_nodes_round_trip_past_four_bytes():
 
 def test_no_reference_cycle_per_top_level_list(windows):
     """The chunker pauses the cycle collector while it chunks a document: a cycle per top-level
-    list (its state's ``emit`` was the frame's own method) kept every frame, its element and its
-    nodes until the end (4 MiB of ``<h1>T</h1><ul><li>a</li></ul>`` took 228 MiB instead of 87)."""
+    list (its state's ``emit`` being the frame's own method) would keep every frame, its element and
+    its nodes until the end (4 MiB of ``<h1>T</h1><ul><li>a</li></ul>``: 228 MiB instead of 87)."""
     import gc
 
     page = "<html><body>" + "<h1>T</h1><ul><li>a</li></ul>" * 300 + "</body></html>"
@@ -254,14 +254,14 @@ def test_no_reference_cycle_per_top_level_list(windows):
     assert not {"_ListFrame", "_ListState", "_Stream", "_Nodes"} & set(kept), sorted(set(kept))
 
 
-# -- the <title> heading: which h1 counts (s12-title) -------------------------------------------
+# -- the <title> heading: which h1 counts ----------------------------------------------------
 
 #: (page, rendering): pages whose only h1 is left out with a skipped element or navigation, so the
 #: ``<title>`` is the top heading on both paths. The first is ``html_stream_fuzz.py`` seed 2205
 #: reduced: the h1 of an element moved out of a table, in an ``svg`` nested past ``_MAX_DEPTH``.
-#: The windowed path saw that h1 before the element was read, and dropped the title; the whole
-#: tree looked after its reading, whose flattening strips the skipped elements (``_deep_text``),
-#: and kept it, though at depth 198 (the third page) it counted the same h1 and dropped the title.
+#: The windowed path sees that h1 before the element is read and must not drop the title for it;
+#: the whole tree looks after its reading, whose flattening strips the skipped elements
+#: (``_deep_text``), and must not count the same h1 at depth 198 (the third page) either.
 _TITLE_KEPT = [
     (
         "<title>T</title><table><tr><td>a</td></tr><div>" + "<b>" * 200 + "<svg><h1>x</h1></svg></div></table>"
@@ -290,10 +290,9 @@ _TITLE_KEPT = [
     ("<title>T</title><nav><h1>n</h1></nav><div role='navigation'><h1>n</h1></div><p>after</p>", "# T\n\nafter\n"),
     # Seed 30004 of the fuzzer, reduced: a template, past the depth, in an element moved out of a table.
     ("<title>T</title><table>" + "<span>" * 200 + "<template><h1>t</h1></template>", "# T\n"),
-    # A skipped element around rows in a table is skipped with them, as anywhere else: it was
-    # read as a wrapper (like a form), its h1 moved out of the table and rendered, and the
-    # windowed path also asked the moved-out h1 (the fix's first version, an h1 of a template not
-    # counted, found this one with an empty h1).
+    # A skipped element around rows in a table is skipped with them, as anywhere else, not read
+    # as a wrapper (like a form) whose h1 is moved out of the table and rendered; the windowed
+    # path must not ask the moved-out h1 either (an empty h1 shows it).
     (
         "<title>T</title><table><tr><td>a</td></tr><template><tr><td>t</td></tr><h1>x</h1></template></table>"
         "<p>after</p>",

@@ -116,7 +116,7 @@ def test_every_corpus_markdown_document_is_well_formed_and_loses_nothing(shared_
 
 
 def test_nesting_too_deep_for_the_parser_is_read_as_paragraphs():
-    # Found by the hostile pass: 30,000 nested list markers crashed the Rust parser (SIGSEGV).
+    # 30,000 nested list markers would crash the Rust parser (SIGSEGV).
     for text in ("- " * 30000 + "x\n", ">" * 100000 + " x\n", "".join("  " * i + "- x\n" for i in range(300))):
         doc = normalize_markdown(text)
         assert doc.diagnostics and "read as plain paragraphs" in doc.diagnostics[0]
@@ -265,7 +265,7 @@ _HUGE_RAW = {
 def test_a_huge_raw_block_is_ended_by_a_scan_with_the_parser_never_seeing_more_than_two_windows(monkeypatch, name):
     """A raw block (HTML, fenced or indented code) far larger than the window: the same blocks as
     one whole parse, while no text handed to the parser is longer than two windows (the parse
-    window, hence the normalizer's state, stays bounded: it used to double up to the block)."""
+    window, hence the normalizer's state, stays bounded, instead of doubling up to the block)."""
     text = "# Title\n\nSome text before.\n\n" + _HUGE_RAW[name] + "\n" + "Text after the block.\n\n" * 20
     whole = _deep(normalize_markdown(text))
     windowed, parsed = _windowed(monkeypatch, text, 300)
@@ -649,7 +649,7 @@ def test_random_lists_and_tables_read_in_windows_give_the_whole_parses_blocks(te
         assert _streamed(monkeypatch, text, *windows)[0] == whole
 
 
-# Inputs that failed once, kept: (text, WINDOW_CHARS, STREAM_WINDOW_CHARS).
+# Inputs whose window ends fall in a construct a window alone reads otherwise: (text, WINDOW_CHARS, STREAM_WINDOW_CHARS).
 _STREAMED_REGRESSIONS = [
     # A list loose through a blank line in a later window: a window of it alone is tight, where the
     # parser gives an item's paragraph as bare text with its trailing tab cut.
@@ -685,8 +685,8 @@ def test_a_window_of_many_short_lines_ends_after_its_share_of_window_lines(monke
     """A window also ends after WINDOW_LINES lines (in proportion to its size): a table of short
     rows is parsed a few lines at a time, with the whole parse's blocks. Every line break counts,
     a lone "\\r" included: a table or list of short "\\r" lines (a parse tree of kilobytes a line,
-    as with "\\n") was parsed 1 Mi code points, 100 000 lines, at a time (475 MiB for 5 MB of
-    "| 1 | 2 |\\r" rows, 55 MiB with "\\n")."""
+    as with "\\n") is not parsed 1 Mi code points, 100 000 lines, at a time (that would take
+    475 MiB for 5 MB of "| 1 | 2 |\\r" rows, 55 MiB with "\\n")."""
     from transforms.structure.normalizers import markdown
 
     text = ("# T\n\n" + _HUGE_BLOCKS[name] + "\nAfter.\n").replace("\n", line_break)

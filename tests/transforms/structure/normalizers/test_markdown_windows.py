@@ -1,6 +1,7 @@
-"""Hostile inputs for the Markdown normalizer's windows (s9-hostile): each case once failed to give
-the blocks of one whole parse when parsed a window at a time (small windows stand for the real
-ones: WINDOW_CHARS 1 Mi code points, WINDOW_LINES 8192, STREAM_WINDOW_CHARS 64 Ki)."""
+"""The Markdown normalizer's windows: each case gives the blocks of one whole parse when parsed a
+window at a time, where a window's end falls in a construct that a window alone would read
+otherwise (small windows stand for the real ones: WINDOW_CHARS 1 Mi code points, WINDOW_LINES
+8192, STREAM_WINDOW_CHARS 64 Ki)."""
 
 from __future__ import annotations
 
@@ -28,14 +29,14 @@ _CASES = {
         64,
     ),
     # A table window of dense non-ASCII text behind a header copy of more than 256 bytes: the
-    # table node starts inside the copy, at a negative offset, which indexed before the window's
-    # first 256-byte block (IndexError, so the whole document was a chunker_error).
+    # table node starts inside the copy, at a negative offset, which must not index before the
+    # window's first 256-byte block (an IndexError would make the whole document a chunker_error).
     "table of non-ASCII rows behind a long header": ("|" + " h |" * 40 + "\n|" + "---|" * 40 + "\nx\u2028\n", 100, 100),
 }
 
 
 @pytest.mark.parametrize("name", sorted(_CASES))
-def test_hostile_documents_read_in_windows_give_the_whole_parses_blocks(monkeypatch, name):
+def test_documents_read_in_windows_give_the_whole_parses_blocks(monkeypatch, name):
     text, window, stream_window = _CASES[name]
     whole = _deep(normalize_markdown(text))
     assert _streamed(monkeypatch, text, window, stream_window)[0] == whole
@@ -125,7 +126,7 @@ def test_a_list_loose_by_a_blank_line_between_items_without_paragraphs_is_loose_
 
 def test_the_diagnostic_of_a_cut_block_names_the_line_cap_and_counts_lone_cr_lines():
     """A block of more lines than the largest window holds is cut even when it is short in code
-    points (a 20 000-line quote of 360 KB: known, see the s9-hostile report): the diagnostic says
+    points (a 20 000-line quote of 360 KB, a known limit): the diagnostic says
     so, and counts a lone "\\r" as a line break."""
     text = "# T\r\r" + "".join(f"> quoted line {i}\r" for i in range(20000)) + "\rAfter.\r"
     doc = normalize_markdown(text)
@@ -147,9 +148,10 @@ def test_the_diagnostic_of_a_cut_block_names_the_line_cap_and_counts_lone_cr_lin
 def test_a_window_ending_on_a_table_header_after_a_blank_line_does_not_make_the_list_loose(
     monkeypatch, text, window, stream_window, window_lines
 ):
-    """A streamed list's window whose last line follows a blank line read that line, without the
-    delimiter row under it, as an item: the window's list was loose, and the items kept from it
-    (and the whole list's looseness) with it. The tight list keeps its items' text trimmed."""
+    """A streamed list's window whose last line (a table header) follows a blank line does not
+    read that line, without the delimiter row under it, as an item, which would make the window's
+    list loose, and the items kept from it (and the whole list's looseness) with it. The tight
+    list keeps its items' text trimmed."""
     whole = _deep(normalize_markdown(text))
     if window_lines:
         monkeypatch.setattr("transforms.structure.normalizers.markdown.WINDOW_LINES", window_lines)
@@ -166,7 +168,7 @@ def test_no_stream_window_of_a_tight_list_followed_by_a_table_after_a_blank_line
 
 def test_blank_lines_do_not_count_towards_a_windows_lines():
     """A short list with 20 000 blank lines inside is more lines than the largest window holds,
-    but blank lines make no parse tree: it is read whole, as one parse reads it (it was cut)."""
+    but blank lines make no parse tree: it is read whole, as one parse reads it, not cut."""
     from transforms.structure.normalizers import markdown
     from transforms.structure.tree import StreamedChildren
 
@@ -269,10 +271,10 @@ def test_a_long_table_of_chinese_rows_behind_a_long_header_is_read_at_the_defaul
 
 @pytest.mark.parametrize("odd_indent", ["", " "])
 def test_a_list_of_items_longer_than_a_stream_window_is_parsed_about_once_a_reading(monkeypatch, odd_indent):
-    """A window of a streamed list must hold three items to keep one; it used to double from the
-    stream window's size, parsing again at every doubling (the corpus's 1 MB table of contents,
-    whose items are up to 800 KB, was parsed about 20 times over). The first window is now
-    sized to reach the third item's line, found by its marker indented less than the item's
+    """A window of a streamed list must hold three items to keep one; rather than doubling from
+    the stream window's size and parsing again at every doubling (the corpus's 1 MB table of
+    contents, whose items are up to 800 KB, would be parsed about 20 times over), the first window
+    is sized to reach the third item's line, found by its marker indented less than the item's
     content (siblings need not be indented alike): each window is parsed about once a reading
     (one to find the list's end, one to stream its items). Blocks are a whole parse's."""
     text = (
@@ -287,7 +289,7 @@ def test_a_list_of_items_longer_than_a_stream_window_is_parsed_about_once_a_read
     assert [kind for kind, *_ in whole] == ["heading", "list", "paragraph"] and len(whole[1][-1]) == 8
     windows = Counter(t[: t.index("\n")].strip() for t in texts if t.lstrip(" ").startswith("- item"))
     assert len(windows) >= 3
-    # (Doubling from 400 code points, each window was parsed 10 to 15 times: 5 doublings, two readings.)
+    # (Doubling from 400 code points would parse each window 10 to 15 times: 5 doublings, two readings.)
     assert max(windows.values()) <= 6
     assert sum(map(len, texts)) <= 4 * len(text)
 
@@ -295,8 +297,8 @@ def test_a_list_of_items_longer_than_a_stream_window_is_parsed_about_once_a_read
 def test_a_tight_list_is_not_parsed_again_to_learn_whether_it_is_loose(monkeypatch):
     """A list window with no paragraph is parsed again behind a loose probe item only when a
     blank line lies before the list's last text (one that can make it loose). A window's own
-    end, and blank lines after the list, used to count as such a blank line: every window of
-    every tight streamed list was parsed twice."""
+    end, and blank lines after the list, do not count as such a blank line, so no window of a
+    tight streamed list is parsed twice."""
     text = "# T\n\n" + "".join(f"- item {k}\n" for k in range(300)) + "\n\n  \nAfter.\n"
     whole, texts = _parsed_texts(monkeypatch, text, WINDOW_CHARS=1000, STREAM_WINDOW_CHARS=400)
     assert [kind for kind, *_ in whole] == ["heading", "list", "paragraph"] and len(whole[1][-1]) == 300
