@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,7 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED_DATA = REPO.parent / "shared" / "data"
+#: The larger test corpora: $RECHUNK_TEST_DATA, or the folder ``shared/data`` beside the repository.
+SHARED_DATA = Path(os.environ.get("RECHUNK_TEST_DATA") or REPO.parent / "shared" / "data")
 INPUT_SCHEMA = pa.schema([(c, pa.string()) for c in ("id", "content", "content_format", "metadata")])
 
 
@@ -74,7 +76,7 @@ def read_output(directory: Path, sub: str) -> list[dict]:
 
 @pytest.fixture(scope="session")
 def shared_data() -> Callable[[str], Path]:
-    """The larger test corpora kept beside the repository, outside it (``shared/data``).
+    """The larger test corpora (``SHARED_DATA``), kept outside the repository.
 
     Returns a function from a path relative to that folder (``"corpus/docs.parquet"``) to the file;
     it skips the calling test when the file is not there.

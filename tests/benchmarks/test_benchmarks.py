@@ -36,6 +36,7 @@ def test_check_chunks_finds_budget_verbatim_and_lost_text():
         throughput.MAX_TOKENS = monkey
 
 
+@pytest.mark.slow
 def test_benchmark_runs_on_a_tiny_input(tmp_path, capsys):
     out = tmp_path / "result.md"
     assert (
@@ -80,6 +81,7 @@ def test_benchmark_runs_on_a_tiny_input(tmp_path, capsys):
         assert out.with_suffix(".png").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_benchmark_job_rows_alone_on_a_tiny_input(tmp_path):
     """--skip chunkers,docling,peers,linear: only the whole-job rows, each a real run of the job."""
     out = tmp_path / "job.md"
@@ -113,6 +115,7 @@ def test_benchmark_job_rows_alone_on_a_tiny_input(tmp_path):
     assert len(workers) >= 3 and all(float(c) > 0 for c in workers)
 
 
+@pytest.mark.slow
 def test_incremental_benchmark_runs_on_a_tiny_input(tmp_path):
     """benchmarks/incremental.py end to end on the sample: it checks the incremental output against
     the full run's itself (it exits otherwise) and reports the wall and CPU fractions."""
@@ -149,6 +152,7 @@ def test_incremental_benchmark_runs_on_a_tiny_input(tmp_path):
         assert json.loads((tmp_path / "work" / run / "report.json").read_text())["max_tokens"] == 300, run
 
 
+@pytest.mark.slow
 def test_job_phases_on_the_sample(tmp_path, capsys):
     import job_phases
 
@@ -160,6 +164,7 @@ def test_job_phases_on_the_sample(tmp_path, capsys):
     assert "critical path" in printed
 
 
+@pytest.mark.slow
 def test_plain_loop_and_linear_probe(tmp_path):
     result = throughput.plain_loop(str(SAMPLE), str(tmp_path / "loop"))
     import pyarrow.parquet as pq
@@ -172,6 +177,7 @@ def test_plain_loop_and_linear_probe(tmp_path):
     json.dumps(probe)
 
 
+@pytest.mark.slow
 def test_side_by_side_runs_on_a_tiny_input(capsys):
     # This checkout against itself: every row runs, and validation rejects nothing (it raises).
     import structure_side_by_side
@@ -208,6 +214,7 @@ def test_side_by_side_runs_on_a_tiny_input(capsys):
         assert f"| {row} |" in table, row
 
 
+@pytest.mark.slow
 def test_benchmark_rows_picks_rows(tmp_path):
     out = tmp_path / "rows.md"
     assert (
@@ -236,6 +243,7 @@ def test_benchmark_rows_picks_rows(tmp_path):
     assert names[names.index("encode_ordinary") :] == expected
 
 
+@pytest.mark.slow
 def test_chunker_memory_runs_on_a_tiny_input(capsys):
     import chunker_memory
 
@@ -311,6 +319,7 @@ def test_memory_benchmarks_plain_content_and_bmp_documents(tmp_path):
         assert documents["markdown"][1]["utf8_bytes"] == len(original.encode())
 
 
+@pytest.mark.slow
 def test_packer_memory_runs_on_a_tiny_input(capsys):
     import packer_memory
 
@@ -319,6 +328,7 @@ def test_packer_memory_runs_on_a_tiny_input(capsys):
         assert "peak +" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_check_output_reads_a_folder_with_a_column_map_and_finds_a_lost_document(tmp_path, capsys):
     """check_output.py on a run of renamed columns in a folder (``DIR/``, ``--column-map``): no
     problem; with one document's chunks removed from the output, it finds that document."""
@@ -352,6 +362,7 @@ def test_check_output_reads_a_folder_with_a_column_map_and_finds_a_lost_document
     assert "1 documents neither chunked nor dead-lettered" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_check_output_reads_the_input_as_the_job_does(tmp_path, capsys):
     """Binary content (UTF-8 or not), integer ids, a duplicate id and a format in capitals: no
     problem, and ``documents`` counts input rows as the report's ``documents_read`` does."""
@@ -383,6 +394,7 @@ def test_check_output_reads_the_input_as_the_job_does(tmp_path, capsys):
     assert summary["dead_letter_by_reason"] == {"duplicate_document_id": 2, "invalid_content": 1}
 
 
+@pytest.mark.slow
 def test_check_output_checks_spans_of_a_document_with_no_format(tmp_path, capsys):
     """A null or blank ``content_format`` is read as ``text``: its chunks' spans and coverage are
     checked too, so a lost span is found."""
@@ -435,6 +447,7 @@ def test_chunks_sha256_ignores_file_and_row_order_but_not_values(tmp_path):
         assert chunks_sha256(tmp_path / column)[2] != first[2]
 
 
+@pytest.mark.slow
 def test_parquet_pages_benchmark_on_the_sample(tmp_path):
     """benchmarks/parquet_pages.py on the sample's chunks: both writers give every row back, and
     the job's writer leaves no dictionary on the text columns (so its file differs)."""
@@ -449,6 +462,7 @@ def test_parquet_pages_benchmark_on_the_sample(tmp_path):
     assert "| the job's (text in plain pages) |" in (tmp_path / "t.md").read_text()
 
 
+@pytest.mark.slow
 def test_check_output_recounts_with_the_runs_tokenizer(tmp_path, capsys):
     """check_output.py counts with the report's tokenizer (``hf:`` from ``--tokenizer-json``, its
     hash checked), not always cl100k_base: a ``utf8-bytes`` run gives no false "token_count !=
@@ -512,6 +526,7 @@ def test_check_output_recounts_with_the_runs_tokenizer(tmp_path, capsys):
         check_output.main(["--input", str(SAMPLE), "--output", str(out), "--tokenizer-json", str(tmp_path / "none")])
 
 
+@pytest.mark.slow
 def test_check_output_lists_input_files_as_the_job_does(tmp_path, capsys):
     """check_output.py lists input files as the job does: a folder holding Spark's ``_SUCCESS``
     (the job skips it) and a ``**`` pattern are read, with no traceback."""
@@ -535,6 +550,7 @@ def test_check_output_lists_input_files_as_the_job_does(tmp_path, capsys):
         check_output.main(["--input", f"{tmp_path / 'in'}/*.parquet", "--output", str(out2)])
 
 
+@pytest.mark.slow
 def test_check_output_reads_a_relative_pattern_as_the_job_does(tmp_path, monkeypatch):
     """A relative pattern the job reads (``'my docs [[]v1]/*.parquet'``, or ``'*.parquet'`` inside a
     folder named like a pattern) is read by check_output.py too."""

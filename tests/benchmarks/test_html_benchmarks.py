@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 import pyarrow.parquet as pq
+import pytest
 
 from tests.conftest import REPO
 
@@ -29,6 +30,7 @@ def test_big_pages_are_one_big_block_each(tmp_path):
     assert kinds["html_paragraphs"][0] == "heading" and set(kinds["html_paragraphs"][1:]) == {"paragraph"}
 
 
+@pytest.mark.slow
 def test_speed_benchmark_runs_against_this_checkout(tmp_path, capsys):
     import html_big_gen
     import html_speed
@@ -41,6 +43,7 @@ def test_speed_benchmark_runs_against_this_checkout(tmp_path, capsys):
     assert "1 pages" in out and "branch, windows forced:" in out
 
 
+@pytest.mark.slow
 def test_differential_fuzzer_runs_a_few_cases(tmp_path, capsys):
     import html_stream_fuzz
 

@@ -172,6 +172,7 @@ def _row(table: str, chunker: str) -> list[str]:
     return [cell.strip() for cell in line.strip("|").split("|")]
 
 
+@pytest.mark.slow
 def test_run_scores_each_chunker_on_a_tiny_input(tmp_path, capsys):
     corpora, questions = _write_input(tmp_path, QUESTIONS)
     out = tmp_path / "table.md"

@@ -136,6 +136,7 @@ def test_bad_max_tokens_names_the_option(capsys, tmp_path, docs, value):
     assert "config" not in line
 
 
+@pytest.mark.slow
 def test_refuses_an_output_that_holds_a_previous_run(capsys, tmp_path, docs):
     out = tmp_path / "out"
     assert main(["--input", str(docs), "--output", str(out)]) == 0
@@ -153,6 +154,7 @@ def test_refuses_an_output_that_holds_a_killed_runs_temporary_files(capsys, tmp_
     assert "chunks/ already holds files" in _error(capsys, ["--input", str(docs), "--output", str(out)])
 
 
+@pytest.mark.slow
 def test_runs_and_reports(capsys, tmp_path, docs):
     out = tmp_path / "out"
     assert main(["--input", str(docs), "--output", str(out), "--max-tokens", "4"]) == 0
@@ -171,6 +173,7 @@ def test_runs_and_reports(capsys, tmp_path, docs):
     assert [r["text"] for r in read_output(out, "chunks")] == ["Hello world.\n\n", "Second paragraph."]
 
 
+@pytest.mark.slow
 def test_column_map_and_utf8_bytes_tokenizer(tmp_path):
     import pyarrow as pa
 
@@ -201,6 +204,7 @@ def test_column_map_and_utf8_bytes_tokenizer(tmp_path):
     assert json.loads(rows[0]["metadata"])["lang"] == "de"
 
 
+@pytest.mark.slow
 def test_module_entry_point_exits_2_without_traceback(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "pipelines.rechunk", "--input", str(SAMPLE), "--output", str(tmp_path / "o"), "--bogus"],
@@ -417,6 +421,7 @@ def test_unreachable_cloud_storage_fails_at_once(capsys, monkeypatch, tmp_path, 
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", ["http", "https"])
 def test_a_storage_service_that_never_replies_fails_at_once(capsys, monkeypatch, tmp_path, scheme):
     """A listener that takes the connection and never replies fails the check within 5 s (the reply
@@ -469,6 +474,7 @@ def test_a_grpc_server_that_is_no_job_service_is_refused(capsys, tmp_path, docs)
     )
 
 
+@pytest.mark.slow
 def test_a_job_service_that_never_replies_fails_at_once(capsys, tmp_path, docs):
     """A TCP listener that is no gRPC job service: Beam would wait 300 s for it."""
     import socket
@@ -623,6 +629,7 @@ def test_an_embedded_job_service_needs_an_environment_type(capsys, monkeypatch, 
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_an_output_inside_the_input_pattern_is_refused(capsys, tmp_path, docs):
     """``--input 'DIR/**'`` with ``--output DIR/out`` is refused: the next run would read this
     run's chunk files as documents."""
@@ -698,6 +705,7 @@ def _http_server(handler_body: bytes):
     return server, server.server_address[1]
 
 
+@pytest.mark.slow
 def test_the_storage_check_goes_through_the_environments_proxy(monkeypatch):
     """The check goes through http_proxy as Beam's client does: behind a proxy (the only way out)
     a reachable gs:// path is accepted."""
@@ -717,6 +725,7 @@ def test_the_storage_check_goes_through_the_environments_proxy(monkeypatch):
         server.shutdown()
 
 
+@pytest.mark.slow
 def test_a_self_signed_emulator_that_beam_would_reject_is_refused(monkeypatch, tmp_path):
     """A TLS certificate nobody trusts is no answer: Beam's client rejects it too (and retries for
     minutes with no output), so the check refuses it at once."""
@@ -763,6 +772,7 @@ def test_a_self_signed_emulator_that_beam_would_reject_is_refused(monkeypatch, t
         server.shutdown()
 
 
+@pytest.mark.slow
 def test_an_emulator_path_is_asked_as_beams_client_would(monkeypatch):
     """For ``http://host:port/storage`` the check asks ``/storage/storage/v1/b``, the path Beam's
     client asks there, so an endpoint that would fail mid-run fails the check."""
@@ -826,6 +836,7 @@ def test_a_malformed_emulator_endpoint_is_one_option_error(capsys, monkeypatch, 
     assert f"--input gs://b/x: STORAGE_EMULATOR_HOST={endpoint!r} is not a host and port" in line
 
 
+@pytest.mark.slow
 def test_a_summary_read_by_head_is_no_traceback(tmp_path):
     """``rechunk ... | head -1`` after a finished run ends with no BrokenPipeError traceback."""
     out = tmp_path / "out"
@@ -841,6 +852,7 @@ def test_a_summary_read_by_head_is_no_traceback(tmp_path):
     assert json.loads((out / "report.json").read_text())["chunks_written"] > 7
 
 
+@pytest.mark.slow
 def test_the_reports_wall_time_counts_the_option_checks(tmp_path, monkeypatch):
     """``wall_seconds`` starts before the option checks: a slow check (a gs:// credential lookup
     can take 20 s) is part of the time the README calls the job's, start-up included."""
@@ -872,6 +884,7 @@ def test_a_url_missing_a_slash_is_an_option_error(tmp_path, capsys, flag):
     assert not Path("gs:").exists()
 
 
+@pytest.mark.slow
 def test_an_unexpanded_tilde_is_an_option_error(tmp_path, capsys, monkeypatch):
     """``--output=~/x`` (no shell expands ``~`` after ``=``) is an option error, not a folder
     ``./~/x``, which invites ``rm -rf ~``."""

@@ -86,6 +86,7 @@ def _report_keys(report, prefix=""):
     return keys
 
 
+@pytest.mark.slow
 def test_every_report_key_of_a_real_run_is_in_the_contract(tmp_path, capsys):
     from pipelines.rechunk import main
 

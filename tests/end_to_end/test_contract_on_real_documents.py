@@ -48,6 +48,7 @@ def runs(corpus, tmp_path_factory):
     }
 
 
+@pytest.mark.slow
 def test_every_chunk_within_budget_by_independent_recount(runs, recount):
     chunks = read_output(runs["in_memory"], "chunks")
     assert chunks
@@ -58,6 +59,7 @@ def test_every_chunk_within_budget_by_independent_recount(runs, recount):
         assert c["tokenizer"] == "tiktoken:cl100k_base:223921b7"
 
 
+@pytest.mark.slow
 def test_verbatim_chunks_slice_their_source(runs, corpus):
     _, docs = corpus
     verbatim = 0
@@ -89,6 +91,7 @@ def test_verbatim_chunks_slice_their_source(runs, corpus):
     assert verbatim > 1000
 
 
+@pytest.mark.slow
 def test_every_document_accounted_for_and_indices_dense(runs, corpus):
     _, docs = corpus
     out = runs["in_memory"]

@@ -66,6 +66,7 @@ def _same_figures(report: dict, expected: dict) -> None:
     }
 
 
+@pytest.mark.slow
 def test_gs_input_and_output_in_process(gcs, local_run):
     docs, chunks, dead, report = local_run
     source = gcs.upload(docs, "inproc/in/docs.parquet")
@@ -93,6 +94,7 @@ def test_gs_input_and_output_in_process(gcs, local_run):
     assert again_report["incremental"]["chunks_deleted"] == 0
 
 
+@pytest.mark.slow
 def test_rechunk_command_with_gs_paths(gcs, local_run):
     docs, chunks, dead, report = local_run
     gcs.upload(docs, "cli/in/docs.parquet")
@@ -130,6 +132,7 @@ def _word_level(folder: Path) -> Path:
     return folder / "tokenizer.json"
 
 
+@pytest.mark.slow
 def test_hf_tokenizer_from_gs_file_or_folder(gcs, tmp_path):
     local = _word_level(tmp_path / "tok")
     url = gcs.upload(local, "hf/tok/tokenizer.json")
@@ -147,6 +150,7 @@ def test_hf_tokenizer_from_gs_file_or_folder(gcs, tmp_path):
         load_tokenizer(f"hf:{gcs.url('hf/bad')}")
 
 
+@pytest.mark.slow
 def test_job_with_config_and_hf_tokenizer_on_gs(gcs, tmp_path, capsys):
     tok_url = gcs.upload(_word_level(tmp_path / "vocab"), "job/vocab/tokenizer.json")
     config = tmp_path / "chunking.yaml"
@@ -169,6 +173,7 @@ def test_job_with_config_and_hf_tokenizer_on_gs(gcs, tmp_path, capsys):
     assert f"--config {missing}: cannot read the file" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "extra, message",
     [

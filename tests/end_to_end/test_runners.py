@@ -61,6 +61,7 @@ def portable(tmp_path_factory, request):
     return job_port, worker_port, services[1]
 
 
+@pytest.mark.slow
 def test_portable_runner_with_sdk_workers_matches_the_direct_runner(portable, tmp_path, monkeypatch):
     job_port, worker_port, worker_pool = portable
     docs = sample_with_dead_letters(tmp_path / "in" / "docs.parquet")
@@ -96,6 +97,7 @@ def test_portable_runner_with_sdk_workers_matches_the_direct_runner(portable, tm
     assert {d[0] for d in dead} == {"dup", "null-content", "blank", "pdf", "bad-docling"}
 
 
+@pytest.mark.slow
 def test_local_paths_reach_workers_absolute(tmp_path, monkeypatch):
     from tokenizers import Tokenizer, models
 
@@ -112,6 +114,7 @@ def test_local_paths_reach_workers_absolute(tmp_path, monkeypatch):
     assert _worker_path("gs://bucket/in/*.parquet") == "gs://bucket/in/*.parquet"
 
 
+@pytest.mark.slow
 def test_dataflow_dry_run_builds_the_graph_and_runs_nothing(gcs, tmp_path, capsys):
     from apache_beam.io.filesystems import FileSystems
 

@@ -137,6 +137,7 @@ def job(openai_server, tmp_path, monkeypatch, caplog):
     return out, docs, openai_server
 
 
+@pytest.mark.slow
 def test_every_document_is_accounted_for_and_chunks_are_exact(job, recount):
     out, docs, _ = job
     chunks = read_output(out, "chunks")
@@ -159,6 +160,7 @@ def test_every_document_is_accounted_for_and_chunks_are_exact(job, recount):
         assert "".join(text.split()) == "".join(docs[doc_id]["content"].split())
 
 
+@pytest.mark.slow
 def test_fallback_is_in_metadata_and_report(job):
     out, _, server = job
     chunks = read_output(out, "chunks")
@@ -174,6 +176,7 @@ def test_fallback_is_in_metadata_and_report(job):
     assert report["model"]["calls"] == sent  # every request the server saw, retries included
 
 
+@pytest.mark.slow
 def test_the_api_key_appears_nowhere(job, caplog, capsys):
     out, _, server = job
     assert all(h.get("Authorization") == f"Bearer {KEY}" for _, h, _ in server.requests)

@@ -120,6 +120,7 @@ def parsed(raw, tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_parse_job_converts_every_offline_format_and_dead_letters_the_rest(raw, parsed):
     report = json.loads((parsed / "report.json").read_text())
     rows = {r["id"]: r for r in read_output(parsed, "parsed")}
@@ -168,6 +169,7 @@ def test_parse_job_converts_every_offline_format_and_dead_letters_the_rest(raw, 
     }
 
 
+@pytest.mark.slow
 def test_markdown_output_and_ids_stable_across_runs(raw, parsed, tmp_path):
     _parse(raw, tmp_path / "again")
     first = sorted((r["id"], r["content"], r["metadata"]) for r in read_output(parsed, "parsed"))
@@ -183,6 +185,7 @@ def test_markdown_output_and_ids_stable_across_runs(raw, parsed, tmp_path):
             assert phrase in row["content"], (doc_id, phrase)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("content_format", ["docling", "markdown"])
 def test_parse_then_chunk_accounts_for_every_file(raw, tmp_path, content_format):
     _parse(raw, tmp_path / "parse", "--content-format", content_format)
@@ -296,10 +299,12 @@ def test_a_url_missing_a_slash_is_an_option_error(capsys, raw, tmp_path, monkeyp
     assert not (tmp_path / "o").exists() and not (tmp_path / "gs:" / "b" / "o").exists()
 
 
+@pytest.mark.slow
 def test_output_of_another_run_is_refused(capsys, raw, parsed):
     assert "parsed/ already holds files" in _error(capsys, ["parse", "--input", f"{raw}/*", "--output", str(parsed)])
 
 
+@pytest.mark.slow
 def test_gs_input_gives_the_same_ids_and_content_as_local(raw, parsed, gcs):
     """The same tree on gs:// (a local GCS emulator) parses to the same ids, contents and reasons;
     only metadata's source_path differs."""
@@ -428,6 +433,7 @@ def _write_odd_tree(folder: Path) -> None:
     (folder / "zero.md").write_bytes(b"")
 
 
+@pytest.mark.slow
 def test_odd_file_names_links_and_encodings_parse_then_chunk(tmp_path):
     """Every listed file is accounted for under its own relative path as id (spaces, unicode, glob
     characters, a newline, 240 characters), and the chunk job takes every row parse wrote."""
@@ -464,6 +470,7 @@ def _deep_html(levels: int) -> bytes:
 NOTES_MD = b"# Notes\n\nA short file after a pathological one.\n"
 
 
+@pytest.mark.slow
 def test_a_conversion_that_runs_too_long_is_stopped_and_the_next_file_converts():
     """Docling spends hours on 100,000 nested <div>; the converter process is killed at the bound,
     the file is a conversion_timeout failure, and a new process converts the next file."""
@@ -482,6 +489,7 @@ def test_a_conversion_that_runs_too_long_is_stopped_and_the_next_file_converts()
         converter.close()
 
 
+@pytest.mark.slow
 def test_a_converter_process_that_dies_fails_that_file_only():
     converter = ConverterProcess(max_file_seconds=120, content_format="markdown")
     try:
@@ -525,6 +533,7 @@ def _zip_bomb_docx(path: Path) -> None:
                 member.write(b"\0" * (1 << 20))
 
 
+@pytest.mark.slow
 def test_pathological_office_files_are_converted_or_dead_lettered(tmp_path):
     """Zip bomb, renamed text, formulas and 30 sheets (some empty), a slide with no text, a deck
     with no slides: each is a row or a ParseFailure with a reason, never an exception."""
@@ -622,6 +631,7 @@ def test_unreachable_cloud_storage_fails_at_once(capsys, tmp_path, monkeypatch):
     assert f"--input gs://bkt/raw/**: cannot reach Cloud Storage at 127.0.0.1:{port}" in line
 
 
+@pytest.mark.slow
 def test_converter_process_does_not_run_the_callers_main_module_again(tmp_path):
     """A pipeline script without ``if __name__ == "__main__"`` (common in Beam examples): the
     converter process is a fresh interpreter, so the script's top level runs once."""

@@ -85,6 +85,7 @@ def runs(tmp_path_factory):
     return tmp
 
 
+@pytest.mark.slow
 def test_output_equals_a_fresh_run_row_for_row(runs):
     for sub in ("chunks", "dead_letter", "documents"):
         assert _rows(runs / "incremental", sub) == _rows(runs / "fresh", sub), sub
@@ -101,6 +102,7 @@ def test_output_equals_a_fresh_run_row_for_row(runs):
         assert incremental[key] == fresh[key], key
 
 
+@pytest.mark.slow
 def test_only_unchanged_documents_are_skipped(runs):
     report = _report(runs / "incremental")
     assert report["documents_skipped_unchanged"] == 1  # "same"; every other one changed somehow
@@ -115,6 +117,7 @@ def test_only_unchanged_documents_are_skipped(runs):
     assert _report(runs / "fresh")["incremental"] is None
 
 
+@pytest.mark.slow
 def test_deleted_lists_exactly_the_previous_chunk_ids_that_are_gone(runs):
     previous = read_output(runs / "previous", "chunks")
     current = {row["chunk_id"] for row in read_output(runs / "incremental", "chunks")}
@@ -131,6 +134,7 @@ def test_deleted_lists_exactly_the_previous_chunk_ids_that_are_gone(runs):
     assert _report(runs / "incremental")["incremental"]["chunks_deleted"] == sum(map(len, expected.values()))
 
 
+@pytest.mark.slow
 def test_unchanged_documents_are_copied_not_chunked_again(tmp_path):
     """Tamper with the previous run's chunk text: a copied chunk keeps the tampered text."""
     v1 = write_documents(tmp_path / "docs.parquet", V1[:2])
@@ -164,6 +168,7 @@ def test_unchanged_documents_are_copied_not_chunked_again(tmp_path):
     assert all(r["text"].startswith("TAMPERED ") == (r["document_id"] == "same") for r in rows)
 
 
+@pytest.mark.slow
 def test_another_budget_rechunks_everything(runs, tmp_path):
     v2 = write_documents(tmp_path / "docs.parquet", _v2())
     assert (
@@ -282,6 +287,7 @@ def test_stale_chunk_ids_keep_the_previous_order():
     assert stale_chunk_ids([(0, "a")], ["a"]) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "make, message",
     [
@@ -357,6 +363,7 @@ def _count_as_text(tmp: Path) -> Path:
     return previous
 
 
+@pytest.mark.slow
 def test_every_file_the_check_counts_is_read(tmp_path):
     """The job reads every file in chunks/ that the check counts: a shard renamed ``.parquet.old``
     is read too (its document not lost), and the output equals a fresh run."""
@@ -380,6 +387,7 @@ def test_every_file_the_check_counts_is_read(tmp_path):
     assert _rows(tmp_path / "next", "deleted") == []
 
 
+@pytest.mark.slow
 def test_hidden_files_and_markers_in_previous_folders_are_skipped(tmp_path):
     """A ``_SUCCESS`` or ``.DS_Store`` in the previous output's ``chunks/`` or ``documents/`` (a
     copy by a Hadoop tool, a look in macOS's Finder) is skipped by the check and the job alike:
@@ -400,6 +408,7 @@ def test_hidden_files_and_markers_in_previous_folders_are_skipped(tmp_path):
         assert _rows(tmp_path / "next", sub) == _rows(tmp_path / "fresh", sub)
 
 
+@pytest.mark.slow
 def test_a_previous_folder_of_skipped_names_only_says_they_are_skipped(tmp_path, capsys):
     """documents/ holding only "_documents-...parquet": the message gives the rule that skipped it,
     not "no documents/*.parquet there" beside that very file."""
@@ -413,6 +422,7 @@ def test_a_previous_folder_of_skipped_names_only_says_they_are_skipped(tmp_path,
     assert "no documents/*.parquet there (names starting with . or _ are skipped)" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_manifest_row_with_a_null_field_rechunks_its_document(tmp_path):
     """A null ``chunk_count`` in documents/, or a count out of range, keeps nothing: its document
     is chunked afresh (no traceback)."""
@@ -433,6 +443,7 @@ def test_a_manifest_row_with_a_null_field_rechunks_its_document(tmp_path):
         assert _rows(tmp_path / "next", sub) == _rows(tmp_path / "fresh", sub)
 
 
+@pytest.mark.slow
 def test_a_previous_chunk_row_without_a_document_id_is_left_out(tmp_path):
     """A null ``document_id`` in a previous chunks/ row: no document owns such a row, so it is left
     out (no AttributeError in the kept-chunks step), and the output equals a fresh run."""
@@ -456,6 +467,7 @@ def test_a_previous_chunk_row_without_a_document_id_is_left_out(tmp_path):
         assert _rows(tmp_path / "next", sub) == (_rows(tmp_path / "fresh", sub) if sub != "deleted" else [])
 
 
+@pytest.mark.slow
 def test_output_inside_previous_is_an_option_error(capsys, tmp_path):
     previous = _previous_run(tmp_path)
     docs = write_documents(tmp_path / "in" / "docs.parquet", V1[:1])
@@ -483,6 +495,7 @@ def test_arrow_tables_are_coded_as_ipc_and_their_size_is_estimated_without_encod
     assert impl.get_estimated_size_and_observables(table)[0] == table.nbytes
 
 
+@pytest.mark.slow
 def test_a_model_library_upgrade_keeps_the_structure_chunkers_documents(tmp_path, monkeypatch):
     """The job end to end: after torch's version changes (the ``semantic`` extra
     installed between two nights) every document routed to the default structure chunker is kept;

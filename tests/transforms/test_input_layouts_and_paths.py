@@ -119,6 +119,7 @@ def mixed(tmp_path):
     return folder, expected
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")  # Beam's regex of "[[]"
 @pytest.mark.parametrize("mode", ["in_memory", "multi_processing"])
 def test_files_of_differing_schemas_and_layouts_give_every_row_once(mixed, mode):
@@ -147,6 +148,7 @@ def _layouts(folder, rows: list[dict]) -> list[str]:
     return patterns
 
 
+@pytest.mark.slow
 def test_chunk_ids_and_dead_letters_do_not_depend_on_the_row_group_layout(tmp_path):
     rows = pq.read_table(REPO / "sample" / "docs.parquet").to_pylist()
     rows += [
@@ -180,6 +182,7 @@ def test_chunk_ids_and_dead_letters_do_not_depend_on_the_row_group_layout(tmp_pa
     assert all(outcome == outcomes[0] for outcome in outcomes[1:])
 
 
+@pytest.mark.slow
 def test_runtime_type_checks_pass_dead_letter_rows(tmp_path):
     """Beam's runtime type checks check a ParDo's tagged outputs against its main output's hint:
     admission's ParDo, hinted ``Document``, failed the job on its first dead-letter row."""
@@ -197,6 +200,7 @@ def test_runtime_type_checks_pass_dead_letter_rows(tmp_path):
         )
 
 
+@pytest.mark.slow
 def test_an_input_folder_with_a_trailing_slash_reads_its_files(tmp_path, capsys):
     """Beam's match reads "DIR/" as "DIR/*"; the check did, but the workers' absolute path
     dropped the "/" and the job failed mid-pipeline reading the folder itself as a file."""
@@ -208,6 +212,7 @@ def test_an_input_folder_with_a_trailing_slash_reads_its_files(tmp_path, capsys)
     assert sorted(c["document_id"] for c in read_output(out, "chunks")) == ["a", "b"]
 
 
+@pytest.mark.slow
 def test_an_input_folder_skips_hidden_files_and_markers(tmp_path, capsys):
     """A Spark or Hadoop output folder holds ``_SUCCESS`` and ``.*.crc`` files, and a folder opened
     in macOS's Finder gains a ``.DS_Store``: with ``DIR/``, names starting with ``.`` or ``_`` are
@@ -235,6 +240,7 @@ def test_an_input_folder_skips_hidden_files_and_markers(tmp_path, capsys):
     )
 
 
+@pytest.mark.slow
 def test_a_relative_pattern_that_starts_with_a_glob_reads_its_files(tmp_path, monkeypatch, capsys):
     """Beam lists a relative pattern from the folder before its first glob character: for
     '*.parquet' or 'in[1]/x.parquet' that is no folder, yet the command line's check finds the
@@ -254,6 +260,7 @@ def test_a_relative_pattern_that_starts_with_a_glob_reads_its_files(tmp_path, mo
     assert capsys.readouterr().err.strip().endswith("; for the files in a folder write in1/")
 
 
+@pytest.mark.slow
 def test_an_input_folder_whose_name_holds_an_unclosed_bracket_reads_its_files(tmp_path):
     """Beam reads a "[" that no "]" closes literally: "data[2024/" reads its files as "data[2024/*"
     (the "]" of "data[2024/[!._]*" must not close it, or nothing matches). A closed set in the
@@ -267,6 +274,7 @@ def test_an_input_folder_whose_name_holds_an_unclosed_bracket_reads_its_files(tm
     assert sorted(c["document_id"] for c in read_output(tmp_path / "o2", "chunks")) == ["b", "c"]
 
 
+@pytest.mark.slow
 def test_relative_paths_under_a_current_folder_named_like_a_pattern(tmp_path, monkeypatch, capsys):
     """The workers get relative paths made absolute, which Beam reads as patterns: run from a folder
     "proj [v1]", --input docs.parquet has its folder written literally (no "No files found" in the
@@ -370,6 +378,7 @@ def test_a_parse_output_folder_named_like_a_pattern_is_an_option_error(tmp_path,
     assert len(err) == 1 and "--output" in err[0] and "a directory, not a pattern" in err[0]
 
 
+@pytest.mark.slow
 def test_gs_files_read_as_local_ones(gcs, mixed, tmp_path):
     """Through Beam's GCS filesystem (the emulator): the same rows, and a file over Beam's split
     size cut into the same ranges of row groups as on local disk."""
@@ -396,6 +405,7 @@ def test_beams_older_runtime_type_check_is_an_option_error(tmp_path, capsys):
     assert "--performance_runtime_type_check" in err[0]
 
 
+@pytest.mark.slow
 def test_an_incremental_run_passes_beams_runtime_type_check(tmp_path):
     """The comparison with --previous has tagged outputs too (kept manifest rows, kept ids)."""
     docs = tmp_path / "docs.parquet"
@@ -417,6 +427,7 @@ def test_an_incremental_run_passes_beams_runtime_type_check(tmp_path):
     assert report["documents_skipped_unchanged"] == 2 and report["documents_dead_lettered"] == 1
 
 
+@pytest.mark.slow
 def test_folder_hints_for_subfolders_and_marker_files(tmp_path, capsys):
     """A Spark output partitioned into subfolders (``DIR/`` matches no file) and ``DIR/*`` stopped
     at a ``.crc`` file: each error says what to write."""
@@ -436,6 +447,7 @@ def test_folder_hints_for_subfolders_and_marker_files(tmp_path, capsys):
     assert main(["--input", f"{part}/**.parquet", "--output", str(tmp_path / "o3")]) == 0
 
 
+@pytest.mark.slow
 def test_a_folder_with_an_unescaped_bracket_gets_the_rule(tmp_path, capsys):
     """``--input 'my docs [v1]/'``: the error says ``[v1]`` is a set, not only "no file matches"."""
     folder = tmp_path / "my docs [v1]"

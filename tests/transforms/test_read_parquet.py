@@ -81,6 +81,7 @@ def test_row_groups_are_cut_into_byte_ranges_as_beams_splits(files, tmp_path):
     assert read == rows
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["in_memory", "multi_processing"])
 def test_every_row_of_every_row_group_once_in_each_running_mode(files, mode):
     folder, expected = files

@@ -38,6 +38,7 @@ def test_may_hold_long_run_sees_symbol_runs_through_information_separators(separ
 # _ids, so encode is not even consistent with itself by length. The same root cause is the known
 # xfail test_structure_properties.py::test_a_surrogate_pair_is_counted_as_tiktoken_counts_it
 # (Parquet strings cannot hold surrogates); encode is not used by the job. Left failing (strict).
+@pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason="known: encode keeps tiktoken's surrogate-pair join; count uses U+FFFD each")
 def test_encode_agrees_with_count_on_a_surrogate_pair(cl100k):
     text = "\ud83d\ude00"

@@ -100,6 +100,7 @@ def reference_cl100k(cl100k: TiktokenTokenizer) -> tiktoken.Encoding:
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_tiktoken_identity(cl100k):
     assert cl100k.identity == "tiktoken:cl100k_base:223921b7"
     assert isinstance(cl100k, Tokenizer)
@@ -134,6 +135,7 @@ def test_tiktoken_special_token_spelling_is_ordinary_text(cl100k, reference_cl10
     assert cl100k.count("<|endoftext|>") == len(reference_cl100k.encode_ordinary("<|endoftext|>")) > 1
 
 
+@pytest.mark.slow
 def test_tiktoken_writes_no_cache(tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
@@ -159,6 +161,7 @@ def _token_start_bytes(encoding: tiktoken.Encoding, text: str) -> set[int]:
     return starts
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=unicode_text)
 def test_tiktoken_boundaries_are_exactly_the_token_starts_at_code_points(cl100k, reference_cl100k, text):
@@ -380,6 +383,7 @@ def test_hf_garbage_file(tmp_path, content):
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_load_tokenizer_specs():
     assert load_tokenizer("tiktoken:cl100k_base").identity == "tiktoken:cl100k_base:223921b7"
     assert load_tokenizer(tk.DEFAULT_TOKENIZER).identity == "tiktoken:cl100k_base:223921b7"
@@ -457,6 +461,7 @@ def test_long_runs_are_joined_at_the_configured_window_sizes(cl100k, reference_c
         assert max(calls) <= 2 * tk.RUN_WINDOW_CHARS
 
 
+@pytest.mark.slow
 def test_a_huge_run_is_never_given_to_tiktoken_whole(cl100k, monkeypatch):
     """50 MB of letters would take hours as one pre-token: each tiktoken call sees at most a window."""
     calls: list[int] = []
@@ -468,6 +473,7 @@ def test_a_huge_run_is_never_given_to_tiktoken_whole(cl100k, monkeypatch):
     assert max(calls) <= 2 * tk.RUN_WINDOW_CHARS
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(
@@ -518,6 +524,7 @@ def test_segmented_encoding_property(cl100k, reference_cl100k, text):
         assert cl100k.count(text) == len(reference_cl100k.encode_ordinary(text))
 
 
+@pytest.mark.slow
 def test_python_whitespace_covers_the_pattern_whitespace():
     """Safe cuts need a non-space after a line feed: Python's \\S must never be cl100k's \\s.
 
@@ -562,6 +569,7 @@ long_text = st.lists(
 ).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=long_text, data=st.data())
 def test_slice_counter_counts_every_slice_exactly(cl100k, reference_cl100k, text, data):
@@ -574,6 +582,7 @@ def test_slice_counter_counts_every_slice_exactly(cl100k, reference_cl100k, text
     assert counter.count(0, n) == len(reference_cl100k.encode_ordinary(text))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("edge_chars", [4096, 8])
 def test_slice_counter_on_real_and_long_documents(cl100k, reference_cl100k, monkeypatch, shared_data, edge_chars):
     import random
@@ -660,6 +669,7 @@ alnum_text = st.lists(
 ).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=alnum_text)
 def test_letter_and_digit_cuts_split_the_encoding_exactly(reference_cl100k, text):
@@ -672,6 +682,7 @@ def test_letter_and_digit_cuts_split_the_encoding_exactly(reference_cl100k, text
             assert left + reference_cl100k.encode_ordinary(text[p:]) == whole, (p, text[:p], text[p:])
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=alnum_text.map(lambda t: t * 3), data=st.data())
 def test_slice_counter_exact_at_letter_digit_and_punctuation_ends(cl100k, reference_cl100k, text, data):
@@ -688,6 +699,7 @@ def test_slice_counter_exact_at_letter_digit_and_punctuation_ends(cl100k, refere
         assert counter.count(a, b) == len(reference_cl100k.encode_ordinary(text[a:b])), (a, b)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=st.one_of(long_text, alnum_text.map(lambda t: t * 4)), data=st.data())
 def test_slice_counter_counts_of_consecutive_slices(cl100k, reference_cl100k, text, data):
@@ -731,6 +743,7 @@ def test_may_hold_long_run_across_its_64k_steps(filler):
     assert not tk._may_hold_long_run(filler * 40_000)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "run",
     [
@@ -766,6 +779,7 @@ def test_long_runs_of_any_script_are_encoded_in_windows(cl100k, reference_cl100k
     assert max(calls) <= 2 * tk.RUN_WINDOW_CHARS + 16, max(calls)
 
 
+@pytest.mark.slow
 def test_run_tables_hold_every_byte_of_their_classes():
     """The quick check is a superset: every UTF-8 byte of every letter, symbol or whitespace code
     point maps to 1 in its class's table (else a run of it could be missed)."""
@@ -863,6 +877,7 @@ def _token_starts(encoding: tiktoken.Encoding, text: str) -> list[int]:
     return offsets
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=inner_text)
 def test_token_start_cuts_split_the_encoding_exactly(reference_cl100k, text):
@@ -903,6 +918,7 @@ def test_no_cl100k_token_ends_with_a_line_break_then_blanks(cl100k):
     assert [t for t in ranks if re.search(rb"[\r\n][ \t]+\Z", t)] == []
 
 
+@pytest.mark.slow
 def test_every_cl100k_token_is_its_own_bpe_result(cl100k):
     # _token_start_cut relies on it: tiktoken encodes a piece that is a token as that token
     # without merging, which is what merging its bytes (lowest rank first, leftmost on ties,
@@ -994,6 +1010,7 @@ edge_text = st.lists(
 ).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=st.one_of(edge_text, long_text, alnum_text.map(lambda t: t * 4)), data=st.data())
 def test_slice_counter_count_from_and_tokens_from_are_exact(cl100k, reference_cl100k, text, data):
@@ -1016,6 +1033,7 @@ def test_slice_counter_count_from_and_tokens_from_are_exact(cl100k, reference_cl
                 assert counter.tokens_from(t, c) == counter.tokens_before(c), (t, c)
 
 
+@pytest.mark.slow
 def test_part_cuts_leave_the_encoding_unchanged_and_token_ends_are_max_token_chars_apart(tokenizer):
     """``part_cut`` (where the packer cuts a long line into parts) is at or after the position
     asked, and the two sides' token ends, the second moved by the cut, are the whole text's;

@@ -66,6 +66,7 @@ def test_worker_tokenizer_that_differs_from_the_side_input_rejects_everything(ch
     assert {r.reason for r in result.rejected} == {"tokenizer_mismatch"}
 
 
+@pytest.mark.slow
 def test_is_slice_is_exactly_the_slice_comparison():
     import random
 

@@ -19,6 +19,7 @@ from transforms.documents import DeadLetter
 from transforms.progress import ProgressLog
 
 
+@pytest.mark.slow
 def test_longer_documents_are_dead_lettered_whole(tmp_path):
     at_limit, over = "word " * 20, "word " * 20 + "x"
     docs = write_documents(
@@ -39,6 +40,7 @@ def test_longer_documents_are_dead_lettered_whole(tmp_path):
     assert report["dead_letter_by_reason"] == {"document_too_large": 1}
 
 
+@pytest.mark.slow
 def test_duplicate_ids_are_found_by_the_id_only_read(tmp_path):
     """The job counts ids from a second read of the id column (renamed by --column-map)."""
     import pyarrow as pa
@@ -88,6 +90,7 @@ def test_option_mistakes(capsys, tmp_path, argv, message):
     assert len(err) == 1 and message in err[0], err
 
 
+@pytest.mark.slow
 def test_record_batches_are_bounded_by_utf8_bytes(tmp_path, monkeypatch):
     """A batch is flushed before its strings pass MAX_BATCH_BYTES of UTF-8: one row group per row
     here (two rows are 1,200 bytes of payload, but only 600 characters), same rows."""
@@ -133,6 +136,7 @@ def test_progress_lines_come_at_the_interval():
         ProgressLog(-1)
 
 
+@pytest.mark.slow
 def test_the_job_logs_progress(tmp_path, caplog):
     docs = write_documents(
         tmp_path / "docs.parquet", [{"id": str(i), "content": f"Document {i}.", "metadata": None} for i in range(5)]
@@ -162,6 +166,7 @@ def test_worker_progress_lines_forwarded_by_beam_are_shown_as_rechunk_lines():
     assert keep.filter(record(log_module.WARNING, 'severity: WARN message: "something"'))
 
 
+@pytest.mark.slow
 def test_text_columns_are_written_in_plain_pages_and_the_rest_dictionary_encoded(tmp_path):
     """Every output file is zstd; a column holding a document's or a chunk's text has no dictionary
     page (reading a huge value back from one holds an extra copy of it), the other columns keep
@@ -195,6 +200,7 @@ def test_text_columns_are_written_in_plain_pages_and_the_rest_dictionary_encoded
     assert ("documents", "document_hash") in seen and ("dead_letter", "reason") in seen
 
 
+@pytest.mark.slow
 def test_parsed_documents_are_written_with_content_in_plain_pages(tmp_path):
     """``rechunk parse``'s output is the next job's input: its ``content`` has no dictionary page."""
     from transforms.beam_parse import WriteParsed

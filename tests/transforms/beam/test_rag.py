@@ -72,6 +72,7 @@ def sample_chunks(tmp_path_factory) -> Path:
     return out / "run"
 
 
+@pytest.mark.slow
 def test_to_rag_chunks_on_the_jobs_own_output(sample_chunks):
     rows = read_output(sample_chunks, "chunks")
     expected = sorted(
@@ -91,6 +92,7 @@ def test_to_rag_chunks_on_the_jobs_own_output(sample_chunks):
         assert_that(chunks, equal_to(expected))
 
 
+@pytest.mark.slow
 def test_embedding_example_with_a_local_model(sample_chunks, tmp_path):
     """examples/embed_chunks.py: one embedding per chunk, equal to the model's own encode of the
     chunk's embedding_text (computed here, outside Beam)."""
@@ -151,6 +153,7 @@ def test_rag_chunk_names_the_chunk_whose_metadata_is_not_an_object(metadata):
         rag_chunk({**ROW, "metadata": metadata})
 
 
+@pytest.mark.slow
 def test_embedding_example_mistakes_are_one_line(capsys, tmp_path, sample_chunks):
     """No match, a model folder that is not there, a missing option: one line, exit 2, no model
     loaded and nothing fetched (a missing folder would otherwise go to the Hub client as a model id)."""

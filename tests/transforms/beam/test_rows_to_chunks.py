@@ -52,6 +52,7 @@ def _run(rows, spec, identity=None):
     return p, validated.chunks, dead
 
 
+@pytest.mark.slow
 def test_admit_rejects_each_bad_row_with_its_reason_and_whole_payload():
     rows = [
         {"id": "good", "content": PROSE, "content_format": "markdown", "metadata": '{"source": "a"}', "lang": "en"},
@@ -109,6 +110,7 @@ def test_admit_rejects_each_bad_row_with_its_reason_and_whole_payload():
     p.run().wait_until_finish()
 
 
+@pytest.mark.slow
 def test_chunks_carry_contract_identity():
     rows = [{"id": "doc-1", "content": PROSE, "content_format": "text", "metadata": None}]
     spec = _spec()
@@ -139,6 +141,7 @@ def test_chunks_carry_contract_identity():
     p.run().wait_until_finish()
 
 
+@pytest.mark.slow
 def test_oversized_chunks_are_dead_lettered_and_the_rest_kept():
     # CharacterTextSplitter never descends below its separator: the long paragraph stays whole.
     long_paragraph = "word " * 30
@@ -168,6 +171,7 @@ def test_oversized_chunks_are_dead_lettered_and_the_rest_kept():
     p.run().wait_until_finish()
 
 
+@pytest.mark.slow
 def test_no_route_without_default():
     rows = [{"id": "md", "content": PROSE, "content_format": "markdown", "metadata": None}]
     spec = _spec(routes=[{"when": {"content_format": ["text"]}, "chunker": "prose"}], default=None)
@@ -181,6 +185,7 @@ def test_no_route_without_default():
     p.run().wait_until_finish()
 
 
+@pytest.mark.slow
 def test_tokenizer_identity_side_input_mismatch_rejects_chunks():
     rows = [{"id": "doc", "content": PROSE, "content_format": "text", "metadata": None}]
     p, chunks, dead = _run(rows, _spec(), identity="tiktoken:cl100k_base:ffffffff")
@@ -206,6 +211,7 @@ class _Boom(Chunker):
         raise RuntimeError("kaboom " + document.id)
 
 
+@pytest.mark.slow
 def test_unexpected_chunker_exception_becomes_chunker_error(monkeypatch):
     monkeypatch.setitem(chunkers_module.CHUNKERS, "_Boom", _Boom)
     rows = [{"id": "doc", "content": PROSE, "content_format": "text", "metadata": None}]
@@ -369,6 +375,7 @@ def test_table_rows_keep_invalid_utf8_as_bytes_per_value():
     assert [r["content"] for r in _table_rows(table, {"text": "content"})] == ["t1", "t2", "t3"]
 
 
+@pytest.mark.slow
 def test_bad_document_data_is_dead_lettered_not_fatal():
     deep = "[" * 3000 + "]" * 3000
     rows = [

@@ -79,6 +79,7 @@ def _run(monkeypatch, spec, held_chars=None):
     return p, out
 
 
+@pytest.mark.slow
 def test_a_later_chunker_error_rejects_the_whole_document_with_nothing_written(monkeypatch):
     p, out = _run(monkeypatch, _spec(fail_at=4, how="raise"))
     assert_that(out.chunks, equal_to([]), label="no chunks")
@@ -91,6 +92,7 @@ def test_a_later_chunker_error_rejects_the_whole_document_with_nothing_written(m
     p.run().wait_until_finish()
 
 
+@pytest.mark.slow
 def test_a_later_chunk_that_cannot_be_written_rejects_the_whole_document(monkeypatch):
     p, out = _run(monkeypatch, _spec(fail_at=3, how="page"))
     assert_that(out.chunks, equal_to([]), label="no chunks")
@@ -111,6 +113,7 @@ def test_a_later_chunk_that_cannot_be_written_rejects_the_whole_document(monkeyp
     p.run().wait_until_finish()
 
 
+@pytest.mark.slow
 def test_a_chunker_error_after_a_validation_error_decides_the_reason(monkeypatch):
     """As when the whole document is chunked before validation: the chunker's error wins."""
 

@@ -60,6 +60,7 @@ def hybrid_chunks(tok, corpus_doc):
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", REAL_DOCS)
 def test_hybrid_chunks_fit_the_budget(name, tok, hybrid_chunks):
     chunks = hybrid_chunks[name]
@@ -71,6 +72,7 @@ def test_hybrid_chunks_fit_the_budget(name, tok, hybrid_chunks):
     assert [c.chunk_index for c in chunks] == list(range(len(chunks)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["wiki_duck.html.json", "2206.01062.json"])
 def test_hierarchical_has_no_budget_so_hybrid_really_splits(name, tok, corpus_doc):
     chunks = DoclingChunker(chunker="hierarchical").chunk(corpus_doc(name), tokenizer_identity=tok.identity)
@@ -97,6 +99,7 @@ def _last_heading_before(doc) -> dict[str, str | None]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", REAL_DOCS)
 def test_headings_are_the_path_to_the_nearest_heading(name, hybrid_chunks, corpus_doc):
     doc = DoclingDocument.model_validate_json(corpus_doc(name).content)
@@ -111,6 +114,7 @@ def test_headings_are_the_path_to_the_nearest_heading(name, hybrid_chunks, corpu
     assert sum(1 for c in chunks if c.headings) >= len(chunks) - 1
 
 
+@pytest.mark.slow
 def test_page_no_comes_from_pdf_provenance(hybrid_chunks, corpus_doc):
     doc = DoclingDocument.model_validate_json(corpus_doc("2206.01062.json").content)
     chunks = hybrid_chunks["2206.01062.json"]
@@ -121,11 +125,13 @@ def test_page_no_comes_from_pdf_provenance(hybrid_chunks, corpus_doc):
     assert len({c.page_no for c in chunks}) > 3  # a multi-page paper
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["word_sample.docx.json", "wiki_duck.html.json"])
 def test_page_no_is_none_without_pages(name, hybrid_chunks):
     assert {c.page_no for c in hybrid_chunks[name]} == {None}
 
 
+@pytest.mark.slow
 def test_metadata_refs_and_captions_are_json(hybrid_chunks):
     chunks = hybrid_chunks["2206.01062.json"]
     for chunk in chunks:
@@ -456,6 +462,7 @@ print(json.dumps({"launch": after_launch, "markdown": after_markdown, "docling":
 """
 
 
+@pytest.mark.slow
 def test_launcher_and_workers_import_docling_chunking_only_for_a_docling_document():
     """docling-core's chunker package imports transformers (and torch, with the semantic extra):
     seconds of start-up in the launcher and in every worker. Only the first DoclingDocument a

@@ -273,6 +273,7 @@ def test_transient_chat_failure_falls_back_to_block_grouping_when_configured():
     assert all(c.metadata["model_fallback"] == "transient_model_error" for c in chunks)
 
 
+@pytest.mark.slow
 def test_chat_over_http_failures(openai_server):
     def chunker(**kwargs):
         llm = OpenAIChatModel(base_url=openai_server.base_url, model="m", backoff_seconds=0, **{"retries": 0, **kwargs})

@@ -289,6 +289,7 @@ def awkward_runs(tmp_path_factory, _openai_server_session):
     return runs, {r["id"]: r for r in rows}
 
 
+@pytest.mark.slow
 def test_awkward_documents_are_all_accounted_for_exactly(awkward_runs, recount):
     runs, docs = awkward_runs
     out = runs["in_memory"]
@@ -315,6 +316,7 @@ def test_awkward_documents_are_all_accounted_for_exactly(awkward_runs, recount):
     assert [c["text"] for c in prose] == [f"PROSE {CATS}", MONEY]
 
 
+@pytest.mark.slow
 def test_same_chunks_and_ids_in_every_run_and_running_mode(awkward_runs):
     runs, _ = awkward_runs
 
@@ -332,6 +334,7 @@ def test_same_chunks_and_ids_in_every_run_and_running_mode(awkward_runs):
     assert dead["in_memory"] == dead["in_memory_again"] == dead["multi_processing"]
 
 
+@pytest.mark.slow
 def test_the_key_echoed_by_the_server_appears_nowhere(awkward_runs):
     runs, _ = awkward_runs
     for out in runs.values():

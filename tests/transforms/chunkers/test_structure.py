@@ -497,6 +497,7 @@ def test_a_tab_indented_item_at_the_end_of_a_non_ascii_document(tokenizer, conte
     assert result.problems == ()
 
 
+@pytest.mark.slow
 def test_long_documents_chunk_the_same_with_bounded_memory_paths(monkeypatch):
     """Token ends kept in their array (not a list) and long texts encoded in segments change no chunk.
 

@@ -587,6 +587,7 @@ _FENCE_LINE = re.compile(r"[ \t>]*(?:(?:[-*+]|\d+[.)])[ \t>]*)*(?:```|~~~)[^\r\n
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @settings(max_examples=160, **SETTINGS)
 @given(md=docs, budget=budgets())
 def test_structure_chunker_core_properties(recount, md, budget):
@@ -670,6 +671,7 @@ def test_structure_chunker_core_properties(recount, md, budget):
         assert [c.metadata for c in other] == [c.metadata for c in chunks]
 
 
+@pytest.mark.slow
 @settings(max_examples=120, **SETTINGS)
 @given(md=docs, budget=budgets())
 def test_packer_counts_are_exact(recount, md, budget):
@@ -683,6 +685,7 @@ def test_packer_counts_are_exact(recount, md, budget):
         assert pc.token_count <= m
 
 
+@pytest.mark.slow
 @settings(max_examples=150, **SETTINGS)
 @given(md=docs, budget=budgets())
 @example(md="```\n" + "x = 1\n" * 4 + "```\n\xa0\nSome more text here, and more.\n", budget=(30, 20, 0, 0))
@@ -707,6 +710,7 @@ def test_blocks_that_fit_are_never_split(recount, md, budget):
         assert whole, f"{node.kind} block {md[node.start : node.end][:120]!r} fits but is split"
 
 
+@pytest.mark.slow
 @settings(max_examples=150, **SETTINGS)
 @given(md=docs, budget=budgets())
 # inputs that break these properties when the engine is wrong (minimal cases at the end of the file)
@@ -836,6 +840,7 @@ def _before(ends, position):
     return int(np.searchsorted(ends, position, "right"))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, **SETTINGS)
 @given(text=claim_text, titles=title_list, data=st.data())
 def test_token_ends_are_additive_at_stable_positions(recount, text, titles, data):
@@ -864,6 +869,7 @@ def test_token_ends_are_additive_at_stable_positions(recount, text, titles, data
         assert recount(prefix + text[a:b]) == recount(prefix) + _before(ends, b) - _before(ends, a), (prefix, text[a:b])
 
 
+@pytest.mark.slow
 @settings(max_examples=60, **SETTINGS)
 @given(text=claim_text, data=st.data())
 def test_utf8_byte_token_ends_are_additive_everywhere(text, data):
@@ -896,6 +902,7 @@ def _real_heading_titles(md):
     return titles
 
 
+@pytest.mark.slow
 @settings(max_examples=120, **SETTINGS)
 @given(md=docs)
 def test_heading_chunker_properties(md):
@@ -976,6 +983,7 @@ def _byte_count(text):
     return len(text.encode("utf-8", "surrogatepass"))
 
 
+@pytest.mark.slow
 @settings(max_examples=80, **SETTINGS)
 @given(md=docs, budget=byte_budgets())
 def test_byte_budget_markdown(md, budget):
@@ -998,6 +1006,7 @@ plain_text = st.one_of(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(normalize_text is None, reason="no plain-text normalizer")
 @settings(max_examples=80, **SETTINGS)
 @given(md=plain_text, budget=budgets(), bytes_budget=byte_budgets(), use_bytes=st.booleans())
@@ -1012,6 +1021,7 @@ def test_plain_text_format(recount, md, budget, bytes_budget, use_bytes):
         assert c.headings == () and c.metadata["structure"]["prefix"] == []
 
 
+@pytest.mark.slow
 @settings(max_examples=40, **SETTINGS)
 @given(md=docs, budget=budgets(), data=st.data())
 def test_lone_surrogates_do_not_break_chunking(recount, md, budget, data):
@@ -1047,6 +1057,7 @@ _FLAGS = (
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, **SETTINGS)
 @given(md=docs, budget=budgets(), flags=st.fixed_dictionaries({f: st.booleans() for f in _FLAGS}))
 def test_configuration_flags_keep_the_guarantees(recount, md, budget, flags):
@@ -1069,6 +1080,7 @@ def test_configuration_flags_keep_the_guarantees(recount, md, budget, flags):
         assert all(c.headings == () for c in chunks)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, **SETTINGS)
 @given(md=docs, budget=budgets())
 def test_reject_policy_keeps_every_character(recount, md, budget):
@@ -1107,6 +1119,7 @@ def _path_at(headings, q):
     return stack
 
 
+@pytest.mark.slow
 @settings(max_examples=120, **SETTINGS)
 @given(md=docs, budget=budgets())
 @example(md=("a" + " \t" * 6 + "\n") * 3 + "---\n", budget=(20, 20, 0, 0))
@@ -1151,6 +1164,7 @@ def test_heading_path_and_prefix(md, budget):
         )
 
 
+@pytest.mark.slow
 @settings(max_examples=80, **SETTINGS)
 @given(md=docs, budget=budgets())
 def test_small_chunks_are_merged_when_they_fit(recount, md, budget):

@@ -437,6 +437,7 @@ def sizes(draw, max_size: int = 30):
     return chunk_size, draw(st.integers(0, chunk_size - 1))
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=documents, size=sizes())
 def test_invariants_hypothesis(reference_count, text, size):
@@ -469,6 +470,7 @@ NASTY_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "size"), NASTY_CASES)
 def test_invariants_nasty_inputs(reference_count, name, size):
     for kind, splitter in _configs(*size):
@@ -534,6 +536,7 @@ _LONG_FRAGMENTS = _FRAGMENTS + [
 ]
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     text=st.lists(st.one_of(st.sampled_from(_LONG_FRAGMENTS), st.text("ab .,'\n\t1", max_size=30)), max_size=400).map(
@@ -555,6 +558,7 @@ def test_recursive_tokens_slice_counter_counts_as_whole_encodings_real(corpus, s
         _same_chunks_with_whole_counts(NASTY[name], *size)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(256, 0), (128, 32)])
 def test_invariants_real_documents(reference_count, corpus, size):
     for document in corpus:
@@ -689,6 +693,7 @@ def test_from_dict_round_trip():
         assert rebuilt.config() == splitter.config() and rebuilt.config_hash == splitter.config_hash
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["letters-20000", "emoji-run", "cjk-hangul"])
 @pytest.mark.parametrize("size", [(50, 0), (7, 3)])
 def test_long_stretches_cut_a_section_at_a_time(reference_count, monkeypatch, name, size):

@@ -35,6 +35,7 @@ def other_host():
     server.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("code", [301, 302, 303, 307, 308])
 def test_a_redirect_is_not_followed_and_sends_nothing_elsewhere(openai_server, other_host, monkeypatch, code):
     monkeypatch.setenv("RECHUNK_TEST_KEY", KEY)
@@ -127,6 +128,7 @@ def test_an_answer_that_never_ends_is_refused(openai_server):
     assert not info.value.transient and embedder.calls == 1  # never retried: it would do it again
 
 
+@pytest.mark.slow
 def test_the_timeout_bounds_the_whole_answer(openai_server):
     # Each byte comes well within the timeout, the whole answer does not.
     embedder = _embedder(openai_server, timeout_seconds=0.5, retries=1)
@@ -234,6 +236,7 @@ def test_vectors_not_of_the_dimensions_asked_for_are_malformed(openai_server):
     assert openai_server.requests[-1][2]["dimensions"] == 32
 
 
+@pytest.mark.slow
 def test_a_failed_batch_stops_the_batches_not_sent_yet(openai_server):
     embedder = _embedder(openai_server, batch_size=1, concurrency=2)
     openai_server.embedding_faults.extend([("status", 400)] + [("sleep", 0.2)] * 9)

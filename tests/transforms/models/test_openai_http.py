@@ -146,6 +146,7 @@ def test_bad_settings_name_the_value(kwargs, message):
         OpenAIEmbedder(**kwargs)
 
 
+@pytest.mark.slow
 def test_concurrency_is_bounded(openai_server):
     embedder = _embedder(openai_server, batch_size=1, concurrency=2)
     openai_server.embedding_faults.extend([("sleep", 0.1)] * 6)

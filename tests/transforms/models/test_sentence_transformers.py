@@ -24,6 +24,7 @@ def _cos(a, b):
     return sum(x * y for x, y in zip(a, b)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
 
 
+@pytest.mark.slow
 def test_bundled_model_loads_offline_and_embeds_in_order(embedder, monkeypatch):
     assert isinstance(embedder, Embedder)
     texts = [
@@ -43,6 +44,7 @@ def test_bundled_model_loads_offline_and_embeds_in_order(embedder, monkeypatch):
     assert embedder.embed([]) == []
 
 
+@pytest.mark.slow
 def test_identity_names_weights_not_the_machine_path(embedder, tmp_path):
     assert embedder.identity.startswith("sentence-transformers:model:")
     assert bundled_model_path() not in embedder.identity
@@ -57,6 +59,7 @@ def test_identity_names_weights_not_the_machine_path(embedder, tmp_path):
     assert SentenceTransformerEmbedder(normalize_embeddings=True).identity != embedder.identity
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "kwargs, message",
     [
@@ -70,6 +73,7 @@ def test_bad_settings_name_the_value(kwargs, message):
         SentenceTransformerEmbedder(**kwargs)
 
 
+@pytest.mark.slow
 def test_missing_file_fails_instead_of_downloading(tmp_path):
     (tmp_path / "config.json").write_text("{}")
     embedder = SentenceTransformerEmbedder(path=str(tmp_path))
@@ -79,6 +83,7 @@ def test_missing_file_fails_instead_of_downloading(tmp_path):
         embedder.embed(["x"])
 
 
+@pytest.mark.slow
 def test_local_model_chunks_inside_the_job(tmp_path, recount):
     import json
 
@@ -116,6 +121,7 @@ def test_local_model_chunks_inside_the_job(tmp_path, recount):
     assert report["model"]["calls"] >= 1
 
 
+@pytest.mark.slow
 def test_the_semantic_configuration_checks_and_builds():
     from pipelines.config import load_config, resolve_config
     from tests.conftest import REPO
@@ -128,6 +134,7 @@ def test_the_semantic_configuration_checks_and_builds():
     assert router.chunkers["semantic"].embeddings is router.models["minilm"]
 
 
+@pytest.mark.slow
 def test_loading_prints_no_progress_bar_and_odd_texts_embed(capfd):
     fresh = SentenceTransformerEmbedder(batch_size=2)
     vectors = fresh.embed(["", " ", "猫は静かに眠る。", "x" * 100_000])  # long texts are truncated by the model

@@ -129,6 +129,7 @@ def _params(draw):
     return params
 
 
+@pytest.mark.slow
 @settings(
     max_examples=150,
     derandomize=True,
@@ -180,6 +181,7 @@ _HARD_DOCUMENTS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(_HARD_DOCUMENTS))
 @pytest.mark.parametrize("budget", ["tiktoken", "utf8"])
 @pytest.mark.parametrize(

@@ -182,6 +182,7 @@ def test_streamed_children_and_small_batches_change_no_chunk(monkeypatch, seed):
     _compare(monkeypatch, content, _params(rng), TOK if seed % 2 else BYTES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", ["table", "list", "quote", "code"])
 @pytest.mark.parametrize("tokenizer", [TOK, BYTES], ids=["cl100k", "bytes"])
 @pytest.mark.parametrize("max_tokens", [8, 16, 64])
@@ -257,6 +258,7 @@ class _Counted(Node):
         _Counted.alive -= 1
 
 
+@pytest.mark.slow
 def test_a_huge_block_is_never_held_whole(monkeypatch):
     """50 000 rows of a streamed table: at most about two batches of them are alive at a time."""
     rows = 50_000
@@ -324,6 +326,7 @@ def test_lines_forget_stability_past_their_memo(monkeypatch):
     assert first == [packing.Lines(text).is_stable(p) for p in range(len(text) + 1)]
 
 
+@pytest.mark.slow
 @settings(
     max_examples=60,
     derandomize=True,
@@ -363,6 +366,7 @@ def test_flattening_keeps_streamed_children_streamed():
     assert [[c.kind for c in item.children] for item in children] == [["paragraph"], []]  # re-made
 
 
+@pytest.mark.slow
 def test_a_huge_list_leaves_as_it_is_packed_with_merges(monkeypatch):
     """With merges on (the defaults), the parts of a huge list come out while it is being read:
     two neighbours both at least ``min_preferred_tokens`` are never merged, so the chunks
@@ -449,6 +453,7 @@ def test_iter_sections_gives_each_top_level_section_once_the_next_heading_is_rea
     assert build_sections([Node("paragraph", 0, 3), *blocks]) == (Node("paragraph", 0, 3), *build_sections(blocks))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("nested", [False, True])
 @pytest.mark.parametrize("resumable", [False, True])
 def test_top_level_blocks_streamed_are_packed_without_holding_them(monkeypatch, nested, resumable):
@@ -512,6 +517,7 @@ def _traced_peak(make_chunks) -> int:
         tracemalloc.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "content_format, lead, unit",
     [

@@ -610,6 +610,7 @@ def corpus(shared_data) -> list[tuple[str, str]]:
     return _corpus_documents(shared_data)
 
 
+@pytest.mark.slow
 def test_corpus_normalizes(corpus):
     assert len(corpus) >= 20
     for name, content in corpus:
@@ -626,6 +627,7 @@ def test_corpus_normalizes(corpus):
             assert not with_page, name
 
 
+@pytest.mark.slow
 def test_corpus_kinds_and_furniture(corpus):
     by_name = {name: normalize_docling(content) for name, content in corpus if name.startswith("file:")}
     kinds = {n.kind for doc in by_name.values() for b in doc.blocks for n in b.walk()}

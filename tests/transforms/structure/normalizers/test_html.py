@@ -429,6 +429,7 @@ _PIECE = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_PIECE, max_size=40))
 def test_any_tag_soup_keeps_the_invariants(pieces):
@@ -444,6 +445,7 @@ def test_any_tag_soup_keeps_the_invariants(pieces):
 _VISIBLE = re.compile(r"<body[^>]*>.*?\w", re.DOTALL | re.IGNORECASE)
 
 
+@pytest.mark.slow
 def test_corpus_html_documents(shared_data):
     import pyarrow.parquet as pq
 
@@ -516,6 +518,7 @@ _CLASS_VALUES = [
 ]
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(
@@ -553,6 +556,7 @@ _SKIPPED = (
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(

@@ -197,6 +197,7 @@ def test_pages_the_windows_cannot_read_take_the_whole_tree(windows):
         assert deep(normalize_html(empty)) == deep(whole(empty))
 
 
+@pytest.mark.slow
 def test_corpus_pages_read_in_windows_are_the_same(windows, shared_data):
     import pyarrow.parquet as pq
 
@@ -229,6 +230,7 @@ def test_compact_nodes_round_trip_past_four_bytes():
     assert got[2].children == (Node("paragraph", 2**31 + 16, 2**31 + 25),)
 
 
+@pytest.mark.slow
 def test_no_reference_cycle_per_top_level_list(windows):
     """The chunker pauses the cycle collector while it chunks a document: a cycle per top-level
     list (its state's ``emit`` being the frame's own method) would keep every frame, its element and
@@ -380,6 +382,7 @@ _H1_PIECES = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )

@@ -102,6 +102,7 @@ def test_empty_and_whitespace_only():
     assert normalize_markdown(" \n\t\n\r\n").blocks == ()
 
 
+@pytest.mark.slow
 def test_every_corpus_markdown_document_is_well_formed_and_loses_nothing(shared_data):
     table = pq.read_table(shared_data("corpus/docs.parquet"), columns=["content", "content_format"])
     count = 0
@@ -167,6 +168,7 @@ class _Spy:
         return self._parser.tree(source)
 
 
+@pytest.mark.slow
 def test_corpus_markdown_parsed_in_small_windows_gives_the_same_blocks(monkeypatch, shared_data):
     from transforms.structure.normalizers import markdown
 
@@ -365,6 +367,7 @@ def test_a_line_of_unicode_whitespace_is_no_block(space):
 # -- the conversion's fast paths give what the general code gives --------------------------------
 
 
+@pytest.mark.slow
 def test_a_whitespace_only_paragraph_is_found_by_regex_exactly_as_by_isspace():
     """``_convert`` tests a paragraph for text with ``\\S`` (no copy of the paragraph) where it
     used ``str.isspace``: the two agree on every code point."""
@@ -403,6 +406,7 @@ _TITLE_PIECES = [
 ]
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(_TITLE_PIECES), min_size=1, max_size=25))
 def test_heading_titles_from_the_one_text_node_path_equal_the_general_ones(pieces):
@@ -438,6 +442,7 @@ def test_the_conversion_uses_the_interval_of_a_parse_that_stands_for_a_longer_on
 _OLD_DEEP_CANDIDATE = r"\n(?:[ \t]*(?:>|[-+*]|\d{1,9}[.)])(?=[ \t>])){8}|\n[ \t]{%d}"
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(
@@ -518,6 +523,7 @@ _ENDINGS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ending", sorted(_ENDINGS))
 @pytest.mark.parametrize("name", sorted(_HUGE_BLOCKS))
 def test_a_huge_list_or_table_is_read_a_window_at_a_time_with_the_whole_parses_blocks(monkeypatch, name, ending):
@@ -638,6 +644,7 @@ def _lists_and_tables(draw):
     return "".join(parts)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(_lists_and_tables(), st.sampled_from([(64, 64), (200, 100), (30, 500), (100, 16)]))
 def test_random_lists_and_tables_read_in_windows_give_the_whole_parses_blocks(text, windows):
@@ -679,6 +686,7 @@ def test_streamed_lists_and_tables_found_failing_once(monkeypatch, case):
     assert windowed == whole and streamed >= 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("line_break", ["\n", "\r\n", "\r"])
 @pytest.mark.parametrize("name, line_chars", [("short items", 20), ("table", 20), ("ordered with nested items", 60)])
 def test_a_window_of_many_short_lines_ends_after_its_share_of_window_lines(monkeypatch, name, line_chars, line_break):

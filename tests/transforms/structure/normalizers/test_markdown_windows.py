@@ -158,6 +158,7 @@ def test_a_window_ending_on_a_table_header_after_a_blank_line_does_not_make_the_
     assert _streamed(monkeypatch, text, window, stream_window)[0] == whole
 
 
+@pytest.mark.slow
 def test_no_stream_window_of_a_tight_list_followed_by_a_table_after_a_blank_line_makes_it_loose(monkeypatch):
     text = "".join("-\n  b \t\n" for _ in range(300)) + "\n-\t<div>\n-\t|\n" + "| 1 |\n" * 50
     whole = _deep(normalize_markdown(text))
@@ -239,6 +240,7 @@ def test_a_short_document_with_a_wide_table_over_many_rows_is_read_in_windows(mo
     assert max(_cells(t) for t in texts) <= 2 * markdown.WINDOW_CELLS + 2 * 2000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "line", ["- " * 20 + "x\n", "1. " * 12 + "- " * 8 + "y\n", "- > " * 10 + "z\n", "- " + "> " * 20 + "q\n\n"]
 )
@@ -269,6 +271,7 @@ def test_a_long_table_of_chinese_rows_behind_a_long_header_is_read_at_the_defaul
     assert len(rows) == 9217 and text[rows[-1].start : rows[-1].end] == "| 数据9215 | 值 |"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("odd_indent", ["", " "])
 def test_a_list_of_items_longer_than_a_stream_window_is_parsed_about_once_a_reading(monkeypatch, odd_indent):
     """A window of a streamed list must hold three items to keep one; rather than doubling from

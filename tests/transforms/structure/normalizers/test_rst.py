@@ -495,6 +495,7 @@ _LINE = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_LINE, max_size=40), st.sampled_from(["\n", "\r\n", "\r"]))
 def test_any_line_soup_keeps_the_invariants(lines, newline):
@@ -508,6 +509,7 @@ def test_any_line_soup_keeps_the_invariants(lines, newline):
 # -- the real corpus ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_corpus_rst_documents(shared_data):
     import pyarrow.parquet as pq
 

@@ -180,6 +180,7 @@ DOCUMENTS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "page_lines, page_chars, stream_chars",
     [(1, 1, 0), (2, 1000, 5), (3, 1, 40), (1000, 20, 300), (4096, 1 << 18, 65536)],
@@ -243,6 +244,7 @@ def _peak_bytes(run) -> int:
         tracemalloc.stop()
 
 
+@pytest.mark.slow
 def test_a_huge_list_is_never_held(monkeypatch):
     """50,000 items: held whole, about 10 MB of nodes and line data; streamed, a page and a few items."""
     monkeypatch.setattr(rst, "LARGE_CHARS", 1000)
@@ -270,6 +272,7 @@ def test_a_huge_list_is_never_held(monkeypatch):
 # -- the benchmark scripts (tiny inputs, so that they cannot rot) ------------------------------------
 
 
+@pytest.mark.slow
 def test_rst_fuzz_runs_and_finds_a_difference(monkeypatch, capsys):
     from benchmarks.differential import rst_fuzz
 
