@@ -142,13 +142,13 @@ class Service:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                pytest.fail(f"{self.proc.args} exited {self.proc.returncode}: {self.log.read_text()[-2000:]}")
+                pytest.fail(f"{self.proc.args!r} exited {self.proc.returncode}: {self.log.read_text()[-2000:]}")
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 return
             except OSError:
                 time.sleep(0.1)
-        pytest.fail(f"{self.proc.args} did not listen on port {port}: {self.log.read_text()[-2000:]}")
+        pytest.fail(f"{self.proc.args!r} did not listen on port {port}: {self.log.read_text()[-2000:]}")
 
     def stop(self) -> None:
         """SIGTERM the whole process group, SIGKILL what is left after 10 s."""

@@ -14,7 +14,7 @@ from tests.conftest import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-import throughput  # noqa: E402
+import throughput
 
 SAMPLE = REPO / "sample" / "docs.parquet"
 
@@ -515,14 +515,14 @@ def test_check_output_recounts_with_the_runs_tokenizer(tmp_path, capsys):
         check_output.main(["--input", str(SAMPLE), "--output", str(out), "--tokenizer-json", str(tmp_path / "tok")])
         == 0
     )
-    with pytest.raises(SystemExit, match="give its tokenizer.json as --tokenizer-json"):
+    with pytest.raises(SystemExit, match=r"give its tokenizer.json as --tokenizer-json"):
         check_output.main(["--input", str(SAMPLE), "--output", str(out)])
     other = tmp_path / "other.json"
     other.write_text((tmp_path / "tok" / "tokenizer.json").read_text() + "\n")
     with pytest.raises(SystemExit, match="not the run's tokenizer"):
         check_output.main(["--input", str(SAMPLE), "--output", str(out), "--tokenizer-json", str(other)])
     # a path that is not there is a one-line error, not a FileNotFoundError traceback
-    with pytest.raises(SystemExit, match="neither a tokenizer.json nor a folder holding one"):
+    with pytest.raises(SystemExit, match=r"neither a tokenizer.json nor a folder holding one"):
         check_output.main(["--input", str(SAMPLE), "--output", str(out), "--tokenizer-json", str(tmp_path / "none")])
 
 

@@ -20,6 +20,7 @@ import pytest
 from tests.conftest import REPO
 
 _spec = importlib.util.spec_from_file_location("retrieval_quality", REPO / "benchmarks" / "retrieval_quality.py")
+assert _spec is not None and _spec.loader is not None
 rq = importlib.util.module_from_spec(_spec)
 sys.modules["retrieval_quality"] = rq
 _spec.loader.exec_module(rq)
@@ -168,7 +169,7 @@ QUESTIONS = [
 
 
 def _row(table: str, chunker: str) -> list[str]:
-    line = next(l for l in table.splitlines() if l.startswith(f"| {chunker}"))
+    line = next(row for row in table.splitlines() if row.startswith(f"| {chunker}"))
     return [cell.strip() for cell in line.strip("|").split("|")]
 
 

@@ -146,7 +146,7 @@ def test_hf_tokenizer_from_gs_file_or_folder(gcs, tmp_path):
     with pytest.raises(TokenizerError, match=f"no tokenizer.json at '{gcs.url('hf/nope')}'"):
         load_tokenizer(f"hf:{gcs.url('hf/nope')}")
     gcs.upload(Path(__file__), "hf/bad/tokenizer.json")
-    with pytest.raises(TokenizerError, match="is not a Hugging Face tokenizer.json"):
+    with pytest.raises(TokenizerError, match=r"is not a Hugging Face tokenizer.json"):
         load_tokenizer(f"hf:{gcs.url('hf/bad')}")
 
 

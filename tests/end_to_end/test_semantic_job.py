@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -83,7 +84,7 @@ def _config(server, **extra_chunker_params) -> str:
 
 def _documents(tmp_path: Path) -> tuple[Path, dict[str, dict]]:
     cats, money, rain = TOPICS["cats"], TOPICS["money"], TOPICS["rain"]
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"id": "e1", "content": f"{cats} {money}\n{rain} {cats}\n", "content_format": "text", "metadata": None},
         {"id": "e2", "content": " ".join([money] * 12) + "\n\n" + rain, "content_format": "text", "metadata": None},
         {

@@ -77,12 +77,12 @@ def make_raw_files(folder: Path) -> Path:
     table = document.add_table(rows=2, cols=2)
     table.cell(0, 0).text, table.cell(0, 1).text = "Region", "Change"
     table.cell(1, 0).text, table.cell(1, 1).text = "North", "+12%"
-    document.save(folder / "report.docx")
+    document.save(str(folder / "report.docx"))
     deck = pptx.Presentation()
     slide = deck.slides.add_slide(deck.slide_layouts[1])
     slide.shapes.title.text = "Launch plan"
     slide.placeholders[1].text = "Beta in March\nLaunch in May"
-    deck.save(folder / "deck.pptx")
+    deck.save(str(folder / "deck.pptx"))
     book = openpyxl.Workbook()
     book.active.append(["Region", "Orders"])
     book.active.append(["West", 1250])
@@ -237,7 +237,7 @@ def test_ids_are_paths_under_the_pattern_base():
 
 
 def test_converter_checks_its_options():
-    with pytest.raises(ValueError, match="content_format must be one of .*got 'pdf'"):
+    with pytest.raises(ValueError, match=r"content_format must be one of .*got 'pdf'"):
         FileConverter(content_format="pdf")
     with pytest.raises(ValueError, match="max_file_bytes must be a positive integer, got 0"):
         FileConverter(max_file_bytes=0)
@@ -508,7 +508,7 @@ def test_a_converter_process_that_dies_fails_that_file_only():
 def test_converter_process_checks_its_options():
     with pytest.raises(ValueError, match="max_file_seconds must be a positive number, got 0"):
         ConverterProcess(max_file_seconds=0)
-    with pytest.raises(ValueError, match="content_format must be one of .*got 'pdf'"):
+    with pytest.raises(ValueError, match=r"content_format must be one of .*got 'pdf'"):
         ConverterProcess(content_format="pdf")
     with pytest.raises(ParseFailure, match="file_too_large"):
         ConverterProcess(max_file_bytes=10).check("/raw/a.md", 11)  # refused without a child process

@@ -24,6 +24,7 @@ import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import cast
 
 DIMENSIONS = 64
 
@@ -44,6 +45,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     _trickle = 0.0
 
+    @property
+    def _fake(self) -> FakeOpenAIServer:
+        """The server answered for (``self.server`` is typed as socketserver's base class)."""
+        return cast("FakeOpenAIServer", self.server)
+
     def _send(self, status: int, body: bytes) -> None:
         self._done()
         self.send_response(status)
@@ -62,7 +68,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def do_POST(self) -> None:
-        server = self.server
+        server = self._fake
         with server.lock:
             self._generation = server.generation
             server.in_flight[self._generation] = server.in_flight.get(self._generation, 0) + 1
@@ -78,11 +84,11 @@ class _Handler(BaseHTTPRequestHandler):
         # Before the answer is written: a client may send its next request as soon as it reads it.
         if self._counted:
             self._counted = False
-            with self.server.lock:
-                self.server.in_flight[self._generation] -= 1
+            with self._fake.lock:
+                self._fake.in_flight[self._generation] -= 1
 
     def _answer(self) -> None:
-        server = self.server
+        server = self._fake
         self._trickle = 0.0  # one handler serves every request of a kept-alive connection
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute
@@ -26,7 +27,7 @@ def _paragraphs(topic: str, n: int) -> str:
     )
 
 
-V1 = [
+V1: list[dict[str, Any]] = [
     {
         "id": "same",
         "content": f"# Same\n\n{_paragraphs('stability', 6)}",

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import re
+from itertools import pairwise
 
 import pytest
 import tiktoken
@@ -64,7 +65,7 @@ _ODD = [
 unicode_text = st.lists(
     st.one_of(
         st.sampled_from(_ODD),
-        st.text(st.characters(blacklist_categories=("Cs",)), max_size=8),
+        st.text(st.characters(blacklist_categories=["Cs"]), max_size=8),
         st.text("abc xyz.,\n", max_size=12),
     ),
     max_size=25,
@@ -333,7 +334,7 @@ def test_hf_byte_level_token_straddling_a_code_point_is_no_cut(tmp_path):
     # One merge: the last byte of 'é' with the first byte of '🎉'. The library reports the next
     # token's start as '🎉' (offset 1) although no token starts at byte 2.
     raw = _byte_level_bpe(["é🎉é🎉é🎉"], vocab_size=257)
-    assert [m for m in json.loads(raw.to_str())["model"]["merges"]] == [["©", "ð"]]
+    assert list(json.loads(raw.to_str())["model"]["merges"]) == [["©", "ð"]]
     tok = load_tokenizer("hf:" + _save(raw, tmp_path / "bytes"))
     assert tok.count("é🎉") == 5
     assert tok.boundaries("é🎉") == [0, 2]
@@ -711,7 +712,7 @@ def test_slice_counter_counts_of_consecutive_slices(cl100k, reference_cl100k, te
     chosen = data.draw(st.lists(st.sampled_from(seps + [0, n]) | st.integers(0, n), max_size=25))
     points = sorted([0, n, *chosen])
     got = counter.counts(points)
-    assert got == [len(reference_cl100k.encode_ordinary(text[a:b])) for a, b in zip(points, points[1:])]
+    assert got == [len(reference_cl100k.encode_ordinary(text[a:b])) for a, b in pairwise(points)]
     assert counter.counts(points[:1]) == []
 
 
@@ -1003,7 +1004,7 @@ edge_text = st.lists(
     st.one_of(
         st.sampled_from(_HARD_EDGES),
         st.sampled_from(_PROSE),
-        st.text(st.characters(blacklist_categories=("Cs",)), max_size=4),
+        st.text(st.characters(blacklist_categories=["Cs"]), max_size=4),
     ),
     min_size=10,
     max_size=120,

@@ -105,7 +105,7 @@ def test_cuts_at_the_topic_change_and_keeps_every_character():
     chunker = EmbeddingSemanticChunker(embeddings=embedder, number_of_chunks=2, buffer_size=0, batch_size=4)
     chunks = _chunks(chunker, TEXT)
     assert "".join(c.text for c in chunks) == TEXT  # verbatim, all whitespace kept
-    assert [c.text.strip().split("\n")[-1] for c in chunks][0] == CATS[2]
+    assert chunks[0].text.strip().split("\n")[-1] == CATS[2]
     assert chunks[1].text.startswith(MONEY[0])
     for c in chunks:
         assert TEXT[c.start_offset : c.end_offset] == c.text
@@ -173,7 +173,7 @@ def test_config_names_the_models_identity_and_checks_values():
     chunker = EmbeddingSemanticChunker(embeddings=BagOfWords())
     assert chunker.config()["embeddings"] == "test:bag-of-words"
     assert chunker.config()["breakpoint_threshold_amount"] == 95
-    with pytest.raises(ValueError, match="breakpoint_threshold_type must be one of .* got 'median'"):
+    with pytest.raises(ValueError, match=r"breakpoint_threshold_type must be one of .* got 'median'"):
         EmbeddingSemanticChunker(embeddings=BagOfWords(), breakpoint_threshold_type="median")
     with pytest.raises(ValueError, match="embeddings must be an Embedder"):
         EmbeddingSemanticChunker(embeddings=ScriptedChat())

@@ -6,6 +6,8 @@ hand, and in cl100k_base tokens where the tokenizer matters.
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 
 from tests.conftest import REPO
@@ -298,7 +300,7 @@ def test_overlap_repeats_whole_blocks_within_the_bound():
     text = "# S\n\n" + "".join(f"Paragraph number {i}.\n\n" for i in range(8))
     chunks = _chunks(_bytes(max_tokens=80, target_tokens=70, overlap_tokens=25, max_overlap_tokens=25), text)
     assert len(chunks) > 2
-    for previous, current in zip(chunks, chunks[1:]):
+    for previous, current in pairwise(chunks):
         overlap = previous.end_offset - current.start_offset
         assert 0 < overlap <= 25 and text[current.start_offset : previous.end_offset].startswith("Paragraph")
     result = validate_structure_chunks(text, chunks, tokenizer=BYTES, max_tokens=80, max_overlap_tokens=25)

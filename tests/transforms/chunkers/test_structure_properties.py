@@ -29,6 +29,7 @@ from __future__ import annotations
 import random
 import re
 from bisect import bisect_left
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -42,16 +43,11 @@ from transforms.structure.packing import Lines, Packer, build_embedding_text, he
 from transforms.structure.validation import validate_structure_chunks
 from transforms.tokenizers import TiktokenTokenizer, Utf8ByteTokenizer
 
-try:  # the plain-text normalizer is optional
-    from transforms.structure.normalizers.text import normalize_text
-except ImportError:  # pragma: no cover
-    normalize_text = None
-
 # One tokenizer for the whole module: building it parses the ranks file.
 TOK = TiktokenTokenizer("cl100k_base")
 BYTES = Utf8ByteTokenizer()
 
-SETTINGS = dict(
+SETTINGS = settings(
     derandomize=True,
     print_blob=True,  # a failure prints @reproduce_failure(...), to replay it exactly
     deadline=None,
@@ -396,10 +392,17 @@ def _quote(draw, depth):
 
 _QUOTES: list = []
 _QUOTE_INNER: list = []
+
+
+def _deeper_quote(depth: int) -> st.SearchStrategy[str]:
+    """The quote strategy one level deeper than ``depth``, looked up when first drawn."""
+    return st.deferred(lambda: _QUOTES[depth + 1])
+
+
 for _depth in range(3):
     _kinds = [paragraph, list_block(1), atx_heading, fenced_code, table]
     if _depth < 2:
-        _kinds.append(st.deferred(lambda d=_depth: _QUOTES[d + 1]))
+        _kinds.append(_deeper_quote(_depth))
     _QUOTE_INNER.append(st.one_of(_kinds))
     _QUOTES.append(_quote(_depth))
 quote = _QUOTES[0]
@@ -473,7 +476,7 @@ def _markdown_doc(draw, max_blocks):
     return text
 
 
-_DOCS = {}
+_DOCS: dict[int, st.SearchStrategy[str]] = {}
 
 
 def markdown_doc(max_blocks=14):
@@ -588,7 +591,7 @@ _FENCE_LINE = re.compile(r"[ \t>]*(?:(?:[-*+]|\d+[.)])[ \t>]*)*(?:```|~~~)[^\r\n
 
 
 @pytest.mark.slow
-@settings(max_examples=160, **SETTINGS)
+@settings(SETTINGS, max_examples=160)
 @given(md=docs, budget=budgets())
 def test_structure_chunker_core_properties(recount, md, budget):
     m, t, p, o = budget
@@ -672,7 +675,7 @@ def test_structure_chunker_core_properties(recount, md, budget):
 
 
 @pytest.mark.slow
-@settings(max_examples=120, **SETTINGS)
+@settings(SETTINGS, max_examples=120)
 @given(md=docs, budget=budgets())
 def test_packer_counts_are_exact(recount, md, budget):
     """2: the packer's own count equals an independent recount of its embedding text."""
@@ -686,7 +689,7 @@ def test_packer_counts_are_exact(recount, md, budget):
 
 
 @pytest.mark.slow
-@settings(max_examples=150, **SETTINGS)
+@settings(SETTINGS, max_examples=150)
 @given(md=docs, budget=budgets())
 @example(md="```\n" + "x = 1\n" * 4 + "```\n\xa0\nSome more text here, and more.\n", budget=(30, 20, 0, 0))
 def test_blocks_that_fit_are_never_split(recount, md, budget):
@@ -711,7 +714,7 @@ def test_blocks_that_fit_are_never_split(recount, md, budget):
 
 
 @pytest.mark.slow
-@settings(max_examples=150, **SETTINGS)
+@settings(SETTINGS, max_examples=150)
 @given(md=docs, budget=budgets())
 # inputs that break these properties when the engine is wrong (minimal cases at the end of the file)
 @example(md="\n```\n" + "# not a heading\n" * 4 + "```\n", budget=(20, 6, 0, 0))
@@ -841,14 +844,14 @@ def _before(ends, position):
 
 
 @pytest.mark.slow
-@settings(max_examples=150, **SETTINGS)
+@settings(SETTINGS, max_examples=150)
 @given(text=claim_text, titles=title_list, data=st.data())
 def test_token_ends_are_additive_at_stable_positions(recount, text, titles, data):
     """2: ``token_ends`` differences are exact counts between stable positions, with or without a prefix."""
     ends = TOK.token_ends(text)
     assert len(ends) == recount(text)
     assert (len(ends) == 0 and text == "") or int(ends[-1]) == len(text)
-    assert all(int(a) <= int(b) for a, b in zip(ends[:-1], ends[1:]))
+    assert all(int(a) <= int(b) for a, b in pairwise(ends))
     stable = _stable_positions(text)
     lines = Lines(text)
     if hasattr(lines, "is_stable"):  # the engine's own notion agrees with the definition
@@ -870,7 +873,7 @@ def test_token_ends_are_additive_at_stable_positions(recount, text, titles, data
 
 
 @pytest.mark.slow
-@settings(max_examples=60, **SETTINGS)
+@settings(SETTINGS, max_examples=60)
 @given(text=claim_text, data=st.data())
 def test_utf8_byte_token_ends_are_additive_everywhere(text, data):
     ends = BYTES.token_ends(text)
@@ -903,7 +906,7 @@ def _real_heading_titles(md):
 
 
 @pytest.mark.slow
-@settings(max_examples=120, **SETTINGS)
+@settings(SETTINGS, max_examples=120)
 @given(md=docs)
 def test_heading_chunker_properties(md):
     chunker = HeadingChunker()
@@ -984,7 +987,7 @@ def _byte_count(text):
 
 
 @pytest.mark.slow
-@settings(max_examples=80, **SETTINGS)
+@settings(SETTINGS, max_examples=80)
 @given(md=docs, budget=byte_budgets())
 def test_byte_budget_markdown(md, budget):
     m, t, p, o = budget
@@ -1007,8 +1010,7 @@ plain_text = st.one_of(
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(normalize_text is None, reason="no plain-text normalizer")
-@settings(max_examples=80, **SETTINGS)
+@settings(SETTINGS, max_examples=80)
 @given(md=plain_text, budget=budgets(), bytes_budget=byte_budgets(), use_bytes=st.booleans())
 def test_plain_text_format(recount, md, budget, bytes_budget, use_bytes):
     tokenizer, count = (BYTES, _byte_count) if use_bytes else (TOK, recount)
@@ -1022,7 +1024,7 @@ def test_plain_text_format(recount, md, budget, bytes_budget, use_bytes):
 
 
 @pytest.mark.slow
-@settings(max_examples=40, **SETTINGS)
+@settings(SETTINGS, max_examples=40)
 @given(md=docs, budget=budgets(), data=st.data())
 def test_lone_surrogates_do_not_break_chunking(recount, md, budget, data):
     """Content may hold lone surrogates (from lossy upstream decoding): offsets and budgets still hold.
@@ -1058,7 +1060,7 @@ _FLAGS = (
 
 
 @pytest.mark.slow
-@settings(max_examples=60, **SETTINGS)
+@settings(SETTINGS, max_examples=60)
 @given(md=docs, budget=budgets(), flags=st.fixed_dictionaries({f: st.booleans() for f in _FLAGS}))
 def test_configuration_flags_keep_the_guarantees(recount, md, budget, flags):
     """Every combination of the chunker's switches keeps the budget, the spans and the coverage."""
@@ -1081,7 +1083,7 @@ def test_configuration_flags_keep_the_guarantees(recount, md, budget, flags):
 
 
 @pytest.mark.slow
-@settings(max_examples=40, **SETTINGS)
+@settings(SETTINGS, max_examples=40)
 @given(md=docs, budget=budgets())
 def test_reject_policy_keeps_every_character(recount, md, budget):
     """With ``oversized_block_policy="reject"`` nothing is split: over-budget chunks exist, text is not lost."""
@@ -1120,7 +1122,7 @@ def _path_at(headings, q):
 
 
 @pytest.mark.slow
-@settings(max_examples=120, **SETTINGS)
+@settings(SETTINGS, max_examples=120)
 @given(md=docs, budget=budgets())
 @example(md=("a" + " \t" * 6 + "\n") * 3 + "---\n", budget=(20, 20, 0, 0))
 @example(
@@ -1165,7 +1167,7 @@ def test_heading_path_and_prefix(md, budget):
 
 
 @pytest.mark.slow
-@settings(max_examples=80, **SETTINGS)
+@settings(SETTINGS, max_examples=80)
 @given(md=docs, budget=budgets())
 def test_small_chunks_are_merged_when_they_fit(recount, md, budget):
     """min_preferred_tokens: no chunk under it stays next to a neighbour it could merge with.

@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 import re
 import string
+from itertools import pairwise
+from typing import Any
 
 import pytest
 import tiktoken
@@ -329,7 +331,7 @@ def test_literal_endoftext_is_ordinary_text():
 
 def _configs(chunk_size: int, chunk_overlap: int) -> list[tuple[str, object]]:
     """(kind, splitter) for every splitter and unit; kind decides which invariants apply."""
-    kw = {"chunk_size": chunk_size, "chunk_overlap": chunk_overlap}
+    kw: dict[str, Any] = {"chunk_size": chunk_size, "chunk_overlap": chunk_overlap}
     return [
         ("recursive-chars", RecursiveCharacterTextSplitter(**kw)),
         ("recursive-tokens", RecursiveCharacterTextSplitter(length="tokens", tokenizer=TOK, **kw)),
@@ -368,12 +370,12 @@ def check_invariants(kind: str, splitter, text: str, count) -> None:
     # Token-sized recursive chunks share at most chunk_overlap tokens (the shared text, stripped).
     if kind in ("recursive-tokens", "recursive-bytes"):
         measure = count if kind == "recursive-tokens" else (lambda t: len(t.encode("utf-8")))
-        for a, b in zip(pieces, pieces[1:]):
+        for a, b in pairwise(pieces):
             if b.start_offset < a.end_offset:
                 assert overlap and measure(text[b.start_offset : a.end_offset].strip()) <= overlap, (a, b)
     # In reading order; without overlap, disjoint. (With overlap, a chunk may lie inside the next
     # one: LangChain counts whitespace pieces towards a chunk, then strips them.)
-    for a, b in zip(pieces, pieces[1:]):
+    for a, b in pairwise(pieces):
         assert a.start_offset <= b.start_offset and a.end_offset <= b.end_offset, (a, b)
         assert (a.start_offset, a.end_offset) != (b.start_offset, b.end_offset), (a, b)
         if overlap == 0:
@@ -425,7 +427,7 @@ _FRAGMENTS = [
 documents = st.lists(
     st.one_of(
         st.sampled_from(_FRAGMENTS),
-        st.text(st.characters(blacklist_categories=("Cs",)), max_size=6),
+        st.text(st.characters(blacklist_categories=["Cs"]), max_size=6),
     ),
     max_size=40,
 ).map("".join)
@@ -511,7 +513,7 @@ def _same_chunks_with_whole_counts(text: str, chunk_size: int, chunk_overlap: in
     # The default separators, and "" alone or nearly: chunks then end where the whole encoding
     # says the budget runs out, so an edge miscounted by one token changes them.
     for separators in (None, ["\n\n", ""], [""]):
-        kw = {"chunk_size": chunk_size, "chunk_overlap": chunk_overlap, "separators": separators}
+        kw: dict[str, Any] = {"chunk_size": chunk_size, "chunk_overlap": chunk_overlap, "separators": separators}
         fast = RecursiveCharacterTextSplitter(length="tokens", tokenizer=TOK, **kw)
         exact = RecursiveCharacterTextSplitter(length="tokens", tokenizer=_WholeCounts(TOK), **kw)
         got = [(p.start_offset, p.end_offset) for p in fast.split(document)]

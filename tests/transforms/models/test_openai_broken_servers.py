@@ -191,7 +191,7 @@ def test_a_server_echoing_the_key_does_not_put_it_in_the_error(openai_server, mo
 @pytest.mark.parametrize("value", [f"{KEY}\nX-Injected: 1", f"{KEY} extra", "sk-ключ"])
 def test_a_key_that_cannot_go_in_a_header_is_refused_without_showing_it(openai_server, monkeypatch, value):
     monkeypatch.setenv("RECHUNK_TEST_KEY", value)
-    with pytest.raises(ValueError, match="RECHUNK_TEST_KEY .api_key_env. holds characters") as info:
+    with pytest.raises(ValueError, match=r"RECHUNK_TEST_KEY .api_key_env. holds characters") as info:
         _embedder(openai_server, api_key_env="RECHUNK_TEST_KEY")
     assert value not in str(info.value) and KEY not in str(info.value)
 

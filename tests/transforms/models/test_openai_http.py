@@ -56,7 +56,7 @@ def test_transient_failures_are_retried(openai_server, fault):
 def test_retries_are_bounded_and_the_error_is_transient(openai_server):
     embedder = _embedder(openai_server, retries=1)
     openai_server.embedding_faults.extend([("status", 500)] * 3)
-    with pytest.raises(ModelError, match="HTTP 500 .after 2 attempts") as info:
+    with pytest.raises(ModelError, match=r"HTTP 500 .after 2 attempts") as info:
         embedder.embed(["x"])
     assert info.value.transient and embedder.calls == 2
 
@@ -64,7 +64,7 @@ def test_retries_are_bounded_and_the_error_is_transient(openai_server):
 def test_timeout_is_transient(openai_server):
     embedder = _embedder(openai_server, retries=0, timeout_seconds=0.2)
     openai_server.embedding_faults.append(("sleep", 1.0))
-    with pytest.raises(ModelError, match="no answer within 0.2 s") as info:
+    with pytest.raises(ModelError, match=r"no answer within 0.2 s") as info:
         embedder.embed(["x"])
     assert info.value.transient
 
@@ -110,7 +110,7 @@ def test_external_endpoint_needs_permission():
 
 
 def test_api_key_from_environment_only_and_never_shown(openai_server, monkeypatch):
-    with pytest.raises(ValueError, match="environment variable RECHUNK_TEST_KEY .api_key_env. is not set"):
+    with pytest.raises(ValueError, match=r"environment variable RECHUNK_TEST_KEY .api_key_env. is not set"):
         _embedder(openai_server, api_key_env="RECHUNK_TEST_KEY")
     monkeypatch.setenv("RECHUNK_TEST_KEY", KEY)
     embedder = _embedder(openai_server, api_key_env="RECHUNK_TEST_KEY", retries=0)

@@ -41,7 +41,12 @@ def _run(chunker, content: str, content_format: str, identity: str):
     """Every field of every chunk, and every field of the packer's chunks (its own counts)."""
     packed: list = []
     real = structure._piece
-    structure._piece = lambda source, verbatim, chunk: packed.append(dict(vars(chunk))) or real(source, verbatim, chunk)
+
+    def spy(source, verbatim_source, chunk):
+        packed.append(dict(vars(chunk)))
+        return real(source, verbatim_source, chunk)
+
+    structure._piece = spy
     try:
         document = Document(id="d", content=content, content_format=content_format, metadata={"m": 1})
         chunks = [dict(vars(c)) for c in chunker.chunk(document, tokenizer_identity=identity)]

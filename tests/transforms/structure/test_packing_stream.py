@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import gc
 import random
+from collections.abc import Sequence
+from functools import partial
+from typing import cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -35,7 +38,7 @@ def _streamed(node: Node) -> Node:
     """``node`` with the children of every list, item, table and quote in it (at any depth) as a
     :class:`StreamedChildren` that rebuilds them on each iteration, as the Markdown normalizer
     does for a huge block."""
-    children = node.children
+    children: Sequence[Node] | StreamedChildren = node.children
     if children and node.kind in _STREAMED_KINDS:
         children = StreamedChildren(map, _streamed, tuple(children))
     elif children:
@@ -44,7 +47,7 @@ def _streamed(node: Node) -> Node:
         node.kind,
         node.start,
         node.end,
-        children,
+        cast("Sequence[Node]", children),  # a StreamedChildren stands in for a sequence, as in the normalizers
         level=node.level,
         title=node.title,
         language=node.language,
@@ -78,11 +81,12 @@ def _run(
     packed: list = []
     with monkeypatch.context() as patch:
         real_piece, real_normalize = structure._piece, structure._normalize
-        patch.setattr(
-            structure,
-            "_piece",
-            lambda source, verbatim, chunk: packed.append(dict(vars(chunk))) or real_piece(source, verbatim, chunk),
-        )
+
+        def spy(source, verbatim_source, chunk):
+            packed.append(dict(vars(chunk)))
+            return real_piece(source, verbatim_source, chunk)
+
+        patch.setattr(structure, "_piece", spy)
         if streamed:
             patch.setattr(
                 structure, "_normalize", lambda registry, document: _stream_document(real_normalize(registry, document))
@@ -560,7 +564,7 @@ def test_memory_does_not_follow_the_number_of_top_level_blocks(monkeypatch, cont
     monkeypatch.setattr(packing, "_STABLE_MEMO", 1024)
     monkeypatch.setattr(packing, "_TILE_BATCH", 256)
     assert [(c.text, c.metadata) for c in chunks(small)] == whole
-    peaks = [_traced_peak(lambda: chunks(content)) for content in (small, large)]
+    peaks = [_traced_peak(partial(chunks, content)) for content in (small, large)]
     if content_format == "html":
         # The rendering must be whole before packing: the top-level blocks are kept as compact
         # records (12 bytes a node) beside it, about 56 bytes a unit here (holding nodes would take over 500).

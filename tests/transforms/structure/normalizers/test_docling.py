@@ -5,25 +5,25 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
+from docling_core.types.doc import (
+    BoundingBox,
+    CodeLanguageLabel,
+    ContentLayer,
+    DocItemLabel,
+    DoclingDocument,
+    ProvenanceItem,
+    Size,
+    TableCell,
+    TableData,
+)
 
 from tests.conftest import REPO
 from transforms.structure.normalizers.docling import normalize_docling
 from transforms.structure.tree import Node, NormalizationError, NormalizedDocument, check_blocks
-
-docling_doc = pytest.importorskip("docling_core.types.doc")
-BoundingBox = docling_doc.BoundingBox
-CodeLanguageLabel = docling_doc.CodeLanguageLabel
-ContentLayer = docling_doc.ContentLayer
-DocItemLabel = docling_doc.DocItemLabel
-DoclingDocument = docling_doc.DoclingDocument
-ProvenanceItem = docling_doc.ProvenanceItem
-Size = docling_doc.Size
-TableCell = docling_doc.TableCell
-TableData = docling_doc.TableData
-
 
 # -- helpers ------------------------------------------------------------------------------------
 
@@ -58,11 +58,12 @@ def _check_layout(normalized: NormalizedDocument) -> None:
             assert node.start == 0 or text[node.start - 1] == "\n", node
             assert text[node.end] == "\n", node
             assert text[node.start : node.end].strip(), node
-    for before, after in zip(normalized.blocks, normalized.blocks[1:]):
+    blocks = tuple(normalized.blocks)
+    for before, after in pairwise(blocks):
         assert text[before.end : after.start] == "\n\n", (before, after)
-    if normalized.blocks:
-        assert normalized.blocks[0].start == 0
-        assert normalized.blocks[-1].end == len(text) - 1
+    if blocks:
+        assert blocks[0].start == 0
+        assert blocks[-1].end == len(text) - 1
 
 
 _FIELDS = ("level", "title", "language", "fence", "header_rows", "page_no")

@@ -251,7 +251,7 @@ def test_lines_opening_many_containers_weigh_more_in_a_window(monkeypatch, line)
     parse's."""
 
     text = "# T\n\n" + line * 300 + "\nAfter.\n"
-    whole, texts = _parsed_texts(monkeypatch, text, WINDOW_LINES=100, WINDOW_CHARS=1 << 20)
+    _, texts = _parsed_texts(monkeypatch, text, WINDOW_LINES=100, WINDOW_CHARS=1 << 20)
     weight = 1 + (len(line.split()) - 1) // 2
     assert len(texts) > 5
     # A parse holds lines weighing at most the lines of the largest window (2 Mi code points: 200),

@@ -260,7 +260,7 @@ def test_a_huge_list_is_never_held(monkeypatch):
     count = [0]
 
     def walk():
-        for item in listed.children:
+        for _item in listed.children:
             count[0] += 1
 
     assert _peak_bytes(walk) < 600_000

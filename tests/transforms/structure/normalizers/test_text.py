@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pytest
 
 from transforms.structure.normalizers.text import normalize_text, split_lines
@@ -10,7 +12,7 @@ from transforms.structure.tree import Node, NormalizedDocument, check_blocks
 _FIELDS = ("level", "title", "language", "fence", "header_rows")
 
 
-def outline(doc: NormalizedDocument, nodes: tuple[Node, ...] | None = None) -> list[tuple]:
+def outline(doc: NormalizedDocument, nodes: Iterable[Node] | None = None) -> list[tuple]:
     """Blocks as ``(kind, sliced text[, non-default fields][, children])`` tuples, for exact asserts."""
     out = []
     for node in doc.blocks if nodes is None else nodes:
