@@ -223,6 +223,7 @@ def test_run_scores_each_chunker_on_a_tiny_input(tmp_path, capsys):
     assert row[5:] == ["100.0 ± 0.0", expected, expected, "2"]
 
 
+@pytest.mark.slow
 def test_docling_chunker_row_converts_the_corpora_with_docling(tmp_path):
     """DoclingChunker gets both corpora converted by Docling (text read as Markdown) and finds each
     paragraph: its lines are the paragraphs' text, located exactly. (Docling is the parse extra.)"""

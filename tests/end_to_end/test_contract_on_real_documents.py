@@ -116,6 +116,7 @@ def test_every_document_accounted_for_and_indices_dense(runs, corpus):
     assert sum(report["chunks_by_chunker"].values()) == len(chunks)
 
 
+@pytest.mark.slow
 def test_chunk_ids_identical_across_runs_and_running_modes(runs):
     def rows(out):
         return sorted(

@@ -240,6 +240,7 @@ def test_utf8_bytes():
     assert tok.boundaries("a🎉é") == [0, 1, 2, 3]
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(text=unicode_text)
 def test_utf8_bytes_properties(text):
@@ -716,6 +717,7 @@ def test_slice_counter_counts_of_consecutive_slices(cl100k, reference_cl100k, te
     assert counter.counts(points[:1]) == []
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     filler=st.text("ab .,\n\té데", min_size=0, max_size=3000),

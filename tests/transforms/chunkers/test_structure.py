@@ -703,6 +703,7 @@ def _long_lines_document(seed: int, chars: int) -> str:
     return f"Intro words.\n\n{line()}\n\nA short paragraph.\n\n# Heading\n\n{line()}\n\n- a\n- b\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", [{}, {"min_preferred_tokens": 20}, {"overlap_tokens": 12}])
 @pytest.mark.parametrize("budget", ["tiktoken", "utf8"])
 def test_a_long_line_is_packed_a_part_at_a_time_with_the_same_chunks(monkeypatch, tokenizer, options, budget):

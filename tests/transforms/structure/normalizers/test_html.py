@@ -383,6 +383,7 @@ def test_nesting_beyond_the_parser_limit_refuses_the_page_instead_of_losing_its_
     assert any("flattened" in note for note in doc.diagnostics)
 
 
+@pytest.mark.slow
 def test_huge_single_line():
     html = "<p>" + "word " * 1_000_000 + "</p>"
     started = time.perf_counter()

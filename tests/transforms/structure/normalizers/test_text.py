@@ -127,6 +127,7 @@ def test_huge_single_line():
     assert [(b.start, b.end) for b in doc.blocks] == [(0, len(text))]
 
 
+@pytest.mark.slow
 def test_corpus_text_documents(shared_data):
     import pyarrow.parquet as pq
 
