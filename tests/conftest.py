@@ -1,8 +1,10 @@
-"""Shared fixtures: the budget tokenizer, an independent recount, Parquet input files, shared data."""
+"""Shared fixtures: the budget tokenizer, an independent recount, Parquet input files, the test corpora."""
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -10,7 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED_DATA = REPO.parent / "shared" / "data"
+#: The larger test corpora: $RECHUNK_TEST_DATA, or the folder ``shared/data`` beside the repository.
+SHARED_DATA = Path(os.environ.get("RECHUNK_TEST_DATA") or REPO.parent / "shared" / "data")
 INPUT_SCHEMA = pa.schema([(c, pa.string()) for c in ("id", "content", "content_format", "metadata")])
 
 
@@ -71,12 +74,21 @@ def read_output(directory: Path, sub: str) -> list[dict]:
     return [row for t in tables for row in t.to_pylist()]
 
 
-def shared(path: str) -> Path:
-    """A file under ../shared/data, or skip the test when the shared data is not there."""
-    full = SHARED_DATA / path
-    if not full.exists():
-        pytest.skip(f"shared data not available: {full}")
-    return full
+@pytest.fixture(scope="session")
+def shared_data() -> Callable[[str], Path]:
+    """The larger test corpora (``SHARED_DATA``), kept outside the repository.
+
+    Returns a function from a path relative to that folder (``"corpus/docs.parquet"``) to the file;
+    it skips the calling test when the file is not there.
+    """
+
+    def find(relative: str) -> Path:
+        full = SHARED_DATA / relative
+        if not full.exists():
+            pytest.skip(f"shared test data not available: {relative}")
+        return full
+
+    return find
 
 
 # ----------------------------------------------------------------------------------------------
@@ -130,13 +142,13 @@ class Service:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                pytest.fail(f"{self.proc.args} exited {self.proc.returncode}: {self.log.read_text()[-2000:]}")
+                pytest.fail(f"{self.proc.args!r} exited {self.proc.returncode}: {self.log.read_text()[-2000:]}")
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 return
             except OSError:
                 time.sleep(0.1)
-        pytest.fail(f"{self.proc.args} did not listen on port {port}: {self.log.read_text()[-2000:]}")
+        pytest.fail(f"{self.proc.args!r} did not listen on port {port}: {self.log.read_text()[-2000:]}")
 
     def stop(self) -> None:
         """SIGTERM the whole process group, SIGKILL what is left after 10 s."""
@@ -269,7 +281,7 @@ def sample_with_dead_letters(path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def _openai_server_session():
-    from tests.openai_server import FakeOpenAIServer
+    from tests.support.openai_server import FakeOpenAIServer
 
     server = FakeOpenAIServer().start()
     yield server
@@ -278,7 +290,7 @@ def _openai_server_session():
 
 @pytest.fixture
 def openai_server(_openai_server_session):
-    """The local OpenAI-compatible test server (tests/openai_server.py), emptied for each test."""
+    """The local OpenAI-compatible test server (tests/support/openai_server.py), emptied for each test."""
     _openai_server_session.reset()
     yield _openai_server_session
     _openai_server_session.reset()

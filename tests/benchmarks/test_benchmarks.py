@@ -1,0 +1,310 @@
+"""The benchmarks run on tiny inputs (so that they cannot rot) and build the inputs they claim;
+the throughput benchmark's checks of a peer's chunks find what they are meant to find; the job's
+sink writes text columns in plain pages.
+Speed is not asserted: the benchmarks measure it themselves, as ratios taken side by side."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from benchmarks import throughput
+from tests.conftest import REPO
+
+SAMPLE = REPO / "sample" / "docs.parquet"
+
+
+def test_peer_check_counts_chunks_over_budget_not_verbatim_and_text_lost():
+    text = "alpha beta gamma\n\ndelta epsilon zeta"
+    count = lambda t: len(t.split())  # noqa: E731 - a stand-in tokenizer: words
+    clean = throughput._check_chunks(text, ["alpha beta gamma", "delta epsilon zeta"], count)
+    assert clean == {"over_budget": 0, "not_verbatim": 0, "lost_chars": 0, "chunks": 2}
+    bad = throughput._check_chunks(text, ["alpha beta", "delta epsilon\ufffd"], count)
+    # "gamma" is covered by no chunk, "delta epsilon zeta" by none verbatim.
+    assert bad["not_verbatim"] == 1
+    assert bad["lost_chars"] == len("gamma") + len("deltaepsilonzeta")
+    monkey = throughput.MAX_TOKENS
+    try:
+        throughput.MAX_TOKENS = 2
+        assert throughput._check_chunks(text, ["alpha beta gamma"], count)["over_budget"] == 1
+    finally:
+        throughput.MAX_TOKENS = monkey
+
+
+@pytest.mark.slow
+def test_throughput_writes_a_row_for_each_chunker_and_peer_and_its_chart(tmp_path, capsys):
+    out = tmp_path / "result.md"
+    assert (
+        throughput.main(
+            [
+                "--input",
+                str(SAMPLE),
+                "--docling-input",
+                str(SAMPLE),
+                "--max-chars",
+                "3000",
+                "--rounds",
+                "1",
+                "--skip",
+                "job,linear",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    table = out.read_text()
+    for row in (
+        "encode_ordinary",
+        "encode_ordinary_batch",
+        "TokenTextSplitter + validation",
+        "RecursiveCharacterTextSplitter (tokens)",
+        "StructureAwareChunker + validation",
+        "encode_ordinary of the Markdown export",
+        "DoclingChunker (hybrid)",
+    ):
+        assert f"| {row} |" in table, row
+    peers = {
+        "chonkie": "chonkie RecursiveChunker",
+        "semchunk": "semchunk",
+        "langchain_text_splitters": "LangChain TokenTextSplitter",
+    }
+    for module, row in peers.items():
+        if importlib.util.find_spec(module) is not None:
+            assert f"| {row} |" in table and "0 over 512" in table.split(f"| {row} |")[1].splitlines()[0]
+    if importlib.util.find_spec("matplotlib") is not None:
+        assert out.with_suffix(".png").stat().st_size > 1000
+
+
+@pytest.mark.slow
+def test_throughput_job_rows_alone_are_real_runs_of_the_job(tmp_path):
+    """--skip chunkers,docling,peers,linear: only the whole-job rows, each a real run of the job."""
+    out = tmp_path / "job.md"
+    assert (
+        throughput.main(
+            [
+                "--input",
+                str(SAMPLE),
+                "--rounds",
+                "1",
+                "--skip",
+                "chunkers,docling,peers,linear",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    table = out.read_text()
+    assert "### Text" not in table and "### Docling" not in table and "### Linear" not in table
+    rows = {
+        line.split(" | ")[0].lstrip("| "): line.split(" | ")
+        for line in table.splitlines()
+        if line.startswith("| plain") or line.startswith("| job")
+    }
+    assert len(rows) == 3
+    chunks = {name: cells[4] for name, cells in rows.items()}
+    assert len(set(chunks.values())) == 1 and int(chunks["job, DirectRunner in_memory"].replace(",", "")) > 7
+    # multi_processing: the launcher and its two workers each have a CPU figure
+    workers = rows["job, DirectRunner multi_processing, 2 workers"][7].split(", ")
+    assert len(workers) >= 3 and all(float(c) > 0 for c in workers)
+
+
+@pytest.mark.slow
+def test_incremental_output_equals_the_full_run_and_both_fractions_are_given(tmp_path):
+    """benchmarks/incremental.py end to end on the sample: it checks the incremental output against
+    the full run's itself (it exits otherwise) and reports the wall and CPU fractions."""
+    from benchmarks import incremental
+
+    out = tmp_path / "incremental.md"
+    incremental.main(
+        [
+            "--input",
+            str(SAMPLE),
+            "--changed",
+            "0.5",
+            "--removed",
+            "1",
+            "--rounds",
+            "1",
+            "--workdir",
+            str(tmp_path / "work"),
+            "--out",
+            str(out),
+            "--",
+            "--max-tokens",
+            "300",
+        ]
+    )
+    text = out.read_text()
+    assert "| incremental |" in text and "| start-up, incremental |" in text
+    # 7 documents: every second one in id order edited (4), the second removed, 2 left unchanged
+    assert "(6 documents), 4 changed (66.7%), 1 removed;" in text and "Skipped unchanged: 2;" in text
+    assert "By CPU seconds" in text and "Against the target" in text
+    # the job options after -- reach every run, the previous one included
+    assert "job options: --max-tokens 300." in text
+    for run in ("previous", "full0", "inc0", "tiny0", "tinyinc0"):
+        assert json.loads((tmp_path / "work" / run / "report.json").read_text())["max_tokens"] == 300, run
+
+
+@pytest.mark.slow
+def test_plain_loop_writes_the_jobs_chunks_and_linear_probe_times_both_sizes(tmp_path):
+    result = throughput.plain_loop(str(SAMPLE), str(tmp_path / "loop"))
+    import pyarrow.parquet as pq
+
+    written = pq.read_table(tmp_path / "loop" / "chunks.parquet")
+    assert result["documents_read"] == 7 and result["chunks_written"] == written.num_rows > 7
+    assert max(written.column("token_count").to_pylist()) <= 512
+    probe = throughput.linear_probe("one run of letters", "TokenTextSplitter", 2000, 1, str(SAMPLE))
+    assert probe["large_seconds"] > 0 and probe["large_mb"] == pytest.approx(0.02)
+    json.dumps(probe)
+
+
+@pytest.mark.slow
+def test_throughput_rows_option_measures_only_the_rows_named(tmp_path):
+    out = tmp_path / "rows.md"
+    assert (
+        throughput.main(
+            [
+                "--input",
+                str(SAMPLE),
+                "--max-chars",
+                "3000",
+                "--rounds",
+                "1",
+                "--skip",
+                "job,linear,docling",
+                "--rows",
+                "TokenTextSplitter,LangChain TokenTextSplitter",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    names = [line.split(" | ")[0].lstrip("| ") for line in out.read_text().splitlines() if line.startswith("| ")]
+    expected = ["encode_ordinary", "encode_ordinary_batch", "TokenTextSplitter", "TokenTextSplitter + validation"]
+    if importlib.util.find_spec("langchain_text_splitters") is not None:
+        expected.append("LangChain TokenTextSplitter")
+    assert names[names.index("encode_ordinary") :] == expected
+
+
+def test_memory_one_block_documents_are_one_block_of_their_kind(tmp_path):
+    """memory.py's one-block documents (Markdown ``table``, ``list``, ``code``; ``html-list``,
+    ``html-table``, ``rst-list``) are what their rows claim: one block of the kind in their format,
+    with many short children, of the size asked for."""
+    import pyarrow.parquet as pq
+
+    from benchmarks import memory
+    from transforms.structure.normalizers import default_normalizers
+
+    documents = memory.single_documents(str(SAMPLE), 20_000, tmp_path)
+    cases = (
+        ("table", "table"),
+        ("list", "list"),
+        ("code", "code"),
+        ("html-list", "list"),
+        ("html-table", "table"),
+        ("rst-list", "list"),
+    )
+    for name, kind in cases:
+        path, figures = documents[name]
+        chars = figures["characters"]
+        row = pq.read_table(path).to_pylist()[0]
+        content = row["content"]
+        assert len(content) == chars and 20_000 <= chars < 20_100
+        assert row["content_format"] == (name.partition("-")[0] if "-" in name else "markdown")
+        blocks = list(default_normalizers().normalize(content, row["content_format"]).blocks)
+        assert [b.kind for b in blocks] == [kind], name
+        assert kind == "code" or len(list(blocks[0].children)) > 500
+
+
+def test_memory_plain_content_has_no_dictionary_page_and_bmp_keeps_the_length(tmp_path):
+    """``--plain-content`` writes ``content`` without a dictionary page (the other columns keep
+    theirs) and the default keeps one; ``markdown-bmp`` is ``markdown`` with each astral code point
+    replaced by U+FFFD (same length, a 2-byte string where ``markdown`` is a 4-byte one); the figures
+    give the UTF-8 size and the string's width."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from benchmarks import memory
+
+    corpus = tmp_path / "corpus.parquet"
+    text = "# T\n\nCaf\u00e9 \u2014 rocket \U0001f680 done.\n"
+    pq.write_table(
+        pa.table({"id": ["a"], "content": [text], "content_format": ["markdown"], "metadata": [None]}), corpus
+    )
+    for plain in (False, True):
+        folder = tmp_path / f"plain-{plain}"
+        folder.mkdir()
+        documents = memory.single_documents(str(corpus), 5_000, folder, plain, {"markdown", "markdown-bmp"})
+        assert set(documents) == {"tiny", "markdown", "markdown-bmp"}
+        for name in documents:
+            columns = pq.ParquetFile(documents[name][0]).metadata.row_group(0)
+            dictionary = {
+                columns.column(i).path_in_schema: columns.column(i).has_dictionary_page
+                for i in range(columns.num_columns)
+            }
+            assert dictionary["content"] is not plain and dictionary["id"], (name, plain)
+        original = pq.read_table(documents["markdown"][0]).column("content")[0].as_py()
+        bmp = pq.read_table(documents["markdown-bmp"][0]).column("content")[0].as_py()
+        assert len(bmp) == len(original) == documents["markdown"][1]["characters"]
+        assert "\U0001f680" in original and "\U0001f680" not in bmp
+        assert bmp == original.replace("\U0001f680", "\ufffd")
+        assert documents["markdown"][1]["string_bytes_per_char"] == 4.0
+        assert documents["markdown-bmp"][1]["string_bytes_per_char"] == 2.0
+        assert documents["tiny"][1]["string_bytes_per_char"] == 1.0
+        assert documents["markdown"][1]["utf8_bytes"] == len(original.encode())
+
+
+@pytest.mark.slow
+def test_memory_table_has_a_row_per_job_run_and_the_peak_above_the_constant(tmp_path):
+    """memory.py end to end on the sample: the one-document constant, one single document and the
+    input once, each a real run of the job; ``--out`` writes the printed table."""
+    from benchmarks import memory
+
+    out = tmp_path / "memory.md"
+    argv = ["--documents", "code", "--document-mb", "0.01", "--copies", "1", "--out", str(out)]
+    assert memory.main(argv) == 0
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in out.read_text().splitlines()}
+    assert set(rows) >= {"tiny", "code 0.01 M", "input x1"}
+    assert int(rows["input x1"][4]) == 7 and int(rows["input x1"][5].replace(",", "")) > 7
+    assert float(rows["code 0.01 M"][9]) != 0 and int(rows["tiny"][8]) > 0
+    assert out.read_text().startswith("Date: ")
+
+
+@pytest.mark.slow
+def test_parse_benchmark_accounts_for_every_file(tmp_path):
+    """parse.py end to end on the sample, one file per format: every file parsed or dead-lettered
+    under its reason, every parsed document chunked."""
+    for module in ("docling", "docx", "pptx", "openpyxl"):
+        pytest.importorskip(module)
+    from benchmarks import parse
+
+    out = tmp_path / "parse.md"
+    assert parse.main(["--files-per-format", "1", "--work", str(tmp_path / "work"), "--out", str(out)]) == 0
+    table = out.read_text()
+    assert "Every file accounted for: True." in table
+    for fmt in ("docx", "html", "markdown", "pptx", "xlsx"):
+        assert f"| {fmt} |" in table, fmt
+    assert '"encrypted_file": 1' in table and '"file_too_large": 1' in table
+
+
+@pytest.mark.slow
+def test_job_writes_text_columns_in_plain_pages(tmp_path):
+    """The job's Parquet sink writes the chunks' text columns without a dictionary page (so reading
+    a huge value back holds no extra copy of it) and keeps the dictionary on the other columns."""
+    import pyarrow.parquet as pq
+
+    from pipelines.rechunk import main as rechunk
+
+    assert rechunk(["--input", str(SAMPLE), "--output", str(tmp_path / "out")]) == 0
+    for path in sorted((tmp_path / "out" / "chunks").glob("*.parquet")):
+        group = pq.ParquetFile(path).metadata.row_group(0)
+        dictionary = {
+            group.column(i).path_in_schema: group.column(i).has_dictionary_page for i in range(group.num_columns)
+        }
+        assert not dictionary["text"] and not dictionary["embedding_text"], path
+        assert dictionary["document_id"] and dictionary["chunker"], path
