@@ -3,8 +3,7 @@
 Beam-free. Both read a document through a normalizer (``transforms.structure.normalizers``) into
 sections, paragraphs, code blocks, tables, lists and quotes with their source intervals, and
 cut it only between blocks (see ``transforms.structure.packing`` for how). Names, parameters and
-defaults follow ``HeadingChunker`` and ``StructureAwareChunker`` of the reference API in
-``../shared/reference/000_ba91892c155fdc1f.txt``.
+defaults follow ``HeadingChunker`` and ``StructureAwareChunker`` of the project's reference API.
 
 Every chunk's metadata has a ``structure`` object::
 
@@ -27,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
@@ -70,6 +69,74 @@ def _flag(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"{name} must be true or false, got {value!r}")
     return value
+
+
+def _budgets(max_tokens: Any, target_tokens: Any, min_preferred_tokens: Any) -> tuple[int, int, int]:
+    """``(max_tokens, target_tokens, min_preferred_tokens)`` checked, defaults filled in: the
+    target is 400 or ``max_tokens`` when smaller, the preferred minimum 100 or the target when
+    smaller; ``min_preferred_tokens <= target_tokens <= max_tokens``.
+
+    Raises:
+        ValueError: One is not an integer or out of range (the message names it and the value).
+    """
+    max_tokens = _positive_int("max_tokens", max_tokens)
+    target_tokens = _positive_int("target_tokens", min(400, max_tokens) if target_tokens is None else target_tokens)
+    if target_tokens > max_tokens:
+        raise ValueError(f"target_tokens must be <= max_tokens ({max_tokens}), got {target_tokens}")
+    min_preferred_tokens = _positive_int(
+        "min_preferred_tokens",
+        min(100, target_tokens) if min_preferred_tokens is None else min_preferred_tokens,
+        minimum=0,
+    )
+    if min_preferred_tokens > target_tokens:
+        raise ValueError(f"min_preferred_tokens must be <= target_tokens ({target_tokens}), got {min_preferred_tokens}")
+    return max_tokens, target_tokens, min_preferred_tokens
+
+
+def _overlap(overlap_tokens: Any, max_overlap_tokens: Any, target_tokens: int) -> tuple[int, int]:
+    """``(overlap_tokens, max_overlap_tokens)`` checked: ``0 <= overlap_tokens <=
+    max_overlap_tokens`` and ``overlap_tokens < target_tokens``.
+
+    Raises:
+        ValueError: One is not an integer or out of range (the message names it and the value).
+    """
+    max_overlap_tokens = _positive_int("max_overlap_tokens", max_overlap_tokens, minimum=0)
+    overlap_tokens = _positive_int("overlap_tokens", overlap_tokens, minimum=0)
+    if overlap_tokens > max_overlap_tokens:
+        raise ValueError(f"overlap_tokens must be <= max_overlap_tokens ({max_overlap_tokens}), got {overlap_tokens}")
+    if overlap_tokens >= target_tokens:
+        raise ValueError(f"overlap_tokens must be < target_tokens ({target_tokens}), got {overlap_tokens}")
+    return overlap_tokens, max_overlap_tokens
+
+
+def _check_semantic(semantic_mode: Any, semantic_refiner: Any) -> None:
+    """Check that ``semantic_mode`` is known and has a refiner exactly when it is ``"refiner"``.
+
+    Raises:
+        ValueError: An unknown mode, a refiner that is not a ``ChatBoundaryRefiner``, or a
+            refiner with the heuristic mode.
+    """
+    if semantic_mode not in _SEMANTIC_MODES:
+        raise ValueError(f"semantic_mode must be one of {_SEMANTIC_MODES}, got {semantic_mode!r}")
+    from transforms.chunkers.refinement import ChatBoundaryRefiner
+
+    if semantic_mode == "refiner" and not isinstance(semantic_refiner, ChatBoundaryRefiner):
+        raise ValueError(
+            f"semantic_mode 'refiner' needs a ChatBoundaryRefiner as semantic_refiner, got {semantic_refiner!r}"
+        )
+    if semantic_mode == "heuristic" and semantic_refiner is not None:
+        raise ValueError("semantic_refiner is only used with semantic_mode 'refiner'")
+
+
+def _registry(normalizers: Any) -> NormalizerRegistry:
+    """``normalizers``, or every built-in normalizer when it is ``None``.
+
+    Raises:
+        ValueError: ``normalizers`` is not a ``NormalizerRegistry``.
+    """
+    if normalizers is not None and not isinstance(normalizers, NormalizerRegistry):
+        raise ValueError(f"normalizers must be a NormalizerRegistry, got {normalizers!r}")
+    return normalizers if normalizers is not None else default_normalizers()
 
 
 @contextmanager
@@ -261,44 +328,14 @@ class StructureAwareChunker(_StructureChunker):
     ) -> None:
         if tokenizer is None:
             raise ValueError("StructureAwareChunker needs a tokenizer, got None")
-        max_tokens = _positive_int("max_tokens", max_tokens)
-        target_tokens = _positive_int("target_tokens", min(400, max_tokens) if target_tokens is None else target_tokens)
-        if target_tokens > max_tokens:
-            raise ValueError(f"target_tokens must be <= max_tokens ({max_tokens}), got {target_tokens}")
-        min_preferred_tokens = _positive_int(
-            "min_preferred_tokens",
-            min(100, target_tokens) if min_preferred_tokens is None else min_preferred_tokens,
-            minimum=0,
-        )
-        if min_preferred_tokens > target_tokens:
-            raise ValueError(
-                f"min_preferred_tokens must be <= target_tokens ({target_tokens}), got {min_preferred_tokens}"
-            )
-        max_overlap_tokens = _positive_int("max_overlap_tokens", max_overlap_tokens, minimum=0)
-        overlap_tokens = _positive_int("overlap_tokens", overlap_tokens, minimum=0)
-        if overlap_tokens > max_overlap_tokens:
-            raise ValueError(
-                f"overlap_tokens must be <= max_overlap_tokens ({max_overlap_tokens}), got {overlap_tokens}"
-            )
-        if overlap_tokens >= target_tokens:
-            raise ValueError(f"overlap_tokens must be < target_tokens ({target_tokens}), got {overlap_tokens}")
-        if semantic_mode not in _SEMANTIC_MODES:
-            raise ValueError(f"semantic_mode must be one of {_SEMANTIC_MODES}, got {semantic_mode!r}")
-        from transforms.chunkers.refinement import ChatBoundaryRefiner
-
-        if semantic_mode == "refiner" and not isinstance(semantic_refiner, ChatBoundaryRefiner):
-            raise ValueError(
-                f"semantic_mode 'refiner' needs a ChatBoundaryRefiner as semantic_refiner, got {semantic_refiner!r}"
-            )
-        if semantic_mode == "heuristic" and semantic_refiner is not None:
-            raise ValueError("semantic_refiner is only used with semantic_mode 'refiner'")
+        max_tokens, target_tokens, min_preferred_tokens = _budgets(max_tokens, target_tokens, min_preferred_tokens)
+        overlap_tokens, max_overlap_tokens = _overlap(overlap_tokens, max_overlap_tokens, target_tokens)
+        _check_semantic(semantic_mode, semantic_refiner)
         self.semantic_refiner = semantic_refiner
         if oversized_block_policy not in _POLICIES:
             raise ValueError(f"oversized_block_policy must be one of {_POLICIES}, got {oversized_block_policy!r}")
-        if normalizers is not None and not isinstance(normalizers, NormalizerRegistry):
-            raise ValueError(f"normalizers must be a NormalizerRegistry, got {normalizers!r}")
         self.tokenizer = tokenizer
-        self.normalizers = normalizers if normalizers is not None else default_normalizers()
+        self.normalizers = _registry(normalizers)
         self.target_tokens = target_tokens
         self.max_tokens = max_tokens
         self.min_preferred_tokens = min_preferred_tokens
@@ -389,17 +426,7 @@ class StructureAwareChunker(_StructureChunker):
         """
         text = normalized.text
         lines = Lines(text)
-        blocks: list[tuple[int, Node]] = []
-
-        def walk(node: Node) -> None:
-            for child in node.children:
-                if child.kind == "section":
-                    walk(child)
-                else:
-                    blocks.append((lines.line_start(child.start), child))
-
-        walk(normalized.root)
-        blocks.sort(key=lambda b: b[0])
+        blocks = _section_blocks(normalized.root, lines)
         positions = [p for p, _ in blocks]
         cut_points = sorted({p for p in positions if lines.is_stable(p)})
         out, fallbacks = list(chunks), {}
@@ -432,17 +459,7 @@ class StructureAwareChunker(_StructureChunker):
             left, right = (self.tokenizer.count(prefix + text[lo:cut]), self.tokenizer.count(prefix + text[cut:hi]))
             if max(left, right) > self.max_tokens:
                 continue
-
-            def kinds(start: int, end: int, old: tuple[str, ...]) -> tuple[str, ...]:
-                inside = blocks[bisect_left(positions, start) : bisect_left(positions, end)]
-                return tuple(dict.fromkeys(n.kind for _, n in inside)) or old
-
-            pages = (blocks[j][1].page_no for j in range(bisect_left(positions, cut), len(blocks)))
-            page = next((p for p in pages if p is not None), b.page_no)
-            out[i] = dataclasses.replace(a, spans=((lo, cut),), token_count=left, kinds=kinds(lo, cut, a.kinds))
-            out[i + 1] = dataclasses.replace(
-                b, spans=((cut, hi),), token_count=right, page_no=page, kinds=kinds(cut, hi, b.kinds)
-            )
+            out[i], out[i + 1] = _moved_cut(a, b, cut, (left, right), blocks, positions)
         return out, fallbacks
 
     def _flatten(self, normalized: NormalizedDocument) -> NormalizedDocument:
@@ -480,6 +497,49 @@ class StructureAwareChunker(_StructureChunker):
         return map_blocks(normalized, flat)
 
 
+def _section_blocks(root: Node, lines: Lines) -> list[tuple[int, Node]]:
+    """The blocks directly inside the root or a section (never inside a list, table or code
+    block), each with the start of its first line (code points), in order of that start."""
+    blocks: list[tuple[int, Node]] = []
+
+    def walk(node: Node) -> None:
+        for child in node.children:
+            if child.kind == "section":
+                walk(child)
+            else:
+                blocks.append((lines.line_start(child.start), child))
+
+    walk(root)
+    blocks.sort(key=lambda b: b[0])
+    return blocks
+
+
+def _moved_cut(
+    a: PackedChunk,
+    b: PackedChunk,
+    cut: int,
+    counts: tuple[int, int],
+    blocks: list[tuple[int, Node]],
+    positions: list[int],
+) -> tuple[PackedChunk, PackedChunk]:
+    """The touching chunks ``a`` and ``b`` with the cut between them moved to ``cut``: their
+    spans, ``counts`` (tokens of each embedding text), kinds and ``b``'s first page follow the
+    blocks (``_section_blocks``, ``positions`` their starts) on each side."""
+    lo, hi = a.spans[0][0], b.spans[0][1]
+
+    def kinds(start: int, end: int, old: tuple[str, ...]) -> tuple[str, ...]:
+        inside = blocks[bisect_left(positions, start) : bisect_left(positions, end)]
+        return tuple(dict.fromkeys(n.kind for _, n in inside)) or old
+
+    pages = (blocks[j][1].page_no for j in range(bisect_left(positions, cut), len(blocks)))
+    page = next((p for p in pages if p is not None), b.page_no)
+    left = dataclasses.replace(a, spans=((lo, cut),), token_count=counts[0], kinds=kinds(lo, cut, a.kinds))
+    right = dataclasses.replace(
+        b, spans=((cut, hi),), token_count=counts[1], page_no=page, kinds=kinds(cut, hi, b.kinds)
+    )
+    return left, right
+
+
 class HeadingChunker(_StructureChunker):
     """Split at headings into whole sections, with no size cap.
 
@@ -496,9 +556,7 @@ class HeadingChunker(_StructureChunker):
     """
 
     def __init__(self, *, normalizers: NormalizerRegistry | None = None) -> None:
-        if normalizers is not None and not isinstance(normalizers, NormalizerRegistry):
-            raise ValueError(f"normalizers must be a NormalizerRegistry, got {normalizers!r}")
-        self.normalizers = normalizers if normalizers is not None else default_normalizers()
+        self.normalizers = _registry(normalizers)
 
     def to_dict(self) -> dict[str, Any]:
         return {}
@@ -520,7 +578,7 @@ def _heading_chunks(normalized: NormalizedDocument) -> Iterator[PackedChunk]:
     # to its first subsection; bare when that is only the heading.
     parts: list[tuple[tuple[tuple[Node, tuple[int, int]], ...], int, int, bool]] = []
 
-    def visit(children: tuple[Node, ...], lo: int, hi: int, path) -> None:
+    def visit(children: Iterable[Node], lo: int, hi: int, path: tuple[tuple[Node, tuple[int, int]], ...]) -> None:
         for node, start, end in lines.tiles(children, lo, hi):
             if node is None or node.kind != "section":
                 if parts and not parts[-1][0] and parts[-1][2] == start:

@@ -49,6 +49,7 @@ from collections import abc
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 __all__ = [
     "BLOCK_KINDS",
@@ -111,18 +112,19 @@ class LazyChildren(abc.Sequence):
 
     __slots__ = ("_args", "_make", "_nodes")
 
-    def __init__(self, make: Callable[..., Iterable[Node]], *args) -> None:
-        self._make: Callable[..., Iterable[Node]] | None = make
-        self._args = args
-        self._nodes: tuple[Node, ...] | None = None
+    def __init__(self, make: Callable[..., Iterable[Any]], *args: Any) -> None:
+        self._make: Callable[..., Iterable[Any]] | None = make
+        self._args: tuple[Any, ...] | None = args
+        self._nodes: tuple[Any, ...] | None = None
 
-    def _get(self) -> tuple[Node, ...]:
+    def _get(self) -> tuple[Any, ...]:
         if self._nodes is None:
+            assert self._make is not None and self._args is not None  # (both are set until built)
             self._nodes = tuple(self._make(*self._args))
             self._make = self._args = None
         return self._nodes
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index):
         return self._get()[index]
 
     def __len__(self) -> int:
@@ -197,7 +199,7 @@ class Node:
     kind: str
     start: int
     end: int
-    children: Sequence[Node] = ()
+    children: Sequence[Node] | StreamedChildren = ()
     level: int = 0
     title: str = ""
     language: str = ""
@@ -467,8 +469,8 @@ def _section_of(
     level = heading.level
     children = [heading]
     held = 1
-    pair = next(pairs, None)
-    for node, size, pair in _children(pairs, pair, passes, level):
+    first = pair = next(pairs, None)  # (``pair``: the pair after the latest child)
+    for node, size, pair in _children(pairs, first, passes, level):
         children.append(node)
         held += size
         if held > HELD_SECTION_NODES:
@@ -515,7 +517,7 @@ def check_blocks(normalized: NormalizedDocument) -> None:
     """Raise ``ValueError`` naming the first block that breaks the interval invariants."""
     limit = len(normalized.text)
 
-    def check(nodes: tuple[Node, ...], lo: int, hi: int, where: str) -> None:
+    def check(nodes: Iterable[Node], lo: int, hi: int, where: str) -> None:
         previous_end = lo
         for i, node in enumerate(nodes):
             here = f"{where}[{i}] {node.kind} [{node.start}, {node.end})"

@@ -40,7 +40,7 @@ def own_heading(node: Node | None, path: tuple[Node, ...]) -> bool:
     if node is None or node.kind != "heading" or not path:
         return False
     children = path[-1].children
-    if type(children) is StreamedChildren:
+    if isinstance(children, StreamedChildren):
         # (A section too large to hold, its children made again on each pass: its heading is
         # the one block that starts where it starts, the others all lie after the heading.)
         return node.start == path[-1].start
