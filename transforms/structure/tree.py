@@ -49,9 +49,7 @@ from collections import abc
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Generic, TypeVar
-
-T = TypeVar("T")
+from typing import Any
 
 __all__ = [
     "BLOCK_KINDS",
@@ -106,22 +104,22 @@ class LineStarts:
         return self.text.rfind("\n", 0, position) + 1
 
 
-class LazyChildren(abc.Sequence, Generic[T]):
-    """A node's children (or any tuple), built on first use (most blocks are never looked into).
+class LazyChildren(abc.Sequence):
+    """A node's children, built on first use (most blocks are never looked into).
 
     Behaves as the tuple it builds: indexing, ``len``, iteration, truth and ``==``.
     """
 
     __slots__ = ("_args", "_make", "_nodes")
 
-    def __init__(self, make: Callable[..., Iterable[T]], *args: Any) -> None:
-        self._make: Callable[..., Iterable[T]] | None = make
+    def __init__(self, make: Callable[..., Iterable[Any]], *args: Any) -> None:
+        self._make: Callable[..., Iterable[Any]] | None = make
         self._args: tuple[Any, ...] | None = args
-        self._nodes: tuple[T, ...] | None = None
+        self._nodes: tuple[Any, ...] | None = None
 
-    def _get(self) -> tuple[T, ...]:
+    def _get(self) -> tuple[Any, ...]:
         if self._nodes is None:
-            assert self._make is not None and self._args is not None
+            assert self._make is not None and self._args is not None  # (both are set until built)
             self._nodes = tuple(self._make(*self._args))
             self._make = self._args = None
         return self._nodes
@@ -132,7 +130,7 @@ class LazyChildren(abc.Sequence, Generic[T]):
     def __len__(self) -> int:
         return len(self._get())
 
-    def __iter__(self) -> Iterator[T]:
+    def __iter__(self) -> Iterator[Node]:
         return iter(self._get())
 
     def __bool__(self) -> bool:
@@ -471,8 +469,8 @@ def _section_of(
     level = heading.level
     children = [heading]
     held = 1
-    pair = next(pairs, None)
-    for node, size, pair in _children(pairs, pair, passes, level):  # noqa: B020 (pair: the look-ahead after each child)
+    first = pair = next(pairs, None)  # (``pair``: the pair after the latest child)
+    for node, size, pair in _children(pairs, first, passes, level):
         children.append(node)
         held += size
         if held > HELD_SECTION_NODES:
