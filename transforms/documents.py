@@ -2,7 +2,7 @@
 
 Beam-free. Every record is an immutable dataclass; the Beam layer turns Parquet rows into
 :class:`Document` and :class:`Chunk` / :class:`DeadLetter` back into rows with the Arrow schemas
-below, which follow ``../shared/design/CONTRACT.md`` column for column.
+below, which ``docs/contract.md`` documents column for column.
 """
 
 from __future__ import annotations

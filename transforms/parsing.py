@@ -2,7 +2,7 @@
 
 A raw file (HTML, Markdown, DOCX, PPTX, XLSX; PDF where Docling's models are on disk) becomes one
 row of the chunk job's input (``id``, ``content``, ``content_format``, ``metadata``, see
-``shared/design/CONTRACT.md``), or a :class:`ParseFailure` with a reason code from
+``docs/contract.md``), or a :class:`ParseFailure` with a reason code from
 :data:`PARSE_REASONS`.
 
 The offline formats go through Docling's ``SimplePipeline`` with the format's declarative backend,

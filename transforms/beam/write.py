@@ -71,7 +71,7 @@ class _ArrowBatches(beam.DoFn):
             # The table has been written downstream by now (the sink is fused here). Arrow's pool
             # (mimalloc) keeps the freed table and the Parquet writer's page buffers resident
             # otherwise, on top of a huge document's chunking: 9 to 23 MiB of the peak of 50 MB of
-            # HTML, an HTML list, Markdown or RST (benchmarks/results/s13-memory-kinds.md).
+            # HTML, an HTML list, Markdown or RST (benchmarks/results/2026-12-01-memory-single-documents.md).
             pa.default_memory_pool().release_unused()
         self._rows.append(row)
         self._bytes += size
@@ -113,8 +113,8 @@ class WriteRows(beam.PTransform):
 #: falls back to plain pages, at a cost on both sides: a reader decodes the dictionary page too, and
 #: a value larger than the limit sits whole in it, so reading it back holds one more copy of it
 #: (apache/arrow#38245; a 50 MB document: 170 MiB of pyarrow's read peak against 118 in plain
-#: pages, benchmarks/results/s12-scale.md). On the chunks of ``docs.parquet`` plain pages also read
-#: 14% and write 6% faster, at the same size (benchmarks/results/s13-parquet-pages.md).
+#: pages). On the chunks of ``docs.parquet`` plain pages also read 14% and write 6% faster, at the
+#: same size.
 PLAIN_PAGE_COLUMNS = frozenset({"text", "embedding_text", "content", "payload", "detail"})
 
 
