@@ -31,8 +31,16 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from transforms.chunkers.base import Chunker, ChunkingError, Piece
+from transforms.chunkers.structure_options import (
+    check_oversized_block_policy,
+    check_semantic,
+    checked_budgets,
+    checked_flag,
+    checked_overlap,
+    checked_registry,
+)
 from transforms.documents import Chunk, Document
-from transforms.structure.normalizers import NormalizerRegistry, default_normalizers
+from transforms.structure.normalizers import NormalizerRegistry
 from transforms.structure.packing import (
     EMBEDDING_TEXT_VERSION,
     Lines,
@@ -52,91 +60,7 @@ __all__ = ["HeadingChunker", "StructureAwareChunker"]
 #:    hide the page's <title>, and a skipped element around table rows is skipped with them;
 #:    Chinese and Japanese 。！？ end a sentence with no whitespace after them.
 ENGINE_VERSION = 3
-_POLICIES = ("split_with_context", "reject")
-_SEMANTIC_MODES = ("heuristic", "refiner")
 _FLATTEN = {"code": "preserve_code_blocks", "table": "preserve_table_rows", "list": "preserve_list_hierarchy"}
-
-
-def _positive_int(name: str, value: Any, *, minimum: int = 1) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
-def _flag(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be true or false, got {value!r}")
-    return value
-
-
-def _budgets(max_tokens: Any, target_tokens: Any, min_preferred_tokens: Any) -> tuple[int, int, int]:
-    """``(max_tokens, target_tokens, min_preferred_tokens)`` checked, defaults filled in: the
-    target is 400 or ``max_tokens`` when smaller, the preferred minimum 100 or the target when
-    smaller; ``min_preferred_tokens <= target_tokens <= max_tokens``.
-
-    Raises:
-        ValueError: One is not an integer or out of range (the message names it and the value).
-    """
-    max_tokens = _positive_int("max_tokens", max_tokens)
-    target_tokens = _positive_int("target_tokens", min(400, max_tokens) if target_tokens is None else target_tokens)
-    if target_tokens > max_tokens:
-        raise ValueError(f"target_tokens must be <= max_tokens ({max_tokens}), got {target_tokens}")
-    min_preferred_tokens = _positive_int(
-        "min_preferred_tokens",
-        min(100, target_tokens) if min_preferred_tokens is None else min_preferred_tokens,
-        minimum=0,
-    )
-    if min_preferred_tokens > target_tokens:
-        raise ValueError(f"min_preferred_tokens must be <= target_tokens ({target_tokens}), got {min_preferred_tokens}")
-    return max_tokens, target_tokens, min_preferred_tokens
-
-
-def _overlap(overlap_tokens: Any, max_overlap_tokens: Any, target_tokens: int) -> tuple[int, int]:
-    """``(overlap_tokens, max_overlap_tokens)`` checked: ``0 <= overlap_tokens <=
-    max_overlap_tokens`` and ``overlap_tokens < target_tokens``.
-
-    Raises:
-        ValueError: One is not an integer or out of range (the message names it and the value).
-    """
-    max_overlap_tokens = _positive_int("max_overlap_tokens", max_overlap_tokens, minimum=0)
-    overlap_tokens = _positive_int("overlap_tokens", overlap_tokens, minimum=0)
-    if overlap_tokens > max_overlap_tokens:
-        raise ValueError(f"overlap_tokens must be <= max_overlap_tokens ({max_overlap_tokens}), got {overlap_tokens}")
-    if overlap_tokens >= target_tokens:
-        raise ValueError(f"overlap_tokens must be < target_tokens ({target_tokens}), got {overlap_tokens}")
-    return overlap_tokens, max_overlap_tokens
-
-
-def _check_semantic(semantic_mode: Any, semantic_refiner: Any) -> None:
-    """Check that ``semantic_mode`` is known and has a refiner exactly when it is ``"refiner"``.
-
-    Raises:
-        ValueError: An unknown mode, a refiner that is not a ``ChatBoundaryRefiner``, or a
-            refiner with the heuristic mode.
-    """
-    if semantic_mode not in _SEMANTIC_MODES:
-        raise ValueError(f"semantic_mode must be one of {_SEMANTIC_MODES}, got {semantic_mode!r}")
-    from transforms.chunkers.refinement import ChatBoundaryRefiner
-
-    if semantic_mode == "refiner" and not isinstance(semantic_refiner, ChatBoundaryRefiner):
-        raise ValueError(
-            f"semantic_mode 'refiner' needs a ChatBoundaryRefiner as semantic_refiner, got {semantic_refiner!r}"
-        )
-    if semantic_mode == "heuristic" and semantic_refiner is not None:
-        raise ValueError("semantic_refiner is only used with semantic_mode 'refiner'")
-
-
-def _registry(normalizers: Any) -> NormalizerRegistry:
-    """``normalizers``, or every built-in normalizer when it is ``None``.
-
-    Raises:
-        ValueError: ``normalizers`` is not a ``NormalizerRegistry``.
-    """
-    if normalizers is not None and not isinstance(normalizers, NormalizerRegistry):
-        raise ValueError(f"normalizers must be a NormalizerRegistry, got {normalizers!r}")
-    return normalizers if normalizers is not None else default_normalizers()
 
 
 @contextmanager
@@ -328,26 +252,27 @@ class StructureAwareChunker(_StructureChunker):
     ) -> None:
         if tokenizer is None:
             raise ValueError("StructureAwareChunker needs a tokenizer, got None")
-        max_tokens, target_tokens, min_preferred_tokens = _budgets(max_tokens, target_tokens, min_preferred_tokens)
-        overlap_tokens, max_overlap_tokens = _overlap(overlap_tokens, max_overlap_tokens, target_tokens)
-        _check_semantic(semantic_mode, semantic_refiner)
+        max_tokens, target_tokens, min_preferred_tokens = checked_budgets(
+            max_tokens, target_tokens, min_preferred_tokens
+        )
+        overlap_tokens, max_overlap_tokens = checked_overlap(overlap_tokens, max_overlap_tokens, target_tokens)
+        check_semantic(semantic_mode, semantic_refiner)
         self.semantic_refiner = semantic_refiner
-        if oversized_block_policy not in _POLICIES:
-            raise ValueError(f"oversized_block_policy must be one of {_POLICIES}, got {oversized_block_policy!r}")
+        check_oversized_block_policy(oversized_block_policy)
         self.tokenizer = tokenizer
-        self.normalizers = _registry(normalizers)
+        self.normalizers = checked_registry(normalizers)
         self.target_tokens = target_tokens
         self.max_tokens = max_tokens
         self.min_preferred_tokens = min_preferred_tokens
         self.overlap_tokens = overlap_tokens
         self.max_overlap_tokens = max_overlap_tokens
-        self.merge_small_sections = _flag("merge_small_sections", merge_small_sections)
-        self.allow_cross_top_level_merge = _flag("allow_cross_top_level_merge", allow_cross_top_level_merge)
-        self.preserve_heading_hierarchy = _flag("preserve_heading_hierarchy", preserve_heading_hierarchy)
-        self.preserve_code_blocks = _flag("preserve_code_blocks", preserve_code_blocks)
-        self.preserve_table_rows = _flag("preserve_table_rows", preserve_table_rows)
-        self.preserve_list_hierarchy = _flag("preserve_list_hierarchy", preserve_list_hierarchy)
-        self.include_heading_path_in_embedding = _flag(
+        self.merge_small_sections = checked_flag("merge_small_sections", merge_small_sections)
+        self.allow_cross_top_level_merge = checked_flag("allow_cross_top_level_merge", allow_cross_top_level_merge)
+        self.preserve_heading_hierarchy = checked_flag("preserve_heading_hierarchy", preserve_heading_hierarchy)
+        self.preserve_code_blocks = checked_flag("preserve_code_blocks", preserve_code_blocks)
+        self.preserve_table_rows = checked_flag("preserve_table_rows", preserve_table_rows)
+        self.preserve_list_hierarchy = checked_flag("preserve_list_hierarchy", preserve_list_hierarchy)
+        self.include_heading_path_in_embedding = checked_flag(
             "include_heading_path_in_embedding", include_heading_path_in_embedding
         )
         self.semantic_mode = semantic_mode
@@ -480,18 +405,7 @@ class StructureAwareChunker(_StructureChunker):
                 if type(children) is StreamedChildren
                 else (tuple(flat(c) for c in children))
             )
-            return Node(
-                node.kind,
-                node.start,
-                node.end,
-                children,
-                level=node.level,
-                title=node.title,
-                language=node.language,
-                fence=node.fence,
-                header_rows=node.header_rows,
-                page_no=node.page_no,
-            )
+            return dataclasses.replace(node, children=children)
 
         # Streamed top-level blocks stay a stream too.
         return map_blocks(normalized, flat)
@@ -556,7 +470,7 @@ class HeadingChunker(_StructureChunker):
     """
 
     def __init__(self, *, normalizers: NormalizerRegistry | None = None) -> None:
-        self.normalizers = _registry(normalizers)
+        self.normalizers = checked_registry(normalizers)
 
     def to_dict(self) -> dict[str, Any]:
         return {}
