@@ -26,13 +26,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 import transforms
 from pipelines.console import say
-from pipelines.options import OptionError, OptionParser, RechunkOptions, check_given_once, one_line, unknown_options
+from pipelines.options import OptionError, OptionParser, RechunkOptions, check_given_once, unknown_options
 from pipelines.paths import inside_pattern, worker_path, worker_pattern
 from pipelines.preflight import (
     check_filesystem,
@@ -42,6 +41,7 @@ from pipelines.preflight import (
     check_reachable,
     check_utf8,
     create_output,
+    matched_input,
 )
 from pipelines.report import write_report
 from pipelines.runners import check_runner
@@ -239,14 +239,7 @@ def _check_raw_input(given: str, pattern: str) -> None:
         raise OptionError(
             f"--input {given}: is a directory; give a file pattern such as {given.rstrip('/')}/** (all files below it)"
         )
-    try:
-        matched = FileSystems.match([pattern])[0].metadata_list
-    except Exception as err:  # BeamIOError and friends, by scheme
-        raise OptionError(f"--input {given}: cannot list files ({one_line(err)})") from None
-    if not matched:
-        raise OptionError(f"--input {given}: no file matches")
-    for m in matched:
-        check_utf8("--input", given, m.path)
+    matched_input(given, pattern)
 
 
 def build_pipeline(pipeline: beam.Pipeline, job: ParseJob) -> None:

@@ -12,6 +12,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 
+from apache_beam.io.filesystem import FileMetadata
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.options import OptionError, one_line
@@ -32,6 +33,7 @@ __all__ = [
     "check_reachable",
     "check_utf8",
     "create_output",
+    "matched_input",
 ]
 
 #: How many input files have their Parquet footer checked before the pipeline starts.
@@ -57,6 +59,34 @@ def check_utf8(flag: str, given: str, path: str) -> None:
         raise OptionError(
             f"{where}: the name {shown} is not UTF-8; Beam takes file names as UTF-8 text, rename it"
         ) from None
+
+
+def matched_input(
+    given: str, pattern: str, *, no_match_hint: Callable[[str, str], str] | None = None
+) -> list[FileMetadata]:
+    """The files ``pattern`` matches (``--input`` as ``given``, which the messages quote), each
+    with a UTF-8 name (see :func:`check_utf8`).
+
+    Args:
+        given: ``--input`` as written.
+        pattern: The pattern the workers read.
+        no_match_hint: Called with ``(given, pattern)`` when nothing matches; its text ends the
+            message.
+
+    Raises:
+        OptionError: The pattern cannot be listed, matches nothing, or matches a name that is not
+            UTF-8.
+    """
+    try:
+        matched = FileSystems.match([pattern])[0].metadata_list
+    except Exception as err:  # BeamIOError and friends, by scheme
+        raise OptionError(f"--input {given}: cannot list files ({one_line(err)})") from None
+    if not matched:
+        hint = no_match_hint(given, pattern) if no_match_hint is not None else ""
+        raise OptionError(f"--input {given}: no file matches{hint}")
+    for m in matched:
+        check_utf8("--input", given, m.path)
+    return matched
 
 
 def check_filesystem(flag: str, path: str) -> None:
@@ -224,14 +254,7 @@ def check_input(given: str, pattern: str, column_map: dict[str, str]) -> None:
         OptionError: The pattern cannot be listed, matches nothing, matches a name that is not
             UTF-8, or a checked file is not Parquet with the columns ``column_map`` names.
     """
-    try:
-        matched = FileSystems.match([pattern])[0].metadata_list
-    except Exception as err:  # BeamIOError and friends, by scheme
-        raise OptionError(f"--input {given}: cannot list files ({one_line(err)})") from None
-    if not matched:
-        raise OptionError(f"--input {given}: no file matches{_no_match_hint(given, pattern)}")
-    for m in matched:
-        check_utf8("--input", given, m.path)
+    matched = matched_input(given, pattern, no_match_hint=_no_match_hint)
     # Every file's footer, up to a bound: a non-Parquet file in the glob would otherwise fail the
     # job mid-pipeline.
     for path in sorted(m.path for m in matched)[:MAX_FILES_CHECKED]:

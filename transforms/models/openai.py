@@ -34,7 +34,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from transforms.models import ModelError
 from transforms.models.openai_client import (
@@ -48,6 +49,7 @@ from transforms.models.openai_client import (
 __all__ = ["OpenAIChatModel", "OpenAIEmbedder", "is_loopback_url"]
 
 
+@dataclass(kw_only=True, eq=False, repr=False)
 class OpenAIEmbedder(OpenAIClient):
     """Embeddings from an OpenAI-compatible ``POST {base_url}/embeddings`` endpoint.
 
@@ -74,40 +76,19 @@ class OpenAIEmbedder(OpenAIClient):
             ``allow_external_transmission``, or ``api_key_env`` naming an unset variable.
     """
 
-    _path = "/embeddings"
-    _kind = "embeddings"
+    _path: ClassVar[str] = "/embeddings"
+    _kind: ClassVar[str] = "embeddings"
 
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        model: str,
-        api_key_env: str | None = None,
-        allow_external_transmission: bool = False,
-        dimensions: int | None = None,
-        batch_size: int = 64,
-        timeout_seconds: float = 30.0,
-        retries: int = 2,
-        backoff_seconds: float = 0.5,
-        concurrency: int = 2,
-        cache_size: int = 4096,
-    ) -> None:
-        if dimensions is not None:
-            positive_int("dimensions", dimensions)
-        self.dimensions = dimensions
-        self.batch_size = positive_int("batch_size", batch_size)
-        super().__init__(
-            base_url=base_url,
-            model=model,
-            api_key_env=api_key_env,
-            allow_external_transmission=allow_external_transmission,
-            timeout_seconds=timeout_seconds,
-            retries=retries,
-            backoff_seconds=backoff_seconds,
-            concurrency=concurrency,
-            cache_size=cache_size,
-        )
-        self.identity = f"openai-embeddings:{self.base_url}{self._path}:model={model}:dimensions={dimensions}"
+    dimensions: int | None = None
+    batch_size: int = 64
+    cache_size: int = 4096
+
+    def __post_init__(self) -> None:
+        if self.dimensions is not None:
+            positive_int("dimensions", self.dimensions)
+        self.batch_size = positive_int("batch_size", self.batch_size)
+        super().__post_init__()
+        self.identity = f"openai-embeddings:{self.base_url}{self._path}:model={self.model}:dimensions={self.dimensions}"
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in order.
@@ -187,6 +168,7 @@ class OpenAIEmbedder(OpenAIClient):
         return vectors  # type: ignore[return-value]
 
 
+@dataclass(kw_only=True, eq=False, repr=False)
 class OpenAIChatModel(OpenAIClient):
     """Chat completions from an OpenAI-compatible ``POST {base_url}/chat/completions`` endpoint.
 
@@ -205,44 +187,23 @@ class OpenAIChatModel(OpenAIClient):
         identity: ``openai-chat:<base_url>/chat/completions:model=<model>:temperature=<t>:max_tokens=<n>``.
     """
 
-    _path = "/chat/completions"
-    _kind = "chat"
+    _path: ClassVar[str] = "/chat/completions"
+    _kind: ClassVar[str] = "chat"
 
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        model: str,
-        api_key_env: str | None = None,
-        allow_external_transmission: bool = False,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-        max_response_chars: int = 16000,
-        timeout_seconds: float = 30.0,
-        retries: int = 2,
-        backoff_seconds: float = 0.5,
-        concurrency: int = 2,
-        cache_size: int = 256,
-    ) -> None:
-        self.temperature = positive_float("temperature", temperature, allow_zero=True)
-        if max_tokens is not None:
-            positive_int("max_tokens", max_tokens)
-        self.max_tokens = max_tokens
-        self.max_response_chars = positive_int("max_response_chars", max_response_chars)
-        super().__init__(
-            base_url=base_url,
-            model=model,
-            api_key_env=api_key_env,
-            allow_external_transmission=allow_external_transmission,
-            timeout_seconds=timeout_seconds,
-            retries=retries,
-            backoff_seconds=backoff_seconds,
-            concurrency=concurrency,
-            cache_size=cache_size,
-        )
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    max_response_chars: int = 16000
+    cache_size: int = 256
+
+    def __post_init__(self) -> None:
+        self.temperature = positive_float("temperature", self.temperature, allow_zero=True)
+        if self.max_tokens is not None:
+            positive_int("max_tokens", self.max_tokens)
+        self.max_response_chars = positive_int("max_response_chars", self.max_response_chars)
+        super().__post_init__()
         self.identity = (
-            f"openai-chat:{self.base_url}{self._path}:model={model}"
-            f":temperature={self.temperature:g}:max_tokens={max_tokens}"
+            f"openai-chat:{self.base_url}{self._path}:model={self.model}"
+            f":temperature={self.temperature:g}:max_tokens={self.max_tokens}"
         )
 
     def _max_answer_bytes(self, body: Mapping[str, Any]) -> int:

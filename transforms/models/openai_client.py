@@ -21,7 +21,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from transforms.models import ModelError
@@ -194,50 +195,53 @@ class _LRU:
         return len(self._data)
 
 
+@dataclass(kw_only=True, eq=False, repr=False)
 class OpenAIClient:
-    """What both clients share: endpoint checks, key handling, retries, concurrency, cache, counts."""
+    """What both clients share: endpoint checks, key handling, retries, concurrency, cache, counts.
 
-    _path: str = ""
-    _kind: str = ""
+    The settings are keyword-only dataclass fields, checked in :meth:`__post_init__`; a client
+    adds its own fields, checks them in its ``__post_init__`` before calling this one's, and sets
+    :attr:`identity` after it. Their meaning is documented on
+    :class:`~transforms.models.openai.OpenAIEmbedder`.
+    """
+
+    _path: ClassVar[str] = ""
+    _kind: ClassVar[str] = ""
+
+    base_url: str
+    model: str
+    api_key_env: str | None = None
+    allow_external_transmission: bool = False
+    timeout_seconds: float = 30.0
+    retries: int = 2
+    backoff_seconds: float = 0.5
+    concurrency: int = 2
+    cache_size: int
     #: Names the endpoint, model and settings (set by each client); never a credential.
-    identity: str
+    identity: str = field(init=False)
 
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        model: str,
-        api_key_env: str | None,
-        allow_external_transmission: bool,
-        timeout_seconds: float,
-        retries: int,
-        backoff_seconds: float,
-        concurrency: int,
-        cache_size: int,
-    ) -> None:
-        base_url = _check_base_url(base_url, self._path)
-        if not isinstance(allow_external_transmission, bool):
-            raise ValueError(f"allow_external_transmission must be true or false, got {allow_external_transmission!r}")
-        if not is_loopback_url(base_url) and not allow_external_transmission:
+    def __post_init__(self) -> None:
+        self.base_url = _check_base_url(self.base_url, self._path)
+        if not isinstance(self.allow_external_transmission, bool):
             raise ValueError(
-                f"base_url host {urlsplit(base_url).hostname!r} is not a loopback address: document text "
+                f"allow_external_transmission must be true or false, got {self.allow_external_transmission!r}"
+            )
+        if not is_loopback_url(self.base_url) and not self.allow_external_transmission:
+            raise ValueError(
+                f"base_url host {urlsplit(self.base_url).hostname!r} is not a loopback address: document text "
                 "would leave this machine; set allow_external_transmission: true to allow it"
             )
-        if not isinstance(model, str) or not model:
-            raise ValueError(f"model must be a non-empty string, got {model!r}")
-        if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
-            raise ValueError(f"api_key_env must be the name of an environment variable, got {api_key_env!r}")
-        self.base_url = base_url
-        self.model = model
-        self.api_key_env = api_key_env
-        self.allow_external_transmission = allow_external_transmission
-        self.timeout_seconds = positive_float("timeout_seconds", timeout_seconds, maximum=MAX_TIMEOUT_SECONDS)
-        self.retries = positive_int("retries", retries, minimum=0, maximum=MAX_RETRIES)
+        if not isinstance(self.model, str) or not self.model:
+            raise ValueError(f"model must be a non-empty string, got {self.model!r}")
+        if self.api_key_env is not None and (not isinstance(self.api_key_env, str) or not self.api_key_env):
+            raise ValueError(f"api_key_env must be the name of an environment variable, got {self.api_key_env!r}")
+        self.timeout_seconds = positive_float("timeout_seconds", self.timeout_seconds, maximum=MAX_TIMEOUT_SECONDS)
+        self.retries = positive_int("retries", self.retries, minimum=0, maximum=MAX_RETRIES)
         self.backoff_seconds = positive_float(
-            "backoff_seconds", backoff_seconds, allow_zero=True, maximum=MAX_BACKOFF_SECONDS
+            "backoff_seconds", self.backoff_seconds, allow_zero=True, maximum=MAX_BACKOFF_SECONDS
         )
-        self.concurrency = positive_int("concurrency", concurrency)
-        self.cache_size = positive_int("cache_size", cache_size, minimum=0)
+        self.concurrency = positive_int("concurrency", self.concurrency)
+        self.cache_size = positive_int("cache_size", self.cache_size, minimum=0)
         self._key()  # fail now (before the pipeline starts) when the variable is missing
         self._setup()
 

@@ -29,10 +29,76 @@ from transforms.documents import Document
 from transforms.models import Embedder, ModelError
 from transforms.tokenizers import Tokenizer
 
-__all__ = ["EmbeddingSemanticChunker"]
+__all__ = ["EmbeddingBreakpointChunker", "EmbeddingSemanticChunker"]
 
 
-class EmbeddingSemanticChunker(ModelChunker):
+class EmbeddingBreakpointChunker(ModelChunker):
+    """The options, their checks and :meth:`to_dict` of the chunkers that cut between sentences
+    where their embeddings are far apart: :class:`EmbeddingSemanticChunker` and
+    :class:`~transforms.chunkers.semantic.langchain_adapter.LangchainSemanticChunker`.
+
+    Args and Raises: as :class:`EmbeddingSemanticChunker`.
+    """
+
+    model_parameters = ("embeddings",)
+
+    def __init__(
+        self,
+        *,
+        embeddings: Embedder,
+        buffer_size: int = 1,
+        breakpoint_threshold_type: str = "percentile",
+        breakpoint_threshold_amount: float | None = None,
+        number_of_chunks: int | None = None,
+        sentence_split_regex: str = r"(?<=[.?!])\s+",
+        min_chunk_size: int | None = None,
+        add_start_index: bool = False,
+        batch_size: int = 64,
+        fallback_on_transient_error: bool = False,
+        max_tokens: int | None = None,
+        tokenizer: Tokenizer | None = None,
+    ) -> None:
+        if not isinstance(embeddings, Embedder):
+            raise ValueError(f"embeddings must be an Embedder (identity, embed), got {embeddings!r}")
+        self.buffer_size = int_option("buffer_size", buffer_size, 0)
+        _check_threshold(breakpoint_threshold_type, breakpoint_threshold_amount)
+        self.number_of_chunks = optional_int_option("number_of_chunks", number_of_chunks, 1)
+        self._sentence_end = _sentence_end_pattern(sentence_split_regex)
+        self.min_chunk_size = optional_int_option("min_chunk_size", min_chunk_size, 1)
+        self.add_start_index = flag_option("add_start_index", add_start_index)
+        self.batch_size = int_option("batch_size", batch_size, 1)
+        self.fallback_on_transient_error = flag_option("fallback_on_transient_error", fallback_on_transient_error)
+        self.embeddings = embeddings
+        self.breakpoint_threshold_type = breakpoint_threshold_type
+        self.breakpoint_threshold_amount = (
+            BREAKPOINT_DEFAULTS[breakpoint_threshold_type]
+            if breakpoint_threshold_amount is None
+            else breakpoint_threshold_amount
+        )
+        self.sentence_split_regex = sentence_split_regex
+        self._init_budget(max_tokens, tokenizer)
+        self._check_backend()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "embeddings": self.embeddings.identity,
+            "buffer_size": self.buffer_size,
+            "breakpoint_threshold_type": self.breakpoint_threshold_type,
+            "breakpoint_threshold_amount": self.breakpoint_threshold_amount,
+            "number_of_chunks": self.number_of_chunks,
+            "sentence_split_regex": self.sentence_split_regex,
+            "min_chunk_size": self.min_chunk_size,
+            "add_start_index": self.add_start_index,
+            "batch_size": self.batch_size,
+            "fallback_on_transient_error": self.fallback_on_transient_error,
+            "max_tokens": self.max_tokens,
+        }
+
+    def _check_backend(self) -> None:
+        """Raise ``ValueError`` when a library the cuts need is missing (none by default)."""
+
+
+class EmbeddingSemanticChunker(EmbeddingBreakpointChunker):
     """Cut between sentences where neighbouring sentence groups are far apart in embedding space.
 
     The statistics are LangChain Experimental's ``SemanticChunker``
@@ -78,59 +144,6 @@ class EmbeddingSemanticChunker(ModelChunker):
         ValueError: A parameter is out of range (the message names it and the value), the regex
             does not compile or matches everywhere, or ``embeddings`` is not an Embedder.
     """
-
-    model_parameters = ("embeddings",)
-
-    def __init__(
-        self,
-        *,
-        embeddings: Embedder,
-        buffer_size: int = 1,
-        breakpoint_threshold_type: str = "percentile",
-        breakpoint_threshold_amount: float | None = None,
-        number_of_chunks: int | None = None,
-        sentence_split_regex: str = r"(?<=[.?!])\s+",
-        min_chunk_size: int | None = None,
-        add_start_index: bool = False,
-        batch_size: int = 64,
-        fallback_on_transient_error: bool = False,
-        max_tokens: int | None = None,
-        tokenizer: Tokenizer | None = None,
-    ) -> None:
-        if not isinstance(embeddings, Embedder):
-            raise ValueError(f"embeddings must be an Embedder (identity, embed), got {embeddings!r}")
-        self.buffer_size = int_option("buffer_size", buffer_size, 0)
-        _check_threshold(breakpoint_threshold_type, breakpoint_threshold_amount)
-        self.number_of_chunks = optional_int_option("number_of_chunks", number_of_chunks, 1)
-        self._sentence_end = _sentence_end_pattern(sentence_split_regex)
-        self.min_chunk_size = optional_int_option("min_chunk_size", min_chunk_size, 1)
-        self.add_start_index = flag_option("add_start_index", add_start_index)
-        self.batch_size = int_option("batch_size", batch_size, 1)
-        self.fallback_on_transient_error = flag_option("fallback_on_transient_error", fallback_on_transient_error)
-        self.embeddings = embeddings
-        self.breakpoint_threshold_type = breakpoint_threshold_type
-        self.breakpoint_threshold_amount = (
-            BREAKPOINT_DEFAULTS[breakpoint_threshold_type]
-            if breakpoint_threshold_amount is None
-            else breakpoint_threshold_amount
-        )
-        self.sentence_split_regex = sentence_split_regex
-        self._init_budget(max_tokens, tokenizer)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "embeddings": self.embeddings.identity,
-            "buffer_size": self.buffer_size,
-            "breakpoint_threshold_type": self.breakpoint_threshold_type,
-            "breakpoint_threshold_amount": self.breakpoint_threshold_amount,
-            "number_of_chunks": self.number_of_chunks,
-            "sentence_split_regex": self.sentence_split_regex,
-            "min_chunk_size": self.min_chunk_size,
-            "add_start_index": self.add_start_index,
-            "batch_size": self.batch_size,
-            "fallback_on_transient_error": self.fallback_on_transient_error,
-            "max_tokens": self.max_tokens,
-        }
 
     def sentences(self, text: str) -> list[tuple[int, int]]:
         """Sentence intervals ``[start, end)``: the pieces ``re.split(sentence_split_regex, text)`` gives,

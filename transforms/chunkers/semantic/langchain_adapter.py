@@ -11,11 +11,10 @@ from typing import Any
 
 from transforms.chunkers.base import Piece
 from transforms.chunkers.semantic.breakpoints import checked_vectors
-from transforms.chunkers.semantic.embedding import EmbeddingSemanticChunker
-from transforms.chunkers.semantic.model_chunker import INSTALL_HINT, ModelChunker
+from transforms.chunkers.semantic.embedding import EmbeddingBreakpointChunker
+from transforms.chunkers.semantic.model_chunker import INSTALL_HINT
 from transforms.documents import Document
 from transforms.models import Embedder, ModelError
-from transforms.tokenizers import Tokenizer
 
 __all__ = ["LangchainEmbeddings", "LangchainSemanticChunker", "align"]
 
@@ -56,7 +55,7 @@ class LangchainEmbeddings:
         return self.embed_documents([text])[0]
 
 
-class LangchainSemanticChunker(ModelChunker):
+class LangchainSemanticChunker(EmbeddingBreakpointChunker):
     """LangChain Experimental's ``SemanticChunker`` itself, embedding with our Embedder.
 
     A thin wrapper (extra ``semantic``): sentence grouping, thresholds and chunk assembly are
@@ -80,51 +79,13 @@ class LangchainSemanticChunker(ModelChunker):
         ValueError: As :class:`EmbeddingSemanticChunker`, or langchain-experimental is missing.
     """
 
-    model_parameters = ("embeddings",)
+    _splitter: Any = None
 
-    def __init__(
-        self,
-        *,
-        embeddings: Embedder,
-        buffer_size: int = 1,
-        breakpoint_threshold_type: str = "percentile",
-        breakpoint_threshold_amount: float | None = None,
-        number_of_chunks: int | None = None,
-        sentence_split_regex: str = r"(?<=[.?!])\s+",
-        min_chunk_size: int | None = None,
-        add_start_index: bool = False,
-        batch_size: int = 64,
-        fallback_on_transient_error: bool = False,
-        max_tokens: int | None = None,
-        tokenizer: Tokenizer | None = None,
-    ) -> None:
-        # The same checks as EmbeddingSemanticChunker, through one of them.
-        self._settings = EmbeddingSemanticChunker(
-            embeddings=embeddings,
-            buffer_size=buffer_size,
-            breakpoint_threshold_type=breakpoint_threshold_type,
-            breakpoint_threshold_amount=breakpoint_threshold_amount,
-            number_of_chunks=number_of_chunks,
-            sentence_split_regex=sentence_split_regex,
-            min_chunk_size=min_chunk_size,
-            add_start_index=add_start_index,
-            batch_size=batch_size,
-            fallback_on_transient_error=fallback_on_transient_error,
-            max_tokens=max_tokens,
-            tokenizer=tokenizer,
-        )
+    def _check_backend(self) -> None:
         import importlib.util
 
         if importlib.util.find_spec("langchain_experimental") is None:
             raise ValueError(f"LangchainSemanticChunker needs langchain-experimental; {INSTALL_HINT}")
-        self.embeddings = embeddings
-        self.fallback_on_transient_error = fallback_on_transient_error
-        self.add_start_index = add_start_index
-        self._init_budget(max_tokens, tokenizer)
-        self._splitter = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return self._settings.to_dict()
 
     def close(self) -> None:
         """Drop LangChain's splitter (built again on use) and close the embedder (see
@@ -138,15 +99,14 @@ class LangchainSemanticChunker(ModelChunker):
                 SemanticChunker as LangChainSemanticChunker,
             )
 
-            s = self._settings
             self._splitter = LangChainSemanticChunker(
-                LangchainEmbeddings(self.embeddings, s.batch_size),
-                buffer_size=s.buffer_size,
-                breakpoint_threshold_type=s.breakpoint_threshold_type,
-                breakpoint_threshold_amount=s.breakpoint_threshold_amount,
-                number_of_chunks=s.number_of_chunks,
-                sentence_split_regex=s.sentence_split_regex,
-                min_chunk_size=s.min_chunk_size,
+                LangchainEmbeddings(self.embeddings, self.batch_size),
+                buffer_size=self.buffer_size,
+                breakpoint_threshold_type=self.breakpoint_threshold_type,
+                breakpoint_threshold_amount=self.breakpoint_threshold_amount,
+                number_of_chunks=self.number_of_chunks,
+                sentence_split_regex=self.sentence_split_regex,
+                min_chunk_size=self.min_chunk_size,
             )
         return self._splitter
 

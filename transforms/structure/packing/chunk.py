@@ -140,3 +140,33 @@ class OpenChunk:
     context_kind: str | None = None
     split: str | None = None
     exact_count: int | None = None
+
+    @classmethod
+    def empty(
+        cls,
+        start: int,
+        path: tuple[Node, ...],
+        top: int,
+        *,
+        prefix: tuple[str, ...] = (),
+        prefix_dropped: int = 0,
+        context: tuple[int, int] | None = None,
+        context_kind: str | None = None,
+        split: str | None = None,
+    ) -> OpenChunk:
+        """A chunk opened at ``start`` with no text yet (no body, blocks, headings or page)."""
+        return cls(
+            start=start,
+            end=start,
+            path=path,
+            prefix=prefix,
+            prefix_dropped=prefix_dropped,
+            top=top,
+            has_body=False,
+            kinds=[],
+            sections=0,
+            page_no=None,
+            context=context,
+            context_kind=context_kind,
+            split=split,
+        )

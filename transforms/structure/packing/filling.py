@@ -258,17 +258,12 @@ class ChunkFilling:
         titles = self._titles(path, displayed) if self.p.include_heading_path else ()
         section = node is not None and node.kind == "section"
         for dropped in range(len(titles) + 1 if allow_dropping else 1):
-            cur = OpenChunk(
-                start=start,
-                end=start,
-                path=path,
+            cur = OpenChunk.empty(
+                start,
+                path,
+                top,
                 prefix=titles[dropped:],
                 prefix_dropped=dropped,
-                top=top,
-                has_body=False,
-                kinds=[],
-                sections=0,
-                page_no=None,
                 context=context,
                 context_kind=context_kind,
                 split=split,

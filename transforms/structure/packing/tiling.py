@@ -246,18 +246,6 @@ class TilePacking(ChunkFilling):
         """The tile ``[start, end)`` as a chunk of its own, over the budget and without a heading
         prefix (``oversized_block_policy="reject"``: validation dead-letters it)."""
         self._flush()
-        self.cur = OpenChunk(
-            start=start,
-            end=start,
-            path=path,
-            prefix=(),
-            prefix_dropped=0,
-            top=top,
-            has_body=False,
-            kinds=[],
-            sections=0,
-            page_no=None,
-            split=None,
-        )
+        self.cur = OpenChunk.empty(start, path, top)
         self._extend(node, end, body=True)
         self._flush()
