@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 
 from transforms.chunkers.base import Chunker, ChunkingError, Piece
 from transforms.chunkers.structure_options import (
-    OVERSIZED_BLOCK_POLICIES,
+    check_oversized_block_policy,
     check_semantic_mode,
     checked_budgets,
     checked_overlap,
@@ -258,10 +258,7 @@ class StructureAwareChunker(_StructureChunker):
         overlap_tokens, max_overlap_tokens = checked_overlap(overlap_tokens, max_overlap_tokens, target_tokens)
         check_semantic_mode(semantic_mode, semantic_refiner)
         self.semantic_refiner = semantic_refiner
-        if oversized_block_policy not in OVERSIZED_BLOCK_POLICIES:
-            raise ValueError(
-                f"oversized_block_policy must be one of {OVERSIZED_BLOCK_POLICIES}, got {oversized_block_policy!r}"
-            )
+        check_oversized_block_policy(oversized_block_policy)
         self.tokenizer = tokenizer
         self.normalizers = normalizer_registry(normalizers)
         self.target_tokens = target_tokens

@@ -12,6 +12,7 @@ from transforms.structure.normalizers import NormalizerRegistry, default_normali
 __all__ = [
     "OVERSIZED_BLOCK_POLICIES",
     "SEMANTIC_MODES",
+    "check_oversized_block_policy",
     "check_semantic_mode",
     "checked_budgets",
     "checked_overlap",
@@ -86,6 +87,14 @@ def checked_overlap(overlap_tokens: Any, max_overlap_tokens: Any, target_tokens:
     if overlap_tokens >= target_tokens:
         raise ValueError(f"overlap_tokens must be < target_tokens ({target_tokens}), got {overlap_tokens}")
     return overlap_tokens, max_overlap_tokens
+
+
+def check_oversized_block_policy(oversized_block_policy: Any) -> None:
+    """Raise ``ValueError`` unless ``oversized_block_policy`` is one of :data:`OVERSIZED_BLOCK_POLICIES`."""
+    if oversized_block_policy not in OVERSIZED_BLOCK_POLICIES:
+        raise ValueError(
+            f"oversized_block_policy must be one of {OVERSIZED_BLOCK_POLICIES}, got {oversized_block_policy!r}"
+        )
 
 
 def check_semantic_mode(semantic_mode: Any, semantic_refiner: Any) -> None:
