@@ -28,6 +28,7 @@ from typing import Any
 
 from transforms.chunkers.base import Chunker, ChunkingError
 from transforms.chunkers.router import ChunkerRouter
+from transforms.chunkers.structure import StructureAwareChunker
 from transforms.documents import Chunk, DeadLetter, Document
 from transforms.incremental import manifest_row
 from transforms.tokenizers import Tokenizer
@@ -42,7 +43,6 @@ __all__ = [
     "Failure",
     "HeldOutputs",
     "chunker_failure",
-    "close_models",
     "validation_failure",
     "writable_row",
 ]
@@ -209,16 +209,16 @@ class DocumentChunking:
         self._router = router
         self._tokenizer = tokenizer
         self._max_tokens = max_tokens
-        self._models = list(getattr(router, "models", {}).values())
+        self._models = list(router.models.values())
         self._usage_seen = (0, 0)
         # Structure chunkers' own limits, by configuration hash (what each chunk names).
         self._limits = {
             chunker.config_hash: {
-                "max_overlap_tokens": getattr(chunker, "max_overlap_tokens"),  # noqa: B009
-                "min_preferred_tokens": getattr(chunker, "min_preferred_tokens"),  # noqa: B009
+                "max_overlap_tokens": chunker.max_overlap_tokens,
+                "min_preferred_tokens": chunker.min_preferred_tokens,
             }
             for chunker in router.chunkers.values()
-            if hasattr(chunker, "min_preferred_tokens")
+            if isinstance(chunker, StructureAwareChunker)
         }
 
     def outcomes(self, document: Document, tokenizer_identity: str) -> Iterator[ChunkOutcome]:
@@ -274,17 +274,8 @@ class DocumentChunking:
         return grown
 
     def close(self) -> None:
-        """Close the router's models that can be closed (a ``close()`` method: HTTP sessions,
-        thread pools); the others are released with this object."""
-        close_models(self._router)
-
-
-def close_models(router: ChunkerRouter) -> None:
-    """Call ``close()`` on each model of ``router.models`` that has one."""
-    for model in getattr(router, "models", {}).values():
-        close = getattr(model, "close", None)
-        if callable(close):
-            close()
+        """Release what the router's chunkers and models hold (:meth:`ChunkerRouter.close`)."""
+        self._router.close()
 
 
 def _rejected(

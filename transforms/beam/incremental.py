@@ -23,7 +23,6 @@ from transforms.chunkers.registry import build_router
 from transforms.chunkers.router import ChunkerRouter
 from transforms.documents import CHUNK_SCHEMA, Document
 from transforms.incremental import id_key, manifest_row, previous_files, stale_chunk_ids, unchanged_key
-from transforms.outcomes import close_models
 from transforms.progress import ProgressLog, shared_progress
 
 __all__ = ["KEPT_CHUNKS", "KEPT_MANIFEST", "PREVIOUS_IDS", "CompareWithPrevious", "ListDeleted"]
@@ -60,7 +59,7 @@ class _SelectChangedDoFn(beam.DoFn):
 
     def teardown(self) -> None:
         if self._router is not None:
-            close_models(self._router)
+            self._router.close()
         self._router = self._progress = None
 
     def process(self, document: Document, tokenizer_identity: str, manifest: Mapping[int, int]):
