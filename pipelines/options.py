@@ -25,6 +25,7 @@ __all__ = [
     "OptionError",
     "OptionParser",
     "RechunkOptions",
+    "RunError",
     "check_given_once",
     "one_line",
     "parse_column_map",
@@ -72,6 +73,10 @@ rechunk check --input PATTERN --output DIR ...   recount and check a finished ru
 
 class OptionError(ValueError):
     """A command-line mistake: one line, exit status 2."""
+
+
+class RunError(RuntimeError):
+    """A run that started and did not finish whole (nothing committed): one line, exit status 1."""
 
 
 class OptionParser(argparse.ArgumentParser):

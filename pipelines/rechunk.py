@@ -43,6 +43,7 @@ from pipelines.options import (
     USAGE,
     OptionError,
     RechunkOptions,
+    RunError,
     one_line,
     parse_column_map,
     parse_max_document_chars,
@@ -338,7 +339,8 @@ def summary(report: dict[str, Any], output: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the job from command-line arguments; return the exit status (0 ok, 2 option error).
+    """Run the job from command-line arguments; return the exit status (0 ok, 1 run not committed,
+    2 option error).
 
     ``parse ...`` runs :func:`pipelines.parse.main`, ``check ...`` :func:`pipelines.check.main`.
     """
@@ -361,7 +363,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OptionError as err:
         print(f"rechunk: error: {err}", file=sys.stderr)
         return 2
-    report = run(job, started=started)
+    try:
+        report = run(job, started=started)
+    except RunError as err:
+        print(f"rechunk: error: {err}", file=sys.stderr)
+        return 1
     if report is None:
         runner = job.options.view_as(StandardOptions).runner
         say(f"rechunk: dry run: {runner} built the job graph; nothing ran and nothing was written to {job.output}")
