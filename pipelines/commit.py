@@ -475,13 +475,7 @@ def verify_written(output: str, run_id: str, prefixes: Sequence[str]) -> dict[st
     Raises:
         RunError: Any of that is not so (another writer, a lost lock); one line.
     """
-    try:
-        held = read_lock(output)
-    except OSError as err:
-        raise RunError(f"cannot read {output}/{LOCK_NAME} ({one_line(err)}); nothing committed") from None
-    if held is None or held.run_id != run_id:
-        who = "it is gone" if held is None else f"it is {held.describe()}"
-        raise RunError(f"{output}/{LOCK_NAME} is no longer this run's ({who}); nothing committed")
+    _check_lock_held(output, run_id)
     files: dict[str, dict[str, int]] = {}
     shard_sets: dict[tuple[str, int], set[int]] = {}
     for relative, size in data_files(output).items():
@@ -492,9 +486,7 @@ def verify_written(output: str, run_id: str, prefixes: Sequence[str]) -> dict[st
             rows, writer = 0, None
         named = _SHARD.match(relative)
         if writer != run_id or named is None:
-            raise RunError(
-                f"{path} was not written by this run (another writer used {output} at the same time); nothing committed"
-            )
+            raise RunError(_foreign(output, relative))
         shard_sets.setdefault((named["prefix"], int(named["shards"])), set()).add(int(named["shard"]))
         files[relative] = {"bytes": size, "rows": rows}
     for (prefix, shards), present in sorted(shard_sets.items()):
@@ -511,6 +503,39 @@ def verify_written(output: str, run_id: str, prefixes: Sequence[str]) -> dict[st
     return files
 
 
+def _check_lock_held(output: str, run_id: str) -> None:
+    """Raises RunError unless run ``run_id`` holds ``output``'s lock."""
+    try:
+        held = read_lock(output)
+    except OSError as err:
+        raise RunError(f"cannot read {output}/{LOCK_NAME} ({one_line(err)}); nothing committed") from None
+    if held is None or held.run_id != run_id:
+        who = "it is gone" if held is None else f"it is {held.describe()}"
+        raise RunError(f"{output}/{LOCK_NAME} is no longer this run's ({who}); nothing committed")
+
+
+def _foreign(output: str, relative: str) -> str:
+    return (
+        f"{output}/{relative} was not written by this run (another writer used {output} at the same time); "
+        "nothing committed"
+    )
+
+
+def _check_unchanged(output: str, run_id: str, files: Mapping[str, Mapping[str, int]]) -> None:
+    """Raises RunError unless run ``run_id`` still holds the lock and the data files are ``files``
+    (same names, same sizes)."""
+    _check_lock_held(output, run_id)
+    try:
+        found = data_files(output)
+    except OSError as err:
+        raise RunError(f"cannot list {output} ({one_line(err)}); nothing committed") from None
+    for name in sorted(set(found) | set(files)):
+        if name not in found:
+            raise RunError(f"{output}/{name} is gone (another writer used {output}); nothing committed")
+        if name not in files or found[name] != files[name]["bytes"]:
+            raise RunError(_foreign(output, name))
+
+
 # -- the commit ------------------------------------------------------------------------------------
 
 
@@ -522,15 +547,18 @@ def commit(
     *,
     write_html: Callable[[Mapping[str, Any], str], None] | None = None,
 ) -> None:
-    """Commit run ``run_id``'s ``output``: ``report.json``, then ``report.html`` (``write_html(report,
-    path)``, when given), then ``_SUCCESS`` (JSON: ``run_id``, ``version``, ``files`` as
-    :func:`verify_written` returns them, ``report_sha256``), each written atomically.
+    """Commit run ``run_id``'s ``output``: once the lock and the data files are checked again
+    (still ``files``, as :func:`verify_written` returned them), ``report.json``, then
+    ``report.html`` (``write_html(report, path)``, when given), then ``_SUCCESS`` (JSON:
+    ``run_id``, ``version``, ``files``, ``report_sha256``), each written atomically.
 
     Raises:
-        RunError: A file cannot be written (a full disk): none of the three is left; one line.
+        RunError: The lock or the files changed, or a file cannot be written (a full disk): none of
+            the three is left; one line.
     """
     import transforms
 
+    _check_unchanged(output, run_id, files)
     data = (json.dumps(report, indent=2) + "\n").encode("utf-8")
     marker = {
         "run_id": run_id,

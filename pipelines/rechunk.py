@@ -313,6 +313,7 @@ def run(job: Job, *, started: float | None = None) -> dict[str, Any] | None:
         if job.options.view_as(TestOptions).dry_run:
             return None
         result.wait_until_finish()
+        files = _verify_written(job)  # before the report reads the files
         report = build_report(
             result,
             output=job.output,
@@ -321,26 +322,38 @@ def run(job: Job, *, started: float | None = None) -> dict[str, Any] | None:
             wall_seconds=time.monotonic() - started,
             previous=job.previous,
         )
-        _commit(job, report)
+        _commit(job, files, report)
         return report
     finally:
         if job.run_id is not None:
             commit.release_lock(job.output, job.run_id)
 
 
-def _commit(job: Job, report: dict[str, Any]) -> None:
-    """Check that the output is this run's alone, then write ``report.json``, ``report.html`` and
-    ``_SUCCESS`` (without a run id, as a :class:`Job` built by hand has none: ``report.json`` only).
+def _verify_written(job: Job) -> dict[str, dict[str, int]]:
+    """The data files of the run (relative path -> bytes and rows), checked to be its own
+    (:func:`pipelines.commit.verify_written`); none checked for a :class:`Job` built by hand
+    (without a run id).
 
     Raises:
-        RunError: As :func:`pipelines.commit.verify_written` and :func:`pipelines.commit.commit` raise it.
+        RunError: Another writer used the output, or the run lost its lock.
+    """
+    if job.run_id is None:
+        return {}
+    prefixes = ["chunks/chunks", "dead_letter/dead_letter", "documents/documents"]
+    prefixes += ["chunks/kept", "deleted/deleted"] if job.previous else []
+    return commit.verify_written(job.output, job.run_id, prefixes)
+
+
+def _commit(job: Job, files: dict[str, dict[str, int]], report: dict[str, Any]) -> None:
+    """Write ``report.json``, ``report.html`` and ``_SUCCESS`` (:func:`pipelines.commit.commit`);
+    ``report.json`` only for a :class:`Job` built by hand (without a run id).
+
+    Raises:
+        RunError: As :func:`pipelines.commit.commit` raises it.
     """
     if job.run_id is None:
         write_report(report, f"{job.output}/report.json")
         return
-    prefixes = ["chunks/chunks", "dead_letter/dead_letter", "documents/documents"]
-    prefixes += ["chunks/kept", "deleted/deleted"] if job.previous else []
-    files = commit.verify_written(job.output, job.run_id, prefixes)
     commit.commit(job.output, job.run_id, files, report, write_html=_report_html_writer())
 
 
