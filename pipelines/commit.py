@@ -90,7 +90,7 @@ def _read(path: str) -> bytes | None:
         try:
             with open(path, "rb") as f:
                 return f.read()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return None
     if path.startswith("gs://"):
         from google.api_core.exceptions import NotFound

@@ -55,8 +55,10 @@ from pipelines.options import (
 from pipelines.paths import inside_pattern, worker_path, worker_pattern
 from pipelines.preflight import (
     check_filesystem,
+    check_folder_name,
     check_input,
-    check_output,
+    check_output_empty,
+    check_output_is_no_file,
     check_previous,
     check_reachable,
     check_utf8,
@@ -235,9 +237,12 @@ def _checked_input(given: str, column_map: dict[str, str]) -> str:
 def _checked_output(given: str, given_input: str, pattern: str) -> str:
     """``--output`` checked: an empty folder, outside the input ``pattern``; without its trailing ``/``."""
     output = given.rstrip("/") or "/"
-    stale = commit.refuse_held_lock(output)
+    check_filesystem("--output", output)
+    check_folder_name("--output", output)
+    check_output_is_no_file(output)
+    stale = commit.refuse_held_lock(output)  # a running run's lock: named before its files
     try:
-        check_output(output, OUTPUT_FOLDERS)
+        check_output_empty(output, OUTPUT_FOLDERS)
     except OptionError as err:
         if stale is None:
             raise
