@@ -333,10 +333,10 @@ def take_lock(output: str, folders: Sequence[str]) -> str:
         raise OptionError(f"--output {output}: cannot write there ({one_line(err)})") from None
     try:
         _check_writable(output, folders)
+        _check_empty(output)
     except OptionError:
         release_lock(output, run_id)
         raise
-    _remove(f"{output}/{MARKER_NAME}")  # an earlier run's marker: the output is this run's now
     return run_id
 
 
@@ -395,6 +395,25 @@ def _check_writable(output: str, folders: Sequence[str]) -> None:
             raise OptionError(f"--output {output}: cannot write in {sub}/ ({one_line(err)})") from None
 
 
+def _check_empty(output: str) -> None:
+    """Under the lock: no run has committed into ``output`` nor written a file in its data folders
+    (another run may have done so, and released its lock, since the checks before the lock).
+
+    Raises:
+        OptionError: Naming the marker or the first folder that holds a file.
+    """
+    try:
+        if _read(f"{output}/{MARKER_NAME}") is not None:
+            raise OptionError(f"--output {output}: holds a finished run ({MARKER_NAME}); choose an empty directory")
+        for sub in DATA_FOLDERS:
+            if _listed(output, sub):
+                raise OptionError(
+                    f"--output {output}: {sub}/ already holds files from another run; choose an empty directory"
+                )
+    except OSError as err:
+        raise OptionError(f"--output {output}: cannot read it ({one_line(err)})") from None
+
+
 def _probe_folder(path: str) -> str:
     """Make an empty folder ``_rechunk-probe-PID`` in ``path``; return its path."""
     probe = os.path.join(path, f"_rechunk-probe-{os.getpid()}")
@@ -438,7 +457,11 @@ def _listed(output: str, sub: str) -> list[tuple[str, int]]:
         for root, _, names in os.walk(folder):
             for name in names:
                 path = os.path.join(root, name)
-                listed.append((os.path.relpath(path, output).replace(os.sep, "/"), os.path.getsize(path)))
+                try:
+                    size = os.path.getsize(path)
+                except FileNotFoundError:  # moved meanwhile (another writer's temporary file)
+                    continue
+                listed.append((os.path.relpath(path, output).replace(os.sep, "/"), size))
         return listed
     from apache_beam.io.filesystems import FileSystems
 
@@ -478,7 +501,11 @@ def verify_written(output: str, run_id: str, prefixes: Sequence[str]) -> dict[st
     _check_lock_held(output, run_id)
     files: dict[str, dict[str, int]] = {}
     shard_sets: dict[tuple[str, int], set[int]] = {}
-    for relative, size in data_files(output).items():
+    try:
+        found = data_files(output)
+    except OSError as err:
+        raise RunError(f"cannot list {output} ({one_line(err)}); nothing committed") from None
+    for relative, size in found.items():
         path = f"{output}/{relative}"
         try:
             rows, writer = _footer(path)

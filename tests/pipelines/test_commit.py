@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -151,6 +152,23 @@ def test_a_data_folder_that_cannot_be_written_is_an_option_error(tmp_path, monke
 
     monkeypatch.setattr(commit, "_probe_folder", refused)
     with pytest.raises(OptionError, match=r"cannot write in chunks/ \(.*Permission denied"):
+        commit.take_lock(str(tmp_path), FOLDERS)
+    assert not (tmp_path / commit.LOCK_NAME).exists()
+
+
+@pytest.mark.parametrize(
+    "left, message",
+    [
+        (lambda out: _committed(out), "holds a finished run (_SUCCESS)"),
+        (lambda out: _shard(out, "dead_letter/dead_letter-00000-of-00001.parquet", "x"), "dead_letter/ already holds"),
+    ],
+    ids=["committed", "writing"],
+)
+def test_a_lock_taken_after_another_run_wrote_is_refused(tmp_path, left, message):
+    """Another run may write, commit and release its lock between this run's first look at the
+    output and its lock: what it left is found under the lock, and this run refused."""
+    left(tmp_path)
+    with pytest.raises(OptionError, match=re.escape(message)):
         commit.take_lock(str(tmp_path), FOLDERS)
     assert not (tmp_path / commit.LOCK_NAME).exists()
 
