@@ -124,7 +124,7 @@ def test_an_unwritable_output_is_an_option_error(tmp_path, monkeypatch):
         return real_open(path, flags, *args)
 
     monkeypatch.setattr(os, "open", read_only)
-    with pytest.raises(OptionError, match="cannot write there .*Read-only file system"):
+    with pytest.raises(OptionError, match=r"cannot write there .*Read-only file system"):
         commit.take_lock(str(tmp_path), FOLDERS)
 
 
@@ -232,7 +232,13 @@ def test_a_committed_output_is_a_finished_run(tmp_path):
 
     assert marker["report_sha256"] == hashlib.sha256((tmp_path / "report.json").read_bytes()).hexdigest()
     assert not (tmp_path / commit.LOCK_NAME).exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["_SUCCESS", "chunks", "dead_letter", "documents", "report.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "_SUCCESS",
+        "chunks",
+        "dead_letter",
+        "documents",
+        "report.json",
+    ]
     assert commit.unfinished_reason(str(tmp_path)) is None
     (tmp_path / "chunks" / ".DS_Store").write_bytes(b"x")  # names starting with . or _ are no data
     assert commit.unfinished_reason(str(tmp_path)) is None
@@ -293,7 +299,7 @@ def _fill_disk(monkeypatch, name: str, room: int = 10) -> None:
     import builtins
 
     def full_open(path, mode="r", *args, **kwargs):
-        handle = builtins.open(path, mode, *args, **kwargs)
+        handle = builtins.open(path, mode, *args, **kwargs)  # noqa: SIM115 (closed by the caller)
         return _DiskFullAfter(handle, room) if os.path.basename(str(path)).startswith(f"_{name}.tmp") else handle
 
     monkeypatch.setattr(commit, "open", full_open, raising=False)
@@ -305,7 +311,7 @@ def test_a_full_disk_while_committing_leaves_no_report_and_no_marker(tmp_path, m
     _written(tmp_path, run_id)
     files = commit.verify_written(str(tmp_path), run_id, PREFIXES)
     _fill_disk(monkeypatch, name)
-    with pytest.raises(RunError, match=f"cannot write {tmp_path}/{name} \\(No space left on device\\); nothing"):
+    with pytest.raises(RunError, match=re.escape(f"cannot write {tmp_path}/{name} (No space left on device); nothing")):
         commit.commit(str(tmp_path), run_id, files, {"documents_read": 3})
     left = sorted(p.name for p in tmp_path.iterdir())
     assert left == [commit.LOCK_NAME, "chunks", "dead_letter", "documents"], left
@@ -378,7 +384,9 @@ def test_a_run_whose_files_another_writer_disturbed_is_not_committed(tmp_path, d
     def disturbed(*args, **kwargs):  # another run's shard, of the same chunks
         chunks = tmp_path / "out" / "chunks"
         table = pq.read_table(chunks / "chunks-00000-of-00001.parquet")
-        pq.write_table(table.replace_schema_metadata({RUN_ID_KEY: b"another-run"}), chunks / "chunks-00000-of-00002.parquet")
+        pq.write_table(
+            table.replace_schema_metadata({RUN_ID_KEY: b"another-run"}), chunks / "chunks-00000-of-00002.parquet"
+        )
         return build_report(*args, **kwargs)
 
     monkeypatch.setattr(rechunk, "build_report", disturbed)
