@@ -8,10 +8,9 @@ atomically, ``report.json``, ``report.html`` and the commit marker ``OUTPUT/_SUC
 (:func:`commit`), and removes the lock (:func:`release_lock`). A reader takes an output as
 finished only when :func:`unfinished_reason` finds nothing.
 
-Local paths use the operating system (an exclusive create, a rename within the folder);
-``gs://`` uses Cloud Storage's preconditions (the lock is created only if no object of its name
-exists) and single-request uploads, which are atomic. Any other Beam filesystem gets the same
-files, its lock without an atomic create.
+The files are created and written as :mod:`pipelines.storage` does it: locally an exclusive
+create and a rename within the folder; on ``gs://`` an upload with a does-not-exist precondition
+and single uploads, which are atomic; on any other Beam filesystem the lock's create is not atomic.
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pipelines import storage
 from pipelines.options import OptionError, RunError, one_line
 from transforms.beam.write import RUN_ID_KEY
 
@@ -47,7 +47,6 @@ __all__ = [
     "take_lock",
     "unfinished_reason",
     "verify_written",
-    "write_atomic",
 ]
 
 LOCK_NAME = "_rechunk.lock"
@@ -62,159 +61,6 @@ _SHARD = re.compile(r"^(?P<prefix>.+)-(?P<shard>\d{5})-of-(?P<shards>\d{5})\.par
 def new_run_id() -> str:
     """A new run id: UTC start time and 12 random hex digits, ``20261202T070000Z-1a2b3c4d5e6f``."""
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:12]
-
-
-# -- storage: local paths, gs://, any other Beam filesystem ----------------------------------------
-
-
-def _is_local(path: str) -> bool:
-    return "://" not in path
-
-
-def _gcs_blob(path: str):
-    """The ``google.cloud.storage`` blob of ``gs://BUCKET/NAME``, through Beam's client (its
-    credentials, ``STORAGE_EMULATOR_HOST``)."""
-    from apache_beam.io.gcp.gcsio import GcsIO, parse_gcs_path
-
-    bucket, name = parse_gcs_path(path)
-    return GcsIO().client.bucket(bucket).blob(name)
-
-
-def _read(path: str) -> bytes | None:
-    """The bytes of file ``path``, ``None`` if there is none.
-
-    Raises:
-        OSError: It exists and cannot be read (a folder, no permission).
-    """
-    if _is_local(path):
-        try:
-            with open(path, "rb") as f:
-                return f.read()
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-    if path.startswith("gs://"):
-        from google.api_core.exceptions import NotFound
-
-        try:
-            return _gcs_blob(path).download_as_bytes()
-        except NotFound:
-            return None
-    from apache_beam.io.filesystems import FileSystems
-
-    if not FileSystems.exists(path):
-        return None
-    with FileSystems.open(path) as f:
-        return f.read()
-
-
-def _create_exclusive(path: str, data: bytes) -> bool:
-    """Create file ``path`` holding ``data`` only if no file of that name exists; ``False`` if one
-    does (on a Beam filesystem other than local and ``gs://`` the test and the create are two steps).
-
-    Raises:
-        OSError: It cannot be created (no permission, a read-only filesystem, a full disk).
-    """
-    if _is_local(path):
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            return False
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        except OSError:
-            os.close(fd)
-            os.unlink(path)
-            raise
-        os.close(fd)
-        return True
-    if path.startswith("gs://"):
-        from google.api_core.exceptions import GoogleAPIError, PreconditionFailed
-
-        try:
-            _gcs_blob(path).upload_from_string(data, content_type="application/json", if_generation_match=0)
-        except PreconditionFailed:
-            return False
-        except GoogleAPIError as err:
-            raise OSError(one_line(err, 200)) from None
-        return True
-    from apache_beam.io.filesystems import FileSystems
-
-    if FileSystems.exists(path):
-        return False
-    _write_whole(path, data)
-    return True
-
-
-def _write_whole(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` on a Beam filesystem in one request (``gs://``: one upload, atomic)."""
-    if path.startswith("gs://"):
-        from google.api_core.exceptions import GoogleAPIError
-
-        try:
-            _gcs_blob(path).upload_from_string(data)
-        except GoogleAPIError as err:
-            raise OSError(one_line(err, 200)) from None
-        return
-    from apache_beam.io.filesystems import FileSystems
-
-    with FileSystems.create(path) as f:
-        f.write(data)
-
-
-def write_atomic(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a reader sees the whole file or none: locally into
-    ``_NAME.tmp-PID`` beside it (``fsync``), renamed over ``path``; on ``gs://`` one upload.
-
-    Raises:
-        OSError: It cannot be written (a full disk, no permission); no file is left at ``path``
-            nor at the temporary name.
-    """
-    if not _is_local(path):
-        _write_whole(path, data)
-        return
-    folder, name = os.path.split(path)
-    temporary = os.path.join(folder, f"_{name}.tmp-{os.getpid()}")
-    try:
-        with open(temporary, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        _remove(temporary)
-        raise
-    _sync_folder(folder or ".")
-
-
-def _sync_folder(folder: str) -> None:
-    """``fsync`` a local folder (a rename in it survives a crash); a no-op where folders cannot be opened."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _remove(path: str) -> None:
-    """Delete file ``path`` if it is there (never raises: a failed clean-up leaves a ``_`` name, which
-    no reader takes as data, or an uncommitted output)."""
-    try:
-        if _is_local(path):
-            os.unlink(path)
-        elif path.startswith("gs://"):
-            _gcs_blob(path).delete()
-        else:
-            from apache_beam.io.filesystems import FileSystems
-
-            FileSystems.delete([path])
-    except Exception:  # not there, or no permission
-        pass
 
 
 # -- the lock --------------------------------------------------------------------------------------
@@ -287,7 +133,7 @@ def read_lock(output: str) -> LockInfo | None:
     Raises:
         OSError: It cannot be read.
     """
-    data = _read(f"{output}/{LOCK_NAME}")
+    data = storage.read_bytes(f"{output}/{LOCK_NAME}")
     return None if data is None else LockInfo.from_bytes(data)
 
 
@@ -326,7 +172,7 @@ def take_lock(output: str, folders: Sequence[str]) -> str:
     lock = f"{output}/{LOCK_NAME}"
     mine = LockInfo.mine(run_id)
     try:
-        taken = _create_exclusive(lock, mine.to_bytes())
+        taken = storage.create_exclusive(lock, mine.to_bytes())
         if not taken:
             taken = _take_over(output, mine)
     except OSError as err:
@@ -350,13 +196,13 @@ def _take_over(output: str, mine: LockInfo) -> bool:
     lock = f"{output}/{LOCK_NAME}"
     held = read_lock(output)
     if held is None:  # released in the meantime: take it as a new one
-        if _create_exclusive(lock, mine.to_bytes()):
+        if storage.create_exclusive(lock, mine.to_bytes()):
             return True
         held = read_lock(output)
-    if held is None or not held.stale() or not _is_local(output):
+    if held is None or not held.stale() or not storage.is_local(output):
         raise OptionError(_held_message(output, held or LockInfo.from_bytes(b"")))
     guard = f"{lock}.takeover"
-    if not _create_exclusive(guard, mine.to_bytes()):
+    if not storage.create_exclusive(guard, mine.to_bytes()):
         raise OptionError(
             f"--output {output}: another run is taking over the lock of an ended run; if none is, delete {guard}"
         )
@@ -364,10 +210,10 @@ def _take_over(output: str, mine: LockInfo) -> bool:
         if read_lock(output) != held:
             raise OptionError(_held_message(output, read_lock(output) or held))
         os.unlink(lock)
-        if not _create_exclusive(lock, mine.to_bytes()):
+        if not storage.create_exclusive(lock, mine.to_bytes()):
             raise OptionError(_held_message(output, read_lock(output) or held))
     finally:
-        _remove(guard)
+        storage.remove(guard)
     return True
 
 
@@ -378,7 +224,7 @@ def _check_writable(output: str, folders: Sequence[str]) -> None:
     Raises:
         OptionError: Naming the first path that is not so.
     """
-    if not _is_local(output):
+    if not storage.is_local(output):
         return
     for name in (REPORT_NAME, MARKER_NAME):
         if os.path.isdir(f"{output}/{name}"):
@@ -403,10 +249,10 @@ def _check_empty(output: str) -> None:
         OptionError: Naming the marker or the first folder that holds a file.
     """
     try:
-        if _read(f"{output}/{MARKER_NAME}") is not None:
+        if storage.read_bytes(f"{output}/{MARKER_NAME}") is not None:
             raise OptionError(f"--output {output}: holds a finished run ({MARKER_NAME}); choose an empty directory")
         for sub in DATA_FOLDERS:
-            if _listed(output, sub):
+            if storage.list_files(output, sub):
                 raise OptionError(
                     f"--output {output}: {sub}/ already holds files from another run; choose an empty directory"
                 )
@@ -428,7 +274,7 @@ def release_lock(output: str, run_id: str) -> None:
     except OSError:
         return
     if held is not None and held.run_id == run_id:
-        _remove(f"{output}/{LOCK_NAME}")
+        storage.remove(f"{output}/{LOCK_NAME}")
 
 
 # -- what a run wrote ------------------------------------------------------------------------------
@@ -443,33 +289,10 @@ def data_files(output: str) -> dict[str, int]:
     """
     found: dict[str, int] = {}
     for sub in DATA_FOLDERS:
-        for relative, size in _listed(output, sub):
+        for relative, size in storage.list_files(output, sub):
             if not any(part.startswith(("_", ".")) for part in relative.split("/")):
                 found[relative] = size
     return dict(sorted(found.items()))
-
-
-def _listed(output: str, sub: str) -> list[tuple[str, int]]:
-    """Every file under ``output/sub`` (relative to ``output``) and its size."""
-    folder = f"{output}/{sub}"
-    if _is_local(output):
-        listed = []
-        for root, _, names in os.walk(folder):
-            for name in names:
-                path = os.path.join(root, name)
-                try:
-                    size = os.path.getsize(path)
-                except FileNotFoundError:  # moved meanwhile (another writer's temporary file)
-                    continue
-                listed.append((os.path.relpath(path, output).replace(os.sep, "/"), size))
-        return listed
-    from apache_beam.io.filesystems import FileSystems
-
-    try:
-        matched = FileSystems.match([f"{folder}/**"])[0].metadata_list
-    except Exception:  # no such folder
-        return []
-    return [(m.path[len(output) + 1 :], m.size_in_bytes) for m in matched]
 
 
 def _footer(path: str) -> tuple[int, str | None]:
@@ -595,15 +418,15 @@ def commit(
     }
     step = REPORT_NAME
     try:
-        write_atomic(f"{output}/{REPORT_NAME}", data)
+        storage.write_atomic(f"{output}/{REPORT_NAME}", data)
         if write_html is not None:
             step = "report.html"
             write_html(report, f"{output}/report.html")
         step = MARKER_NAME
-        write_atomic(f"{output}/{MARKER_NAME}", (json.dumps(marker, indent=2) + "\n").encode("utf-8"))
+        storage.write_atomic(f"{output}/{MARKER_NAME}", (json.dumps(marker, indent=2) + "\n").encode("utf-8"))
     except OSError as err:
         for name in (REPORT_NAME, "report.html", MARKER_NAME):
-            _remove(f"{output}/{name}")
+            storage.remove(f"{output}/{name}")
         why = os.strerror(err.errno) if err.errno else one_line(err)
         raise RunError(f"cannot write {output}/{step} ({why}); nothing committed") from None
 
@@ -616,7 +439,7 @@ def read_marker(output: str) -> dict[str, Any]:
         ValueError: There is none, or it is not a commit marker; the message says which.
     """
     try:
-        data = _read(f"{output}/{MARKER_NAME}")
+        data = storage.read_bytes(f"{output}/{MARKER_NAME}")
     except OSError as err:
         raise ValueError(f"cannot read {MARKER_NAME} ({one_line(err)})") from None
     if data is None:
@@ -655,7 +478,7 @@ def unfinished_reason(output: str) -> str | None:
             reason += f"; {LOCK_NAME} names {held.describe()} (still running, or ended without committing)"
         return reason
     try:
-        report = _read(f"{output}/{REPORT_NAME}")
+        report = storage.read_bytes(f"{output}/{REPORT_NAME}")
         found = data_files(output)
     except OSError as err:
         return f"cannot read it ({one_line(err)})"

@@ -17,7 +17,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import commit
+from pipelines import commit, storage
 from pipelines.rechunk import main
 from tests.conftest import REPO, venv_env
 from transforms.beam.write import RUN_ID_KEY
@@ -78,7 +78,7 @@ def test_two_runs_into_one_output_commit_one_and_refuse_the_other(tmp_path):
 
 
 def _gs_read(path: str) -> bytes | None:
-    return commit._read(path)
+    return storage.read_bytes(path)
 
 
 @pytest.mark.slow
@@ -102,7 +102,7 @@ def test_a_gs_output_a_running_run_holds_is_refused(gcs, capsys):
     source = gcs.upload(SAMPLE, "held/in/docs.parquet")
     output = gcs.url("held/out")
     held = commit.LockInfo("other", socket.gethostname(), os.getpid(), "t")
-    commit._write_whole(f"{output}/{commit.LOCK_NAME}", held.to_bytes())
+    storage.write_whole(f"{output}/{commit.LOCK_NAME}", held.to_bytes())
     assert main(["--input", source, "--output", output]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"{output}/{commit.LOCK_NAME}: run other" in err[0], err
@@ -121,7 +121,7 @@ def test_a_gs_run_whose_lock_another_writer_took_is_not_committed(gcs, capsys, m
     build_report = rechunk.build_report
 
     def taken(*args, **kwargs):
-        commit._write_whole(f"{output}/{commit.LOCK_NAME}", other.to_bytes())
+        storage.write_whole(f"{output}/{commit.LOCK_NAME}", other.to_bytes())
         return build_report(*args, **kwargs)
 
     monkeypatch.setattr(rechunk, "build_report", taken)

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import commit
+from pipelines import commit, storage
 from pipelines.options import OptionError, RunError
 from pipelines.rechunk import main
 from tests.conftest import write_documents
@@ -302,7 +302,7 @@ def _fill_disk(monkeypatch, name: str, room: int = 10) -> None:
         handle = builtins.open(path, mode, *args, **kwargs)  # noqa: SIM115 (closed by the caller)
         return _DiskFullAfter(handle, room) if os.path.basename(str(path)).startswith(f"_{name}.tmp") else handle
 
-    monkeypatch.setattr(commit, "open", full_open, raising=False)
+    monkeypatch.setattr(storage, "open", full_open, raising=False)
 
 
 @pytest.mark.parametrize("name", ["report.json", "_SUCCESS"])
