@@ -298,40 +298,47 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
 
 
 def run(job: Job, *, started: float | None = None) -> dict[str, Any] | None:
-    """Run the job to completion and commit its output; return the report.
-
-    The commit (:mod:`pipelines.commit`): the run checks that it still holds the output's lock
-    and that the data files there are the ones it wrote, then writes ``report.json``,
-    ``report.html`` and ``_SUCCESS``; the lock is released whatever the outcome. ``started``
-    (``time.monotonic()``) is when the command started, for the report's ``wall_seconds`` (by
-    default, now). With ``--dry_run`` (DataflowRunner) the runner only translates and checks the
-    graph: nothing runs, nothing is written, and there is no report (``None``).
+    """Run the job to completion and commit its output (:func:`_run`); return the report. The
+    output's lock is released whatever the outcome.
 
     Raises:
         RunError: The output cannot be committed (another writer, a full disk); nothing is.
     """
-    started = time.monotonic() if started is None else started
     try:
-        pipeline = beam.Pipeline(options=job.options)
-        build_pipeline(pipeline, job)
-        result = pipeline.run()
-        if job.options.view_as(TestOptions).dry_run:
-            return None
-        result.wait_until_finish()
-        files = _verify_written(job)  # before the report reads the files
-        report = build_report(
-            result,
-            output=job.output,
-            spec=job.spec,
-            tokenizer_identity=job.tokenizer_identity,
-            wall_seconds=time.monotonic() - started,
-            previous=job.previous,
-        )
-        _commit(job, files, report)
-        return report
+        return _run(job, started=started)
     finally:
         if job.run_id is not None:
             commit.release_lock(job.output, job.run_id)
+
+
+def _run(job: Job, *, started: float | None = None) -> dict[str, Any] | None:
+    """Run the job to completion and commit its output; return the report.
+
+    The commit (:mod:`pipelines.commit`): the run checks that it still holds the output's lock
+    and that the data files there are the ones it wrote, then writes ``report.json``,
+    ``report.html`` and ``_SUCCESS``. ``started`` (``time.monotonic()``) is when the command
+    started, for the report's ``wall_seconds`` (by default, now). With ``--dry_run``
+    (DataflowRunner) the runner only translates and checks the graph: nothing runs, nothing is
+    written, and there is no report (``None``).
+    """
+    started = time.monotonic() if started is None else started
+    pipeline = beam.Pipeline(options=job.options)
+    build_pipeline(pipeline, job)
+    result = pipeline.run()
+    if job.options.view_as(TestOptions).dry_run:
+        return None
+    result.wait_until_finish()
+    files = _verify_written(job)  # before the report reads the files
+    report = build_report(
+        result,
+        output=job.output,
+        spec=job.spec,
+        tokenizer_identity=job.tokenizer_identity,
+        wall_seconds=time.monotonic() - started,
+        previous=job.previous,
+    )
+    _commit(job, files, report)
+    return report
 
 
 def _verify_written(job: Job) -> dict[str, dict[str, int]]:
