@@ -373,6 +373,24 @@ def test_an_unwritable_output_is_one_line_and_exit_2(tmp_path, docs, capsys):
     assert not (out / commit.LOCK_NAME).exists()
 
 
+def test_a_read_only_output_is_one_line_and_exit_2(tmp_path, docs, capsys, monkeypatch):
+    """A read-only mount (simulated: root writes through chmod 0555): EROFS on the lock's create
+    is one line before the pipeline starts, not a traceback at the first write."""
+    out = tmp_path / "out"
+    out.mkdir()
+    real_open = os.open
+
+    def read_only(path, flags, *args):
+        if str(path).startswith(str(out)) and flags & os.O_CREAT:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", read_only)
+    assert main(["--input", str(docs), "--output", str(out)]) == 2
+    assert f"--output {out}: cannot write there ([Errno 30] Read-only file system" in _one_line(capsys, 2)
+    assert list(out.iterdir()) == []
+
+
 @pytest.mark.slow
 def test_a_run_whose_files_another_writer_disturbed_is_not_committed(tmp_path, docs, capsys, monkeypatch):
     """Another writer's shard lands in chunks/ before the commit: exit 1, one line, no report.json,
