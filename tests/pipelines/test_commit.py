@@ -211,6 +211,27 @@ def test_an_output_another_writer_disturbed_is_not_committed(tmp_path, disturb, 
     assert message in str(refused.value) and str(refused.value).endswith("nothing committed")
 
 
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda out: _shard(out, "chunks/chunks-00000-of-00002.parquet", "other"), "was not written by this run"),
+        (lambda out: _shard(out, "chunks/chunks-00000-of-00001.parquet", "other", rows=50), "was not written"),
+        (lambda out: (out / "chunks" / "chunks-00000-of-00001.parquet").unlink(), "is gone"),
+    ],
+    ids=["added", "replaced", "removed"],
+)
+def test_files_changed_after_the_check_are_not_committed(tmp_path, change, message):
+    """Between the check of the files and the commit (while the report is built), another writer
+    changes them: nothing is committed."""
+    run_id = commit.take_lock(str(tmp_path), FOLDERS)
+    _written(tmp_path, run_id)
+    files = commit.verify_written(str(tmp_path), run_id, PREFIXES)
+    change(tmp_path)
+    with pytest.raises(RunError, match=message):
+        commit.commit(str(tmp_path), run_id, files, {"documents_read": 3})
+    assert not (tmp_path / "report.json").exists() and not (tmp_path / "_SUCCESS").exists()
+
+
 # -- the commit and its readers ---------------------------------------------------------------------
 
 
