@@ -17,7 +17,8 @@ budget (``report.json``'s ``max_tokens``), ``token_count``, chunk ids, verbatim 
 structure chunks are the concatenation of their spans and that their spans cover every
 non-whitespace character of the source (for markdown, text and rst documents with no
 dead-letter row, whose source is the content), that ``embedding_text`` ends with ``text``, and
-that every input document has chunks or a dead-letter row.
+that every input document has chunks or a dead-letter row, and that the output is committed
+(its ``_SUCCESS`` lists exactly its data files: :func:`pipelines.commit.unfinished_reason`).
 
 Prints the figures as JSON (input rows, chunks, dead-letter rows by reason, the recounted
 chunk-size distribution, the number of problems), then up to 20 ``PROBLEM`` lines. Exit status 0
@@ -41,6 +42,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from pipelines.commit import unfinished_reason
 from pipelines.paths import worker_pattern
 from transforms.documents import folder_files
 
@@ -183,6 +185,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tokenizer-json", help="for a run with --tokenizer hf:PATH: its tokenizer.json (or folder)")
     args = parser.parse_args(None if argv is None else list(argv))
 
+    unfinished = unfinished_reason(args.output.rstrip("/") or "/")  # (pipelines.commit)
+    if unfinished is not None and not Path(args.output, "report.json").is_file():
+        raise SystemExit(f"--output {args.output}: not a finished run: {unfinished}")
     report = json.loads(Path(args.output, "report.json").read_text())
     count = _counter(report["tokenizer"], args.tokenizer_json)
     max_tokens = report["max_tokens"]
@@ -191,6 +196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     chunks = _rows(f"{args.output}/chunks/*.parquet")
     dead = _rows(f"{args.output}/dead_letter/*.parquet")
     found = _Findings()
+    if unfinished is not None:
+        found.problems.append(f"not a finished run: {unfinished}")
     for chunk in chunks:
         _check_chunk(chunk, documents[chunk["document_id"]], count, max_tokens, found)
     rejected = {d["document_id"] for d in dead}  # their text is in the dead letter's payloads

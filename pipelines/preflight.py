@@ -387,7 +387,8 @@ def create_output(output: str) -> None:
 
 def check_previous(previous: str, output: str) -> str:
     """The ``--previous`` directory, checked: another directory than ``--output``, holding a
-    finished rechunk run (its ``report.json``) whose ``chunks/`` and ``documents/`` are whole.
+    finished rechunk run (committed: :func:`pipelines.commit.unfinished_reason` finds nothing, so
+    its ``_SUCCESS`` lists exactly its data files) whose ``chunks/`` and ``documents/`` are whole.
 
     Every Parquet footer there is read: each file must be Parquet with the columns the job reads,
     and ``chunks/`` must hold as many rows as the report says were written (a missing shard would
@@ -403,6 +404,7 @@ def check_previous(previous: str, output: str) -> str:
         raise OptionError("--previous: empty path; give an earlier run's output directory, or leave the option out")
     previous = previous.rstrip("/") or "/"
     _check_previous_folder(previous, output)
+    _check_previous_committed(previous)
     written = _chunks_written(previous)
     rows = {sub: _count_previous_rows(previous, sub, schema) for sub, schema in _PREVIOUS_FILES}
     if rows["chunks"] != written:
@@ -425,6 +427,18 @@ def _check_previous_folder(previous: str, output: str) -> None:
         raise OptionError(f"--previous {previous}: must be another directory than --output")
     if worker_path(output).startswith(worker_path(previous).rstrip("/") + "/"):
         raise OptionError(f"--output {output}: must not be inside --previous {previous}")
+
+
+def _check_previous_committed(previous: str) -> None:
+    """``previous`` is a committed run's output (its ``_SUCCESS`` and the files it lists)."""
+    from pipelines.commit import unfinished_reason
+
+    reason = unfinished_reason(previous)
+    if reason is not None:
+        raise OptionError(
+            f"--previous {previous}: not a finished run: {reason}; give a committed run's output, "
+            "or run without --previous"
+        )
 
 
 def _chunks_written(previous: str) -> int:

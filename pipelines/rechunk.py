@@ -35,6 +35,7 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
 
+from pipelines import commit
 from pipelines.config import ConfigError, load_config, resolve_config
 from pipelines.console import say, show_progress
 from pipelines.options import (
@@ -54,8 +55,10 @@ from pipelines.options import (
 from pipelines.paths import inside_pattern, worker_path, worker_pattern
 from pipelines.preflight import (
     check_filesystem,
+    check_folder_name,
     check_input,
-    check_output,
+    check_output_empty,
+    check_output_is_no_file,
     check_previous,
     check_reachable,
     check_utf8,
@@ -119,6 +122,8 @@ class Job:
     previous: str | None = None
     max_document_chars: int = DEFAULT_MAX_DOCUMENT_CHARS
     progress_seconds: float = DEFAULT_PROGRESS_SECONDS
+    #: The run's id, which holds ``OUTPUT/_rechunk.lock`` (:mod:`pipelines.commit`).
+    run_id: str | None = None
 
 
 def parse_job(argv: Sequence[str]) -> Job:
@@ -154,6 +159,7 @@ def parse_job(argv: Sequence[str]) -> Job:
     output = _checked_output(job_opts.output, job_opts.input, pattern)
     previous = check_previous(job_opts.previous, output) if job_opts.previous is not None else None
     create_output(output)
+    run_id = commit.take_lock(output, _written_folders(previous))
     return Job(
         input=pattern,
         output=output,
@@ -164,7 +170,13 @@ def parse_job(argv: Sequence[str]) -> Job:
         previous=previous,
         max_document_chars=max_document_chars,
         progress_seconds=progress_seconds,
+        run_id=run_id,
     )
+
+
+def _written_folders(previous: str | None) -> tuple[str, ...]:
+    """The folders a run writes under ``--output``: ``deleted/`` only with ``--previous``."""
+    return OUTPUT_FOLDERS if previous is not None else tuple(f for f in OUTPUT_FOLDERS if f != "deleted")
 
 
 def load_spec(job_opts: RechunkOptions) -> tuple[dict[str, Any], Any]:
@@ -225,7 +237,19 @@ def _checked_input(given: str, column_map: dict[str, str]) -> str:
 def _checked_output(given: str, given_input: str, pattern: str) -> str:
     """``--output`` checked: an empty folder, outside the input ``pattern``; without its trailing ``/``."""
     output = given.rstrip("/") or "/"
-    check_output(output, OUTPUT_FOLDERS)
+    check_filesystem("--output", output)
+    check_folder_name("--output", output)
+    check_output_is_no_file(output)
+    stale = commit.refuse_held_lock(output)  # a running run's lock: named before its files
+    try:
+        check_output_empty(output, OUTPUT_FOLDERS)
+    except OptionError as err:
+        if stale is None:
+            raise
+        raise OptionError(
+            f"{err} (a run that ended without committing left them: {commit.LOCK_NAME} names {stale.describe()}, "
+            "no longer running)"
+        ) from None
     if inside_pattern(worker_path(output), worker_pattern(pattern), OUTPUT_FILES):
         raise OptionError(
             f"--output {given}: inside --input {given_input}; its chunk files would be read as "
@@ -249,37 +273,53 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
         )
         documents = compared["documents"]
         manifest.append(compared[KEPT_MANIFEST])
-        _ = compared[KEPT_CHUNKS] | "Write kept chunks" >> WriteKeptChunks(f"{output}/chunks/kept")
+        _ = compared[KEPT_CHUNKS] | "Write kept chunks" >> WriteKeptChunks(f"{output}/chunks/kept", run_id=job.run_id)
     validated = documents | "Route, chunk and validate" >> ChunkDocuments(
         job.spec, identity, progress_seconds=job.progress_seconds
     )
     manifest.append(validated[MANIFEST])
-    _ = validated.chunks | "Write chunks" >> WriteChunks(f"{output}/chunks/chunks")
+    _ = validated.chunks | "Write chunks" >> WriteChunks(f"{output}/chunks/chunks", run_id=job.run_id)
     _ = (
         manifest
         | "Collect manifest" >> beam.Flatten()
-        | "Write manifest" >> WriteManifest(f"{output}/documents/documents")
+        | "Write manifest" >> WriteManifest(f"{output}/documents/documents", run_id=job.run_id)
     )
     if job.previous:
         _ = (
             {"previous": compared[PREVIOUS_IDS], "chunks": validated.chunks}
             | "List deleted" >> ListDeleted()
-            | "Write deleted" >> WriteDeleted(f"{output}/deleted/deleted")
+            | "Write deleted" >> WriteDeleted(f"{output}/deleted/deleted", run_id=job.run_id)
         )
     _ = (
         (admitted[DEAD_LETTER], validated[DEAD_LETTER])
         | "Collect dead letter" >> beam.Flatten()
-        | "Write dead letter" >> WriteDeadLetter(f"{output}/dead_letter/dead_letter")
+        | "Write dead letter" >> WriteDeadLetter(f"{output}/dead_letter/dead_letter", run_id=job.run_id)
     )
 
 
 def run(job: Job, *, started: float | None = None) -> dict[str, Any] | None:
-    """Run the job to completion and write ``report.json``; return the report.
+    """Run the job to completion and commit its output (:func:`_run`); return the report. The
+    output's lock is released whatever the outcome.
 
-    ``started`` (``time.monotonic()``) is when the command started, for the report's
-    ``wall_seconds`` (by default, now). With ``--dry_run`` (DataflowRunner) the runner only
-    translates and checks the graph: nothing runs, nothing is written, and there is no report
-    (``None``).
+    Raises:
+        RunError: The output cannot be committed (another writer, a full disk); nothing is.
+    """
+    try:
+        return _run(job, started=started)
+    finally:
+        if job.run_id is not None:
+            commit.release_lock(job.output, job.run_id)
+
+
+def _run(job: Job, *, started: float | None = None) -> dict[str, Any] | None:
+    """Run the job to completion and commit its output; return the report.
+
+    The commit (:mod:`pipelines.commit`): the run checks that it still holds the output's lock
+    and that the data files there are the ones it wrote, then writes ``report.json``,
+    ``report.html`` and ``_SUCCESS``. ``started`` (``time.monotonic()``) is when the command
+    started, for the report's ``wall_seconds`` (by default, now). With ``--dry_run``
+    (DataflowRunner) the runner only translates and checks the graph: nothing runs, nothing is
+    written, and there is no report (``None``).
     """
     started = time.monotonic() if started is None else started
     pipeline = beam.Pipeline(options=job.options)
@@ -288,6 +328,7 @@ def run(job: Job, *, started: float | None = None) -> dict[str, Any] | None:
     if job.options.view_as(TestOptions).dry_run:
         return None
     result.wait_until_finish()
+    files = _verify_written(job)  # before the report reads the files
     report = build_report(
         result,
         output=job.output,
@@ -296,8 +337,43 @@ def run(job: Job, *, started: float | None = None) -> dict[str, Any] | None:
         wall_seconds=time.monotonic() - started,
         previous=job.previous,
     )
-    write_report(report, f"{job.output}/report.json")
+    _commit(job, files, report)
     return report
+
+
+def _verify_written(job: Job) -> dict[str, dict[str, int]]:
+    """The data files of the run (relative path -> bytes and rows), checked to be its own
+    (:func:`pipelines.commit.verify_written`); none checked for a :class:`Job` built by hand
+    (without a run id).
+
+    Raises:
+        RunError: Another writer used the output, or the run lost its lock.
+    """
+    if job.run_id is None:
+        return {}
+    prefixes = ["chunks/chunks", "dead_letter/dead_letter", "documents/documents"]
+    prefixes += ["chunks/kept", "deleted/deleted"] if job.previous else []
+    return commit.verify_written(job.output, job.run_id, prefixes)
+
+
+def _commit(job: Job, files: dict[str, dict[str, int]], report: dict[str, Any]) -> None:
+    """Write ``report.json``, ``report.html`` and ``_SUCCESS`` (:func:`pipelines.commit.commit`);
+    ``report.json`` only for a :class:`Job` built by hand (without a run id).
+
+    Raises:
+        RunError: As :func:`pipelines.commit.commit` raises it.
+    """
+    if job.run_id is None:
+        write_report(report, f"{job.output}/report.json")
+        return
+    commit.commit(job.output, job.run_id, files, report, write_html=_report_html_writer())
+
+
+def _report_html_writer():
+    """``write_report_html(report, path)`` of :mod:`pipelines.report`, where there is one: ``report.html``."""
+    import pipelines.report
+
+    return getattr(pipelines.report, "write_report_html", None)
 
 
 def _count(n: int, noun: str) -> str:

@@ -294,3 +294,24 @@ def openai_server(_openai_server_session):
     _openai_server_session.reset()
     yield _openai_server_session
     _openai_server_session.reset()
+
+
+def recommit(output: Path) -> Path:
+    """Rewrite ``output/_SUCCESS`` for the data files and ``report.json`` there now, for a test that
+    edits a finished run's files on purpose and means the job's deeper checks to see the edit."""
+    import hashlib
+
+    from pipelines.commit import MARKER_NAME, data_files
+
+    marker = json.loads((output / MARKER_NAME).read_text())
+
+    def rows(name: str) -> int:
+        try:
+            return pq.ParquetFile(output / name).metadata.num_rows
+        except Exception:  # not Parquet: a stray file the test put there
+            return 0
+
+    marker["files"] = {name: {"bytes": size, "rows": rows(name)} for name, size in data_files(str(output)).items()}
+    marker["report_sha256"] = hashlib.sha256((output / "report.json").read_bytes()).hexdigest()
+    (output / MARKER_NAME).write_text(json.dumps(marker))
+    return output

@@ -57,7 +57,7 @@ def _write(path: Path, text: str) -> str:
             "--column-map: expected NAME=COLUMN with NAME one of id, content, content_format, metadata, got 'body'",
         ),
         (["--max_tokn", "5"], "unrecognized option --max_tokn"),
-        (["--previous", "/no/such/dir"], "--previous /no/such/dir: no readable report.json there"),
+        (["--previous", "/no/such/dir"], "--previous /no/such/dir: not a finished run: no _SUCCESS there"),
         (["--config", "/no/such.yaml"], "--config /no/such.yaml: cannot read the file"),
         (["--max-tokens", "100", "--max_tokens=200"], "--max-tokens is given 2 times; give it once"),
         (["--previous", "/a", "--previous", "/b"], "--previous is given 2 times; give it once"),

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.rechunk import main
-from tests.conftest import read_output, write_documents
+from tests.conftest import read_output, recommit, write_documents
 from transforms.documents import Document
 from transforms.incremental import input_fingerprint, manifest_row, stale_chunk_ids, unchanged_key
 
@@ -150,6 +150,7 @@ def test_unchanged_documents_are_copied_not_chunked_again(tmp_path):
     ]
     table = table.set_column(table.schema.get_field_index("text"), "text", pa.array(text, pa.string()))
     pq.write_table(table, files[0])
+    recommit(tmp_path / "previous")
     assert (
         main(
             [
@@ -293,7 +294,7 @@ def test_stale_chunk_ids_keep_the_previous_order():
 @pytest.mark.parametrize(
     "make, message",
     [
-        (lambda tmp: tmp / "nowhere", "no readable report.json there"),
+        (lambda tmp: tmp / "nowhere", "not a finished run: no _SUCCESS there"),
         (lambda tmp: tmp / "out", "must be another directory than --output"),
         (lambda tmp: tmp / "run*", "a directory, not a pattern"),
         (lambda tmp: "", "--previous: empty path"),
@@ -317,14 +318,14 @@ def _only_chunks(tmp: Path) -> Path:
     previous = _previous_run(tmp)
     for f in (previous / "documents").glob("*"):
         f.unlink()
-    return previous
+    return recommit(previous)
 
 
 def _not_parquet(tmp: Path) -> Path:
     previous = _previous_run(tmp)
     for f in (previous / "documents").glob("*.parquet"):
         f.write_text("not parquet")
-    return previous
+    return recommit(previous)
 
 
 def _previous_run(tmp: Path) -> Path:
@@ -336,7 +337,7 @@ def _previous_run(tmp: Path) -> Path:
 def _stray_file(tmp: Path) -> Path:
     previous = _previous_run(tmp)
     (previous / "chunks" / "zz-notes.parquet").write_text("junk")
-    return previous
+    return recommit(previous)
 
 
 def _lost_shard(tmp: Path) -> Path:
@@ -345,7 +346,7 @@ def _lost_shard(tmp: Path) -> Path:
     (previous / "report.json").write_text(json.dumps({**report, "chunks_written": 2}))
     for f in (previous / "chunks").glob("*.parquet"):
         pq.write_table(pq.read_table(f).slice(0, 0), f)
-    return previous
+    return recommit(previous)
 
 
 def _wrong_type(tmp: Path) -> Path:
@@ -354,7 +355,7 @@ def _wrong_type(tmp: Path) -> Path:
         table = pq.read_table(f)
         i = table.schema.get_field_index("chunk_count")
         pq.write_table(table.set_column(i, "chunk_count", table.column(i).cast(pa.string())), f)
-    return previous
+    return recommit(previous)
 
 
 def _count_as_text(tmp: Path) -> Path:
@@ -362,7 +363,7 @@ def _count_as_text(tmp: Path) -> Path:
     previous = _previous_run(tmp)
     report = json.loads((previous / "report.json").read_text())
     (previous / "report.json").write_text(json.dumps({**report, "chunks_written": str(report["chunks_written"])}))
-    return previous
+    return recommit(previous)
 
 
 @pytest.mark.slow
@@ -379,6 +380,7 @@ def test_every_file_the_check_counts_is_read(tmp_path):
     mask = pa.array([i == last for i in table.column("document_id").to_pylist()])
     pq.write_table(table.filter(pa.compute.invert(mask)), shard)
     pq.write_table(table.filter(mask), previous / "chunks" / "part-1.parquet.old")
+    recommit(previous)
     assert main(["--input", str(source), "--output", str(tmp_path / "fresh"), *MAX_TOKENS]) == 0
     assert (
         main(["--input", str(source), "--output", str(tmp_path / "next"), *MAX_TOKENS, "--previous", str(previous)])
@@ -419,6 +421,7 @@ def test_a_previous_folder_of_skipped_names_only_says_they_are_skipped(tmp_path,
     assert main(["--input", str(source), "--output", str(previous), *MAX_TOKENS]) == 0
     shard = next((previous / "documents").glob("*.parquet"))
     shard.rename(shard.with_name("_" + shard.name))
+    recommit(previous)
     capsys.readouterr()
     assert main(["--input", str(source), "--output", str(tmp_path / "next"), "--previous", str(previous)]) == 2
     assert "no documents/*.parquet there (names starting with . or _ are skipped)" in capsys.readouterr().err
@@ -435,6 +438,7 @@ def test_a_manifest_row_with_a_null_field_rechunks_its_document(tmp_path):
     rows = pq.read_table(manifest).to_pylist()
     rows[0]["chunk_count"], rows[1]["input_fingerprint"] = None, None
     pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(manifest)), manifest)
+    recommit(previous)
     assert main(["--input", str(source), "--output", str(tmp_path / "fresh"), *MAX_TOKENS]) == 0
     assert (
         main(["--input", str(source), "--output", str(tmp_path / "next"), *MAX_TOKENS, "--previous", str(previous)])
@@ -460,6 +464,7 @@ def test_a_previous_chunk_row_without_a_document_id_is_left_out(tmp_path):
     pq.write_table(pa.concat_tables([table, stray]), shard)
     report = _report(previous)
     (previous / "report.json").write_text(json.dumps({**report, "chunks_written": table.num_rows + 1}))
+    recommit(previous)
     assert main(["--input", str(source), "--output", str(tmp_path / "fresh"), *MAX_TOKENS]) == 0
     assert (
         main(["--input", str(source), "--output", str(tmp_path / "next"), *MAX_TOKENS, "--previous", str(previous)])

@@ -2,7 +2,8 @@
 
 Every output is written through Beam's file sink (:class:`_ParquetSink`) as
 ``PREFIX-SSSSS-of-NNNNN.parquet``, in record batches bounded in bytes (:data:`MAX_BATCH_BYTES`)
-and rows (:data:`MAX_BATCH_ROWS`).
+and rows (:data:`MAX_BATCH_ROWS`). Given a ``run_id``, each file's footer holds it under the
+key-value metadata key :data:`RUN_ID_KEY` (the commit's check that the files are this run's).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = [
     "MAX_BATCH_BYTES",
     "MAX_BATCH_ROWS",
     "PLAIN_PAGE_COLUMNS",
+    "RUN_ID_KEY",
     "WriteChunks",
     "WriteDeadLetter",
     "WriteDeleted",
@@ -41,6 +43,8 @@ __all__ = [
 MAX_BATCH_BYTES = 4 * 1024 * 1024
 #: ... or this many rows.
 MAX_BATCH_ROWS = 4096
+#: The Parquet footer's key-value metadata key of the id of the run that wrote the file.
+RUN_ID_KEY = b"rechunk.run_id"
 
 
 def _utf8_size(value: Any) -> int:
@@ -93,18 +97,20 @@ class WriteRows(beam.PTransform):
     Args:
         file_path_prefix: The files' path up to ``-SSSSS-of-NNNNN.parquet``, on any Beam filesystem.
         schema: The files' Arrow schema; each row dict has its columns.
+        run_id: Written in each file's footer (:data:`RUN_ID_KEY`), when given.
     """
 
-    def __init__(self, file_path_prefix: str, schema: pa.Schema) -> None:
+    def __init__(self, file_path_prefix: str, schema: pa.Schema, *, run_id: str | None = None) -> None:
         super().__init__()
         self._prefix = file_path_prefix
         self._schema = schema
+        self._run_id = run_id
 
     def expand(self, rows):
         return (
             rows
             | "Record batches" >> beam.ParDo(_ArrowBatches(self._schema)).with_output_types(pa.Table)
-            | "Write Parquet" >> _parquet_sink(self._prefix, self._schema)
+            | "Write Parquet" >> _parquet_sink(self._prefix, self._schema, self._run_id)
         )
 
 
@@ -127,7 +133,7 @@ class _ParquetSink(filebasedsink.FileBasedSink):
     ``ParquetWriter`` and the file it writes, which ``close`` closes in that order).
     """
 
-    def __init__(self, file_path_prefix: str, schema: pa.Schema) -> None:
+    def __init__(self, file_path_prefix: str, schema: pa.Schema, run_id: str | None = None) -> None:
         super().__init__(
             file_path_prefix,
             coder=None,
@@ -135,7 +141,8 @@ class _ParquetSink(filebasedsink.FileBasedSink):
             mime_type="application/x-parquet",
             compression_type=CompressionTypes.UNCOMPRESSED,  # pages are compressed by the writer
         )
-        self._schema = schema
+        # (the footer's key-value metadata is the writer's schema's: batches need not carry it)
+        self._schema = schema if run_id is None else schema.with_metadata({RUN_ID_KEY: run_id.encode("utf-8")})
         # pyarrow names a column by its Parquet path: a list of strings is ``NAME.list.item`` (the
         # list layout Beam's sink writes, use_compliant_nested_type=False, kept for every reader
         # of earlier outputs).
@@ -161,24 +168,24 @@ class _ParquetSink(filebasedsink.FileBasedSink):
         handle.close()
 
 
-def _parquet_sink(prefix: str, schema: pa.Schema) -> iobase.Write:
+def _parquet_sink(prefix: str, schema: pa.Schema, run_id: str | None = None) -> iobase.Write:
     """The Parquet sink every output uses (:class:`_ParquetSink`): ``PREFIX-SSSSS-of-NNNNN.parquet``."""
-    return iobase.Write(_ParquetSink(prefix, schema))
+    return iobase.Write(_ParquetSink(prefix, schema, run_id))
 
 
 class WriteChunks(WriteRows):
     """Write chunk rows (``Chunk.to_row()`` dicts, ``CHUNK_SCHEMA``) as zstd Parquet files."""
 
-    def __init__(self, file_path_prefix: str) -> None:
-        super().__init__(file_path_prefix, CHUNK_SCHEMA)
+    def __init__(self, file_path_prefix: str, *, run_id: str | None = None) -> None:
+        super().__init__(file_path_prefix, CHUNK_SCHEMA, run_id=run_id)
 
 
 class WriteDeadLetter(WriteRows):
     """Write :class:`DeadLetter` records (``DEAD_LETTER_SCHEMA``) as zstd Parquet files; payloads
     are whole documents, so a batch may hold a single row."""
 
-    def __init__(self, file_path_prefix: str) -> None:
-        super().__init__(file_path_prefix, DEAD_LETTER_SCHEMA)
+    def __init__(self, file_path_prefix: str, *, run_id: str | None = None) -> None:
+        super().__init__(file_path_prefix, DEAD_LETTER_SCHEMA, run_id=run_id)
 
     def expand(self, rows):
         return super().expand(rows | "Dead-letter rows" >> beam.Map(DeadLetter.to_row))
@@ -187,15 +194,15 @@ class WriteDeadLetter(WriteRows):
 class WriteManifest(WriteRows):
     """Write manifest rows (``MANIFEST_SCHEMA``, ``documents/``) as zstd Parquet files."""
 
-    def __init__(self, file_path_prefix: str) -> None:
-        super().__init__(file_path_prefix, MANIFEST_SCHEMA)
+    def __init__(self, file_path_prefix: str, *, run_id: str | None = None) -> None:
+        super().__init__(file_path_prefix, MANIFEST_SCHEMA, run_id=run_id)
 
 
 class WriteDeleted(WriteRows):
     """Write deleted-chunk rows (``DELETED_SCHEMA``, ``deleted/``) as zstd Parquet files."""
 
-    def __init__(self, file_path_prefix: str) -> None:
-        super().__init__(file_path_prefix, DELETED_SCHEMA)
+    def __init__(self, file_path_prefix: str, *, run_id: str | None = None) -> None:
+        super().__init__(file_path_prefix, DELETED_SCHEMA, run_id=run_id)
 
 
 class WriteKeptChunks(beam.PTransform):
@@ -205,9 +212,10 @@ class WriteKeptChunks(beam.PTransform):
     Arrow's 2 GiB limit, so no batch here can exceed it.
     """
 
-    def __init__(self, file_path_prefix: str) -> None:
+    def __init__(self, file_path_prefix: str, *, run_id: str | None = None) -> None:
         super().__init__()
         self._prefix = file_path_prefix
+        self._run_id = run_id
 
     def expand(self, tables):
-        return tables | "Write Parquet" >> _parquet_sink(self._prefix, CHUNK_SCHEMA)
+        return tables | "Write Parquet" >> _parquet_sink(self._prefix, CHUNK_SCHEMA, self._run_id)
