@@ -145,7 +145,7 @@ def _verdict_section(report: Mapping[str, Any]) -> str:
     limit = found.get("max_dead_letter_fraction")
     share = f"{100 * found.get('dead_letter_fraction', 0):.1f}%" if found else "?"
     if found.get("over_dead_letter_threshold"):
-        reasons = ", ".join(f"{_e(k)} {_n(v)}" for k, v in _mapping(found.get("most_common_reasons")).items())
+        reasons = ", ".join(f"{_e(k)} {_n(v)}" for k, v in _mapping(found.get("most_common_by_reason")).items())
         return (
             f'<div class="verdict bad">Exit status {_n(found.get("exit_status"))}: {_n(dead)} of {_n(read)} '
             f"documents ({_e(share)}) dead-lettered, over --max-dead-letter-fraction {_n(limit)}. "

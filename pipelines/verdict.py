@@ -52,7 +52,7 @@ def verdict(report: Mapping[str, Any], max_dead_letter_fraction: float) -> dict[
     Returns:
         ``{"exit_status": 0 | 3, "dead_letter_fraction": float (0 to 1, 6 decimals),
         "max_dead_letter_fraction": float, "over_dead_letter_threshold": bool,
-        "most_common_reasons": {reason: rows}}``, the reasons at most three, most rows first
+        "most_common_by_reason": {reason: rows}}``, the reasons at most three, most rows first
         (ties by name), over the whole dead letter.
     """
     read = report["documents_read"]
@@ -65,7 +65,7 @@ def verdict(report: Mapping[str, Any], max_dead_letter_fraction: float) -> dict[
         "dead_letter_fraction": round(fraction, 6),
         "max_dead_letter_fraction": max_dead_letter_fraction,
         "over_dead_letter_threshold": over,
-        "most_common_reasons": dict(reasons[:_REASONS_SHOWN]),
+        "most_common_by_reason": dict(reasons[:_REASONS_SHOWN]),
     }
 
 
@@ -79,7 +79,7 @@ def verdict_line(report: Mapping[str, Any]) -> str | None:
     found = report.get("verdict")
     if not found or not found["over_dead_letter_threshold"]:
         return None
-    reasons = ", ".join(f"{reason} {rows:,}" for reason, rows in found["most_common_reasons"].items()) or "none"
+    reasons = ", ".join(f"{reason} {rows:,}" for reason, rows in found["most_common_by_reason"].items()) or "none"
     return (
         f"rechunk: {report['documents_dead_lettered']:,} of {report['documents_read']:,} documents "
         f"({percent(found['dead_letter_fraction'])}) dead-lettered, over --max-dead-letter-fraction "

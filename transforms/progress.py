@@ -68,7 +68,8 @@ class ProgressLog:
     """Counts finished documents and chunks; logs a :func:`progress_line` every ``interval_seconds``.
 
     The rate is over the time since the first document this log counted (steadier than the last
-    interval's, for the time left), in documents per second.
+    interval's, for the time left), in documents per second; the first line comes an interval
+    after that document (a worker may wait long before its first, for the duplicate count).
 
     Args:
         interval_seconds: Seconds between lines (a monotonic clock's); 0 logs nothing.
@@ -98,7 +99,7 @@ class ProgressLog:
         self._log = log or _LOG.info
         self.documents = 0
         self.chunks = 0
-        self._since = clock()
+        self._since = 0.0
         self._first: tuple[float, int] | None = None  # (time, documents) at the first count
 
     def add(self, documents: int = 0, chunks: int = 0) -> None:
@@ -112,6 +113,7 @@ class ProgressLog:
             if not documents:
                 return
             self._first = (now, self.documents)
+            self._since = now  # the first line an interval after the first document, not after a wait
         if now - self._since < self._interval:
             return
         self._log(progress_line(self.documents, self.chunks, self.rate(now), self._total))

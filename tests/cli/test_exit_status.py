@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import shutil
 
-import pytest
-
 from pipelines.rechunk import main
 from tests.conftest import REPO, write_documents
 

@@ -20,7 +20,7 @@ def test_a_run_that_dead_lettered_every_document_exits_3_and_says_why():
         "dead_letter_fraction": 1.0,
         "max_dead_letter_fraction": 0.1,
         "over_dead_letter_threshold": True,
-        "most_common_reasons": {"unsupported_content_format": 50},
+        "most_common_by_reason": {"unsupported_content_format": 50},
     }
     assert verdict_line(report) == (
         "rechunk: 50 of 50 documents (100%) dead-lettered, over --max-dead-letter-fraction 0.1: exit status 3; "
@@ -57,7 +57,7 @@ def test_the_threshold_is_exceeded_only_by_a_larger_fraction(read, dead, limit, 
 def test_the_verdict_names_the_three_commonest_reasons_most_rows_first():
     reasons = {"b": 5, "a": 5, "c": 9, "d": 1}
     found = verdict(_report(20, 20, reasons), 0.1)
-    assert list(found["most_common_reasons"].items()) == [("c", 9), ("a", 5), ("b", 5)]
+    assert list(found["most_common_by_reason"].items()) == [("c", 9), ("a", 5), ("b", 5)]
 
 
 @pytest.mark.parametrize(
