@@ -28,7 +28,8 @@ def test_longer_documents_are_dead_lettered_whole(tmp_path):
             {"id": "big", "content": over, "content_format": "text", "metadata": None},
         ],
     )
-    assert main(["--input", str(docs), "--output", str(tmp_path / "out"), "--max-document-chars", "100"]) == 0
+    argv = ["--input", str(docs), "--output", str(tmp_path / "out"), "--max-dead-letter-fraction", "1"]
+    assert main([*argv, "--max-document-chars", "100"]) == 0
     dead = read_output(tmp_path / "out", "dead_letter")
     assert [(d["document_id"], d["stage"], d["reason"], d["payload"]) for d in dead] == [
         ("big", "read", "document_too_large", over)
@@ -60,6 +61,8 @@ def test_duplicate_ids_are_found_by_the_id_only_read(tmp_path):
                 str(tmp_path / "out"),
                 "--column-map",
                 "id=doc_id,content=text",
+                "--max-dead-letter-fraction",
+                "1",
             ]
         )
         == 0
@@ -159,7 +162,8 @@ def test_text_columns_are_written_in_plain_pages_and_the_rest_dictionary_encoded
             {"id": "b", "content": None, "content_format": "text", "metadata": None},
         ],
     )
-    assert main(["--input", str(docs), "--output", str(tmp_path / "out"), "--max-tokens", "64"]) == 0
+    argv = ["--input", str(docs), "--output", str(tmp_path / "out"), "--max-dead-letter-fraction", "1"]
+    assert main([*argv, "--max-tokens", "64"]) == 0
     seen = {}
     for folder in ("chunks", "dead_letter", "documents"):
         for path in sorted((tmp_path / "out" / folder).glob("*.parquet")):
