@@ -250,20 +250,29 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
     output = worker_path(job.output)
     rows = pipeline | "Read documents" >> ReadDocuments(worker_pattern(job.input), column_map=job.column_map)
     ids = pipeline | "Read document ids" >> ReadDocumentIds(worker_pattern(job.input), column_map=job.column_map)
-    progress = {"progress_seconds": job.progress_seconds, "documents_total": job.documents_total}
     admitted = rows | "Admit documents" >> AdmitDocuments(
-        identity, ids=ids, max_document_chars=job.max_document_chars, **progress
+        identity,
+        ids=ids,
+        max_document_chars=job.max_document_chars,
+        progress_seconds=job.progress_seconds,
+        documents_total=job.documents_total,
     )
     documents = admitted.documents
     manifest = []
     if job.previous:
         compared = documents | "Compare with previous" >> CompareWithPrevious(
-            worker_path(job.previous), job.spec, identity, **progress
+            worker_path(job.previous),
+            job.spec,
+            identity,
+            progress_seconds=job.progress_seconds,
+            documents_total=job.documents_total,
         )
         documents = compared["documents"]
         manifest.append(compared[KEPT_MANIFEST])
         _ = compared[KEPT_CHUNKS] | "Write kept chunks" >> WriteKeptChunks(f"{output}/chunks/kept")
-    validated = documents | "Route, chunk and validate" >> ChunkDocuments(job.spec, identity, **progress)
+    validated = documents | "Route, chunk and validate" >> ChunkDocuments(
+        job.spec, identity, progress_seconds=job.progress_seconds, documents_total=job.documents_total
+    )
     manifest.append(validated[MANIFEST])
     _ = validated.chunks | "Write chunks" >> WriteChunks(f"{output}/chunks/chunks")
     _ = (

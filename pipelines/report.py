@@ -74,7 +74,12 @@ def _token_stats(chunks_glob: str, max_tokens: int) -> tuple[dict[str, int | Non
         return int(np.searchsorted(cumulative, int(q * (total - 1)), side="right"))
 
     present = np.flatnonzero(histogram)
-    stats = {"min": int(present[0]), "p50": quantile(0.5), "p95": quantile(0.95), "max": int(present[-1])}
+    stats: dict[str, int | None] = {
+        "min": int(present[0]),
+        "p50": quantile(0.5),
+        "p95": quantile(0.95),
+        "max": int(present[-1]),
+    }
     return stats, buckets
 
 

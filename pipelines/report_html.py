@@ -221,14 +221,14 @@ def _histogram_svg(counts: list[int], width: int, stats: Mapping[str, Any], budg
     )
     # The marks' labels above the plot: p50's left of its line, p95's right of it, the budget's left.
     for name, color, anchor in (("p50", "#1f8a4c", "end"), ("p95", "#c26b00", "start"), ("budget", "#b3261e", "end")):
-        tokens = budget if name == "budget" else stats.get(name)
-        if isinstance(tokens, int) and not isinstance(tokens, bool) and 0 <= tokens <= span:
-            x = left + plot_w * tokens / span
+        mark = budget if name == "budget" else stats.get(name)
+        if isinstance(mark, int) and not isinstance(mark, bool) and 0 <= mark <= span:
+            x = left + plot_w * mark / span
             shift = -3 if anchor == "end" else 3
             parts.append(
                 f'<line class="mark" x1="{x:.1f}" y1="{top - 14}" x2="{x:.1f}" y2="{x_axis}" stroke="{color}"/>'
                 f'<text x="{x + shift:.1f}" y="{top - 4}" text-anchor="{anchor}" style="fill:{color}">'
-                f"{name} {tokens:,}</text>"
+                f"{name} {mark:,}</text>"
             )
     parts.append("</svg>")
     return "\n".join(parts)

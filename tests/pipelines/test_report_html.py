@@ -122,6 +122,7 @@ def test_the_page_is_written_whole_under_its_name(tmp_path):
 
 def _chromium(url: str, profile: Path, *flags: str) -> subprocess.CompletedProcess:
     """Headless Chromium, offline: no network services, no proxy, every host name unresolved."""
+    assert CHROMIUM is not None
     argv = [
         CHROMIUM,
         "--headless",
