@@ -190,7 +190,7 @@ def _histogram_section(report: Mapping[str, Any]) -> str:
 
 def _histogram_svg(counts: list[int], width: int, stats: Mapping[str, Any], budget: Any) -> str:
     """An SVG bar chart: one ``rect.bar`` per bucket (``width`` tokens each), a tooltip on each."""
-    left, top, plot_w, plot_h = 56, 30, 860, 220
+    left, top, plot_w, plot_h = 56, 46, 860, 220
     span = len(counts) * width  # tokens from 0 to the last bucket's end
     peak = max(counts)
     step = plot_w / len(counts)
@@ -219,16 +219,27 @@ def _histogram_svg(counts: list[int], width: int, stats: Mapping[str, Any], budg
         f'<text x="14" y="{top + plot_h / 2:.0f}" transform="rotate(-90 14 {top + plot_h / 2:.0f})" '
         'text-anchor="middle">chunks</text>'
     )
-    # The marks' labels above the plot: p50's left of its line, p95's right of it, the budget's left.
-    for name, color, anchor in (("p50", "#1f8a4c", "end"), ("p95", "#c26b00", "start"), ("budget", "#b3261e", "end")):
+    # The marks' labels above the plot: p50's left of its line, p95's right of it (each turned
+    # to stay inside the chart), the budget's on a row of its own above them.
+    for name, color, anchor, row in (
+        ("p50", "#1f8a4c", "end", 0),
+        ("p95", "#c26b00", "start", 0),
+        ("budget", "#b3261e", "end", 1),
+    ):
         mark = budget if name == "budget" else stats.get(name)
         if isinstance(mark, int) and not isinstance(mark, bool) and 0 <= mark <= span:
             x = left + plot_w * mark / span
-            shift = -3 if anchor == "end" else 3
+            label = f"{name} {mark:,}"
+            wide = 7 * len(label)
+            if anchor == "start" and x + wide > left + plot_w + 20:
+                anchor = "end"
+            elif anchor == "end" and x - wide < 0:
+                anchor = "start"
+            y = top - 4 - 16 * row
             parts.append(
-                f'<line class="mark" x1="{x:.1f}" y1="{top - 14}" x2="{x:.1f}" y2="{x_axis}" stroke="{color}"/>'
-                f'<text x="{x + shift:.1f}" y="{top - 4}" text-anchor="{anchor}" style="fill:{color}">'
-                f"{name} {mark:,}</text>"
+                f'<line class="mark" x1="{x:.1f}" y1="{y - 10}" x2="{x:.1f}" y2="{x_axis}" stroke="{color}"/>'
+                f'<text x="{x + (-3 if anchor == "end" else 3):.1f}" y="{y}" text-anchor="{anchor}" '
+                f'style="fill:{color}">{label}</text>'
             )
     parts.append("</svg>")
     return "\n".join(parts)
