@@ -18,6 +18,8 @@ from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
 
+from pipelines.verdict import percent
+
 __all__ = ["render_report_html", "write_report_html"]
 
 #: Keys the page shows in its own sections; any other key of the report goes under "More figures".
@@ -143,7 +145,8 @@ def _verdict_section(report: Mapping[str, Any]) -> str:
     found = _mapping(report.get("verdict"))
     read, dead = report.get("documents_read", 0), report.get("documents_dead_lettered", 0)
     limit = found.get("max_dead_letter_fraction")
-    share = f"{100 * found.get('dead_letter_fraction', 0):.1f}%" if found else "?"
+    fraction = found.get("dead_letter_fraction")
+    share = percent(fraction) if isinstance(fraction, (int, float)) and 0 <= fraction <= 1 else "?"
     if found.get("over_dead_letter_threshold"):
         reasons = ", ".join(f"{_e(k)} {_n(v)}" for k, v in _mapping(found.get("most_common_by_reason")).items())
         return (
