@@ -9,5 +9,7 @@
 - :mod:`pipelines.paths`: paths and file patterns as the workers read them.
 - :mod:`pipelines.config`: the chunking configuration, checked into a routing spec.
 - :mod:`pipelines.report`: ``report.json`` from the run's metrics.
+- :mod:`pipelines.report_html`: ``report.html``, the report as a self-contained page.
+- :mod:`pipelines.verdict`: the run's exit status (3 over ``--max-dead-letter-fraction``).
 - :mod:`pipelines.console`: the jobs' stdout lines and workers' progress log entries.
 """

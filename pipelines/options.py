@@ -15,6 +15,7 @@ from typing import NoReturn
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines.config import MAX_TOKENS_LIMIT
+from pipelines.verdict import DEFAULT_MAX_DEAD_LETTER_FRACTION
 from transforms.documents import DOCUMENT_COLUMNS
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "check_given_once",
     "one_line",
     "parse_column_map",
+    "parse_max_dead_letter_fraction",
     "parse_max_document_chars",
     "parse_max_tokens",
     "parse_progress_seconds",
@@ -46,7 +48,7 @@ DEFAULT_PROGRESS_SECONDS = 30
 USAGE = """usage: rechunk --input PATTERN --output DIR [--config FILE] [--tokenizer SPEC]
                [--max-tokens N] [--column-map NAME=COLUMN,...] [--previous DIR]
                [--max-document-chars N] [--progress-seconds N]
-               [Beam pipeline options]
+               [--max-dead-letter-fraction F] [Beam pipeline options]
 
 Chunk parsed documents (Parquet) for RAG ingestion with Apache Beam.
 
@@ -57,12 +59,16 @@ Chunk parsed documents (Parquet) for RAG ingestion with Apache Beam.
   --max-tokens N       hard budget for each chunk's embedding_text (default 512)
   --column-map MAP     input column names, e.g. content=text,id=doc_id
   --max-document-chars N  longer documents are dead-lettered as document_too_large (100,000,000)
-  --progress-seconds N    log documents and chunks per second every N seconds (30; 0: never)
+  --progress-seconds N    log documents done, of the total, and time left every N seconds (30; 0: never)
+  --max-dead-letter-fraction F  exit status 3 when more than this fraction of the documents read
+                       is dead-lettered (0.1; 1: never)
   --previous DIR       an earlier run's output: unchanged documents keep its chunks (not chunked
                        again); DIR/deleted/ lists its chunk ids this run no longer has
 
 Any Apache Beam option passes through: --runner, --direct_running_mode, --direct_num_workers,
---setup_file, ... A mistake in the options exits with status 2 before the pipeline starts.
+--setup_file, ... Exit status: 0 the run is committed; 1 it is not (nothing committed); 2 a
+mistake in the options (before the pipeline starts); 3 committed, but over
+--max-dead-letter-fraction.
 
 rechunk parse --input PATTERN --output DIR ...   raw files (HTML, Markdown, DOCX, PPTX, XLSX, PDF)
                        into this job's input with Docling (rechunk parse --help)
@@ -127,6 +133,13 @@ class RechunkOptions(PipelineOptions):
             dest="progress_seconds",
             help=f"Log documents and chunks per second every N seconds (per worker); 0: never. "
             f"Default {DEFAULT_PROGRESS_SECONDS}.",
+        )
+        parser.add_argument(
+            "--max-dead-letter-fraction",
+            "--max_dead_letter_fraction",
+            dest="max_dead_letter_fraction",
+            help=f"Exit status 3 when more than this fraction (0 to 1) of the documents read is dead-lettered; "
+            f"1: never. Default {DEFAULT_MAX_DEAD_LETTER_FRACTION}.",
         )
         parser.add_argument(
             "--previous",
@@ -267,6 +280,35 @@ def parse_progress_seconds(value: str | None) -> float:
     if not 0 <= seconds < float("inf"):
         raise OptionError(f"--progress-seconds must be a number of seconds >= 0 (0: never), got {value!r}")
     return seconds
+
+
+def parse_max_dead_letter_fraction(value: str | None) -> float:
+    """``--max-dead-letter-fraction`` (default :data:`~pipelines.verdict.DEFAULT_MAX_DEAD_LETTER_FRACTION`).
+
+    Raises:
+        OptionError: Not a number from 0 to 1 (a percent such as ``10%`` gets a hint).
+    """
+    if value is None:
+        return DEFAULT_MAX_DEAD_LETTER_FRACTION
+    try:
+        fraction = float(value)
+    except ValueError:
+        fraction = -1.0
+    if not 0 <= fraction <= 1:
+        hint = f" (for {value.strip()} write {float(value.strip()[:-1]) / 100:g})" if _is_percent(value) else ""
+        raise OptionError(
+            f"--max-dead-letter-fraction must be a number from 0 to 1 (1: never exit 3 for dead letters), "
+            f"got {value!r}{hint}"
+        )
+    return fraction
+
+
+def _is_percent(value: str) -> bool:
+    """Whether ``value`` reads as a percent from 0 to 100 (``10%``)."""
+    try:
+        return value.strip().endswith("%") and 0 <= float(value.strip()[:-1]) <= 100
+    except ValueError:
+        return False
 
 
 def parse_max_tokens(value: str | None) -> int | None:

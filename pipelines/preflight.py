@@ -245,10 +245,14 @@ def call_with_deadline(call: Callable[[], object], seconds: float) -> BaseExcept
 # -- the chunk job's input ------------------------------------------------------------------------
 
 
-def check_input(given: str, pattern: str, column_map: dict[str, str]) -> None:
+def check_input(given: str, pattern: str, column_map: dict[str, str]) -> int | None:
     """The files of ``pattern`` (``--input`` as ``given``, which the messages quote; the pattern the
     workers read, local paths made absolute) exist and are Parquet with the id and content columns
     (up to :data:`MAX_FILES_CHECKED` files, in path order; listing costs on GCS).
+
+    Returns:
+        The rows of the matched files by their footers (the documents the job will read), or
+        ``None`` when more than :data:`MAX_FILES_CHECKED` files matched (not every footer read).
 
     Raises:
         OptionError: The pattern cannot be listed, matches nothing, matches a name that is not
@@ -257,8 +261,10 @@ def check_input(given: str, pattern: str, column_map: dict[str, str]) -> None:
     matched = matched_input(given, pattern, no_match_hint=_no_match_hint)
     # Every file's footer, up to a bound: a non-Parquet file in the glob would otherwise fail the
     # job mid-pipeline.
+    rows = 0
     for path in sorted(m.path for m in matched)[:MAX_FILES_CHECKED]:
-        _check_input_schema(given, path, column_map, alone=path == pattern)
+        rows += _check_input_schema(given, path, column_map, alone=path == pattern)
+    return rows if len(matched) <= MAX_FILES_CHECKED else None
 
 
 def _no_match_hint(given: str, pattern: str) -> str:
@@ -284,9 +290,10 @@ def _has_files(folder: str, names: str = "*") -> bool:
         return False
 
 
-def _check_input_schema(pattern: str, path: str, column_map: dict[str, str], *, alone: bool = False) -> None:
+def _check_input_schema(pattern: str, path: str, column_map: dict[str, str], *, alone: bool = False) -> int:
     """Read the footer of one input file: it must be Parquet with the id and content columns.
-    ``alone``: ``path`` is what the pattern names, no glob (a folder there gets a hint).
+    ``alone``: ``path`` is what the pattern names, no glob (a folder there gets a hint). Returns
+    the file's rows (its footer's ``num_rows``).
 
     Raises:
         OptionError: The file is not readable Parquet, lacks a required column, or holds one of
@@ -297,6 +304,7 @@ def _check_input_schema(pattern: str, path: str, column_map: dict[str, str], *, 
     try:
         with FileSystems.open(path) as f, pq.ParquetFile(f) as parquet:
             all_names = list(parquet.schema_arrow.names)
+            rows = parquet.metadata.num_rows
     except Exception as err:  # pyarrow's ArrowInvalid, or an IO error by scheme
         hint = f"; for the files in a folder write {pattern}/" if alone and _has_files(path) else ""
         if os.path.basename(path).startswith((".", "_")) and not pattern.endswith("/"):
@@ -321,6 +329,7 @@ def _check_input_schema(pattern: str, path: str, column_map: dict[str, str], *, 
         source = column_map.get(column, column)
         if all_names.count(source) > 1:
             raise OptionError(f"--input {pattern}: {path} has {all_names.count(source)} columns named {source!r}")
+    return rows
 
 
 # -- output folders -------------------------------------------------------------------------------

@@ -47,6 +47,7 @@ from pipelines.options import (
     RunError,
     one_line,
     parse_column_map,
+    parse_max_dead_letter_fraction,
     parse_max_document_chars,
     parse_max_tokens,
     parse_progress_seconds,
@@ -65,7 +66,9 @@ from pipelines.preflight import (
     create_output,
 )
 from pipelines.report import build_report, write_report
+from pipelines.report_html import write_report_html
 from pipelines.runners import check_runner
+from pipelines.verdict import DEFAULT_MAX_DEAD_LETTER_FRACTION, verdict_line
 from transforms.beam import (
     DEAD_LETTER,
     KEPT_CHUNKS,
@@ -96,6 +99,7 @@ OUTPUT_FOLDERS = ("chunks", "dead_letter", "documents", "deleted")
 #: Files the chunk job writes under --output (relative paths), which --input must not match.
 OUTPUT_FILES = (
     "report.json",
+    "report.html",
     "chunks/chunks-00000-of-00001.parquet",
     "dead_letter/dead_letter-00000-of-00001.parquet",
     "documents/documents-00000-of-00001.parquet",
@@ -110,7 +114,8 @@ class Job:
     ``input`` is the pattern as given, a trailing ``/`` made the folder's data files; ``output``
     and ``previous`` are folders without their trailing ``/``; ``spec`` is the resolved
     configuration (:func:`pipelines.config.resolve_config`); ``max_document_chars`` is in code
-    points.
+    points; ``documents_total`` is the input's rows by its Parquet footers (``None`` when more
+    files matched than :data:`pipelines.preflight.MAX_FILES_CHECKED`), for the progress lines.
     """
 
     input: str
@@ -122,6 +127,8 @@ class Job:
     previous: str | None = None
     max_document_chars: int = DEFAULT_MAX_DOCUMENT_CHARS
     progress_seconds: float = DEFAULT_PROGRESS_SECONDS
+    max_dead_letter_fraction: float = DEFAULT_MAX_DEAD_LETTER_FRACTION
+    documents_total: int | None = None
     #: The run's id, which holds ``OUTPUT/_rechunk.lock`` (:mod:`pipelines.commit`).
     run_id: str | None = None
 
@@ -140,6 +147,7 @@ def parse_job(argv: Sequence[str]) -> Job:
     column_map = parse_column_map(job_opts.column_map)
     max_document_chars = parse_max_document_chars(job_opts.max_document_chars)
     progress_seconds = parse_progress_seconds(job_opts.progress_seconds)
+    max_dead_letter_fraction = parse_max_dead_letter_fraction(job_opts.max_dead_letter_fraction)
     # A gs:// path whose service does not answer: one line in 5 s, not minutes of Beam's retries
     # (the tokenizer's, from the flag or the configuration, in load_spec).
     for flag, path in (
@@ -155,7 +163,7 @@ def parse_job(argv: Sequence[str]) -> Job:
     # The runner's own options first: they need no filesystem, and listing gs:// without them
     # (no project, no credentials) can take minutes.
     check_runner(options, tokenizer=spec["tokenizer"])
-    pattern = _checked_input(job_opts.input, column_map)
+    pattern, documents_total = _checked_input(job_opts.input, column_map)
     output = _checked_output(job_opts.output, job_opts.input, pattern)
     previous = check_previous(job_opts.previous, output) if job_opts.previous is not None else None
     create_output(output)
@@ -170,6 +178,8 @@ def parse_job(argv: Sequence[str]) -> Job:
         previous=previous,
         max_document_chars=max_document_chars,
         progress_seconds=progress_seconds,
+        max_dead_letter_fraction=max_dead_letter_fraction,
+        documents_total=documents_total,
         run_id=run_id,
     )
 
@@ -222,16 +232,16 @@ def _resolved_config(job_opts: RechunkOptions, where: str) -> dict[str, Any]:
         raise OptionError(f"{where}: malformed configuration ({type(err).__name__}: {err})") from None
 
 
-def _checked_input(given: str, column_map: dict[str, str]) -> str:
-    """``--input`` checked (its files listed, their footers read); the pattern the job reads."""
+def _checked_input(given: str, column_map: dict[str, str]) -> tuple[str, int | None]:
+    """``--input`` checked (its files listed, their footers read); the pattern the job reads and
+    its rows (``None`` when not every footer was read)."""
     # A trailing "/" is the folder's data files: say so before the workers' absolute path drops
     # the "/" (which would leave the folder itself, read as a file mid-pipeline).
     pattern = folder_files(given) if given.endswith("/") else given
     check_filesystem("--input", given)  # (Beam's own error would quote FOLDER_FILES)
     # The pattern the workers read: Beam lists a relative pattern from the folder before its first
     # glob character, so '*.parquet' (no folder before it) must be made absolute here too.
-    check_input(given, worker_pattern(pattern), column_map)
-    return pattern
+    return pattern, check_input(given, worker_pattern(pattern), column_map)
 
 
 def _checked_output(given: str, given_input: str, pattern: str) -> str:
@@ -264,18 +274,28 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
     output = worker_path(job.output)
     rows = pipeline | "Read documents" >> ReadDocuments(worker_pattern(job.input), column_map=job.column_map)
     ids = pipeline | "Read document ids" >> ReadDocumentIds(worker_pattern(job.input), column_map=job.column_map)
-    admitted = rows | "Admit documents" >> AdmitDocuments(identity, ids=ids, max_document_chars=job.max_document_chars)
+    admitted = rows | "Admit documents" >> AdmitDocuments(
+        identity,
+        ids=ids,
+        max_document_chars=job.max_document_chars,
+        progress_seconds=job.progress_seconds,
+        documents_total=job.documents_total,
+    )
     documents = admitted.documents
     manifest = []
     if job.previous:
         compared = documents | "Compare with previous" >> CompareWithPrevious(
-            worker_path(job.previous), job.spec, identity, progress_seconds=job.progress_seconds
+            worker_path(job.previous),
+            job.spec,
+            identity,
+            progress_seconds=job.progress_seconds,
+            documents_total=job.documents_total,
         )
         documents = compared["documents"]
         manifest.append(compared[KEPT_MANIFEST])
         _ = compared[KEPT_CHUNKS] | "Write kept chunks" >> WriteKeptChunks(f"{output}/chunks/kept", run_id=job.run_id)
     validated = documents | "Route, chunk and validate" >> ChunkDocuments(
-        job.spec, identity, progress_seconds=job.progress_seconds
+        job.spec, identity, progress_seconds=job.progress_seconds, documents_total=job.documents_total
     )
     manifest.append(validated[MANIFEST])
     _ = validated.chunks | "Write chunks" >> WriteChunks(f"{output}/chunks/chunks", run_id=job.run_id)
@@ -336,6 +356,7 @@ def _run(job: Job, *, started: float | None = None) -> dict[str, Any] | None:
         tokenizer_identity=job.tokenizer_identity,
         wall_seconds=time.monotonic() - started,
         previous=job.previous,
+        max_dead_letter_fraction=job.max_dead_letter_fraction,
     )
     _commit(job, files, report)
     return report
@@ -365,15 +386,9 @@ def _commit(job: Job, files: dict[str, dict[str, int]], report: dict[str, Any]) 
     """
     if job.run_id is None:
         write_report(report, f"{job.output}/report.json")
+        write_report_html(report, f"{job.output}/report.html")
         return
-    commit.commit(job.output, job.run_id, files, report, write_html=_report_html_writer())
-
-
-def _report_html_writer():
-    """``write_report_html(report, path)`` of :mod:`pipelines.report`, where there is one: ``report.html``."""
-    import pipelines.report
-
-    return getattr(pipelines.report, "write_report_html", None)
+    commit.commit(job.output, job.run_id, files, report, write_html=write_report_html)
 
 
 def _count(n: int, noun: str) -> str:
@@ -384,7 +399,8 @@ def _count(n: int, noun: str) -> str:
 
 def summary(report: dict[str, Any], output: str) -> str:
     """The lines printed at the end of a run: documents, chunks, dead letter, the previous run's
-    kept documents (with ``--previous``) and where the report is; counts thousands-separated."""
+    kept documents (with ``--previous``), where the report is and, when the run is over
+    ``--max-dead-letter-fraction``, why it exits with status 3; counts thousands-separated."""
     reasons = ", ".join(f"{k} {v:,}" for k, v in report["dead_letter_by_reason"].items()) or "none"
     tokens = report["token_count"]
     sizes = (
@@ -409,14 +425,15 @@ def summary(report: dict[str, Any], output: str) -> str:
                 if (inc := report.get("incremental"))
                 else []
             ),
-            f"rechunk: report in {output}/report.json ({report['wall_seconds']} s)",
+            f"rechunk: report in {output}/report.json and report.html ({report['wall_seconds']} s)",
+            *([line] if (line := verdict_line(report)) else []),
         ]
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the job from command-line arguments; return the exit status (0 ok, 1 run not committed,
-    2 option error).
+    """Run the job from command-line arguments; return the exit status (0 committed, 1 not
+    committed, 2 option error, 3 committed but over ``--max-dead-letter-fraction``).
 
     ``parse ...`` runs :func:`pipelines.parse.main`, ``check ...`` :func:`pipelines.check.main`.
     """
@@ -449,7 +466,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(f"rechunk: dry run: {runner} built the job graph; nothing ran and nothing was written to {job.output}")
         return 0
     say(summary(report, job.output))
-    return 0
+    return int(report["verdict"]["exit_status"])
 
 
 def cli(argv: Sequence[str] | None = None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,9 +13,13 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics.metric import MetricsFilter
 
 import transforms
+from pipelines.verdict import DEFAULT_MAX_DEAD_LETTER_FRACTION, verdict
 from transforms.beam import METRICS_NAMESPACE, STRUCTURE_COUNTERS
 
-__all__ = ["build_report", "write_report"]
+__all__ = ["HISTOGRAM_BUCKETS", "build_report", "write_report"]
+
+#: The token-count histogram's buckets over 1 to ``max_tokens`` (fewer when the budget is smaller).
+HISTOGRAM_BUCKETS = 32
 
 _DOCUMENT_COUNTERS = (
     "documents_read",
@@ -37,8 +42,9 @@ def _counters(result) -> dict[str, int]:
     return totals
 
 
-def _token_stats(chunks_glob: str) -> dict[str, int | None]:
-    """min, p50, p95 and max of ``token_count`` over the written chunk files (nearest rank, lower).
+def _token_stats(chunks_glob: str, max_tokens: int) -> tuple[dict[str, int | None], dict[str, Any]]:
+    """min, p50, p95 and max of ``token_count`` over the written chunk files (nearest rank, lower),
+    and their histogram in buckets (:func:`_bucketed`).
 
     Counted as a histogram of token counts, a row group at a time: memory follows the largest
     count (at most the budget), not the number of chunks.
@@ -58,16 +64,37 @@ def _token_stats(chunks_glob: str) -> dict[str, int | None]:
                         histogram = found
                     else:
                         histogram[: len(found)] += found
+    buckets = _bucketed(histogram, max_tokens)
     total = int(histogram.sum())
     if total == 0:
-        return {"min": None, "p50": None, "p95": None, "max": None}
+        return {"min": None, "p50": None, "p95": None, "max": None}, buckets
     cumulative = np.cumsum(histogram)
 
     def quantile(q: float) -> int:  # the value at sorted index floor(q * (n - 1)), as "lower" interpolation
         return int(np.searchsorted(cumulative, int(q * (total - 1)), side="right"))
 
     present = np.flatnonzero(histogram)
-    return {"min": int(present[0]), "p50": quantile(0.5), "p95": quantile(0.95), "max": int(present[-1])}
+    stats: dict[str, int | None] = {
+        "min": int(present[0]),
+        "p50": quantile(0.5),
+        "p95": quantile(0.95),
+        "max": int(present[-1]),
+    }
+    return stats, buckets
+
+
+def _bucketed(histogram: np.ndarray, max_tokens: int) -> dict[str, Any]:
+    """``histogram`` (chunks by token count) in buckets of equal width over 1 to ``max_tokens``:
+    ``{"bucket_tokens": W, "chunks": [n0, n1, ...]}``, bucket ``i`` counting the chunks of
+    ``i*W + 1`` to ``(i+1)*W`` tokens (a count of 0 in the first, counts over the budget in more
+    buckets after the last); ``W`` is ``max_tokens / HISTOGRAM_BUCKETS`` rounded up."""
+    width = max(1, math.ceil(max_tokens / HISTOGRAM_BUCKETS))
+    top = max(max_tokens, len(histogram) - 1)
+    buckets = np.zeros(math.ceil(top / width), dtype=np.int64)
+    if len(histogram):
+        counts = np.arange(len(histogram))
+        np.add.at(buckets, np.maximum(counts - 1, 0) // width, histogram)
+    return {"bucket_tokens": width, "chunks": [int(n) for n in buckets]}
 
 
 def build_report(
@@ -78,6 +105,7 @@ def build_report(
     tokenizer_identity: str,
     wall_seconds: float,
     previous: str | None = None,
+    max_dead_letter_fraction: float = DEFAULT_MAX_DEAD_LETTER_FRACTION,
 ) -> dict[str, Any]:
     """Assemble the contract's report from a finished pipeline result.
 
@@ -86,11 +114,13 @@ def build_report(
     over the documents a structure chunker chunked in this run: not over documents kept
     unchanged from ``--previous``),
     ``model`` (``calls``, ``cache_hits``, ``fallbacks`` of model-backed chunkers),
-    ``token_count`` (``min``, ``p50``, ``p95``, ``max`` of accepted chunks), ``tokenizer``,
+    ``token_count`` (``min``, ``p50``, ``p95``, ``max`` of accepted chunks), ``token_histogram``
+    (their token counts in buckets, ``bucket_tokens`` wide: ``chunks``), ``tokenizer``,
     ``max_tokens``, ``wall_seconds``, ``version``, ``output``, and ``incremental`` (``None``
     without ``--previous``; else the previous directory, the documents chunked because they
     were new or changed, the documents left without chunks and the chunk ids listed in
-    ``deleted/``). Maps are sorted by key.
+    ``deleted/``), and last ``verdict`` (:func:`pipelines.verdict.verdict` at
+    ``max_dead_letter_fraction``: the exit status and why). Maps are sorted by key.
     """
     counters = _counters(result)
     report: dict[str, Any] = {name: counters.get(name, 0) for name in _DOCUMENT_COUNTERS}
@@ -102,7 +132,7 @@ def build_report(
     # documents split locally after a transient model failure (or a refiner's fallback).
     report["model"] = {name: counters.get(f"model.{name}", 0) for name in ("calls", "cache_hits", "fallbacks")}
     report["incremental"] = None if previous is None else _incremental(counters, previous)
-    report["token_count"] = _token_stats(f"{output}/chunks/*.parquet")
+    report["token_count"], report["token_histogram"] = _token_stats(f"{output}/chunks/*.parquet", spec["max_tokens"])
     report["tokenizer"] = tokenizer_identity
     report["max_tokens"] = spec["max_tokens"]
     report["wall_seconds"] = round(wall_seconds, 3)
@@ -113,6 +143,7 @@ def build_report(
         "documents": f"{output}/documents/",
         **({"deleted": f"{output}/deleted/"} if previous is not None else {}),
     }
+    report["verdict"] = verdict(report, max_dead_letter_fraction)
     return report
 
 

@@ -30,7 +30,9 @@ def local_run(tmp_path_factory):
     """The input file and the DirectRunner's output of it on local disk: what gs:// runs must match."""
     folder = tmp_path_factory.mktemp("local")
     docs = sample_with_dead_letters(folder / "docs.parquet")
-    assert main(["--input", str(docs), "--output", str(folder / "out")]) == 0
+    assert (
+        main(["--input", str(docs), "--output", str(folder / "out"), "--max-dead-letter-fraction", "1"]) == 0
+    )  # (6 of 13 dead-lettered)
     report = json.loads((folder / "out" / "report.json").read_text())
     return docs, read_output(folder / "out", "chunks"), read_output(folder / "out", "dead_letter"), report
 
@@ -71,7 +73,7 @@ def test_gs_input_and_output_in_process(gcs, local_run):
     docs, chunks, dead, report = local_run
     source = gcs.upload(docs, "inproc/in/docs.parquet")
     output = gcs.url("inproc/out")
-    assert main(["--input", gcs.url("inproc/in/*.parquet"), "--output", output]) == 0
+    assert main(["--input", gcs.url("inproc/in/*.parquet"), "--output", output, "--max-dead-letter-fraction", "1"]) == 0
     gs_chunks, gs_dead, gs_report = _read_with_gcsfs(gcs, output)
     assert _ids(gs_chunks) == _ids(chunks) and len(gs_chunks) == 22
     assert _ids(gs_dead) == _ids(dead) and len(gs_dead) == 6
@@ -87,7 +89,7 @@ def test_gs_input_and_output_in_process(gcs, local_run):
     assert main(["--input", source, "--output", output]) == 2
     # An incremental run with the gs:// output as --previous keeps every chunked document.
     again = gcs.url("inproc/again")
-    assert main(["--input", source, "--output", again, "--previous", output]) == 0
+    assert main(["--input", source, "--output", again, "--previous", output, "--max-dead-letter-fraction", "1"]) == 0
     again_chunks, again_dead, again_report = _read_with_gcsfs(gcs, again)
     assert _ids(again_chunks) == _ids(chunks) and _ids(again_dead) == _ids(dead)
     assert again_report["documents_skipped_unchanged"] == report["documents_chunked"] > 0
@@ -100,7 +102,15 @@ def test_rechunk_command_with_gs_paths(gcs, local_run):
     gcs.upload(docs, "cli/in/docs.parquet")
     output = gcs.url("cli/out")
     proc = subprocess.run(
-        [str(Path(sys.executable).parent / "rechunk"), "--input", gcs.url("cli/in/*.parquet"), "--output", output],
+        [
+            str(Path(sys.executable).parent / "rechunk"),
+            "--input",
+            gcs.url("cli/in/*.parquet"),
+            "--output",
+            output,
+            "--max-dead-letter-fraction",
+            "1",
+        ],
         capture_output=True,
         text=True,
         env=gcs.env(),
@@ -160,7 +170,11 @@ def test_job_with_config_and_hf_tokenizer_on_gs(gcs, tmp_path, capsys):
     )
     docs = sample_with_dead_letters(tmp_path / "docs.parquet")
     out = tmp_path / "out"
-    assert main(["--input", str(docs), "--output", str(out), "--config", gcs.upload(config, "job/chunking.yaml")]) == 0
+    config_url = gcs.upload(config, "job/chunking.yaml")
+    assert (
+        main(["--input", str(docs), "--output", str(out), "--config", config_url, "--max-dead-letter-fraction", "1"])
+        == 0
+    )
     identity = load_tokenizer(f"hf:{tok_url}").identity
     report = json.loads((out / "report.json").read_text())
     assert report["tokenizer"] == identity and report["max_tokens"] == 3

@@ -66,7 +66,7 @@ def test_portable_runner_with_sdk_workers_matches_the_direct_runner(portable, tm
     job_port, worker_port, worker_pool = portable
     docs = sample_with_dead_letters(tmp_path / "in" / "docs.parquet")
     direct = tmp_path / "direct"
-    assert main(["--input", str(docs), "--output", str(direct)]) == 0
+    assert main(["--input", str(docs), "--output", str(direct), "--max-dead-letter-fraction", "1"]) == 0
     # Relative paths, from a folder that is not the worker pool's: the workers must still find them.
     monkeypatch.chdir(tmp_path)
     code = main(
@@ -79,6 +79,8 @@ def test_portable_runner_with_sdk_workers_matches_the_direct_runner(portable, tm
             f"--job_endpoint=localhost:{job_port}",
             "--environment_type=EXTERNAL",
             f"--environment_config=localhost:{worker_port}",
+            "--max-dead-letter-fraction",
+            "1",
         ]
     )
     assert code == 0

@@ -132,7 +132,19 @@ def job(openai_server, tmp_path, monkeypatch, caplog):
     out = tmp_path / "out"
     caplog.set_level(logging.DEBUG)
     assert (
-        main(["--input", str(path), "--output", str(out), "--config", str(config), "--direct_running_mode=in_memory"])
+        main(
+            [
+                "--input",
+                str(path),
+                "--output",
+                str(out),
+                "--config",
+                str(config),
+                "--direct_running_mode=in_memory",
+                "--max-dead-letter-fraction",
+                "1",
+            ]
+        )
         == 0
     )
     return out, docs, openai_server

@@ -75,12 +75,11 @@ def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("incremental")
     v1 = write_documents(tmp / "v1" / "docs.parquet", V1)
     v2 = write_documents(tmp / "v2" / "docs.parquet", _v2())
-    assert main(["--input", str(v1), "--output", str(tmp / "previous"), *MAX_TOKENS]) == 0
-    assert main(["--input", str(v2), "--output", str(tmp / "fresh"), *MAX_TOKENS]) == 0
+    opts = [*MAX_TOKENS, "--max-dead-letter-fraction", "1"]  # (bad rows on purpose: any share dead-lettered)
+    assert main(["--input", str(v1), "--output", str(tmp / "previous"), *opts]) == 0
+    assert main(["--input", str(v2), "--output", str(tmp / "fresh"), *opts]) == 0
     assert (
-        main(
-            ["--input", str(v2), "--output", str(tmp / "incremental"), *MAX_TOKENS, "--previous", str(tmp / "previous")]
-        )
+        main(["--input", str(v2), "--output", str(tmp / "incremental"), *opts, "--previous", str(tmp / "previous")])
         == 0
     )
     return tmp
@@ -184,6 +183,8 @@ def test_another_budget_rechunks_everything(runs, tmp_path):
                 "64",
                 "--previous",
                 str(runs / "previous"),
+                "--max-dead-letter-fraction",
+                "1",
             ]
         )
         == 0

@@ -162,7 +162,17 @@ def test_chunk_ids_and_dead_letters_do_not_depend_on_the_row_group_layout(tmp_pa
     for i, pattern in enumerate(_layouts(tmp_path / "in", rows)):
         out = tmp_path / f"out{i}"
         mode = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"] if i == 2 else []
-        assert main(["--input", pattern, "--output", str(out), "--progress-seconds", "0", *mode]) == 0
+        argv = [
+            "--input",
+            pattern,
+            "--output",
+            str(out),
+            "--progress-seconds",
+            "0",
+            "--max-dead-letter-fraction",
+            "1",
+        ]
+        assert main([*argv, *mode]) == 0
         chunks = sorted((c["chunk_id"], c["document_id"], c["chunk_index"]) for c in read_output(out, "chunks"))
         dead = sorted(
             (d["document_id"] or "", d["reason"], d["payload"] or "") for d in read_output(out, "dead_letter")
@@ -411,7 +421,8 @@ def test_an_incremental_run_passes_beams_runtime_type_check(tmp_path):
     """The comparison with --previous has tagged outputs too (kept manifest rows, kept ids)."""
     docs = tmp_path / "docs.parquet"
     pq.write_table(pa.table({"id": ["a", "b", "c"], "content": ["first text", "second text", None]}), docs)
-    assert main(["--input", str(docs), "--output", str(tmp_path / "v1"), "--progress-seconds", "0"]) == 0
+    first = ["--input", str(docs), "--output", str(tmp_path / "v1"), "--progress-seconds", "0"]
+    assert main([*first, "--max-dead-letter-fraction", "1"]) == 0  # (1 of 3 dead-lettered)
     argv = [
         "--input",
         str(docs),
@@ -422,6 +433,8 @@ def test_an_incremental_run_passes_beams_runtime_type_check(tmp_path):
         "--progress-seconds",
         "0",
         "--performance_runtime_type_check",
+        "--max-dead-letter-fraction",
+        "1",
     ]
     assert main(argv) == 0
     report = json.loads((tmp_path / "v2" / "report.json").read_text())

@@ -37,16 +37,25 @@ def shared_tokenizer(spec: str) -> Tokenizer:
 
 
 class _AdmitDoFn(beam.DoFn):
-    def __init__(self, max_document_chars: int | None) -> None:
+    def __init__(
+        self, max_document_chars: int | None, progress_seconds: float = 0, documents_total: int | None = None
+    ) -> None:
         self._max_document_chars = max_document_chars
+        self._progress_args = (progress_seconds, documents_total)
+        self._progress: ProgressLog | None = None
         self._read = counter("documents_read")
         self._dead_lettered = counter("documents_dead_lettered")
+
+    def setup(self) -> None:
+        self._progress = shared_progress(*self._progress_args)
 
     def process(self, row, duplicates, tokenizer_identity):
         self._read.inc()
         result = row_to_document(row, duplicates, tokenizer_identity, self._max_document_chars)
         if isinstance(result, DeadLetter):
             self._dead_lettered.inc()
+            if self._progress is not None:  # a document done (the others are counted where they finish)
+                self._progress.add(documents=1)
             yield tagged_dead_letter(result)
         else:
             yield result
@@ -74,13 +83,24 @@ class AdmitDocuments(beam.PTransform):
             counted for duplicates. Counting them from ``rows`` instead would make a runner hold
             every whole row until the count is done (memory that grows with the corpus).
         max_document_chars: Longer content (in code points) is rejected; ``None`` for no limit.
+        progress_seconds, documents_total: Rejected documents count in the progress lines
+            (``transforms.progress``).
     """
 
-    def __init__(self, tokenizer_identity, *, ids=None, max_document_chars: int | None = None) -> None:
+    def __init__(
+        self,
+        tokenizer_identity,
+        *,
+        ids=None,
+        max_document_chars: int | None = None,
+        progress_seconds: float = 0,
+        documents_total: int | None = None,
+    ) -> None:
         super().__init__()
         self._identity = tokenizer_identity
         self._ids = ids
         self._max_document_chars = max_document_chars
+        self._progress_args = (progress_seconds, documents_total)
 
     def expand(self, rows):
         duplicates = (
@@ -90,7 +110,7 @@ class AdmitDocuments(beam.PTransform):
             | "Duplicate ids" >> beam.Filter(lambda kv: kv[1] > 1)
         )
         admitted = rows | "Admit" >> beam.ParDo(
-            _AdmitDoFn(self._max_document_chars), AsDict(duplicates), AsSingleton(self._identity)
+            _AdmitDoFn(self._max_document_chars, *self._progress_args), AsDict(duplicates), AsSingleton(self._identity)
         ).with_outputs(DEAD_LETTER, main="documents")
         return typed_main_output(admitted, "documents", Document)
 
@@ -102,15 +122,17 @@ class _ChunkDoFn(beam.DoFn):
     tokenizer; ``teardown()`` closes the models and drops them.
     """
 
-    def __init__(self, spec: Mapping[str, Any], progress_seconds: float = 0) -> None:
+    def __init__(
+        self, spec: Mapping[str, Any], progress_seconds: float = 0, documents_total: int | None = None
+    ) -> None:
         self._spec = dict(spec)
-        self._progress_seconds = progress_seconds
+        self._progress_args = (progress_seconds, documents_total)
         self._chunking: DocumentChunking | None = None
         self._tokenizer: Tokenizer | None = None
         self._progress: ProgressLog | None = None
 
     def setup(self) -> None:
-        self._progress = shared_progress(self._progress_seconds)
+        self._progress = shared_progress(*self._progress_args)
         self._tokenizer = shared_tokenizer(self._spec["tokenizer"])
         # Models (``models:``) are built here too: once per worker, shared by the chunkers.
         router = build_router(self._spec, tokenizer=self._tokenizer)
@@ -167,8 +189,9 @@ class ChunkDocuments(beam.PTransform):
             ``tokenizer`` spec (each worker loads it in ``setup()``), ``max_tokens`` (the hard
             budget for ``embedding_text``) and chunkers.
         tokenizer_identity: Singleton PCollection of the job's tokenizer identity.
-        progress_seconds: Log documents and chunks per second at this interval
+        progress_seconds: Log documents done, the rate and the time left at this interval
             (``transforms.progress``); 0 never.
+        documents_total: The job's documents to read, for the progress lines; ``None`` when unknown.
 
     There is no Reshuffle of documents before chunking: work spreads over workers by row groups
     (the read reshuffles ranges of row groups, see ``ReadParquetRows``). On
@@ -177,13 +200,20 @@ class ChunkDocuments(beam.PTransform):
     against 675; in ``in_memory`` mode memory grew with the corpus).
     """
 
-    def __init__(self, spec: Mapping[str, Any], tokenizer_identity, *, progress_seconds: float = 0) -> None:
+    def __init__(
+        self,
+        spec: Mapping[str, Any],
+        tokenizer_identity,
+        *,
+        progress_seconds: float = 0,
+        documents_total: int | None = None,
+    ) -> None:
         super().__init__()
         self._spec = spec
         self._identity = tokenizer_identity
-        self._progress_seconds = progress_seconds
+        self._progress_args = (progress_seconds, documents_total)
 
     def expand(self, documents):
         return documents | "Chunk and validate" >> beam.ParDo(
-            _ChunkDoFn(self._spec, self._progress_seconds), AsSingleton(self._identity)
+            _ChunkDoFn(self._spec, *self._progress_args), AsSingleton(self._identity)
         ).with_outputs(DEAD_LETTER, MANIFEST, main="chunks")

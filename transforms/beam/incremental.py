@@ -41,8 +41,10 @@ class _SelectChangedDoFn(beam.DoFn):
     the models it built and drops it.
     """
 
-    def __init__(self, spec: Mapping[str, Any], progress_seconds: float = 0) -> None:
-        self._progress_seconds = progress_seconds
+    def __init__(
+        self, spec: Mapping[str, Any], progress_seconds: float = 0, documents_total: int | None = None
+    ) -> None:
+        self._progress_args = (progress_seconds, documents_total)
         self._spec = dict(spec)
         self._max_tokens = spec["max_tokens"]
         self._skipped = counter("documents_skipped_unchanged")
@@ -54,7 +56,7 @@ class _SelectChangedDoFn(beam.DoFn):
         self._progress: ProgressLog | None = None
 
     def setup(self) -> None:
-        self._progress = shared_progress(self._progress_seconds)
+        self._progress = shared_progress(*self._progress_args)
         self._router = build_router(self._spec, tokenizer=shared_tokenizer(self._spec["tokenizer"]))
 
     def teardown(self) -> None:
@@ -160,14 +162,21 @@ class CompareWithPrevious(beam.PTransform):
         previous: The earlier run's output directory (``chunks/`` and ``documents/``), any Beam filesystem.
         spec: The resolved configuration (to route documents as the chunking step will).
         tokenizer_identity: Singleton PCollection of the job's tokenizer identity.
-        progress_seconds: Kept documents count in the progress lines (``transforms.progress``).
+        progress_seconds, documents_total: Kept documents count in the progress lines
+            (``transforms.progress``).
     """
 
     def __init__(
-        self, previous: str, spec: Mapping[str, Any], tokenizer_identity, *, progress_seconds: float = 0
+        self,
+        previous: str,
+        spec: Mapping[str, Any],
+        tokenizer_identity,
+        *,
+        progress_seconds: float = 0,
+        documents_total: int | None = None,
     ) -> None:
         super().__init__()
-        self._progress_seconds = progress_seconds
+        self._progress_args = (progress_seconds, documents_total)
         self._previous = previous
         self._spec = spec
         self._identity = tokenizer_identity
@@ -187,7 +196,7 @@ class CompareWithPrevious(beam.PTransform):
             documents
             | "Select changed"
             >> beam.ParDo(
-                _SelectChangedDoFn(self._spec, self._progress_seconds), AsSingleton(self._identity), AsDict(manifest)
+                _SelectChangedDoFn(self._spec, *self._progress_args), AsSingleton(self._identity), AsDict(manifest)
             ).with_outputs(KEPT_MANIFEST, _KEPT_IDS, main="documents"),
             "documents",
             Document,

@@ -16,7 +16,6 @@ from pipelines.rechunk import main
 from tests.conftest import read_output, write_documents
 from transforms.beam import WriteDeadLetter
 from transforms.documents import DeadLetter
-from transforms.progress import ProgressLog
 
 
 @pytest.mark.slow
@@ -29,7 +28,8 @@ def test_longer_documents_are_dead_lettered_whole(tmp_path):
             {"id": "big", "content": over, "content_format": "text", "metadata": None},
         ],
     )
-    assert main(["--input", str(docs), "--output", str(tmp_path / "out"), "--max-document-chars", "100"]) == 0
+    argv = ["--input", str(docs), "--output", str(tmp_path / "out"), "--max-dead-letter-fraction", "1"]
+    assert main([*argv, "--max-document-chars", "100"]) == 0
     dead = read_output(tmp_path / "out", "dead_letter")
     assert [(d["document_id"], d["stage"], d["reason"], d["payload"]) for d in dead] == [
         ("big", "read", "document_too_large", over)
@@ -61,6 +61,8 @@ def test_duplicate_ids_are_found_by_the_id_only_read(tmp_path):
                 str(tmp_path / "out"),
                 "--column-map",
                 "id=doc_id,content=text",
+                "--max-dead-letter-fraction",
+                "1",
             ]
         )
         == 0
@@ -111,40 +113,17 @@ def test_utf8_size_counts_every_string_column():
     assert write_module._utf8_size(7) == write_module._utf8_size(None) == 0
 
 
-def test_progress_lines_come_at_the_interval():
-    now = [0.0]
-    lines: list[str] = []
-    progress = ProgressLog(30, clock=lambda: now[0], log=lines.append)
-    progress.add(documents=1, chunks=10)
-    now[0] = 29.9
-    progress.add(documents=1, chunks=10)
-    assert lines == []
-    now[0] = 40.0
-    progress.add(documents=2, chunks=20)
-    assert lines == ["progress: 4 documents, 40 chunks in this worker; last 40 s: 0.1 documents/s, 1.0 chunks/s"]
-    now[0] = 60.0
-    progress.add(documents=20, chunks=100)
-    assert len(lines) == 1  # 20 s since the last line
-    now[0] = 70.0
-    progress.add()
-    assert lines[1] == "progress: 24 documents, 140 chunks in this worker; last 30 s: 0.7 documents/s, 3.3 chunks/s"
-    silent = ProgressLog(0, clock=lambda: now[0], log=lines.append)
-    now[0] = 1e9
-    silent.add(documents=5)
-    assert len(lines) == 2 and silent.documents == 5
-    with pytest.raises(ValueError, match="interval_seconds must be >= 0, got -1"):
-        ProgressLog(-1)
-
-
 @pytest.mark.slow
 def test_the_job_logs_progress(tmp_path, caplog):
-    docs = write_documents(
-        tmp_path / "docs.parquet", [{"id": str(i), "content": f"Document {i}.", "metadata": None} for i in range(5)]
-    )
+    """The lines count every document done against the input's rows, a dead-lettered one too."""
+    rows = [{"id": str(i), "content": f"Document {i}.", "metadata": None} for i in range(4)]
+    docs = write_documents(tmp_path / "docs.parquet", [*rows, {"id": "4", "content": None}])  # null_content
+    argv = ["--input", str(docs), "--output", str(tmp_path / "out"), "--max-dead-letter-fraction", "1"]
     with caplog.at_level(logging.INFO, logger="rechunk"):
-        assert main(["--input", str(docs), "--output", str(tmp_path / "out"), "--progress-seconds", "1e-9"]) == 0
+        assert main([*argv, "--progress-seconds", "1e-9"]) == 0
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("progress: ")]
-    assert lines and lines[-1].startswith("progress: 5 documents, 5 chunks in this worker; last ")
+    assert lines and lines[-1].startswith("progress: 5 of 5 documents (100.0%), ")
+    assert lines[-1].endswith(", 4 chunks, the job's total reached (this worker)")
 
 
 def test_worker_progress_lines_forwarded_by_beam_are_shown_as_rechunk_lines():
@@ -183,7 +162,8 @@ def test_text_columns_are_written_in_plain_pages_and_the_rest_dictionary_encoded
             {"id": "b", "content": None, "content_format": "text", "metadata": None},
         ],
     )
-    assert main(["--input", str(docs), "--output", str(tmp_path / "out"), "--max-tokens", "64"]) == 0
+    argv = ["--input", str(docs), "--output", str(tmp_path / "out"), "--max-dead-letter-fraction", "1"]
+    assert main([*argv, "--max-tokens", "64"]) == 0
     seen = {}
     for folder in ("chunks", "dead_letter", "documents"):
         for path in sorted((tmp_path / "out" / folder).glob("*.parquet")):

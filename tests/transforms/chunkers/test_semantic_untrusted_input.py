@@ -282,7 +282,17 @@ def awkward_runs(tmp_path_factory, _openai_server_session):
             ("multi_processing", ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]),
         ]:
             out = tmp / name
-            assert main(["--input", str(path), "--output", str(out), "--config", str(config), *mode]) == 0
+            argv = [
+                "--input",
+                str(path),
+                "--output",
+                str(out),
+                "--config",
+                str(config),
+                "--max-dead-letter-fraction",
+                "1",
+            ]
+            assert main([*argv, *mode]) == 0
             runs[name] = out
     finally:
         patch.undo()
