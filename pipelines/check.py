@@ -44,7 +44,7 @@ import pyarrow.parquet as pq
 
 from pipelines.commit import unfinished_reason
 from pipelines.paths import worker_pattern
-from transforms.documents import folder_files
+from transforms.documents import canonical_content_format, folder_files
 
 __all__ = ["main"]
 
@@ -146,8 +146,8 @@ def _documents(pattern: str, column_map: str) -> list[dict]:
 
 def _as_job_reads(name: str, value):
     """A value as the job reads it: UTF-8 bytes as text (``None`` if not UTF-8: the job dead-letters
-    such a row), an integer id in decimal, ``content_format`` stripped and lower-cased (null or
-    blank: ``text``, as the job reads it)."""
+    such a row), an integer id in decimal, ``content_format`` canonical (an alias or any case of a
+    name as its format; null or blank: ``text``, as the job reads it)."""
     if isinstance(value, (bytes, bytearray)):
         try:
             value = bytes(value).decode("utf-8")
@@ -156,7 +156,8 @@ def _as_job_reads(name: str, value):
     if name == "id" and isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     if name == "content_format" and (value is None or isinstance(value, str)):
-        return (value or "text").strip().lower() or "text"  # as transforms.beam._row_to_document
+        given = (value or "").strip() or "text"
+        return canonical_content_format(given) or given.lower()  # as transforms.admission reads it
     return value
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from transforms.chunkers import CHUNKERS
-from transforms.documents import CONTENT_FORMATS
+from transforms.documents import CONTENT_FORMAT_ALIASES, CONTENT_FORMATS, canonical_content_format
 
 __all__ = ["DEFAULT_CONFIG", "DEFAULT_MAX_TOKENS", "ConfigError", "load_config", "resolve_config"]
 
@@ -226,11 +226,12 @@ def _resolve_route(where: str, rule: Any, chunkers: Mapping[str, Any]) -> dict[s
     formats = [formats] if isinstance(formats, str) else formats
     if not isinstance(formats, list):
         raise ConfigError(f"{where}.when.content_format: must be a list of formats, got {formats!r}")
-    bad = [f for f in formats if not isinstance(f, str) or f not in CONTENT_FORMATS]
+    bad = [f for f in formats if not isinstance(f, str) or canonical_content_format(f) is None]
     if bad:
         raise ConfigError(
-            f"{where}.when.content_format: {bad[0] if bad else formats!r} is not one of {sorted(CONTENT_FORMATS)}"
+            f"{where}.when.content_format: {bad[0]!r} is not one of {sorted(CONTENT_FORMATS)} (nor an alias of one)"
         )
+    formats = sorted({CONTENT_FORMAT_ALIASES[f.strip().lower()] for f in formats})
     metadata = when.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise ConfigError(f"{where}.when.metadata: must be a mapping of key -> accepted values")

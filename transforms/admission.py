@@ -35,7 +35,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from transforms.columns import Unreadable
-from transforms.documents import CONTENT_FORMATS, DOCUMENT_COLUMNS, DeadLetter, Document, dumps_metadata, escape_bytes
+from transforms.documents import (
+    CONTENT_FORMATS,
+    DOCUMENT_COLUMNS,
+    DeadLetter,
+    Document,
+    canonical_content_format,
+    dumps_metadata,
+    escape_bytes,
+)
 
 __all__ = [
     "DEFAULT_CONTENT_FORMAT",
@@ -215,13 +223,15 @@ def _checked_content(content: str | None, problem: str | None, max_document_char
 
 
 def _content_format(raw: Any) -> str:
-    """The row's format, stripped and lower-cased (:data:`DEFAULT_CONTENT_FORMAT` when blank)."""
+    """The row's format, canonical (an alias or any case of a name is its format; :data:`DEFAULT_CONTENT_FORMAT`
+    when blank)."""
     text, problem = as_text(raw)
-    content_format = (text or DEFAULT_CONTENT_FORMAT).strip().lower() or DEFAULT_CONTENT_FORMAT
-    if problem or content_format not in CONTENT_FORMATS:
+    content_format = None if problem else canonical_content_format((text or "").strip() or DEFAULT_CONTENT_FORMAT)
+    if content_format is None:
         raise _Rejected(
             "unsupported_content_format",
-            f"content_format {str(raw)[:_SHOWN_FORMAT_CHARS]!r} is not one of {sorted(CONTENT_FORMATS)}",
+            f"content_format {str(raw)[:_SHOWN_FORMAT_CHARS]!r} is not one of {sorted(CONTENT_FORMATS)} "
+            "(nor an alias of one)",
             "route",
         )
     return content_format

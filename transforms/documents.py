@@ -19,6 +19,7 @@ import pyarrow as pa
 __all__ = [
     "CHUNK_SCHEMA",
     "CONTENT_FORMATS",
+    "CONTENT_FORMAT_ALIASES",
     "DEAD_LETTER_SCHEMA",
     "DOCUMENT_COLUMNS",
     "FOLDER_FILES",
@@ -27,6 +28,7 @@ __all__ = [
     "Chunk",
     "DeadLetter",
     "Document",
+    "canonical_content_format",
     "chunk_id",
     "document_hash",
     "escape_bytes",
@@ -80,6 +82,39 @@ DOCUMENT_COLUMNS = ("id", "content", "content_format", "metadata")
 
 #: Content formats the job understands (``content_format`` column values).
 CONTENT_FORMATS = frozenset({"text", "markdown", "html", "rst", "docling"})
+
+#: Other names of the content formats: an input row's ``content_format`` or a route's
+#: ``when.content_format`` is stripped, lower-cased and then looked up here (a format's own name
+#: is its own alias). Chunks, the manifest and the dead letter carry the canonical name.
+CONTENT_FORMAT_ALIASES: Mapping[str, str] = {
+    **{name: name for name in sorted(CONTENT_FORMATS)},
+    "txt": "text",
+    "plain": "text",
+    "plaintext": "text",
+    "text/plain": "text",
+    "md": "markdown",
+    "mdown": "markdown",
+    "mkd": "markdown",
+    "mkdn": "markdown",
+    "gfm": "markdown",
+    "text/markdown": "markdown",
+    "htm": "html",
+    "xhtml": "html",
+    "text/html": "html",
+    "application/xhtml+xml": "html",
+    "rest": "rst",
+    "restructuredtext": "rst",
+    "text/x-rst": "rst",
+    "docling_json": "docling",
+    "doclingdocument": "docling",
+}
+
+
+def canonical_content_format(value: str) -> str | None:
+    """The content format ``value`` names (stripped, any case, a name or an alias in
+    :data:`CONTENT_FORMAT_ALIASES`), or ``None`` when it names none."""
+    return CONTENT_FORMAT_ALIASES.get(value.strip().lower())
+
 
 #: Stages at which a record can be rejected (``stage`` column values).
 STAGES = ("read", "route", "chunk", "validate")

@@ -28,6 +28,17 @@ def test_a_run_that_chunks_nothing_exits_3_with_the_reason_last(tmp_path, capsys
     assert (out / "report.html").is_file()
 
 
+def test_formats_written_as_their_common_names_are_chunked(tmp_path, capsys):
+    """``md``, ``HTML``, ``txt``: the formats' other names and letter case, chunked (exit status 0)."""
+    names = ["md", "HTML", "txt", "Markdown", " htm "]
+    docs = [{"id": f"d{i}", "content": f"# Title {i}\n\nText {i}.", "content_format": names[i % 5]} for i in range(50)]
+    write_documents(tmp_path / "in" / "docs.parquet", docs)
+    out = tmp_path / "out"
+    assert main(["--input", str(tmp_path / "in" / "docs.parquet"), "--output", str(out)]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["documents_dead_lettered"] == 0 and report["documents_chunked"] == 50
+
+
 def test_a_glob_matching_three_copies_of_a_corpus_exits_3(tmp_path, capsys):
     """Every row of an id that occurs more than once is dead-lettered, and counts against the threshold."""
     for copy in ("a", "b", "c"):

@@ -83,6 +83,13 @@ def test_every_reason_code_is_in_the_contract_with_its_stage():
     assert parse_table == set(PARSE_REASONS), sorted(set(PARSE_REASONS) ^ parse_table)
 
 
+def test_every_name_of_a_content_format_is_in_the_contract():
+    from transforms.documents import CONTENT_FORMAT_ALIASES
+
+    table = dict(re.findall(r"^\| `([^`]+)` \| `([a-z]+)` \|$", _section("CONTENT_FORMAT_ALIASES"), flags=re.MULTILINE))
+    assert table == dict(CONTENT_FORMAT_ALIASES)
+
+
 def _report_keys(report, prefix=""):
     """Keys of ``report`` and of its nested objects, except the maps keyed by data (reasons, chunkers, formats)."""
     keys = []

@@ -55,6 +55,20 @@ def test_command_line_wins_over_the_file():
     assert spec["routes"] == [{"when": {"content_format": ["docling"], "metadata": {}}, "chunker": "docling"}]
 
 
+def test_a_route_may_name_formats_by_any_case_and_their_common_names():
+    config = dict(
+        DEFAULT_CONFIG, routes=[{"when": {"content_format": ["MD", "markdown", " htm"]}, "chunker": "structure"}]
+    )
+    spec = resolve_config(config, tokenizer=None, max_tokens=None)
+    assert spec["routes"][0]["when"]["content_format"] == ["html", "markdown"]
+
+
+def test_a_route_naming_no_format_is_refused():
+    config = dict(DEFAULT_CONFIG, routes=[{"when": {"content_format": ["markdwn"]}, "chunker": "structure"}])
+    with pytest.raises(ConfigError, match=r"'markdwn' is not one of .* \(nor an alias of one\)"):
+        resolve_config(config, tokenizer=None, max_tokens=None)
+
+
 @pytest.mark.parametrize("budget", [0, -3, True, "512", 1_000_001])
 def test_config_max_tokens_out_of_range_is_refused(budget):
     with pytest.raises(ConfigError, match="max_tokens must be"):

@@ -72,11 +72,23 @@ def _dead(document_id, reason, detail, payload, stage="read"):
         ),
         (
             {"id": "d", "content": "x", "content_format": "PDF "},
-            _dead("d", "unsupported_content_format", f"content_format 'PDF ' is not one of {FORMATS}", "x", "route"),
+            _dead(
+                "d",
+                "unsupported_content_format",
+                f"content_format 'PDF ' is not one of {FORMATS} (nor an alias of one)",
+                "x",
+                "route",
+            ),
         ),
         (
             {"id": "d", "content": "x", "content_format": 3},
-            _dead("d", "unsupported_content_format", f"content_format '3' is not one of {FORMATS}", "x", "route"),
+            _dead(
+                "d",
+                "unsupported_content_format",
+                f"content_format '3' is not one of {FORMATS} (nor an alias of one)",
+                "x",
+                "route",
+            ),
         ),
         (
             {"id": "d", "content": "x", "metadata": "[1]"},
@@ -158,6 +170,29 @@ def test_a_blank_or_null_format_is_text_and_no_limit_admits_any_length():
     for fmt in (None, "", "  "):
         document = row_to_document({"id": "d", "content": "x" * 100, "content_format": fmt}, {}, "tok")
         assert (document.content_format, len(document.content)) == ("text", 100)
+
+
+@pytest.mark.parametrize(
+    ("given", "canonical"),
+    [
+        ("md", "markdown"),
+        (" HTML ", "html"),
+        ("htm", "html"),
+        ("Text/Markdown", "markdown"),
+        ("TXT", "text"),
+        ("reStructuredText", "rst"),
+        ("Docling", "docling"),
+    ],
+)
+def test_a_format_is_matched_by_any_case_and_its_common_names(given, canonical):
+    document = row_to_document({"id": "d", "content": "x", "content_format": given}, {}, "tok")
+    assert document.content_format == canonical
+
+
+@pytest.mark.parametrize("given", ["markdwn", "m d", "pdf", "html5"])
+def test_a_name_that_is_no_format_nor_alias_is_unsupported(given):
+    dead = row_to_document({"id": "d", "content": "x", "content_format": given}, {}, "tok")
+    assert dead.reason == "unsupported_content_format"
 
 
 def test_struct_and_map_metadata_are_objects():
