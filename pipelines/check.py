@@ -43,6 +43,8 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from pipelines.commit import unfinished_reason
+from pipelines.console import error, say, version_line
+from pipelines.options import OptionError, OptionParser, unrecognized
 from pipelines.paths import worker_pattern
 from transforms.documents import canonical_content_format, folder_files
 
@@ -173,19 +175,53 @@ class _Findings:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Check a finished run (``--output``) against its input; return the exit status (0 no problem,
-    1 a problem found; argparse exits with 2 on a command-line mistake).
+    1 a problem found or the check could not be made, 2 a command-line mistake). A mistake or the
+    reason a check could not be made is one line on stderr (:func:`pipelines.console.error`)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--version" in argv:
+        say(version_line())
+        return 0
+    try:
+        args = _arguments(argv)
+    except OptionError as err:
+        error("rechunk check", err)
+        return 2
+    try:
+        return _check(args)
+    except SystemExit as err:
+        if isinstance(err.code, int) or err.code is None:
+            raise
+        error("rechunk check", err.code)
+        return 1
+    except (OSError, ValueError, KeyError, TypeError) as err:  # an output or input this check cannot read
+        error("rechunk check", f"cannot check --output {args.output}: {type(err).__name__}: {err}")
+        return 1
+
+
+def _arguments(argv: Sequence[str]) -> argparse.Namespace:
+    """The check's command line.
 
     Raises:
-        SystemExit: The run's tokenizer cannot be recounted here (with the reason), or ``--input``
-            reads no document.
+        OptionError: An unknown or missing option (with the nearest known option's name when one is close).
     """
-    parser = argparse.ArgumentParser(prog="rechunk check", description=__doc__.split("\n\n")[0])
+    parser = OptionParser(prog="rechunk check", description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--input", required=True)
     parser.add_argument("--output", required=True)
     parser.add_argument("--column-map", default="", help="as the job's: NAME=COLUMN,... (id, content, content_format)")
     parser.add_argument("--tokenizer-json", help="for a run with --tokenizer hf:PATH: its tokenizer.json (or folder)")
-    args = parser.parse_args(None if argv is None else list(argv))
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        raise OptionError(unrecognized(unknown[0], parser, "rechunk check --help"))
+    return args
 
+
+def _check(args: argparse.Namespace) -> int:
+    """:func:`main` on parsed arguments.
+
+    Raises:
+        SystemExit: The run's tokenizer cannot be recounted here (with the reason), ``--output``
+            is not a finished run, or ``--input`` reads no document.
+    """
     unfinished = unfinished_reason(args.output.rstrip("/") or "/")  # (pipelines.commit)
     if unfinished is not None and not Path(args.output, "report.json").is_file():
         raise SystemExit(f"--output {args.output}: not a finished run: {unfinished}")
@@ -209,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         found.problems.append(f"{len(missing)} documents neither chunked nor dead-lettered, e.g. {missing[:3]}")
     print(json.dumps(_figures(rows, chunks, dead, found), indent=2))
     for line in found.problems[:20]:
-        print("PROBLEM", line)
+        say(f"PROBLEM {line}")
     return 1 if found.problems else 0
 
 

@@ -25,7 +25,16 @@ import yaml
 from transforms.chunkers import CHUNKERS
 from transforms.documents import CONTENT_FORMAT_ALIASES, CONTENT_FORMATS, canonical_content_format
 
-__all__ = ["DEFAULT_CONFIG", "DEFAULT_MAX_TOKENS", "ConfigError", "load_config", "resolve_config"]
+__all__ = [
+    "DEFAULT_CONFIG",
+    "DEFAULT_MAX_TOKENS",
+    "MAX_CONFIG_BYTES",
+    "MAX_CONFIG_DEPTH",
+    "MAX_CONFIG_NODES",
+    "ConfigError",
+    "load_config",
+    "resolve_config",
+]
 
 DEFAULT_MAX_TOKENS = 512
 #: The largest budget taken (tokens): embedding models read far fewer; a larger value is a typo.
@@ -42,6 +51,14 @@ DEFAULT_CONFIG: Mapping[str, Any] = {
     "routes": [{"when": {"content_format": ["docling"]}, "chunker": "docling"}],
     "default": "structure",
 }
+
+#: A configuration file is read up to this many bytes; a larger one is refused.
+MAX_CONFIG_BYTES = 1024 * 1024
+#: Mappings and lists nested deeper than this are refused (before any value is built).
+MAX_CONFIG_DEPTH = 64
+#: Values a YAML configuration may hold with its aliases expanded (a few hundred bytes of nested
+#: aliases would otherwise stand for billions).
+MAX_CONFIG_NODES = 100_000
 
 _TOP_KEYS = {"tokenizer", "max_tokens", "models", "chunkers", "routes", "default"}
 _WHEN_KEYS = {"content_format", "metadata"}
@@ -63,16 +80,106 @@ def load_config(path: str | None) -> dict[str, Any]:
 
     try:
         with FileSystems.open(path) as f:
-            raw = f.read().decode("utf-8")
+            data_bytes = f.read(MAX_CONFIG_BYTES + 1)
     except Exception as err:  # FileSystems raises IOError/BeamIOError/OSError by scheme
         raise ConfigError(f"--config {path}: cannot read the file ({_first_line(err)})") from err
+    if len(data_bytes) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"--config {path}: larger than {MAX_CONFIG_BYTES:,} bytes; a configuration is a few lines")
     try:
-        data = json.loads(raw) if path.endswith(".json") else yaml.safe_load(raw)
+        raw = data_bytes.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"--config {path}: not UTF-8 text (at byte {err.start})") from None
+    try:
+        data = _parse_json(raw, path) if path.endswith(".json") else _parse_yaml(raw, path)
+    except ConfigError:
+        raise
     except (yaml.YAMLError, ValueError) as err:
         raise ConfigError(f"--config {path}: not valid YAML/JSON ({_first_line(err)})") from err
     if not isinstance(data, dict):
         raise ConfigError(f"--config {path}: the top level must be a mapping, got {type(data).__name__}")
     return data
+
+
+def _parse_json(raw: str, path: str) -> Any:
+    """``raw`` as JSON, its nesting checked first (:data:`MAX_CONFIG_DEPTH`).
+
+    Raises:
+        ConfigError: Nested deeper than :data:`MAX_CONFIG_DEPTH`.
+        ValueError: Not JSON.
+    """
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in raw:  # brackets outside strings
+        if in_string:
+            escaped, in_string = (not escaped and char == "\\"), in_string and (escaped or char != '"')
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    _check_depth(deepest, path)
+    return json.loads(raw)
+
+
+def _parse_yaml(raw: str, path: str) -> Any:
+    """``raw`` as YAML (safe types only), its nesting and the size its aliases expand to checked
+    on the token stream and the node graph before any Python value is built.
+
+    Raises:
+        ConfigError: Nested deeper than :data:`MAX_CONFIG_DEPTH`, or more than
+            :data:`MAX_CONFIG_NODES` values once aliases are expanded.
+        yaml.YAMLError: Not YAML.
+    """
+    depth = deepest = 0
+    for token in yaml.scan(raw, Loader=yaml.SafeLoader):  # the scanner is not recursive; the composer is
+        if isinstance(token, (yaml.BlockMappingStartToken, yaml.BlockSequenceStartToken,
+                              yaml.FlowMappingStartToken, yaml.FlowSequenceStartToken)):  # fmt: skip
+            depth += 1
+            deepest = max(deepest, depth)
+            _check_depth(deepest, path)
+        elif isinstance(token, (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)):
+            depth -= 1
+    node = yaml.compose(raw, Loader=yaml.SafeLoader)
+    if node is None:
+        return None
+    if _expanded_size(node) > MAX_CONFIG_NODES:
+        raise ConfigError(
+            f"--config {path}: its aliases expand to more than {MAX_CONFIG_NODES:,} values; "
+            "a configuration needs a few hundred"
+        )
+    return yaml.SafeLoader(raw).get_single_data()
+
+
+def _check_depth(depth: int, path: str) -> None:
+    if depth > MAX_CONFIG_DEPTH:
+        raise ConfigError(f"--config {path}: nested deeper than {MAX_CONFIG_DEPTH} levels")
+
+
+def _expanded_size(root: yaml.Node) -> int:
+    """How many nodes ``root`` holds with every alias expanded (each shared node counted once per
+    reference), computed over the graph without expanding it: sizes of shared nodes are memoised,
+    in an explicit stack (no recursion)."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        if children_done or not children:
+            sizes[id(node)] = 1 + sum(sizes.get(id(c), 0) for c in children)
+            if sizes[id(node)] > MAX_CONFIG_NODES:
+                return sizes[id(node)]
+            continue
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in sizes)
+    return sizes[id(root)]
 
 
 def _first_line(err: BaseException) -> str:

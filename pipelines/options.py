@@ -9,7 +9,8 @@ touch a filesystem, a service or a runner are in :mod:`pipelines.preflight` and
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import difflib
+from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -28,6 +29,7 @@ __all__ = [
     "RechunkOptions",
     "RunError",
     "check_given_once",
+    "known_option_names",
     "one_line",
     "parse_column_map",
     "parse_max_dead_letter_fraction",
@@ -36,6 +38,7 @@ __all__ = [
     "parse_progress_seconds",
     "read_options",
     "unknown_options",
+    "unrecognized",
 ]
 
 #: Default of --max-document-chars (code points): a 50 MB document is chunked.
@@ -161,8 +164,7 @@ def read_options(argv: Sequence[str]) -> PipelineOptions:
     """
     unknown = unknown_options(argv)
     if unknown:
-        kind = "option" if unknown[0].startswith("-") else "argument"
-        raise OptionError(f"unrecognized {kind} {unknown[0]} (see rechunk --help)")
+        raise OptionError(unrecognized(unknown[0], known_option_names(), "rechunk --help"))
     own = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     RechunkOptions._add_argparse_args(own)
     check_given_once(argv, own)
@@ -175,6 +177,50 @@ def read_options(argv: Sequence[str]) -> PipelineOptions:
             "--output is required: the directory to write chunks/, dead_letter/, documents/ and report.json"
         )
     return options
+
+
+def unrecognized(arg: str, known: argparse.ArgumentParser | Iterable[str], see: str) -> str:
+    """The one line for an ``arg`` no parser knows: an option with the known option nearest to
+    it when one is close (``--max-token``: did you mean ``--max-tokens``?, by
+    :func:`difflib.get_close_matches` with ``_`` read as ``-``), else a hint to ``see``.
+
+    ``known``: a parser whose option strings are the known names, or the names themselves.
+    """
+    if not arg.startswith("-"):
+        return (
+            f"unrecognized argument {arg} (an option's value? quote a pattern, e.g. --input 'docs/**', so that "
+            f"the shell does not expand it; see {see})"
+        )
+    names = (
+        [o for a in known._actions for o in a.option_strings] if isinstance(known, argparse.ArgumentParser) else known
+    )
+    given = arg.split("=", 1)[0]
+    spelled = {name.replace("_", "-").lower(): name for name in names if name.startswith("--")}
+    close = (
+        difflib.get_close_matches(given.replace("_", "-").lower(), sorted(spelled), n=1, cutoff=0.75)
+        if len(given) <= 100
+        else []
+    )
+    hint = f"did you mean {spelled[close[0]].replace('_', '-')}? " if close else ""
+    return f"unrecognized option {given} ({hint}see {see})"
+
+
+def known_option_names(*, exclude: tuple[type, ...] = ()) -> list[str]:
+    """The option strings of every registered ``PipelineOptions`` class (the job's and Beam's),
+    but those of the classes in ``exclude``."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, conflict_handler="resolve")
+    for cls in _options_classes(exclude):
+        cls._add_argparse_args(parser)
+    return [o for a in parser._actions for o in a.option_strings]
+
+
+def _options_classes(exclude: tuple[type, ...]) -> list[type]:
+    """The registered ``PipelineOptions`` classes, one of each name, but those in ``exclude``."""
+    seen: dict[str, type] = {}
+    for cls in PipelineOptions.__subclasses__():
+        if cls not in exclude:
+            seen.setdefault(str(cls), cls)
+    return list(seen.values())
 
 
 def unknown_options(argv: Sequence[str], *, exclude: tuple[type, ...] = ()) -> list[str]:
@@ -191,11 +237,7 @@ def unknown_options(argv: Sequence[str], *, exclude: tuple[type, ...] = ()) -> l
             raise OptionError(message)
 
     parser = _Parser(allow_abbrev=False)
-    seen: dict[str, type] = {}
-    for cls in PipelineOptions.__subclasses__():
-        if cls not in exclude:
-            seen.setdefault(str(cls), cls)
-    for cls in seen.values():
+    for cls in _options_classes(exclude):
         cls._add_argparse_args(parser)
     _, unknown = parser.parse_known_args(list(argv))
     return unknown

@@ -17,7 +17,6 @@ on stderr and exit status 2, before the pipeline starts.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 import time
@@ -30,8 +29,16 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 import transforms
-from pipelines.console import say
-from pipelines.options import OptionError, OptionParser, RechunkOptions, check_given_once, unknown_options
+from pipelines.console import error, say, use_escaping_formatter, version_line
+from pipelines.options import (
+    OptionError,
+    OptionParser,
+    RechunkOptions,
+    check_given_once,
+    known_option_names,
+    unknown_options,
+    unrecognized,
+)
 from pipelines.paths import inside_pattern, worker_path, worker_pattern
 from pipelines.preflight import (
     check_filesystem,
@@ -132,12 +139,8 @@ def _read_options(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     # The chunk job's own options are mistakes here too.
     unknown = unknown_options(rest, exclude=(RechunkOptions,))
     if unknown:
-        if unknown[0].startswith("-"):
-            raise OptionError(f"unrecognized option {unknown[0]} (see rechunk parse --help)")
-        raise OptionError(
-            f"unrecognized argument {unknown[0]} (quote the --input pattern, e.g. --input 'raw/**', "
-            "so that the shell does not expand it)"
-        )
+        known = [*_own_option_names(), *known_option_names(exclude=(RechunkOptions,))]
+        raise OptionError(unrecognized(unknown[0], known, "rechunk parse --help"))
     if not own.input:
         raise OptionError("--input is required: a file pattern of raw files (HTML, Markdown, DOCX, PPTX, XLSX, PDF)")
     if not own.output:
@@ -149,6 +152,19 @@ def _read_options(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
 
 def _own_options(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     """The parse job's own options, and the rest of ``argv`` (Beam's options)."""
+    parser = _own_parser()
+    own, rest = parser.parse_known_args(list(argv))
+    check_given_once(argv, parser)
+    return own, rest
+
+
+def _own_option_names() -> list[str]:
+    """The parse job's own option strings."""
+    return [o for a in _own_parser()._actions for o in a.option_strings]
+
+
+def _own_parser() -> OptionParser:
+    """The parser of the parse job's own options."""
     parser = OptionParser(add_help=False, allow_abbrev=False)
     parser.add_argument("--input")
     parser.add_argument("--output")
@@ -156,9 +172,7 @@ def _own_options(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--max-file-bytes", "--max_file_bytes", dest="max_file_bytes")
     parser.add_argument("--max-file-seconds", "--max_file_seconds", dest="max_file_seconds")
     parser.add_argument("--pdf-artifacts-path", "--pdf_artifacts_path", dest="pdf_artifacts_path")
-    own, rest = parser.parse_known_args(list(argv))
-    check_given_once(argv, parser)
-    return own, rest
+    return parser
 
 
 def _max_file_bytes(value: str | None) -> int:
@@ -338,12 +352,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if any(a in ("-h", "--help") for a in argv):
         say(_USAGE, end="")
         return 0
+    if "--version" in argv:
+        say(version_line())
+        return 0
     os.environ["HF_HUB_OFFLINE"] = "1"  # Docling never reaches the Hugging Face Hub
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    use_escaping_formatter()
     try:
         job = parse_job(argv)
     except OptionError as err:
-        print(f"rechunk parse: error: {err}", file=sys.stderr)
+        error("rechunk parse", err)
         return 2
     report = run(job, started=started)
     say(_summary(report, job.output))

@@ -37,7 +37,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 
 from pipelines import commit
 from pipelines.config import ConfigError, load_config, resolve_config
-from pipelines.console import say, show_progress
+from pipelines.console import error, say, show_progress, version_line
 from pipelines.options import (
     DEFAULT_MAX_DOCUMENT_CHARS,
     DEFAULT_PROGRESS_SECONDS,
@@ -450,16 +450,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if any(a in ("-h", "--help") for a in argv):
         say(USAGE, end="")
         return 0
+    if "--version" in argv:
+        say(version_line())
+        return 0
     show_progress()
     try:
         job = parse_job(argv)
     except OptionError as err:
-        print(f"rechunk: error: {err}", file=sys.stderr)
+        error("rechunk", err)
         return 2
     try:
         report = run(job, started=started)
     except RunError as err:
-        print(f"rechunk: error: {err}", file=sys.stderr)
+        error("rechunk", err)
         return 1
     if report is None:
         runner = job.options.view_as(StandardOptions).runner

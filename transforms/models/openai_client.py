@@ -16,6 +16,7 @@ import ipaddress
 import json
 import math
 import os
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -149,6 +150,9 @@ def finite_number(x: Any) -> bool:
         return False
 
 
+#: What ``api_key_env`` must look like: an environment variable's name.
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
 #: Bounds of the settings that would otherwise overflow a timer or wait for hours.
 MAX_TIMEOUT_SECONDS = 3600.0
 MAX_RETRIES = 10
@@ -233,8 +237,14 @@ class OpenAIClient:
             )
         if not isinstance(self.model, str) or not self.model:
             raise ValueError(f"model must be a non-empty string, got {self.model!r}")
-        if self.api_key_env is not None and (not isinstance(self.api_key_env, str) or not self.api_key_env):
-            raise ValueError(f"api_key_env must be the name of an environment variable, got {self.api_key_env!r}")
+        if self.api_key_env is not None and not (
+            isinstance(self.api_key_env, str) and _VARIABLE_NAME.fullmatch(self.api_key_env)
+        ):
+            # Never echoed: a key pasted where its variable's name belongs would be printed.
+            raise ValueError(
+                "api_key_env must be the name of an environment variable (letters, digits and _, "
+                "not starting with a digit, at most 128 characters), not the key itself"
+            )
         self.timeout_seconds = positive_float("timeout_seconds", self.timeout_seconds, maximum=MAX_TIMEOUT_SECONDS)
         self.retries = positive_int("retries", self.retries, minimum=0, maximum=MAX_RETRIES)
         self.backoff_seconds = positive_float(
