@@ -208,15 +208,17 @@ def unrecognized(arg: str, known: argparse.ArgumentParser | Iterable[str], see: 
 def known_option_names(*, exclude: tuple[type, ...] = ()) -> list[str]:
     """The option strings of every registered ``PipelineOptions`` class (the job's and Beam's),
     but those of the classes in ``exclude``."""
-    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, conflict_handler="resolve")
+    from apache_beam.options.pipeline_options import _BeamArgumentParser
+
+    parser = _BeamArgumentParser(add_help=False, allow_abbrev=False)
     for cls in _options_classes(exclude):
         cls._add_argparse_args(parser)
     return [o for a in parser._actions for o in a.option_strings]
 
 
-def _options_classes(exclude: tuple[type, ...]) -> list[type]:
+def _options_classes(exclude: tuple[type, ...]) -> list[type[PipelineOptions]]:
     """The registered ``PipelineOptions`` classes, one of each name, but those in ``exclude``."""
-    seen: dict[str, type] = {}
+    seen: dict[str, type[PipelineOptions]] = {}
     for cls in PipelineOptions.__subclasses__():
         if cls not in exclude:
             seen.setdefault(str(cls), cls)

@@ -90,6 +90,7 @@ from transforms.beam import (
 )
 from transforms.chunkers.registry import build_router
 from transforms.documents import folder_files
+from transforms.integrity import DAMAGED_PREVIOUS
 from transforms.tokenizers import TokenizerError
 
 __all__ = ["OUTPUT_FILES", "Job", "build_pipeline", "cli", "load_spec", "main", "parse_job", "run", "summary"]
@@ -344,10 +345,16 @@ def _run(job: Job, *, started: float | None = None) -> dict[str, Any] | None:
     started = time.monotonic() if started is None else started
     pipeline = beam.Pipeline(options=job.options)
     build_pipeline(pipeline, job)
-    result = pipeline.run()
-    if job.options.view_as(TestOptions).dry_run:
-        return None
-    result.wait_until_finish()
+    try:
+        result = pipeline.run()
+        if job.options.view_as(TestOptions).dry_run:
+            return None
+        result.wait_until_finish()
+    except Exception as err:  # the runner wraps a worker's error in its own, by runner
+        damage = _damaged_previous(err)
+        if damage is None:
+            raise
+        raise RunError(damage) from None
     files = _verify_written(job)  # before the report reads the files
     report = build_report(
         result,
@@ -360,6 +367,18 @@ def _run(job: Job, *, started: float | None = None) -> dict[str, Any] | None:
     )
     _commit(job, files, report)
     return report
+
+
+def _damaged_previous(err: BaseException) -> str | None:
+    """The one line of a :class:`~transforms.integrity.DamagedPreviousOutput` raised on a worker,
+    found in the text of the runner's error (``None`` when it holds none)."""
+    text = str(err)
+    start = text.find(DAMAGED_PREVIOUS)
+    if start < 0:
+        return None
+    line = text[start:].splitlines()[0]
+    end = line.find("rerun without --previous to chunk every document again")
+    return line if end < 0 else line[: end + len("rerun without --previous to chunk every document again")]
 
 
 def _verify_written(job: Job) -> dict[str, dict[str, int]]:

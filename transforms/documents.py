@@ -180,12 +180,15 @@ class Document:
         content: The parsed document: text, Markdown, HTML, reST, or DoclingDocument JSON.
         content_format: One of :data:`CONTENT_FORMATS` (``text`` when the input had none).
         metadata: The document's metadata (a JSON object), carried into every chunk.
+        previous_run: With ``--previous``, ``new`` for a document the previous manifest does not
+            list (counted as ``documents_new`` once it is chunked); else empty.
     """
 
     id: str
     content: str
     content_format: str = "text"
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    previous_run: str = ""
 
     @property
     def document_hash(self) -> str:

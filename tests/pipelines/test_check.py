@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -154,19 +155,24 @@ def test_tokens_are_recounted_with_the_runs_tokenizer(tmp_path, capsys):
         == 0
     )
     assert check(["--input", str(SAMPLE), "--output", str(out), "--tokenizer-json", str(tmp_path / "tok")]) == 0
-    with pytest.raises(SystemExit, match=r"give its tokenizer\.json as --tokenizer-json"):
-        check(["--input", str(SAMPLE), "--output", str(out)])
+    _refused(capsys, r"give its tokenizer\.json as --tokenizer-json", ["--input", str(SAMPLE), "--output", str(out)])
     other = tmp_path / "other.json"
     other.write_text((tmp_path / "tok" / "tokenizer.json").read_text() + "\n")
-    with pytest.raises(SystemExit, match="not the run's tokenizer"):
-        check(["--input", str(SAMPLE), "--output", str(out), "--tokenizer-json", str(other)])
+    _refused(
+        capsys,
+        "not the run's tokenizer",
+        ["--input", str(SAMPLE), "--output", str(out), "--tokenizer-json", str(other)],
+    )
     # a path that is not there: one line, no traceback
-    with pytest.raises(SystemExit, match=r"neither a tokenizer\.json nor a folder holding one"):
-        check(["--input", str(SAMPLE), "--output", str(out), "--tokenizer-json", str(tmp_path / "none")])
+    _refused(
+        capsys,
+        r"neither a tokenizer\.json nor a folder holding one",
+        ["--input", str(SAMPLE), "--output", str(out), "--tokenizer-json", str(tmp_path / "none")],
+    )
 
 
 @pytest.mark.slow
-def test_input_files_are_listed_as_the_job_lists_them(tmp_path):
+def test_input_files_are_listed_as_the_job_lists_them(tmp_path, capsys):
     """A folder holding Spark's ``_SUCCESS`` (the job skips it) and a ``**`` pattern (across
     folders, by Beam's matching) are read as the job reads them."""
     import shutil
@@ -181,8 +187,7 @@ def test_input_files_are_listed_as_the_job_lists_them(tmp_path):
     out2 = tmp_path / "out2"
     assert rechunk(["--input", f"{tmp_path / 'in'}/**.parquet", "--output", str(out2)]) == 0
     assert check(["--input", f"{tmp_path / 'in'}/**.parquet", "--output", str(out2)]) == 0
-    with pytest.raises(SystemExit, match="no document read"):
-        check(["--input", f"{tmp_path / 'in'}/*.parquet", "--output", str(out2)])
+    _refused(capsys, "no document read", ["--input", f"{tmp_path / 'in'}/*.parquet", "--output", str(out2)])
 
 
 @pytest.mark.slow
@@ -227,3 +232,11 @@ def test_rechunk_check_runs_through_the_command_line_entry_point(tmp_path):
     proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert proc.returncode == 1
     assert any(line.startswith("PROBLEM ") and "token_count" in line for line in proc.stdout.splitlines())
+
+
+def _refused(capsys, message: str, argv: list[str]) -> None:
+    """``rechunk check argv`` cannot be made: exit status 1 and one line on stderr matching ``message``."""
+    capsys.readouterr()
+    assert check(argv) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.startswith("rechunk check: error: ") and re.search(message, err), err

@@ -523,3 +523,20 @@ def test_a_model_library_upgrade_keeps_the_structure_chunkers_documents(tmp_path
         assert main(["--input", str(source), "--output", str(out), *MAX_TOKENS, "--previous", str(previous)]) == 0
         assert _report(out)["documents_skipped_unchanged"] == kept, changed
     incremental._library_versions.cache_clear()
+
+
+@pytest.mark.slow
+def test_a_document_dead_lettered_in_both_runs_is_not_new(tmp_path):
+    docs = [
+        {"id": "ok", "content": _paragraphs("kept", 2), "content_format": "text", "metadata": None},
+        {"id": "empty", "content": "   ", "content_format": "text", "metadata": None},
+        {"id": "unknown-format", "content": "Text.", "content_format": "latex", "metadata": None},
+    ]
+    path = write_documents(tmp_path / "docs.parquet", docs)
+    opts = [*MAX_TOKENS, "--max-dead-letter-fraction", "1"]
+    assert main(["--input", str(path), "--output", str(tmp_path / "first"), *opts]) == 0
+    argv = ["--input", str(path), "--output", str(tmp_path / "second"), *opts, "--previous", str(tmp_path / "first")]
+    assert main(argv) == 0
+    report = _report(tmp_path / "second")
+    assert report["documents_dead_lettered"] == 2 and report["documents_skipped_unchanged"] == 1
+    assert report["incremental"]["documents_new"] == 0

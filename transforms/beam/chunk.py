@@ -153,6 +153,8 @@ class _ChunkDoFn(beam.DoFn):
                     yield tagged_dead_letter(outcome)
                 elif isinstance(outcome, DocumentSummary):
                     count(outcome.counters)
+                    if document.previous_run == "new" and ("documents_chunked", 1) in outcome.counters:
+                        count([("incremental.documents_new", 1)])
                     if outcome.progress_chunks is not None:
                         progress.add(documents=1, chunks=outcome.progress_chunks)
                     if outcome.manifest is not None:

@@ -6,13 +6,17 @@ earlier run's manifest keeps its earlier chunks, copied as Arrow tables; the res
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import apache_beam as beam
 import pyarrow as pa
 import pyarrow.compute as pc
-from apache_beam.io.parquetio import ReadFromParquetBatched
+import pyarrow.parquet as pq
+from apache_beam.io import fileio
+from apache_beam.io.filesystem import FileMetadata
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.pvalue import AsDict, AsList, AsSingleton, TaggedOutput
 
 from transforms.beam.chunk import shared_tokenizer
@@ -23,6 +27,7 @@ from transforms.chunkers.registry import build_router
 from transforms.chunkers.router import ChunkerRouter
 from transforms.documents import CHUNK_SCHEMA, Document
 from transforms.incremental import id_key, manifest_row, previous_files, stale_chunk_ids, unchanged_key
+from transforms.integrity import DamagedPreviousOutput, kept_chunk_problem
 from transforms.progress import ProgressLog, shared_progress
 
 __all__ = ["KEPT_CHUNKS", "KEPT_MANIFEST", "PREVIOUS_IDS", "CompareWithPrevious", "ListDeleted"]
@@ -49,8 +54,6 @@ class _SelectChangedDoFn(beam.DoFn):
         self._max_tokens = spec["max_tokens"]
         self._skipped = counter("documents_skipped_unchanged")
         self._chunked = counter("documents_chunked")
-        self._written = counter("chunks_written")
-        self._new = counter("incremental.documents_new")
         self._changed = counter("incremental.documents_changed")
         self._router: ChunkerRouter | None = None
         self._progress: ProgressLog | None = None
@@ -69,9 +72,8 @@ class _SelectChangedDoFn(beam.DoFn):
         assert router is not None and progress is not None, "process() before setup()"
         key_of_id = id_key(document.id)
         previous = manifest.get(key_of_id)
-        if previous is None:
-            self._new.inc()
-            yield document
+        if previous is None:  # counted as new once chunked (a dead-lettered one is not new)
+            yield dataclasses.replace(document, previous_run="new")
             return
         key, chunk_count = previous >> 32, previous & 0xFFFFFFFF
         try:
@@ -95,9 +97,7 @@ class _SelectChangedDoFn(beam.DoFn):
             return
         self._skipped.inc()
         self._chunked.inc()
-        self._written.inc(chunk_count)
-        progress.add(documents=1, chunks=chunk_count)
-        counter(f"chunks_by_chunker.{chunker.name}").inc(chunk_count)
+        progress.add(documents=1, chunks=chunk_count)  # (chunks_written counts the rows copied)
         yield TaggedOutput(KEPT_MANIFEST, row)
         yield TaggedOutput(_KEPT_IDS, key_of_id)
 
@@ -121,12 +121,51 @@ class _KeptChunksDoFn(beam.DoFn):
         mask = pa.array([keep[i] for i in ids], pa.bool_())
         kept = table.filter(mask)
         if kept.num_rows:
+            problem = kept_chunk_problem(kept)
+            if problem is not None:
+                raise DamagedPreviousOutput("chunks/", problem)
+            counter("chunks_written").inc(kept.num_rows)
+            for chunker, n in zip(*_value_counts(kept.column("chunker"))):
+                counter(f"chunks_by_chunker.{chunker}").inc(n)
             yield kept.select(CHUNK_SCHEMA.names).cast(CHUNK_SCHEMA)
         if kept.num_rows < table.num_rows:
             rest = pc.and_(pc.invert(mask), pc.is_valid(table.column("document_id")))
             others = table.select(["document_id", "chunk_index", "chunk_id"]).filter(rest)
             for document_id, index, chunk_id in zip(*(c.to_pylist() for c in others.columns)):
                 yield TaggedOutput(PREVIOUS_IDS, (document_id, (index, chunk_id)))
+
+
+def _value_counts(column: pa.ChunkedArray) -> tuple[list[str], list[int]]:
+    """The distinct values of ``column`` and how many rows hold each."""
+    counts = pc.value_counts(column)
+    return counts.field("values").to_pylist(), counts.field("counts").to_pylist()
+
+
+class _ReadCheckedTablesDoFn(beam.DoFn):
+    """Each row group of a previous output's file as a table (``columns`` only, all when ``None``),
+    its pages' checksums verified; a file that cannot be read whole raises
+    :class:`~transforms.integrity.DamagedPreviousOutput`."""
+
+    def __init__(self, columns: list[str] | None = None) -> None:
+        self._columns = columns
+
+    def process(self, metadata: FileMetadata) -> Iterator[pa.Table]:
+        try:
+            with FileSystems.open(metadata.path) as f, pq.ParquetFile(f, page_checksum_verification=True) as parquet:
+                for index in range(parquet.metadata.num_row_groups):
+                    yield parquet.read_row_group(index, columns=self._columns)
+        except (OSError, ValueError, pa.ArrowException) as err:
+            raise DamagedPreviousOutput(metadata.path, f"{type(err).__name__}: {err}") from err
+
+
+def _read_previous(pipeline, label: str, pattern: str, columns: list[str] | None = None):
+    """The tables of a previous output's files matching ``pattern``, checked as they are read."""
+    return (
+        pipeline
+        | f"Match {label}" >> fileio.MatchFiles(pattern, empty_match_treatment=fileio.EmptyMatchTreatment.ALLOW)
+        | f"Spread {label}" >> beam.Reshuffle()
+        | f"Read {label}" >> beam.ParDo(_ReadCheckedTablesDoFn(columns)).with_output_types(pa.Table)
+    )
 
 
 def _manifest_keys(table: pa.Table) -> Iterator[tuple[int, int]]:
@@ -183,15 +222,12 @@ class CompareWithPrevious(beam.PTransform):
 
     def expand(self, documents):
         pipeline = documents.pipeline
-        manifest = (
-            pipeline
-            | "Read previous manifest"
-            >> ReadFromParquetBatched(
-                previous_files(self._previous, "documents"),
-                columns=["document_id", "document_hash", "input_fingerprint", "chunk_count"],
-            ).with_output_types(pa.Table)
-            | "Manifest keys" >> beam.FlatMap(_manifest_keys)
-        )
+        manifest = _read_previous(
+            pipeline,
+            "previous manifest",
+            previous_files(self._previous, "documents"),
+            ["document_id", "document_hash", "input_fingerprint", "chunk_count"],
+        ) | "Manifest keys" >> beam.FlatMap(_manifest_keys)
         selected = typed_main_output(
             documents
             | "Select changed"
@@ -202,9 +238,7 @@ class CompareWithPrevious(beam.PTransform):
             Document,
         )
         kept = typed_main_output(
-            pipeline
-            | "Read previous chunks"
-            >> ReadFromParquetBatched(previous_files(self._previous, "chunks")).with_output_types(pa.Table)
+            _read_previous(pipeline, "previous chunks", previous_files(self._previous, "chunks"))
             | "Keep unchanged"
             >> beam.ParDo(_KeptChunksDoFn(), AsList(selected[_KEPT_IDS])).with_outputs(PREVIOUS_IDS, main="chunks"),
             "chunks",

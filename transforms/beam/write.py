@@ -155,7 +155,12 @@ class _ParquetSink(filebasedsink.FileBasedSink):
     def open(self, temp_path: str):
         handle = super().open(temp_path)
         writer = pq.ParquetWriter(
-            handle, self._schema, compression="zstd", use_dictionary=self._dictionary, use_compliant_nested_type=False
+            handle,
+            self._schema,
+            compression="zstd",
+            use_dictionary=self._dictionary,
+            use_compliant_nested_type=False,
+            write_page_checksum=True,  # verified when a later run reads it as --previous
         )
         return writer, handle
 
