@@ -605,7 +605,7 @@ def test_a_file_that_vanishes_or_grows_after_matching(tmp_path):
         (["--max-file-seconds", "nan"], "--max-file-seconds must be a positive number of seconds, got 'nan'"),
         (["--max-file-seconds", "soon"], "--max-file-seconds must be a positive number of seconds, got 'soon'"),
         (["--max-file-bytes", "-1"], "--max-file-bytes must be a positive integer (bytes), got '-1'"),
-        (["stray.md"], "unrecognized argument stray.md (an option.s value? quote a pattern"),
+        (["stray.md"], "unrecognized argument stray.md (an option's value? quote a pattern"),
     ],
 )
 def test_more_option_mistakes(capsys, raw, tmp_path, argv_tail, message):
