@@ -256,7 +256,7 @@ def test_kept_chunks_are_the_kept_documents_rows_in_order_and_the_rest_are_liste
 
     from transforms.beam import PREVIOUS_IDS
     from transforms.beam.incremental import _KeptChunksDoFn
-    from transforms.documents import CHUNK_SCHEMA
+    from transforms.documents import CHUNK_SCHEMA, chunk_id
     from transforms.incremental import id_key
 
     order = ["a", "a", "b", "a", "c", "c", "b", "d"]
@@ -264,12 +264,14 @@ def test_kept_chunks_are_the_kept_documents_rows_in_order_and_the_rest_are_liste
     for position, document_id in enumerate(order):
         row = {field.name: None for field in CHUNK_SCHEMA}
         row.update(
-            chunk_id=f"{document_id}-{position}",
+            chunk_id=chunk_id(document_id, position, f"text {position}"),
             document_id=document_id,
             chunk_index=position,
             text=f"text {position}",
             embedding_text=f"text {position}",
             headings=[document_id],
+            document_hash="0" * 64,
+            chunker="structure",
         )
         rows.append(row)
     table = pa.Table.from_pylist(rows, schema=CHUNK_SCHEMA)
@@ -280,7 +282,7 @@ def test_kept_chunks_are_the_kept_documents_rows_in_order_and_the_rest_are_liste
     others = [o.value for o in outputs if isinstance(o, TaggedOutput) and o.tag == PREVIOUS_IDS]
     assert len(kept) == 1 and kept[0].schema == CHUNK_SCHEMA
     assert kept[0].to_pylist() == [r for r in rows if r["document_id"] in ("a", "c")]
-    assert others == [("b", (2, "b-2")), ("b", (6, "b-6")), ("d", (7, "d-7"))]
+    assert others == [(d, (i, chunk_id(d, i, f"text {i}"))) for d, i in (("b", 2), ("b", 6), ("d", 7))]
     # Nothing kept, or everything: one output kind only.
     assert all(isinstance(o, TaggedOutput) for o in dofn.process(table, []))
     assert [o.num_rows for o in dofn.process(table, [id_key(i) for i in "abcd"])] == [8]
