@@ -136,7 +136,8 @@ def test_deleted_lists_exactly_the_previous_chunk_ids_that_are_gone(runs):
 
 @pytest.mark.slow
 def test_unchanged_documents_are_copied_not_chunked_again(tmp_path):
-    """Tamper with the previous run's chunk text: a copied chunk keeps the tampered text."""
+    """Mark the previous run's chunks (in ``embedding_text``, which their ids do not cover): a
+    copied chunk keeps the mark, a chunked one has none."""
     v1 = write_documents(tmp_path / "docs.parquet", V1[:2])
     assert main(["--input", str(v1), "--output", str(tmp_path / "previous"), *MAX_TOKENS]) == 0
     files = sorted((tmp_path / "previous" / "chunks").glob("*.parquet"))
@@ -144,10 +145,12 @@ def test_unchanged_documents_are_copied_not_chunked_again(tmp_path):
     for f in files:
         f.unlink()
     text = [
-        ("TAMPERED " + t) if d == "same" else t
-        for t, d in zip(table.column("text").to_pylist(), table.column("document_id").to_pylist())
+        ("MARKED " + t) if d == "same" else t
+        for t, d in zip(table.column("embedding_text").to_pylist(), table.column("document_id").to_pylist())
     ]
-    table = table.set_column(table.schema.get_field_index("text"), "text", pa.array(text, pa.string()))
+    table = table.set_column(
+        table.schema.get_field_index("embedding_text"), "embedding_text", pa.array(text, pa.string())
+    )
     pq.write_table(table, files[0])
     recommit(tmp_path / "previous")
     assert (
@@ -166,7 +169,7 @@ def test_unchanged_documents_are_copied_not_chunked_again(tmp_path):
     )
     rows = read_output(tmp_path / "next", "chunks")
     assert {r["document_id"] for r in rows} == {"same", "edited"}
-    assert all(r["text"].startswith("TAMPERED ") == (r["document_id"] == "same") for r in rows)
+    assert all(r["embedding_text"].startswith("MARKED ") == (r["document_id"] == "same") for r in rows)
 
 
 @pytest.mark.slow
