@@ -79,8 +79,7 @@ from transforms.beam import (
     ChunkDocuments,
     CompareWithPrevious,
     ListDeleted,
-    ReadDocumentIds,
-    ReadDocuments,
+    ReadDocumentsAndIds,
     WriteChunks,
     WriteDeadLetter,
     WriteDeleted,
@@ -90,7 +89,7 @@ from transforms.beam import (
 )
 from transforms.chunkers.registry import build_router
 from transforms.documents import folder_files
-from transforms.integrity import DAMAGED_PREVIOUS
+from transforms.integrity import stopped_run_line
 from transforms.tokenizers import TokenizerError
 
 __all__ = ["OUTPUT_FILES", "Job", "build_pipeline", "cli", "load_spec", "main", "parse_job", "run", "summary"]
@@ -273,8 +272,8 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
     """Add the job's transforms to ``pipeline``."""
     identity = pipeline | "Tokenizer identity" >> beam.Create([job.tokenizer_identity])
     output = worker_path(job.output)
-    rows = pipeline | "Read documents" >> ReadDocuments(worker_pattern(job.input), column_map=job.column_map)
-    ids = pipeline | "Read document ids" >> ReadDocumentIds(worker_pattern(job.input), column_map=job.column_map)
+    read = pipeline | "Read input" >> ReadDocumentsAndIds(worker_pattern(job.input), column_map=job.column_map)
+    rows, ids = read["rows"], read["ids"]
     admitted = rows | "Admit documents" >> AdmitDocuments(
         identity,
         ids=ids,
@@ -351,10 +350,10 @@ def _run(job: Job, *, started: float | None = None) -> dict[str, Any] | None:
             return None
         result.wait_until_finish()
     except Exception as err:  # the runner wraps a worker's error in its own, by runner
-        damage = _damaged_previous(err)
-        if damage is None:
+        stopped = stopped_run_line(str(err))  # the input changed or damaged, --previous damaged
+        if stopped is None:
             raise
-        raise RunError(damage) from None
+        raise RunError(stopped) from None
     files = _verify_written(job)  # before the report reads the files
     report = build_report(
         result,
@@ -367,18 +366,6 @@ def _run(job: Job, *, started: float | None = None) -> dict[str, Any] | None:
     )
     _commit(job, files, report)
     return report
-
-
-def _damaged_previous(err: BaseException) -> str | None:
-    """The one line of a :class:`~transforms.integrity.DamagedPreviousOutput` raised on a worker,
-    found in the text of the runner's error (``None`` when it holds none)."""
-    text = str(err)
-    start = text.find(DAMAGED_PREVIOUS)
-    if start < 0:
-        return None
-    line = text[start:].splitlines()[0]
-    end = line.find("rerun without --previous to chunk every document again")
-    return line if end < 0 else line[: end + len("rerun without --previous to chunk every document again")]
 
 
 def _verify_written(job: Job) -> dict[str, dict[str, int]]:

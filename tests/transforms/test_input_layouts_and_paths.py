@@ -45,7 +45,7 @@ def test_a_file_of_many_row_groups_has_its_footer_parsed_once_per_range(tmp_path
     monkeypatch.setattr(pq.ParquetFile, "__init__", spy)
     metadata = FileSystems.match([str(path)])[0].metadata_list[0]
     ranges = list(_RowGroupRangesDoFn().process(metadata))
-    assert ranges == [(str(path), 0, 300)] and len(parsed) == 1
+    assert [r[:3] for r in ranges] == [(str(path), 0, 300)] and len(parsed) == 1
     parsed.clear()
     assert list(_ReadRowGroupsDoFn(None, {}).process(ranges[0])) == rows
     assert len(parsed) == 1  # one footer for the range, not one per row group

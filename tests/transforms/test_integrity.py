@@ -5,6 +5,7 @@ committed) or leaves output equal to a fresh run's; never changed text under an 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pyarrow as pa
@@ -15,7 +16,14 @@ from pipelines.commit import MARKER_NAME
 from pipelines.rechunk import main
 from tests.conftest import REPO, read_output
 from transforms.documents import chunk_id, document_hash
-from transforms.integrity import DAMAGED_PREVIOUS, kept_chunk_problem
+from transforms.integrity import (
+    DAMAGED_PREVIOUS,
+    add_index_set_digests,
+    digest_key,
+    index_set_digest,
+    kept_chunk_problem,
+    kept_count_problem,
+)
 
 SAMPLE = REPO / "sample" / "docs.parquet"
 
@@ -143,4 +151,100 @@ def test_a_kept_chunk_whose_text_changed_under_its_id_stops_the_run(previous, tm
     err = capsys.readouterr().err
     assert status == 1 and len(err.splitlines()) == 1
     assert err.startswith(f"rechunk: error: {DAMAGED_PREVIOUS} chunks/: chunk 0 of document ")
+    assert not (tmp_path / "out" / MARKER_NAME).exists()
+
+
+def test_a_kept_documents_rows_must_be_its_chunks_each_once():
+    assert kept_count_problem("d", 3, 3, index_set_digest([2, 0, 1])) is None
+    assert kept_count_problem("d", 3, 2, index_set_digest([0, 1])) == (
+        "document 'd': 2 chunk rows in chunks/, its manifest row says 3"
+    )
+    assert kept_count_problem("d", 3, 3, index_set_digest([0, 0, 2])) == (
+        "document 'd': its chunk rows are not chunks 0 to 2, each once"
+    )
+    assert kept_count_problem("d", 2, 2, index_set_digest([0, 2])) is not None
+    assert kept_count_problem("d", 0, 0, index_set_digest([])) is None
+
+
+def test_index_set_digests_add_up_across_parts_in_any_order():
+    whole = index_set_digest(range(10))
+    parts = [index_set_digest([7, 1, 3]), index_set_digest([0, 9]), index_set_digest([2, 4, 5, 6, 8])]
+    total = 0
+    for part in reversed(parts):
+        total = add_index_set_digests(total, part)
+    assert total == whole
+    assert index_set_digest([0, 1, 1, 2]) != index_set_digest([0, 1, 2, 2])
+
+
+def test_a_kept_row_of_another_documents_hash_is_found():
+    table = _kept(["One.", "Two."])
+    own = {"d": digest_key(document_hash("One.Two."))}
+    assert kept_chunk_problem(table, own) is None
+    assert kept_chunk_problem(table, {"d": digest_key("f" * 64)}) == (
+        "chunk 0 of document 'd': its document_hash is not its document's"
+    )
+
+
+def _edit_chunks(damaged, edit) -> None:
+    """Rewrite the previous run's largest chunk file with ``edit`` applied to its rows (valid
+    checksums, same row count), and its commit marker to match: only the deeper checks can see it."""
+    from tests.conftest import recommit
+
+    path = max(sorted((damaged / "chunks").glob("*.parquet")), key=lambda p: p.stat().st_size)
+    table = pq.read_table(path)
+    rows = edit(table.to_pylist())
+    assert len(rows) == table.num_rows
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path, write_page_checksum=True)
+    recommit(damaged)
+
+
+def _moved_row(rows):
+    """The last chunk of one document replaced by a copy of another document's first chunk."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["document_id"]] = counts.get(row["document_id"], 0) + 1
+    many = [d for d, n in counts.items() if n > 1]
+    short, other = many[0], next(d for d in counts if d != many[0])
+    last = max(i for i, r in enumerate(rows) if r["document_id"] == short)
+    rows[last] = dict(next(r for r in rows if r["document_id"] == other))
+    return rows
+
+
+def _repeated_row(rows):
+    """A document's second chunk replaced by a copy of its first (each row's id still its own)."""
+    first = next(
+        i
+        for i, r in enumerate(rows)
+        if r["chunk_index"] == 0 and any(s["document_id"] == r["document_id"] and s["chunk_index"] == 1 for s in rows)
+    )
+    second = next(
+        i for i, r in enumerate(rows) if r["document_id"] == rows[first]["document_id"] and r["chunk_index"] == 1
+    )
+    rows[second] = dict(rows[first])
+    return rows
+
+
+def _other_hash(rows):
+    rows[0]["document_hash"] = "f" * 64  # a well-formed digest, of no document
+    return rows
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        (_moved_row, r"document '[^']+': \d+ chunk rows in chunks/, its manifest row says \d+"),
+        (_repeated_row, r"document '[^']+': its chunk rows are not chunks 0 to \d+, each once"),
+        (_other_hash, r"chunk \d+ of document '[^']+': its document_hash is not its document's"),
+    ],
+)
+def test_kept_rows_that_are_not_the_documents_chunks_stop_the_run(previous, tmp_path, capsys, edit, problem):
+    damaged = tmp_path / "previous"
+    shutil.copytree(previous / "previous", damaged)
+    _edit_chunks(damaged, edit)
+    capsys.readouterr()
+    status = main(["--input", str(SAMPLE), "--output", str(tmp_path / "out"), "--previous", str(damaged)])
+    err = capsys.readouterr().err
+    assert status == 1 and len(err.splitlines()) == 1, err
+    assert re.match(f"rechunk: error: {DAMAGED_PREVIOUS} chunks/: {problem}; nothing was committed", err), err
     assert not (tmp_path / "out" / MARKER_NAME).exists()

@@ -17,6 +17,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from transforms.beam import ReadDocumentIds, ReadDocuments, ReadParquetRows
 from transforms.beam.read import _ReadRowGroupsDoFn, _RowGroupRangesDoFn
+from transforms.integrity import parquet_fingerprint
 
 
 def _invalid_utf8_strings(items: list[bytes]) -> pa.Array:
@@ -55,9 +56,15 @@ def _ranges(path):
     return list(_RowGroupRangesDoFn().process(FileSystems.match([str(path)])[0].metadata_list[0]))
 
 
+def _fingerprint(path):
+    with open(path, "rb") as f:
+        return parquet_fingerprint(f)
+
+
 def test_row_groups_are_cut_into_byte_ranges_as_beams_splits(files, tmp_path):
     folder, _ = files
-    assert _ranges(folder / "a.parquet") == [(str(folder / "a.parquet"), 0, 7)]  # under 1 MiB: one range
+    a = folder / "a.parquet"
+    assert _ranges(a) == [(str(a), 0, 7, _fingerprint(a))]  # under 1 MiB: one range
     assert _ranges(folder / "c.parquet") == [] and _ranges(folder / "d.parquet") == []
     # 12 row groups of 300,000 bytes: Beam's split size for 3.6 MB is 1000 * sqrt(size) bytes
     # (1.9 MB), and each range holds the row groups that start in it.
@@ -69,7 +76,7 @@ def test_row_groups_are_cut_into_byte_ranges_as_beams_splits(files, tmp_path):
     expected, start = [], 0
     for i in range(1, 13):
         if i == 12 or starts[i] // split != starts[start] // split:
-            expected.append((str(path), start, i))
+            expected.append((str(path), start, i, _fingerprint(path)))
             start = i
     assert _ranges(path) == expected and len(expected) == 2
     read = [row for r in _ranges(path) for row in _ReadRowGroupsDoFn(None, {}).process(r)]
@@ -92,8 +99,9 @@ def test_every_row_of_every_row_group_once_in_each_running_mode(files, mode):
 def test_rows_within_a_range_come_in_file_order(files):
     folder, expected = files
     path = str(folder / "a.parquet")
-    assert list(_ReadRowGroupsDoFn(None, {}).process((path, 0, 7))) == expected[:20]
-    assert list(_ReadRowGroupsDoFn(None, {}).process((path, 2, 4))) == expected[6:12]
+    listed = _fingerprint(path)
+    assert list(_ReadRowGroupsDoFn(None, {}).process((path, 0, 7, listed))) == expected[:20]
+    assert list(_ReadRowGroupsDoFn(None, {}).process((path, 2, 4, listed))) == expected[6:12]
 
 
 def test_a_pattern_that_matches_nothing_fails_when_the_pipeline_is_built(tmp_path):
@@ -121,7 +129,7 @@ def test_no_arrow_data_is_held_when_the_first_row_is_yielded(tmp_path, monkeypat
 
     monkeypatch.setattr(pq.ParquetFile, "read_row_group", spy)
     before = pa.total_allocated_bytes()
-    rows = _ReadRowGroupsDoFn(None, {}).process((str(path), 0, 1))
+    rows = _ReadRowGroupsDoFn(None, {}).process((str(path), 0, 1, _fingerprint(path)))
     first = next(rows)
     assert first == {"id": "big", "content": content}
     assert len(held) == 2 and [ref() for ref in held] == [None, None]

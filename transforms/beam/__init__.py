@@ -23,7 +23,7 @@ from transforms.beam.coders import ArrowTableCoder, DocumentCoder
 from transforms.beam.incremental import KEPT_CHUNKS, KEPT_MANIFEST, PREVIOUS_IDS, CompareWithPrevious, ListDeleted
 from transforms.beam.outputs import DEAD_LETTER, MANIFEST, METRICS_NAMESPACE
 from transforms.beam.parse import PARSE_METRICS_NAMESPACE, ParseFiles, WriteParsed, WriteParseDeadLetter
-from transforms.beam.read import ReadDocumentIds, ReadDocuments, ReadParquetRows
+from transforms.beam.read import ReadDocumentIds, ReadDocuments, ReadDocumentsAndIds, ReadParquetRows
 from transforms.beam.write import (
     MAX_BATCH_ROWS,
     PLAIN_PAGE_COLUMNS,
@@ -56,6 +56,7 @@ __all__ = [
     "ParseFiles",
     "ReadDocumentIds",
     "ReadDocuments",
+    "ReadDocumentsAndIds",
     "ReadParquetRows",
     "WriteChunks",
     "WriteDeadLetter",

@@ -7,7 +7,7 @@ earlier run's manifest keeps its earlier chunks, copied as Arrow tables; the res
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import apache_beam as beam
@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from apache_beam.io import fileio
 from apache_beam.io.filesystem import FileMetadata
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.pvalue import AsDict, AsList, AsSingleton, TaggedOutput
+from apache_beam.pvalue import AsDict, AsSingleton, TaggedOutput
 
 from transforms.beam.chunk import shared_tokenizer
 from transforms.beam.coders import typed_main_output
@@ -27,7 +27,14 @@ from transforms.chunkers.registry import build_router
 from transforms.chunkers.router import ChunkerRouter
 from transforms.documents import CHUNK_SCHEMA, Document
 from transforms.incremental import id_key, manifest_row, previous_files, stale_chunk_ids, unchanged_key
-from transforms.integrity import DamagedPreviousOutput, kept_chunk_problem
+from transforms.integrity import (
+    DamagedPreviousOutput,
+    add_index_set_digests,
+    digest_key,
+    index_set_digest,
+    kept_chunk_problem,
+    kept_count_problem,
+)
 from transforms.progress import ProgressLog, shared_progress
 
 __all__ = ["KEPT_CHUNKS", "KEPT_MANIFEST", "PREVIOUS_IDS", "CompareWithPrevious", "ListDeleted"]
@@ -37,6 +44,8 @@ KEPT_CHUNKS = "kept_chunks"
 KEPT_MANIFEST = "kept_documents"
 PREVIOUS_IDS = "previous_chunk_ids"
 _KEPT_IDS = "kept_ids"
+_KEPT_EXPECTED = "kept_expected"
+_KEPT_FOUND = "kept_found"
 
 
 class _SelectChangedDoFn(beam.DoFn):
@@ -99,40 +108,77 @@ class _SelectChangedDoFn(beam.DoFn):
         self._chunked.inc()
         progress.add(documents=1, chunks=chunk_count)  # (chunks_written counts the rows copied)
         yield TaggedOutput(KEPT_MANIFEST, row)
-        yield TaggedOutput(_KEPT_IDS, key_of_id)
+        yield TaggedOutput(_KEPT_IDS, (key_of_id, digest_key(document.document_hash)))
+        yield TaggedOutput(_KEPT_EXPECTED, (key_of_id, (document.id, chunk_count)))
 
 
 class _KeptChunksDoFn(beam.DoFn):
-    """Split a previous chunk table: rows of kept documents (a table), and ids of the others."""
+    """Split a previous chunk table: rows of kept documents (a table, checked by
+    :func:`~transforms.integrity.kept_chunk_problem`), the ids of the others, and per kept
+    document its rows' count and :func:`~transforms.integrity.index_set_digest` in this table."""
 
     def setup(self) -> None:
-        self._kept_ids: list[int] | None = None  # the side input last seen, held so that its identity stays valid
-        self._kept: frozenset[int] = frozenset()
+        self._kept_side: Mapping[int, int] | None = None  # the side input last seen
 
     def teardown(self) -> None:
-        self._kept_ids, self._kept = None, frozenset()
+        self._kept_side = None
 
-    def process(self, table: pa.Table, kept_ids: list[int]):
-        if kept_ids is not self._kept_ids:
-            self._kept_ids, self._kept = kept_ids, frozenset(kept_ids)
+    def process(self, table: pa.Table, kept_documents: Mapping[int, int]):
+        # kept_documents: id_key -> digest_key of the document's hash, for every kept document
         ids = table.column("document_id").to_pylist()
         # (A row without a document id, which no rechunk run writes, belongs to no document: left out.)
-        keep = {i: i is not None and id_key(i) in self._kept for i in set(ids)}
-        mask = pa.array([keep[i] for i in ids], pa.bool_())
+        hashes = {}
+        for document_id in set(ids):
+            if document_id is not None:
+                digest = kept_documents.get(id_key(document_id))
+                if digest is not None:
+                    hashes[document_id] = digest
+        mask = pa.array([i in hashes for i in ids], pa.bool_())
         kept = table.filter(mask)
         if kept.num_rows:
-            problem = kept_chunk_problem(kept)
+            problem = kept_chunk_problem(kept, hashes)
             if problem is not None:
                 raise DamagedPreviousOutput("chunks/", problem)
             counter("chunks_written").inc(kept.num_rows)
             for chunker, n in zip(*_value_counts(kept.column("chunker"))):
                 counter(f"chunks_by_chunker.{chunker}").inc(n)
             yield kept.select(CHUNK_SCHEMA.names).cast(CHUNK_SCHEMA)
+            found: dict[str, list[int]] = {}
+            for document_id, index in zip(
+                kept.column("document_id").to_pylist(), kept.column("chunk_index").to_pylist()
+            ):
+                found.setdefault(document_id, []).append(index)
+            for document_id, indexes in found.items():
+                yield TaggedOutput(
+                    _KEPT_FOUND, (id_key(document_id), (document_id, len(indexes), index_set_digest(indexes)))
+                )
         if kept.num_rows < table.num_rows:
             rest = pc.and_(pc.invert(mask), pc.is_valid(table.column("document_id")))
             others = table.select(["document_id", "chunk_index", "chunk_id"]).filter(rest)
             for document_id, index, chunk_id in zip(*(c.to_pylist() for c in others.columns)):
                 yield TaggedOutput(PREVIOUS_IDS, (document_id, (index, chunk_id)))
+
+
+def _add_found(parts: Iterable[tuple[str, int, int]]) -> tuple[str, int, int]:
+    """One kept document's rows counted in several tables, added up (a combiner: any order)."""
+    document_id, rows, digest = "", 0, 0
+    for part_id, part_rows, part_digest in parts:
+        document_id, rows, digest = part_id, rows + part_rows, add_index_set_digests(digest, part_digest)
+    return document_id, rows, digest
+
+
+def _check_kept_counts(element) -> Iterator[None]:
+    """Raise :class:`~transforms.integrity.DamagedPreviousOutput` when a kept document's rows in
+    ``chunks/`` are not its manifest row's ``chunk_count`` chunks (none found included)."""
+    _, groups = element
+    for document_id, chunk_count in groups["expected"]:
+        rows, digest = 0, 0
+        for _, found_rows, found_digest in groups["found"]:
+            rows, digest = found_rows, found_digest
+        problem = kept_count_problem(document_id, chunk_count, rows, digest)
+        if problem is not None:
+            raise DamagedPreviousOutput("chunks/", problem)
+    yield from ()
 
 
 def _value_counts(column: pa.ChunkedArray) -> tuple[list[str], list[int]]:
@@ -233,16 +279,24 @@ class CompareWithPrevious(beam.PTransform):
             | "Select changed"
             >> beam.ParDo(
                 _SelectChangedDoFn(self._spec, *self._progress_args), AsSingleton(self._identity), AsDict(manifest)
-            ).with_outputs(KEPT_MANIFEST, _KEPT_IDS, main="documents"),
+            ).with_outputs(KEPT_MANIFEST, _KEPT_IDS, _KEPT_EXPECTED, main="documents"),
             "documents",
             Document,
         )
         kept = typed_main_output(
             _read_previous(pipeline, "previous chunks", previous_files(self._previous, "chunks"))
             | "Keep unchanged"
-            >> beam.ParDo(_KeptChunksDoFn(), AsList(selected[_KEPT_IDS])).with_outputs(PREVIOUS_IDS, main="chunks"),
+            >> beam.ParDo(_KeptChunksDoFn(), AsDict(selected[_KEPT_IDS])).with_outputs(
+                PREVIOUS_IDS, _KEPT_FOUND, main="chunks"
+            ),
             "chunks",
             pa.Table,
+        )
+        found = kept[_KEPT_FOUND] | "Add up kept rows" >> beam.CombinePerKey(_add_found)
+        _ = (
+            {"expected": selected[_KEPT_EXPECTED], "found": found}
+            | "Join kept counts" >> beam.CoGroupByKey()
+            | "Check kept counts" >> beam.FlatMap(_check_kept_counts)
         )
         return {
             "documents": selected.documents,

@@ -1,4 +1,5 @@
-"""Parquet input as row dicts, one row group at a time: :class:`ReadDocuments`, :class:`ReadDocumentIds`.
+"""Parquet input as row dicts, one row group at a time: :class:`ReadDocuments`, :class:`ReadDocumentIds`,
+and both from one listing, :class:`ReadDocumentsAndIds` (the chunk job's read).
 
 The rows' values are Python values made by ``transforms.columns`` (a string that is not valid
 UTF-8 stays ``bytes``, a value Python cannot hold is an ``Unreadable``), for admission
@@ -20,8 +21,16 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.util import ReshufflePerKey
 
 from transforms.columns import release_rows, table_columns
+from transforms.integrity import InputChanged, InputUnreadable, parquet_fingerprint
 
-__all__ = ["ReadDocumentIds", "ReadDocuments", "ReadParquetRows"]
+__all__ = [
+    "ListRowGroupRanges",
+    "ReadDocumentIds",
+    "ReadDocuments",
+    "ReadDocumentsAndIds",
+    "ReadParquetRows",
+    "ReadRowGroups",
+]
 
 
 class ReadDocuments(beam.PTransform):
@@ -74,18 +83,48 @@ class ReadDocumentIds(beam.PTransform):
         )
 
 
+class ReadDocumentsAndIds(beam.PTransform):
+    """The document rows and, in a second read, their ids alone, both from one listing of the files.
+
+    The files are listed once (:class:`ListRowGroupRanges`): both reads take their ranges, each
+    with its file's :func:`~transforms.integrity.parquet_fingerprint`, from that one listing, and
+    each checks the fingerprint when it opens the file. So the duplicate-id count and the
+    documents see the same files with the same rows, or the run stops
+    (:class:`~transforms.integrity.InputChanged`: a file rewritten or removed between the two
+    reads); a file added after the listing is read by neither.
+
+    Output: a dict, ``rows`` (as :class:`ReadDocuments`) and ``ids`` (as :class:`ReadDocumentIds`).
+
+    Args:
+        file_pattern: A file pattern on any Beam filesystem.
+        column_map: Contract column name -> the input's column name.
+
+    Raises:
+        IOError: When the pipeline is built, if ``file_pattern`` matches no file.
+    """
+
+    def __init__(self, file_pattern: str, *, column_map: Mapping[str, str] | None = None) -> None:
+        super().__init__()
+        self._file_pattern = file_pattern
+        self._column_map = dict(column_map or {})
+
+    def expand(self, pbegin):
+        ranges = pbegin | "List input" >> ListRowGroupRanges(self._file_pattern)
+        rename = {source: target for target, source in self._column_map.items()}
+        source = self._column_map.get("id", "id")
+        return {
+            "rows": ranges | "Read documents" >> ReadRowGroups(rename=rename),
+            "ids": ranges | "Read ids" >> ReadRowGroups(columns=[source], rename={source: "id"}),
+        }
+
+
 class ReadParquetRows(beam.PTransform):
     """Rows of Parquet files as dicts, read a row group at a time and not held while processed.
 
-    Beam's ``fileio.MatchFiles`` lists the files (any Beam filesystem). A DoFn reads each file's
-    footer and cuts the file into byte ranges as Beam's Parquet source does (its split size,
-    ``iobase.Read.get_desired_chunk_size`` of the file's size, where Beam takes all files'
-    together: 1 MiB, or 1,000 times the square root of the size in bytes when larger), each range
-    holding the row groups that start in it:
-    one ``(path, first row group, stop row group)`` per range that holds any, in file order. A
-    ``ReshufflePerKey`` keyed by these spreads them over workers, and a DoFn reads each range's
-    row groups one at a time with pyarrow (``ParquetFile.read_row_group``), converts one to
-    Python values (``transforms.columns.table_columns``), drops the Arrow table and hands Arrow's unused memory
+    :class:`ListRowGroupRanges` lists the files and cuts them into ranges of row groups, spread
+    over workers; :class:`ReadRowGroups` reads each range's row groups one at a time with pyarrow
+    (``ParquetFile.read_row_group``), converts one to Python values
+    (``transforms.columns.table_columns``), drops the Arrow table and hands Arrow's unused memory
     back before it yields the row group's first row. (Beam's ``ReadFromParquetBatched`` keeps
     the table in its reader's frame while the rows are processed downstream in the same fused
     stage: for a row group holding one 50 MB document, 50 MB of Arrow data and the pool's pages,
@@ -105,7 +144,10 @@ class ReadParquetRows(beam.PTransform):
     Raises:
         IOError: When the pipeline is built, if ``file_pattern`` matches no file (as Beam's
             file sources with ``validate=True``). A file removed before the running job lists the
-            files gives no rows; one removed after that fails the job (as with Beam's reader).
+            files gives no rows. Raised on a worker (and so by the runner):
+            :class:`~transforms.integrity.InputChanged` for a file removed or rewritten after
+            the listing, :class:`~transforms.integrity.InputUnreadable` for a file that is not
+            readable Parquet or whose pages fail their checksums.
     """
 
     def __init__(
@@ -115,6 +157,37 @@ class ReadParquetRows(beam.PTransform):
         self._file_pattern = file_pattern
         self._columns = None if columns is None else list(columns)
         self._rename = dict(rename or {})
+
+    def expand(self, pbegin):
+        return (
+            pbegin
+            | "List files" >> ListRowGroupRanges(self._file_pattern)
+            | "Read row groups" >> ReadRowGroups(columns=self._columns, rename=self._rename)
+        )
+
+
+class ListRowGroupRanges(beam.PTransform):
+    """The files of a pattern as ranges of row groups, spread over workers:
+    ``(path, start, stop, fingerprint)`` (the row groups ``start <= i < stop``), for
+    :class:`ReadRowGroups`.
+
+    Beam's ``fileio.MatchFiles`` lists the files (any Beam filesystem). A DoFn reads each file's
+    footer, takes its :func:`~transforms.integrity.parquet_fingerprint` and cuts the file into
+    byte ranges as Beam's Parquet source does (its split size,
+    ``iobase.Read.get_desired_chunk_size`` of the file's size, where Beam takes all files'
+    together: 1 MiB, or 1,000 times the square root of the size in bytes when larger), each range
+    holding the row groups that start in it, in file order. A ``ReshufflePerKey`` keyed by the
+    ranges spreads them over workers.
+
+    Raises:
+        IOError: When the pipeline is built, if ``file_pattern`` matches no file. On a worker,
+            :class:`~transforms.integrity.InputUnreadable` for a file that does not end as
+            Parquet, :class:`~transforms.integrity.InputChanged` for one gone after its match.
+    """
+
+    def __init__(self, file_pattern: str) -> None:
+        super().__init__()
+        self._file_pattern = file_pattern
 
     def expand(self, pbegin):
         # As Beam's FileBasedSource(validate=True): fail when the pipeline is built, not mid-run.
@@ -130,8 +203,26 @@ class ReadParquetRows(beam.PTransform):
             | "Key ranges" >> beam.Map(lambda row_groups: (row_groups, None))
             | "Spread ranges" >> ReshufflePerKey()
             | "Range" >> beam.Keys()
-            | "Read row groups" >> beam.ParDo(_ReadRowGroupsDoFn(self._columns, self._rename))
         )
+
+
+class ReadRowGroups(beam.PTransform):
+    """Rows of :class:`ListRowGroupRanges`'s ranges, read as :class:`ReadParquetRows` says; each
+    file's fingerprint is checked against the listing's when the range opens it, and its pages'
+    checksums (where the writer wrote them) as they are read.
+
+    Args:
+        columns: Read only these columns (``None``: all).
+        rename: Input column name -> output name (as :class:`ReadParquetRows`).
+    """
+
+    def __init__(self, *, columns: list[str] | None = None, rename: Mapping[str, str] | None = None) -> None:
+        super().__init__()
+        self._columns = None if columns is None else list(columns)
+        self._rename = dict(rename or {})
+
+    def expand(self, ranges):
+        return ranges | "Read row groups" >> beam.ParDo(_ReadRowGroupsDoFn(self._columns, self._rename))
 
 
 def _open_parquet(path: str):
@@ -141,22 +232,40 @@ def _open_parquet(path: str):
 
 
 class _RowGroupRangesDoFn(beam.DoFn):
-    """``(path, start, stop)``: the row groups ``start <= i < stop`` of one matched file that start
-    in one byte range of Beam's split size, for each such range, in file order."""
+    """``(path, start, stop, fingerprint)``: the row groups ``start <= i < stop`` of one matched
+    file that start in one byte range of Beam's split size, for each such range, in file order;
+    ``fingerprint`` is the file's :func:`~transforms.integrity.parquet_fingerprint`."""
 
-    def process(self, metadata: FileMetadata) -> Iterator[tuple[str, int, int]]:
-        offsets: list[int] = []
-        if metadata.size_in_bytes > 0:  # as Beam's file sources: a file of 0 bytes holds no rows
-            with _open_parquet(metadata.path) as f, pq.ParquetFile(f) as parquet:
-                offsets = [
-                    _row_group_offset(parquet.metadata.row_group(i)) for i in range(parquet.metadata.num_row_groups)
-                ]
-        chunk = iobase.Read.get_desired_chunk_size(metadata.size_in_bytes)
+    def process(self, metadata: FileMetadata) -> Iterator[tuple[str, int, int, str]]:
+        if metadata.size_in_bytes == 0:  # as Beam's file sources: a file of 0 bytes holds no rows
+            return
+        path = metadata.path
+        try:
+            with _open_parquet(path) as f:
+                fingerprint = parquet_fingerprint(f)
+                with pq.ParquetFile(f) as parquet:
+                    footer = parquet.metadata
+                    offsets = [_row_group_offset(footer.row_group(i)) for i in range(footer.num_row_groups)]
+        except (OSError, ValueError, pa.ArrowException) as err:
+            raise _unreadable(path, "not a readable Parquet file", err) from err
+        chunk = iobase.Read.get_desired_chunk_size(int(fingerprint.partition(":")[0]))
         start = 0
         for index in range(1, len(offsets) + 1):
             if index == len(offsets) or offsets[index] // chunk != offsets[start] // chunk:
-                yield metadata.path, start, index
+                yield path, start, index, fingerprint
                 start = index
+
+
+def _unreadable(path: str, what: str, err: BaseException) -> Exception:
+    """The error for a file that failed to open or read: :class:`InputChanged` when it is gone,
+    :class:`InputUnreadable` (``what`` and the error) otherwise."""
+    try:
+        gone = not FileSystems.exists(path)
+    except Exception:  # the filesystem cannot tell: the read's own error says what happened
+        gone = False
+    if gone:
+        return InputChanged(path, "removed after the job listed it")
+    return InputUnreadable(path, f"{what} ({type(err).__name__}: {err})")
 
 
 def _row_group_offset(row_group: pq.RowGroupMetaData) -> int:
@@ -169,37 +278,65 @@ def _row_group_offset(row_group: pq.RowGroupMetaData) -> int:
 
 
 class _ReadRowGroupsDoFn(beam.DoFn):
-    """Rows of a range of row groups (see :class:`ReadParquetRows`)."""
+    """Rows of a range of row groups (see :class:`ReadParquetRows`); the file is opened once for
+    the range, and its fingerprint checked against the listing's."""
 
     def __init__(self, columns: list[str] | None, rename: Mapping[str, str]) -> None:
         self._columns = columns
         self._rename = rename
 
-    def process(self, row_groups: tuple[str, int, int]) -> Iterator[dict[str, Any]]:
-        path, start, stop = row_groups
+    def process(self, row_groups: tuple[str, int, int, str]) -> Iterator[dict[str, Any]]:
+        path, start, stop, listed = row_groups
         # The footer is parsed once per range, not once per row group: that would make a file
         # of n row groups cost n footers of n row groups each (8,000 row groups of one row:
         # 145 s, against about 1 s).
-        with _open_parquet(path) as f, pq.ParquetFile(f) as parquet:
-            footer = parquet.metadata
-        for index in range(start, stop):
-            columns, num_rows = _read_row_group(path, footer, index, self._columns, self._rename)
-            yield from release_rows(columns, num_rows)
-            del columns
+        try:
+            f = _open_parquet(path)
+        except OSError as err:
+            raise _unreadable(path, "cannot be opened", err) from err
+        with f:
+            try:
+                fingerprint = parquet_fingerprint(f)
+            except (OSError, ValueError) as err:
+                raise InputChanged(path, f"no longer Parquet ({type(err).__name__}: {err})") from err
+            if fingerprint != listed:
+                raise InputChanged(path, _change(listed, fingerprint))
+            try:
+                parquet = pq.ParquetFile(f, page_checksum_verification=True)
+            except (OSError, ValueError, pa.ArrowException) as err:
+                raise _unreadable(path, "not a readable Parquet file", err) from err
+            with parquet:
+                for index in range(start, stop):
+                    columns, num_rows = _read_row_group(path, parquet, index, self._columns, self._rename)
+                    yield from release_rows(columns, num_rows)
+                    del columns
+
+
+def _change(listed: str, found: str) -> str:
+    """What differs between two fingerprints, in words."""
+    listed_size, found_size = listed.partition(":")[0], found.partition(":")[0]
+    if listed_size != found_size:
+        return f"{listed_size} bytes when listed, {found_size} bytes when read again"
+    return f"rewritten after the job listed it (its footer differs; {found_size} bytes both times)"
 
 
 def _read_row_group(
-    path: str, footer: pq.FileMetaData, index: int, columns: list[str] | None, rename: Mapping[str, str]
+    path: str, parquet: pq.ParquetFile, index: int, columns: list[str] | None, rename: Mapping[str, str]
 ) -> tuple[dict[str, list[Any]], int]:
     """One row group's columns as Python values (renamed), and its row count; nothing of Arrow's
-    is referenced when this returns, and the pool's unused memory is handed back. The file is
-    open only while the row group is read (``footer``, its parsed footer, is not read again)."""
-    with _open_parquet(path) as f, pq.ParquetFile(f, metadata=footer) as parquet:
+    is referenced when this returns, and the pool's unused memory is handed back.
+
+    Raises:
+        InputUnreadable: A page fails its checksum, or cannot be decoded.
+    """
+    try:
         # One thread: with Arrow's thread pool some of the read's buffers (3 times a 5 MB
         # column, measured) are freed by pool threads after the table is returned, so they would
         # still be allocated when the rows are handed on. Decoding is about 0.1 s of CPU for all
         # of docs.parquet either way.
         table = parquet.read_row_group(index, columns=columns, use_threads=False)
+    except (OSError, ValueError, pa.ArrowException) as err:
+        raise _unreadable(path, f"row group {index} cannot be read", err) from err
     # Arrow's pool (mimalloc) keeps freed buffers resident: hand back the read's (the compressed
     # and decompressed pages, 2 times the table for one 50 MB document) before the Python
     # values are made, and the table's and the conversions' casts before the rows go on.

@@ -160,7 +160,7 @@ class _ParquetSink(filebasedsink.FileBasedSink):
             compression="zstd",
             use_dictionary=self._dictionary,
             use_compliant_nested_type=False,
-            write_page_checksum=True,  # verified when a later run reads it as --previous
+            write_page_checksum=True,  # verified when a later run reads it (--previous, or --input for parse output)
         )
         return writer, handle
 
