@@ -2,7 +2,8 @@
 
     python benchmarks/memory.py [--input sample/docs.parquet] [--copies 1 4]
                                 [--document-mb 50] [--only corpus|documents] [--documents NAME ...]
-                                [--plain-content] [--work DIR] [--out FILE.md] [-- JOB OPTIONS]
+                                [--plain-content] [--dead-letter] [--work DIR] [--out FILE.md]
+                                [-- JOB OPTIONS]
 
 Every row is a fresh ``python -m pipelines.rechunk`` with the default runner (the in_memory
 FnApiRunner: the whole job in one process), measured by ``measurement.measure_process``: wall
@@ -27,6 +28,10 @@ written to a temporary folder (``--work``, removed afterwards unless given), nev
     ``(peak - tiny)`` per character and per byte of the content's UTF-8: the bound asked for is 3.
     Also printed: the UTF-8 bytes and the Python string's own bytes per character
     (``sys.getsizeof`` over the length: 1, 2 or 4, PEP 393).
+
+``--dead-letter`` runs each single document a second time with ``--max-document-chars`` at half
+its length, so that it is dead-lettered whole (``document_too_large``, its content the row's
+``payload``): the rejection path's peak beside the chunking path's, on the same document.
 
 ``--plain-content`` writes the single documents' ``content`` column in plain pages
 (``use_dictionary`` for every other column only): pyarrow's default writer keeps a huge first value
@@ -234,6 +239,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="write the single documents' content in plain pages (no dictionary page)",
     )
+    parser.add_argument(
+        "--dead-letter",
+        action="store_true",
+        help="also run each single document over --max-document-chars (dead-lettered whole)",
+    )
     parser.add_argument("--work", help="folder for the inputs and outputs (default: a temporary one, removed)")
     parser.add_argument("--out", help="also write the table to this Markdown file")
     parser.add_argument("job_options", nargs=argparse.REMAINDER, help="after --: options for every job run")
@@ -256,6 +266,11 @@ def _measure_rows(args: argparse.Namespace, work: Path, options: list[str]) -> l
         for name, (path, figures) in documents.items():
             label = f"{name} {args.document_mb:g} M"
             rows.append(_row(label, path, figures, work, options, tiny["high_water_mib"]))
+            if args.dead_letter:
+                # the same document over --max-document-chars: dead-lettered whole, as document_too_large
+                rejected = [*options, "--max-document-chars", str(figures["characters"] // 2)]
+                rejected += ["--max-dead-letter-fraction", "1"]
+                rows.append(_row(f"{label}, dead-lettered", path, figures, work, rejected, tiny["high_water_mib"]))
     if args.only != "documents":
         for copies in args.copies:
             path = work / f"corpus-x{copies}.parquet"

@@ -148,8 +148,9 @@ def test_worker_progress_lines_forwarded_by_beam_are_shown_as_rechunk_lines():
 @pytest.mark.slow
 def test_text_columns_are_written_in_plain_pages_and_the_rest_dictionary_encoded(tmp_path):
     """Every output file is zstd; a column holding a document's or a chunk's text has no dictionary
-    page (reading a huge value back from one holds an extra copy of it), the other columns keep
-    pyarrow's dictionary encoding (the list of headings included)."""
+    page (reading a huge value back from one holds an extra copy of it) and no min and max
+    statistics (writing a huge value would build several more copies), the other columns keep
+    pyarrow's dictionary encoding (the list of headings included) and their statistics."""
     docs = write_documents(
         tmp_path / "docs.parquet",
         [
@@ -164,7 +165,7 @@ def test_text_columns_are_written_in_plain_pages_and_the_rest_dictionary_encoded
     )
     argv = ["--input", str(docs), "--output", str(tmp_path / "out"), "--max-dead-letter-fraction", "1"]
     assert main([*argv, "--max-tokens", "64"]) == 0
-    seen = {}
+    seen, statistics = {}, {}
     for folder in ("chunks", "dead_letter", "documents"):
         for path in sorted((tmp_path / "out" / folder).glob("*.parquet")):
             metadata = pq.ParquetFile(path).metadata
@@ -173,8 +174,10 @@ def test_text_columns_are_written_in_plain_pages_and_the_rest_dictionary_encoded
                     column = metadata.row_group(g).column(c)
                     assert column.compression == "ZSTD", (path, column.path_in_schema)
                     seen[(folder, column.path_in_schema)] = "RLE_DICTIONARY" in column.encodings
+                    statistics[(folder, column.path_in_schema)] = column.is_stats_set
     plain = {("chunks", "text"), ("chunks", "embedding_text"), ("dead_letter", "payload"), ("dead_letter", "detail")}
     assert {key for key, dictionary in seen.items() if not dictionary} == plain
+    assert {key for key, written in statistics.items() if not written} == plain
     # the list layout of Beam's own sink (``item``), as earlier outputs have it
     assert seen[("chunks", "headings.list.item")] and seen[("chunks", "document_id")]
     assert ("documents", "document_hash") in seen and ("dead_letter", "reason") in seen
