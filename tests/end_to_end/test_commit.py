@@ -91,6 +91,7 @@ def test_a_gs_run_commits_and_releases_its_lock(gcs):
     marker = json.loads(_gs_read(f"{output}/{commit.MARKER_NAME}"))
     assert set(marker["files"]) == {
         "chunks/chunks-00000-of-00001.parquet",
+        "dead_letter/admission-00000-of-00001.parquet",
         "dead_letter/dead_letter-00000-of-00001.parquet",
         "documents/documents-00000-of-00001.parquet",
     }

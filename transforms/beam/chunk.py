@@ -18,7 +18,7 @@ import apache_beam as beam
 from apache_beam.pvalue import AsDict, AsSingleton, TaggedOutput
 
 from transforms.admission import id_as_text, row_to_document
-from transforms.beam.coders import typed_main_output
+from transforms.beam.coders import typed_main_output, typed_output
 from transforms.beam.outputs import DEAD_LETTER, MANIFEST, count, counter, tagged_dead_letter
 from transforms.chunkers.registry import build_router
 from transforms.documents import DeadLetter, Document
@@ -112,7 +112,7 @@ class AdmitDocuments(beam.PTransform):
         admitted = rows | "Admit" >> beam.ParDo(
             _AdmitDoFn(self._max_document_chars, *self._progress_args), AsDict(duplicates), AsSingleton(self._identity)
         ).with_outputs(DEAD_LETTER, main="documents")
-        return typed_main_output(admitted, "documents", Document)
+        return typed_output(typed_main_output(admitted, "documents", Document), DEAD_LETTER, DeadLetter)
 
 
 class _ChunkDoFn(beam.DoFn):
@@ -216,6 +216,7 @@ class ChunkDocuments(beam.PTransform):
         self._progress_args = (progress_seconds, documents_total)
 
     def expand(self, documents):
-        return documents | "Chunk and validate" >> beam.ParDo(
+        outputs = documents | "Chunk and validate" >> beam.ParDo(
             _ChunkDoFn(self._spec, *self._progress_args), AsSingleton(self._identity)
         ).with_outputs(DEAD_LETTER, MANIFEST, main="chunks")
+        return typed_output(outputs, DEAD_LETTER, DeadLetter)

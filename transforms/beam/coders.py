@@ -2,9 +2,11 @@
 
 Beam samples the size of elements on every edge between transforms (always the first ten, then
 about ten per doubling) with the edge's coder. Importing this module registers
-:class:`ArrowTableCoder` for ``pyarrow.Table`` and :class:`DocumentCoder` for
-:class:`~transforms.documents.Document` (``transforms.beam`` imports it first); an edge gets one
-where its PCollection is typed so (:func:`typed_main_output`, ``.with_output_types``).
+:class:`ArrowTableCoder` for ``pyarrow.Table``, :class:`DocumentCoder` for
+:class:`~transforms.documents.Document` and :class:`DeadLetterCoder` for
+:class:`~transforms.documents.DeadLetter` (``transforms.beam`` imports it first); an edge gets one
+where its PCollection is typed so (:func:`typed_main_output`, :func:`typed_output`,
+``.with_output_types``).
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ import pickle
 import apache_beam as beam
 import pyarrow as pa
 
-from transforms.documents import Document
+from transforms.documents import DeadLetter, Document
 
-__all__ = ["ArrowTableCoder", "DocumentCoder", "typed_main_output"]
+__all__ = ["ArrowTableCoder", "DeadLetterCoder", "DocumentCoder", "typed_main_output", "typed_output"]
 
 
 class ArrowTableCoder(beam.coders.Coder):
@@ -76,6 +78,42 @@ class DocumentCoder(beam.coders.Coder):
 
 
 beam.coders.registry.register_coder(Document, DocumentCoder)
+
+
+class DeadLetterCoder(beam.coders.Coder):
+    """:class:`DeadLetter` records pickled, with a size estimate that encodes nothing.
+
+    A dead-letter row's ``payload`` is a rejected document's whole content. With Beam's default
+    coder the size estimate of the edge pickles it whole (and the pickler's buffers grow with
+    it): for a 200 M-character document dead-lettered as ``document_too_large``, several hundred
+    MiB of peak (``benchmarks/memory.py --dead-letter``). This coder's estimate is the payload's
+    and the detail's length in code points.
+    """
+
+    def encode(self, row: DeadLetter) -> bytes:
+        return pickle.dumps(row, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def decode(self, encoded: bytes) -> DeadLetter:
+        return pickle.loads(encoded)
+
+    def estimate_size(self, row: DeadLetter) -> int:
+        return len(row.payload or "") + len(row.detail)
+
+    def is_deterministic(self) -> bool:
+        return False
+
+    def to_type_hint(self):
+        return DeadLetter
+
+
+beam.coders.registry.register_coder(DeadLetter, DeadLetterCoder)
+
+
+def typed_output(outputs, tag: str, element_type: type):
+    """``outputs`` (a ParDo's ``with_outputs``) with its output ``tag`` typed ``element_type``
+    (as :func:`typed_main_output`, for a tagged output: ``DeadLetterCoder`` on a dead-letter edge)."""
+    outputs[tag].element_type = element_type
+    return outputs
 
 
 def typed_main_output(outputs, main: str, element_type: type):

@@ -176,8 +176,8 @@ class ListRowGroupRanges(beam.PTransform):
     byte ranges as Beam's Parquet source does (its split size,
     ``iobase.Read.get_desired_chunk_size`` of the file's size, where Beam takes all files'
     together: 1 MiB, or 1,000 times the square root of the size in bytes when larger), each range
-    holding the row groups that start in it, in file order. A ``ReshufflePerKey`` keyed by the
-    ranges spreads them over workers.
+    holding the row groups that start in it, in file order. Each :class:`ReadRowGroups` spreads
+    them over workers (a ``ReshufflePerKey`` keyed by the ranges).
 
     Raises:
         IOError: When the pipeline is built, if ``file_pattern`` matches no file. On a worker,
@@ -197,17 +197,12 @@ class ListRowGroupRanges(beam.PTransform):
             pbegin
             | "Match files" >> fileio.MatchFiles(self._file_pattern, EmptyMatchTreatment.ALLOW)
             | "Row group ranges" >> beam.ParDo(_RowGroupRangesDoFn())
-            # Keyed by the range itself, not by Beam's random keys: the same spread on every run
-            # (the FnApiRunner deals keys to its workers in turn; ranges of about equal bytes, as
-            # Beam's splits, so that dealing them in turn balances the workers).
-            | "Key ranges" >> beam.Map(lambda row_groups: (row_groups, None))
-            | "Spread ranges" >> ReshufflePerKey()
-            | "Range" >> beam.Keys()
         )
 
 
 class ReadRowGroups(beam.PTransform):
-    """Rows of :class:`ListRowGroupRanges`'s ranges, read as :class:`ReadParquetRows` says; each
+    """Rows of :class:`ListRowGroupRanges`'s ranges, spread over workers and read as
+    :class:`ReadParquetRows` says; each
     file's fingerprint is checked against the listing's when the range opens it, and its pages'
     checksums (where the writer wrote them) as they are read.
 
@@ -222,7 +217,20 @@ class ReadRowGroups(beam.PTransform):
         self._rename = dict(rename or {})
 
     def expand(self, ranges):
-        return ranges | "Read row groups" >> beam.ParDo(_ReadRowGroupsDoFn(self._columns, self._rename))
+        return (
+            ranges
+            # Keyed by the range itself, not by Beam's random keys: the same spread on every run
+            # (the FnApiRunner deals keys to its workers in turn; ranges of about equal bytes, as
+            # Beam's splits, so that dealing them in turn balances the workers). Each read spreads
+            # the listing's ranges itself: a shuffle shared by two reads would put both in one
+            # stage, and a read whose rows meet a side input computed from the other could then
+            # not be fused with that consumer (every row encoded between stages: +200 MiB to
+            # chunk one 50 MB document, measured).
+            | "Key ranges" >> beam.Map(lambda row_groups: (row_groups, None))
+            | "Spread ranges" >> ReshufflePerKey()
+            | "Range" >> beam.Keys()
+            | "Read row groups" >> beam.ParDo(_ReadRowGroupsDoFn(self._columns, self._rename))
+        )
 
 
 def _open_parquet(path: str):

@@ -8,7 +8,7 @@ key-value metadata key :data:`RUN_ID_KEY` (the commit's check that the files are
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import apache_beam as beam
@@ -57,18 +57,22 @@ def _utf8_size(value: Any) -> int:
 
 
 class _ArrowBatches(beam.DoFn):
-    """Row dicts into pyarrow Tables of ``schema``, each under :data:`MAX_BATCH_BYTES` bytes of
-    strings and :data:`MAX_BATCH_ROWS` rows (one larger row makes a table of its own). Once a
-    table is written, Arrow's pool hands back its unused memory (``release_unused``)."""
+    """Row dicts (or records that ``to_row`` turns into row dicts, here rather than on an edge of
+    their own, whose size estimate would encode each row) into pyarrow Tables of ``schema``, each
+    under :data:`MAX_BATCH_BYTES` bytes of strings and :data:`MAX_BATCH_ROWS` rows (one larger row
+    makes a table of its own). Once a table is written, Arrow's pool hands back its unused memory
+    (``release_unused``)."""
 
-    def __init__(self, schema: pa.Schema) -> None:
+    def __init__(self, schema: pa.Schema, to_row: Callable[[Any], Mapping[str, Any]] | None = None) -> None:
         self._schema = schema
+        self._to_row = to_row
 
     def start_bundle(self) -> None:
         self._rows: list[Mapping[str, Any]] = []
         self._bytes = 0
 
-    def process(self, row: Mapping[str, Any]):
+    def process(self, element: Any):
+        row = element if self._to_row is None else self._to_row(element)
         size = sum(_utf8_size(v) for v in row.values())
         if self._rows and (self._bytes + size > MAX_BATCH_BYTES or len(self._rows) >= MAX_BATCH_ROWS):
             yield self._flush()
@@ -98,18 +102,27 @@ class WriteRows(beam.PTransform):
         file_path_prefix: The files' path up to ``-SSSSS-of-NNNNN.parquet``, on any Beam filesystem.
         schema: The files' Arrow schema; each row dict has its columns.
         run_id: Written in each file's footer (:data:`RUN_ID_KEY`), when given.
+        to_row: Turns each element into its row dict (``None``: the elements are row dicts).
     """
 
-    def __init__(self, file_path_prefix: str, schema: pa.Schema, *, run_id: str | None = None) -> None:
+    def __init__(
+        self,
+        file_path_prefix: str,
+        schema: pa.Schema,
+        *,
+        run_id: str | None = None,
+        to_row: Callable[[Any], Mapping[str, Any]] | None = None,
+    ) -> None:
         super().__init__()
         self._prefix = file_path_prefix
         self._schema = schema
         self._run_id = run_id
+        self._to_row = to_row
 
     def expand(self, rows):
         return (
             rows
-            | "Record batches" >> beam.ParDo(_ArrowBatches(self._schema)).with_output_types(pa.Table)
+            | "Record batches" >> beam.ParDo(_ArrowBatches(self._schema, self._to_row)).with_output_types(pa.Table)
             | "Write Parquet" >> _parquet_sink(self._prefix, self._schema, self._run_id)
         )
 
@@ -196,10 +209,7 @@ class WriteDeadLetter(WriteRows):
     are whole documents, so a batch may hold a single row."""
 
     def __init__(self, file_path_prefix: str, *, run_id: str | None = None) -> None:
-        super().__init__(file_path_prefix, DEAD_LETTER_SCHEMA, run_id=run_id)
-
-    def expand(self, rows):
-        return super().expand(rows | "Dead-letter rows" >> beam.Map(DeadLetter.to_row))
+        super().__init__(file_path_prefix, DEAD_LETTER_SCHEMA, run_id=run_id, to_row=DeadLetter.to_row)
 
 
 class WriteManifest(WriteRows):
