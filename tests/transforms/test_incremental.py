@@ -280,7 +280,6 @@ def test_kept_chunks_are_the_kept_documents_rows_in_order_and_the_rest_are_liste
         rows.append(row)
     table = pa.Table.from_pylist(rows, schema=CHUNK_SCHEMA)
     dofn = _KeptChunksDoFn()
-    dofn.setup()
     outputs = list(dofn.process(table, {id_key(i): digest_key("0" * 64) for i in ("a", "c", "unknown")}))
     kept = [o for o in outputs if isinstance(o, pa.Table)]
     others = [o.value for o in outputs if isinstance(o, TaggedOutput) and o.tag == PREVIOUS_IDS]

@@ -263,15 +263,10 @@ def test_chunk_dofn_teardown_closes_the_models_setup_built(monkeypatch):
 
 
 def test_select_changed_dofn_teardown_closes_the_models_setup_built(monkeypatch):
-    from transforms.beam.incremental import _KeptChunksDoFn, _SelectChangedDoFn
+    from transforms.beam.incremental import _SelectChangedDoFn
 
     dofn = _SelectChangedDoFn(_spec_with_a_model(monkeypatch))
     dofn.setup()
     (model,) = _FakeModel.instances
     dofn.teardown()
     assert (model.closed, dofn._router, dofn._progress) == (1, None, None)
-    kept = _KeptChunksDoFn()
-    kept.setup()
-    kept._kept = frozenset({1, 2})
-    kept.teardown()
-    assert (kept._kept_ids, kept._kept) == (None, frozenset())

@@ -117,12 +117,6 @@ class _KeptChunksDoFn(beam.DoFn):
     :func:`~transforms.integrity.kept_chunk_problem`), the ids of the others, and per kept
     document its rows' count and :func:`~transforms.integrity.index_set_digest` in this table."""
 
-    def setup(self) -> None:
-        self._kept_side: Mapping[int, int] | None = None  # the side input last seen
-
-    def teardown(self) -> None:
-        self._kept_side = None
-
     def process(self, table: pa.Table, kept_documents: Mapping[int, int]):
         # kept_documents: id_key -> digest_key of the document's hash, for every kept document
         ids = table.column("document_id").to_pylist()
