@@ -258,7 +258,7 @@ def test_kept_chunks_are_the_kept_documents_rows_in_order_and_the_rest_are_liste
     from apache_beam.pvalue import TaggedOutput
 
     from transforms.beam import PREVIOUS_IDS
-    from transforms.beam.incremental import _KEPT_FOUND, _KeptChunksDoFn
+    from transforms.beam.incremental import _kept_rows_found, _KeptChunksDoFn
     from transforms.documents import CHUNK_SCHEMA, chunk_id
     from transforms.incremental import id_key
     from transforms.integrity import digest_key, index_set_digest
@@ -283,12 +283,11 @@ def test_kept_chunks_are_the_kept_documents_rows_in_order_and_the_rest_are_liste
     outputs = list(dofn.process(table, {id_key(i): digest_key("0" * 64) for i in ("a", "c", "unknown")}))
     kept = [o for o in outputs if isinstance(o, pa.Table)]
     others = [o.value for o in outputs if isinstance(o, TaggedOutput) and o.tag == PREVIOUS_IDS]
-    found = [o.value for o in outputs if isinstance(o, TaggedOutput) and o.tag == _KEPT_FOUND]
     assert len(kept) == 1 and kept[0].schema == CHUNK_SCHEMA
     assert kept[0].to_pylist() == [r for r in rows if r["document_id"] in ("a", "c")]
     assert others == [(d, (i, chunk_id(d, i, f"text {i}"))) for d, i in (("b", 2), ("b", 6), ("d", 7))]
     # per kept document: its rows in this table, counted, and the digest of their indexes
-    assert found == [
+    assert list(_kept_rows_found(kept[0])) == [
         (id_key("a"), ("a", 3, index_set_digest([0, 1, 3]))),
         (id_key("c"), ("c", 2, index_set_digest([4, 5]))),
     ]

@@ -45,7 +45,6 @@ KEPT_MANIFEST = "kept_documents"
 PREVIOUS_IDS = "previous_chunk_ids"
 _KEPT_IDS = "kept_ids"
 _KEPT_EXPECTED = "kept_expected"
-_KEPT_FOUND = "kept_found"
 
 
 class _SelectChangedDoFn(beam.DoFn):
@@ -114,8 +113,7 @@ class _SelectChangedDoFn(beam.DoFn):
 
 class _KeptChunksDoFn(beam.DoFn):
     """Split a previous chunk table: rows of kept documents (a table, checked by
-    :func:`~transforms.integrity.kept_chunk_problem`), the ids of the others, and per kept
-    document its rows' count and :func:`~transforms.integrity.index_set_digest` in this table."""
+    :func:`~transforms.integrity.kept_chunk_problem`) and the ids of the others."""
 
     def process(self, table: pa.Table, kept_documents: Mapping[int, int]):
         # kept_documents: id_key -> digest_key of the document's hash, for every kept document
@@ -137,20 +135,23 @@ class _KeptChunksDoFn(beam.DoFn):
             for chunker, n in zip(*_value_counts(kept.column("chunker"))):
                 counter(f"chunks_by_chunker.{chunker}").inc(n)
             yield kept.select(CHUNK_SCHEMA.names).cast(CHUNK_SCHEMA)
-            found: dict[str, list[int]] = {}
-            for document_id, index in zip(
-                kept.column("document_id").to_pylist(), kept.column("chunk_index").to_pylist()
-            ):
-                found.setdefault(document_id, []).append(index)
-            for document_id, indexes in found.items():
-                yield TaggedOutput(
-                    _KEPT_FOUND, (id_key(document_id), (document_id, len(indexes), index_set_digest(indexes)))
-                )
         if kept.num_rows < table.num_rows:
             rest = pc.and_(pc.invert(mask), pc.is_valid(table.column("document_id")))
             others = table.select(["document_id", "chunk_index", "chunk_id"]).filter(rest)
             for document_id, index, chunk_id in zip(*(c.to_pylist() for c in others.columns)):
                 yield TaggedOutput(PREVIOUS_IDS, (document_id, (index, chunk_id)))
+
+
+def _kept_rows_found(table) -> Iterator[tuple[int, tuple[str, int, int]]]:
+    # (No hint on the table: Beam would hold the kept-chunks ParDo's other outputs to it.)
+    """Per kept document in one table of kept chunks (a pyarrow table): ``(id_key, (document_id, rows, index set
+    digest))``, the rows' count and :func:`~transforms.integrity.index_set_digest` of their
+    ``chunk_index`` values."""
+    found: dict[str, list[int]] = {}
+    for document_id, index in zip(table.column("document_id").to_pylist(), table.column("chunk_index").to_pylist()):
+        found.setdefault(document_id, []).append(index)
+    for document_id, indexes in found.items():
+        yield id_key(document_id), (document_id, len(indexes), index_set_digest(indexes))
 
 
 def _add_found(parts: Iterable[tuple[str, int, int]]) -> tuple[str, int, int]:
@@ -280,13 +281,17 @@ class CompareWithPrevious(beam.PTransform):
         kept = typed_main_output(
             _read_previous(pipeline, "previous chunks", previous_files(self._previous, "chunks"))
             | "Keep unchanged"
-            >> beam.ParDo(_KeptChunksDoFn(), AsDict(selected[_KEPT_IDS])).with_outputs(
-                PREVIOUS_IDS, _KEPT_FOUND, main="chunks"
-            ),
+            >> beam.ParDo(_KeptChunksDoFn(), AsDict(selected[_KEPT_IDS])).with_outputs(PREVIOUS_IDS, main="chunks"),
             "chunks",
             pa.Table,
         )
-        found = kept[_KEPT_FOUND] | "Add up kept rows" >> beam.CombinePerKey(_add_found)
+        # (Counted in a step of its own: Beam's runtime type check holds every output of a ParDo
+        # to the input hints of all its consumers, and CombinePerKey's hint is a tuple.)
+        found = (
+            kept.chunks
+            | "Count kept rows" >> beam.FlatMap(_kept_rows_found)
+            | "Add up kept rows" >> beam.CombinePerKey(_add_found)
+        )
         _ = (
             {"expected": selected[_KEPT_EXPECTED], "found": found}
             | "Join kept counts" >> beam.CoGroupByKey()
