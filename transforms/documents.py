@@ -318,9 +318,16 @@ def unescape_payload(payload: str) -> bytes:
     )
 
 
+_METADATA_ENCODER = json.JSONEncoder(
+    sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False
+)
+
+
 def dumps_metadata(metadata: Mapping[str, Any]) -> str:
     """Serialize metadata as compact JSON with sorted keys, so equal metadata gives equal bytes."""
-    return json.dumps(metadata, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False)
+    if type(metadata) is dict and not metadata:
+        return "{}"
+    return _METADATA_ENCODER.encode(metadata)
 
 
 # Arrow schemas of the outputs, as the contract types them (``string``, not ``large_string``).

@@ -92,6 +92,9 @@ def _library_versions(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(found)
 
 
+_PARTS_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
 def input_fingerprint(
     document: Document,
     *,
@@ -119,7 +122,7 @@ def input_fingerprint(
         tokenizer,
         str(max_tokens),
     ]
-    return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()
+    return hashlib.sha256(_PARTS_ENCODER.encode(parts).encode("utf-8")).hexdigest()
 
 
 def manifest_row(

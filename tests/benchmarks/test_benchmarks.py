@@ -308,3 +308,18 @@ def test_job_writes_text_columns_in_plain_pages(tmp_path):
         }
         assert not dictionary["text"] and not dictionary["embedding_text"], path
         assert dictionary["document_id"] and dictionary["chunker"], path
+
+
+@pytest.mark.slow
+def test_tiny_documents_runs_and_accounts_for_each_documents_time(tmp_path):
+    """benchmarks/tiny_documents.py end to end on a few hundred documents: every document
+    chunked (it exits otherwise), and the per-document rows add up to the job's."""
+    from benchmarks import tiny_documents
+
+    out = tmp_path / "tiny.md"
+    tiny_documents.main(["--documents", "300", "--rounds", "1", "--workdir", str(tmp_path / "work"), "--out", str(out)])
+    text = out.read_text()
+    assert "| 300 tiny documents |" in text and "| one document (start-up) |" in text
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines() if " | " in line}
+    assert {"the job", "admission (row_to_document)", "the rest: runner, read, writers"} <= set(rows)
+    assert tiny_documents.tiny_documents(3).column("id").to_pylist() == ["doc-00000000", "doc-00000001", "doc-00000002"]

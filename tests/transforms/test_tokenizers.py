@@ -1075,3 +1075,16 @@ def test_part_cuts_leave_the_encoding_unchanged_and_token_ends_are_max_token_cha
                     assert joined.tolist() == whole.tolist(), (text, cut)
     assert tokenizer.part_cut("abc def", 1) == 3 and tokenizer.part_cut("abcdef", 1) == 6
     assert tokenizer.part_cut("ab\ncd", 3) == 3 and tokenizer.part_cut("ab \n cd", 1) == 2
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.text(alphabet=st.sampled_from(list("ab é😀\n\t  xyz.,;\u0301中文")) | st.characters(), max_size=300))
+def test_token_ends_of_a_short_text_sum_each_tokens_starting_code_points(cl100k, reference_cl100k, text):
+    """Short texts (summed in Python) and longer ones (numpy) follow one rule: each token ends
+    after the code points that start in its bytes and before it; the array is int32."""
+    import numpy as np
+
+    whole = reference_cl100k.encode_ordinary(tiktoken_bpe._without_surrogates(text))
+    starting = [sum(1 for b in reference_cl100k.decode_single_token_bytes(t) if b & 0xC0 != 0x80) for t in whole]
+    ends = cl100k.token_ends(text)
+    assert ends.dtype == np.int32 and np.array_equal(ends, np.cumsum(starting, dtype=np.int64))

@@ -19,7 +19,7 @@ from apache_beam.pvalue import AsDict, AsSingleton, TaggedOutput
 
 from transforms.admission import id_as_text, row_to_document
 from transforms.beam.coders import typed_main_output, typed_output
-from transforms.beam.outputs import DEAD_LETTER, MANIFEST, count, counter, tagged_dead_letter
+from transforms.beam.outputs import DEAD_LETTER, MANIFEST, BundleCounts, counter, tagged_dead_letter
 from transforms.chunkers.registry import build_router
 from transforms.documents import DeadLetter, Document
 from transforms.outcomes import ChunkOutcome, DocumentChunking, DocumentSummary
@@ -130,6 +130,7 @@ class _ChunkDoFn(beam.DoFn):
         self._chunking: DocumentChunking | None = None
         self._tokenizer: Tokenizer | None = None
         self._progress: ProgressLog | None = None
+        self._counts = BundleCounts()
 
     def setup(self) -> None:
         self._progress = shared_progress(*self._progress_args)
@@ -152,9 +153,9 @@ class _ChunkDoFn(beam.DoFn):
                 if isinstance(outcome, DeadLetter):
                     yield tagged_dead_letter(outcome)
                 elif isinstance(outcome, DocumentSummary):
-                    count(outcome.counters)
+                    self._counts.add(outcome.counters)
                     if document.previous_run == "new" and ("documents_chunked", 1) in outcome.counters:
-                        count([("incremental.documents_new", 1)])
+                        self._counts.add([("incremental.documents_new", 1)])
                     if outcome.progress_chunks is not None:
                         progress.add(documents=1, chunks=outcome.progress_chunks)
                     if outcome.manifest is not None:
@@ -163,7 +164,13 @@ class _ChunkDoFn(beam.DoFn):
                     yield outcome
                 outcome = None  # (a row is not held while the next chunk is built)
         finally:
-            count(chunking.model_usage())
+            self._counts.add(chunking.model_usage())
+
+    def start_bundle(self) -> None:
+        self._counts = BundleCounts()  # (nothing of a failed bundle's is carried into its retry)
+
+    def finish_bundle(self) -> None:
+        self._counts.flush()
 
 
 class ChunkDocuments(beam.PTransform):

@@ -66,6 +66,14 @@ class _ArrowBatches(beam.DoFn):
     def __init__(self, schema: pa.Schema, to_row: Callable[[Any], Mapping[str, Any]] | None = None) -> None:
         self._schema = schema
         self._to_row = to_row
+        # Only these columns hold strings: a row's size is theirs.
+        self._string_columns = tuple(
+            field.name
+            for field in schema
+            if pa.types.is_string(field.type)
+            or pa.types.is_large_string(field.type)
+            or (pa.types.is_list(field.type) and pa.types.is_string(field.type.value_type))
+        )
 
     def start_bundle(self) -> None:
         self._rows: list[Mapping[str, Any]] = []
@@ -73,7 +81,9 @@ class _ArrowBatches(beam.DoFn):
 
     def process(self, element: Any):
         row = element if self._to_row is None else self._to_row(element)
-        size = sum(_utf8_size(v) for v in row.values())
+        size = 0
+        for name in self._string_columns:
+            size += _utf8_size(row.get(name))
         if self._rows and (self._bytes + size > MAX_BATCH_BYTES or len(self._rows) >= MAX_BATCH_ROWS):
             yield self._flush()
             # The table has been written downstream by now (the sink is fused here). Arrow's pool
