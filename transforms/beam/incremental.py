@@ -143,10 +143,10 @@ class _KeptChunksDoFn(beam.DoFn):
 
 
 def _kept_rows_found(table) -> Iterator[tuple[int, tuple[str, int, int]]]:
-    # (No hint on the table: Beam would hold the kept-chunks ParDo's other outputs to it.)
-    """Per kept document in one table of kept chunks (a pyarrow table): ``(id_key, (document_id, rows, index set
-    digest))``, the rows' count and :func:`~transforms.integrity.index_set_digest` of their
+    """Per kept document in one table of kept chunks (a pyarrow table): ``(id_key, (document_id,
+    rows, digest))``, its rows' count and :func:`~transforms.integrity.index_set_digest` of their
     ``chunk_index`` values."""
+    # (``table`` has no type hint: Beam would hold the kept-chunks ParDo's other outputs to it.)
     found: dict[str, list[int]] = {}
     for document_id, index in zip(table.column("document_id").to_pylist(), table.column("chunk_index").to_pylist()):
         found.setdefault(document_id, []).append(index)
