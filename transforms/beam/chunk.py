@@ -19,7 +19,7 @@ from apache_beam.pvalue import AsDict, AsSingleton, TaggedOutput
 
 from transforms.admission import id_as_text, row_to_document
 from transforms.beam.coders import typed_main_output, typed_output
-from transforms.beam.outputs import DEAD_LETTER, MANIFEST, BundleCounts, counter, tagged_dead_letter
+from transforms.beam.outputs import DEAD_LETTER, MANIFEST, BundleCounts, tagged_dead_letter
 from transforms.chunkers.registry import build_router
 from transforms.documents import DeadLetter, Document
 from transforms.outcomes import ChunkOutcome, DocumentChunking, DocumentSummary
@@ -36,6 +36,10 @@ def shared_tokenizer(spec: str) -> Tokenizer:
     return load_tokenizer(spec)
 
 
+_READ = (("documents_read", 1),)
+_DEAD_LETTERED = (("documents_dead_lettered", 1),)
+
+
 class _AdmitDoFn(beam.DoFn):
     def __init__(
         self, max_document_chars: int | None, progress_seconds: float = 0, documents_total: int | None = None
@@ -43,17 +47,22 @@ class _AdmitDoFn(beam.DoFn):
         self._max_document_chars = max_document_chars
         self._progress_args = (progress_seconds, documents_total)
         self._progress: ProgressLog | None = None
-        self._read = counter("documents_read")
-        self._dead_lettered = counter("documents_dead_lettered")
+        self._counts = BundleCounts()
 
     def setup(self) -> None:
         self._progress = shared_progress(*self._progress_args)
 
+    def start_bundle(self) -> None:
+        self._counts = BundleCounts()  # (nothing of a failed bundle's is carried into its retry)
+
+    def finish_bundle(self) -> None:
+        self._counts.flush()
+
     def process(self, row, duplicates, tokenizer_identity):
-        self._read.inc()
+        self._counts.add(_READ)
         result = row_to_document(row, duplicates, tokenizer_identity, self._max_document_chars)
         if isinstance(result, DeadLetter):
-            self._dead_lettered.inc()
+            self._counts.add(_DEAD_LETTERED)
             if self._progress is not None:  # a document done (the others are counted where they finish)
                 self._progress.add(documents=1)
             yield tagged_dead_letter(result)
