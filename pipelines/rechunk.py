@@ -273,7 +273,9 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
     """Add the job's transforms to ``pipeline``."""
     identity = pipeline | "Tokenizer identity" >> beam.Create([job.tokenizer_identity])
     output = worker_path(job.output)
-    read = pipeline | "Read input" >> ReadDocumentsAndIds(worker_pattern(job.input), column_map=job.column_map)
+    read = pipeline | "Read input" >> ReadDocumentsAndIds(
+        worker_pattern(job.input), column_map=job.column_map, max_document_chars=job.max_document_chars
+    )
     rows, ids = read["rows"], read["ids"]
     admitted = rows | "Admit documents" >> AdmitDocuments(
         identity,

@@ -34,7 +34,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from transforms.columns import Unreadable
+from transforms.columns import ArrowText, Unreadable
 from transforms.documents import (
     CONTENT_FORMATS,
     DOCUMENT_COLUMNS,
@@ -164,7 +164,10 @@ def row_to_document(
 
     Args:
         row: Column name -> value, as the read gives it (``bytes`` for a string that is not
-            UTF-8, :class:`~transforms.columns.Unreadable` for a value Python cannot hold).
+            UTF-8, :class:`~transforms.columns.Unreadable` for a value Python cannot hold, a
+            :class:`~transforms.columns.ArrowText` for a ``content`` the read left in Arrow
+            because it is longer than ``max_document_chars``: rejected, and its payload stays
+            that Arrow value).
         duplicates: Ids on more than one row of the input -> their number of rows.
         tokenizer: The job's tokenizer identity (written in a dead-letter row).
         max_document_chars: Longer content (in code points) is rejected as
@@ -176,7 +179,8 @@ def row_to_document(
         are not UTF-8 escaped as :func:`~transforms.documents.escape_bytes` does).
     """
     doc_id, id_problem = id_as_text(row.get("id"))
-    content, content_problem = as_text(row.get("content"))
+    raw_content = row.get("content")
+    content, content_problem = (raw_content, None) if isinstance(raw_content, ArrowText) else as_text(raw_content)
     try:
         _check_id(row.get("id"), doc_id, id_problem, duplicates)
         text = _checked_content(content, content_problem, max_document_chars)
@@ -185,14 +189,15 @@ def row_to_document(
         if not text or text.isspace():  # (not text.strip(), without a copy of the document)
             raise _Rejected("empty_document", f"content is empty or whitespace only ({len(text)} characters)")
     except _Rejected as rejected:
-        payload = _payload(row.get("content"), content)
+        payload = _payload(raw_content, content)
         return DeadLetter(doc_id, rejected.stage, rejected.reason, rejected.detail, payload, tokenizer)
     assert doc_id is not None  # (_check_id refuses a null id)
     return Document(id=doc_id, content=text, content_format=content_format, metadata=metadata)
 
 
-def _payload(raw_content: Any, content: str | None) -> str | None:
-    """A rejected row's payload: its content as text, so that nothing of the row is lost."""
+def _payload(raw_content: Any, content: str | ArrowText | None) -> str | ArrowText | None:
+    """A rejected row's payload: its content as text (an :class:`ArrowText` as it is), so that
+    nothing of the row is lost."""
     if content is not None:
         return content
     if isinstance(raw_content, (bytes, bytearray)):
@@ -209,7 +214,7 @@ def _check_id(raw_id: Any, doc_id: str | None, problem: str | None, duplicates: 
         raise _Rejected("duplicate_document_id", f"{duplicates[doc_id]} rows have id {doc_id!r}")
 
 
-def _checked_content(content: str | None, problem: str | None, max_document_chars: int | None) -> str:
+def _checked_content(content: str | ArrowText | None, problem: str | None, max_document_chars: int | None) -> str:
     if problem:
         raise _Rejected("invalid_content", f"content is {problem}")
     if content is None:
@@ -219,6 +224,8 @@ def _checked_content(content: str | None, problem: str | None, max_document_char
             "document_too_large",
             f"content is {len(content)} characters > max {max_document_chars} (--max-document-chars)",
         )
+    if isinstance(content, ArrowText):  # (the read's limit is the job's: within it only when called apart)
+        return str(content)
     return content
 
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from transforms.columns import ArrowText
+
 __all__ = [
     "CHUNK_SCHEMA",
     "CONTENT_FORMATS",
@@ -262,7 +264,9 @@ class Chunk:
 class DeadLetter:
     """One rejected document or chunk, in the shape of a row of ``dead_letter/*.parquet``.
 
-    ``payload`` is the rejected chunk's text or the document's whole content: nothing is lost.
+    ``payload`` is the rejected chunk's text or the document's whole content: nothing is lost (a
+    content too large to be made a Python string is a :class:`~transforms.columns.ArrowText`,
+    written from its Arrow buffer).
     ``reason`` is a key of :data:`REASONS`; ``detail`` is one human sentence with the figures.
     """
 
@@ -270,7 +274,7 @@ class DeadLetter:
     stage: str
     reason: str
     detail: str
-    payload: str | None
+    payload: str | ArrowText | None
     tokenizer: str
     chunk_id: str | None = None
     chunker: str | None = None

@@ -98,22 +98,32 @@ class ReadDocumentsAndIds(beam.PTransform):
     Args:
         file_pattern: A file pattern on any Beam filesystem.
         column_map: Contract column name -> the input's column name.
+        max_document_chars: A ``content`` value longer than this (code points) is not made a
+            Python string: it stays in Arrow's buffer as a :class:`~transforms.columns.ArrowText`
+            for admission to reject (``None``: every value is a string).
 
     Raises:
         IOError: When the pipeline is built, if ``file_pattern`` matches no file.
     """
 
-    def __init__(self, file_pattern: str, *, column_map: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        file_pattern: str,
+        *,
+        column_map: Mapping[str, str] | None = None,
+        max_document_chars: int | None = None,
+    ) -> None:
         super().__init__()
         self._file_pattern = file_pattern
         self._column_map = dict(column_map or {})
+        self._text_limits = {} if max_document_chars is None else {"content": max_document_chars}
 
     def expand(self, pbegin):
         ranges = pbegin | "List input" >> ListRowGroupRanges(self._file_pattern)
         rename = {source: target for target, source in self._column_map.items()}
         source = self._column_map.get("id", "id")
         return {
-            "rows": ranges | "Read documents" >> ReadRowGroups(rename=rename),
+            "rows": ranges | "Read documents" >> ReadRowGroups(rename=rename, text_limits=self._text_limits),
             "ids": ranges | "Read ids" >> ReadRowGroups(columns=[source], rename={source: "id"}),
         }
 
@@ -209,12 +219,21 @@ class ReadRowGroups(beam.PTransform):
     Args:
         columns: Read only these columns (``None``: all).
         rename: Input column name -> output name (as :class:`ReadParquetRows`).
+        text_limits: Output column name -> code points: a longer text value of that column stays
+            an Arrow value (``transforms.columns.table_columns``).
     """
 
-    def __init__(self, *, columns: list[str] | None = None, rename: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        columns: list[str] | None = None,
+        rename: Mapping[str, str] | None = None,
+        text_limits: Mapping[str, int] | None = None,
+    ) -> None:
         super().__init__()
         self._columns = None if columns is None else list(columns)
         self._rename = dict(rename or {})
+        self._text_limits = dict(text_limits or {})
 
     def expand(self, ranges):
         return (
@@ -229,7 +248,7 @@ class ReadRowGroups(beam.PTransform):
             | "Key ranges" >> beam.Map(lambda row_groups: (row_groups, None))
             | "Spread ranges" >> ReshufflePerKey()
             | "Range" >> beam.Keys()
-            | "Read row groups" >> beam.ParDo(_ReadRowGroupsDoFn(self._columns, self._rename))
+            | "Read row groups" >> beam.ParDo(_ReadRowGroupsDoFn(self._columns, self._rename, self._text_limits))
         )
 
 
@@ -289,9 +308,12 @@ class _ReadRowGroupsDoFn(beam.DoFn):
     """Rows of a range of row groups (see :class:`ReadParquetRows`); the file is opened once for
     the range, and its fingerprint checked against the listing's."""
 
-    def __init__(self, columns: list[str] | None, rename: Mapping[str, str]) -> None:
+    def __init__(
+        self, columns: list[str] | None, rename: Mapping[str, str], text_limits: Mapping[str, int] | None = None
+    ) -> None:
         self._columns = columns
         self._rename = rename
+        self._text_limits = dict(text_limits or {})
 
     def process(self, row_groups: tuple[str, int, int, str]) -> Iterator[dict[str, Any]]:
         path, start, stop, listed = row_groups
@@ -315,7 +337,9 @@ class _ReadRowGroupsDoFn(beam.DoFn):
                 raise _unreadable(path, "not a readable Parquet file", err) from err
             with parquet:
                 for index in range(start, stop):
-                    columns, num_rows = _read_row_group(path, parquet, index, self._columns, self._rename)
+                    columns, num_rows = _read_row_group(
+                        path, parquet, index, self._columns, self._rename, self._text_limits
+                    )
                     yield from release_rows(columns, num_rows)
                     del columns
 
@@ -329,10 +353,16 @@ def _change(listed: str, found: str) -> str:
 
 
 def _read_row_group(
-    path: str, parquet: pq.ParquetFile, index: int, columns: list[str] | None, rename: Mapping[str, str]
+    path: str,
+    parquet: pq.ParquetFile,
+    index: int,
+    columns: list[str] | None,
+    rename: Mapping[str, str],
+    text_limits: Mapping[str, int] | None = None,
 ) -> tuple[dict[str, list[Any]], int]:
     """One row group's columns as Python values (renamed), and its row count; nothing of Arrow's
-    is referenced when this returns, and the pool's unused memory is handed back.
+    is referenced when this returns but the values over ``text_limits`` (their column's buffer,
+    as :class:`~transforms.columns.ArrowText`), and the pool's unused memory is handed back.
 
     Raises:
         InputUnreadable: A page fails its checksum, or cannot be decoded.
@@ -351,7 +381,7 @@ def _read_row_group(
     pool = pa.default_memory_pool()
     pool.release_unused()
     num_rows = table.num_rows
-    values = table_columns(table, rename)
+    values = table_columns(table, rename, text_limits=text_limits)
     del table
     pool.release_unused()
     return values, num_rows

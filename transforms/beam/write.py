@@ -20,6 +20,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
+from transforms.columns import ArrowText
 from transforms.documents import CHUNK_SCHEMA, DEAD_LETTER_SCHEMA, DeadLetter
 from transforms.incremental import DELETED_SCHEMA, MANIFEST_SCHEMA
 
@@ -48,12 +49,45 @@ RUN_ID_KEY = b"rechunk.run_id"
 
 
 def _utf8_size(value: Any) -> int:
-    """Bytes of UTF-8 of the strings in ``value`` (a string, or a list of strings; 0 otherwise)."""
+    """Bytes of UTF-8 of the strings in ``value`` (a string, an :class:`ArrowText`, or a list of
+    strings; 0 otherwise)."""
     if isinstance(value, str):
         return len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
     if isinstance(value, list):
         return sum(_utf8_size(v) for v in value)
+    if isinstance(value, ArrowText):
+        return value.utf8_bytes
     return 0
+
+
+def _table(rows: list[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+    """``rows`` as a table of ``schema``. A column holding :class:`ArrowText` values is built from
+    their Arrow buffers as they are (a chunked column: runs of the other values, and each of them),
+    so a huge rejected document is not copied into a second UTF-8 buffer."""
+    arrow_columns = {name for row in rows for name, value in row.items() if isinstance(value, ArrowText)}
+    if not arrow_columns:
+        return pa.Table.from_pylist(rows, schema=schema)
+    table = pa.Table.from_pylist(
+        [{k: (None if k in arrow_columns else v) for k, v in row.items()} for row in rows], schema=schema
+    )
+    for name in sorted(arrow_columns):
+        arrow_type = schema.field(name).type
+        pieces: list[pa.Array] = []
+        run: list[Any] = []
+        for row in rows:
+            value = row.get(name)
+            if isinstance(value, ArrowText):
+                if run:
+                    pieces.append(pa.array(run, type=arrow_type))
+                    run = []
+                pieces.append(value.as_arrow(arrow_type))
+            else:
+                run.append(value)
+        if run:
+            pieces.append(pa.array(run, type=arrow_type))
+        index = schema.get_field_index(name)
+        table = table.set_column(index, schema.field(name), pa.chunked_array(pieces, type=arrow_type))
+    return table
 
 
 class _ArrowBatches(beam.DoFn):
@@ -83,7 +117,11 @@ class _ArrowBatches(beam.DoFn):
         row = element if self._to_row is None else self._to_row(element)
         size = 0
         for name in self._string_columns:
-            size += _utf8_size(row.get(name))
+            value = row.get(name)
+            if value.__class__ is str:  # (most values: sized here, without a call per column)
+                size += len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+            elif value is not None:
+                size += _utf8_size(value)
         if self._rows and (self._bytes + size > MAX_BATCH_BYTES or len(self._rows) >= MAX_BATCH_ROWS):
             yield self._flush()
             # The table has been written downstream by now (the sink is fused here). Arrow's pool
@@ -99,7 +137,7 @@ class _ArrowBatches(beam.DoFn):
             yield WindowedValue(self._flush(), MIN_TIMESTAMP, [GlobalWindow()])
 
     def _flush(self) -> pa.Table:
-        table = pa.Table.from_pylist(self._rows, schema=self._schema)
+        table = _table(self._rows, self._schema)
         self._rows, self._bytes = [], 0
         return table
 
@@ -113,6 +151,8 @@ class WriteRows(beam.PTransform):
         schema: The files' Arrow schema; each row dict has its columns.
         run_id: Written in each file's footer (:data:`RUN_ID_KEY`), when given.
         to_row: Turns each element into its row dict (``None``: the elements are row dicts).
+        data_page_version: Parquet's data page version, ``"1.0"`` or ``"2.0"`` (see
+            :class:`_ParquetSink`).
     """
 
     def __init__(
@@ -122,18 +162,20 @@ class WriteRows(beam.PTransform):
         *,
         run_id: str | None = None,
         to_row: Callable[[Any], Mapping[str, Any]] | None = None,
+        data_page_version: str = "1.0",
     ) -> None:
         super().__init__()
         self._prefix = file_path_prefix
         self._schema = schema
         self._run_id = run_id
         self._to_row = to_row
+        self._data_page_version = data_page_version
 
     def expand(self, rows):
         return (
             rows
             | "Record batches" >> beam.ParDo(_ArrowBatches(self._schema, self._to_row)).with_output_types(pa.Table)
-            | "Write Parquet" >> _parquet_sink(self._prefix, self._schema, self._run_id)
+            | "Write Parquet" >> _parquet_sink(self._prefix, self._schema, self._run_id, self._data_page_version)
         )
 
 
@@ -157,7 +199,9 @@ class _ParquetSink(filebasedsink.FileBasedSink):
     ``ParquetWriter`` and the file it writes, which ``close`` closes in that order).
     """
 
-    def __init__(self, file_path_prefix: str, schema: pa.Schema, run_id: str | None = None) -> None:
+    def __init__(
+        self, file_path_prefix: str, schema: pa.Schema, run_id: str | None = None, data_page_version: str = "1.0"
+    ) -> None:
         super().__init__(
             file_path_prefix,
             coder=None,
@@ -175,6 +219,7 @@ class _ParquetSink(filebasedsink.FileBasedSink):
             for field in schema
             if field.name not in PLAIN_PAGE_COLUMNS
         ]
+        self._data_page_version = data_page_version
 
     def open(self, temp_path: str):
         handle = super().open(temp_path)
@@ -190,6 +235,7 @@ class _ParquetSink(filebasedsink.FileBasedSink):
             write_statistics=self._dictionary,
             use_compliant_nested_type=False,
             write_page_checksum=True,  # verified when a later run reads it (--previous, or --input for parse output)
+            data_page_version=self._data_page_version,
         )
         return writer, handle
 
@@ -202,9 +248,11 @@ class _ParquetSink(filebasedsink.FileBasedSink):
         handle.close()
 
 
-def _parquet_sink(prefix: str, schema: pa.Schema, run_id: str | None = None) -> iobase.Write:
+def _parquet_sink(
+    prefix: str, schema: pa.Schema, run_id: str | None = None, data_page_version: str = "1.0"
+) -> iobase.Write:
     """The Parquet sink every output uses (:class:`_ParquetSink`): ``PREFIX-SSSSS-of-NNNNN.parquet``."""
-    return iobase.Write(_ParquetSink(prefix, schema, run_id))
+    return iobase.Write(_ParquetSink(prefix, schema, run_id, data_page_version))
 
 
 class WriteChunks(WriteRows):
@@ -216,10 +264,19 @@ class WriteChunks(WriteRows):
 
 class WriteDeadLetter(WriteRows):
     """Write :class:`DeadLetter` records (``DEAD_LETTER_SCHEMA``) as zstd Parquet files; payloads
-    are whole documents, so a batch may hold a single row."""
+    are whole documents, so a batch may hold a single row.
+
+    In data pages of version 2.0: a version 1.0 page is its values joined to their null levels in
+    one more buffer before it is compressed, a second copy of a huge rejected document (200 M
+    characters of random words: 1,008 MiB of peak to dead-letter it in 1.0 pages, against 921 to
+    chunk it; ``benchmarks/memory.py --dead-letter``). Current Parquet readers (pyarrow, DuckDB,
+    Spark's) read both.
+    """
 
     def __init__(self, file_path_prefix: str, *, run_id: str | None = None) -> None:
-        super().__init__(file_path_prefix, DEAD_LETTER_SCHEMA, run_id=run_id, to_row=DeadLetter.to_row)
+        super().__init__(
+            file_path_prefix, DEAD_LETTER_SCHEMA, run_id=run_id, to_row=DeadLetter.to_row, data_page_version="2.0"
+        )
 
 
 class WriteManifest(WriteRows):

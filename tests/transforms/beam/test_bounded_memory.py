@@ -19,7 +19,17 @@ from transforms.documents import DeadLetter
 
 
 @pytest.mark.slow
-def test_longer_documents_are_dead_lettered_whole(tmp_path):
+def test_longer_documents_are_dead_lettered_whole(tmp_path, monkeypatch):
+    """... and their content reaches the dead-letter writer still in Arrow's buffer (never a
+    Python string: transforms.columns.ArrowText)."""
+    payload_types = []
+    table = write_module._table
+
+    def recording_table(rows, schema):
+        payload_types.extend(type(row["payload"]).__name__ for row in rows if "payload" in row)
+        return table(rows, schema)
+
+    monkeypatch.setattr(write_module, "_table", recording_table)
     at_limit, over = "word " * 20, "word " * 20 + "x"
     docs = write_documents(
         tmp_path / "docs.parquet",
@@ -38,6 +48,7 @@ def test_longer_documents_are_dead_lettered_whole(tmp_path):
     assert {c["document_id"] for c in read_output(tmp_path / "out", "chunks")} == {"fits"}
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["dead_letter_by_reason"] == {"document_too_large": 1}
+    assert payload_types == ["ArrowText"]
 
 
 @pytest.mark.slow
@@ -181,6 +192,29 @@ def test_text_columns_are_written_in_plain_pages_and_the_rest_dictionary_encoded
     # the list layout of Beam's own sink (``item``), as earlier outputs have it
     assert seen[("chunks", "headings.list.item")] and seen[("chunks", "document_id")]
     assert ("documents", "document_hash") in seen and ("dead_letter", "reason") in seen
+    # dead-letter files in data pages of version 2 (no joined copy of a huge payload), the others in 1
+    versions = {
+        folder: {
+            _data_page_version(path, c)
+            for path in (tmp_path / "out" / folder).glob("*.parquet")
+            if pq.ParquetFile(path).metadata.num_row_groups
+            for c in (0, 1)
+        }
+        for folder in ("chunks", "dead_letter", "documents")
+    }
+    assert versions == {"chunks": {1}, "dead_letter": {2}, "documents": {1}}
+
+
+def _data_page_version(path, column: int) -> int:
+    """The version of the first data page of ``column`` in row group 0, read from its page header:
+    a Thrift compact struct whose first field (id 1, i32) is the page type, zigzag-encoded
+    (``DATA_PAGE`` = 0, ``DATA_PAGE_V2`` = 3; parquet-format's ``PageHeader``)."""
+    offset = pq.ParquetFile(path).metadata.row_group(0).column(column).data_page_offset
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        field, page_type = handle.read(2)
+    assert field == 0x15, "a page header starts with field 1 of type i32"
+    return {0: 1, 6: 2}[page_type]
 
 
 @pytest.mark.slow
