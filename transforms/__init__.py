@@ -1,3 +1,3 @@
 """rechunk's Beam-free core (documents, tokenizers, chunkers, validation) and its thin Beam layer (``transforms.beam``)."""
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"

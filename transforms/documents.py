@@ -28,14 +28,17 @@ __all__ = [
     "REASONS",
     "STAGES",
     "Chunk",
+    "ChunkKeys",
     "DeadLetter",
     "Document",
     "canonical_content_format",
     "chunk_id",
+    "chunk_key",
     "document_hash",
     "escape_bytes",
     "folder_files",
     "glob_sets",
+    "is_chunk_key",
     "unescape_payload",
 ]
 
@@ -173,6 +176,61 @@ def chunk_id(document_id: str, chunk_index: int, text: str) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def chunk_key(document_id: str, embedding_text: str, occurrence: int = 0) -> str:
+    """Return the contract's edit-stable chunk key.
+
+    ``sha256(document_id + "\\x00" + embedding_text + "\\x00" + str(occurrence))`` over UTF-8, as
+    64 lowercase hex digits, where ``occurrence`` is the number of earlier chunks of the same
+    document with the same ``embedding_text`` (0 for all but repeats). Unlike :func:`chunk_id` it
+    does not depend on the chunk's position: a chunk whose embedded text is unchanged keeps its
+    key when an edit elsewhere in the document moves it, so a vector store keyed on it embeds
+    only chunks whose embedded text changed.
+    """
+    key = f"{document_id}\x00{embedding_text}\x00{occurrence}"
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def is_chunk_key(key: str, document_id: str, embedding_text: str, chunk_index: int) -> bool:
+    """Whether ``key`` is :func:`chunk_key` of ``document_id`` and ``embedding_text`` for some
+    occurrence up to ``chunk_index`` (a chunk has at most ``chunk_index`` chunks before it).
+
+    Costs one sha256 over ``embedding_text`` and, for a repeated text, a few bytes more per
+    occurrence tried (the digest of the common prefix is copied, not recomputed).
+    """
+    prefix = hashlib.sha256(f"{document_id}\x00{embedding_text}\x00".encode("utf-8", "surrogatepass"))
+    for occurrence in range(max(chunk_index, 0) + 1):
+        state = prefix.copy()
+        state.update(str(occurrence).encode("ascii"))
+        if state.hexdigest() == key:
+            return True
+    return False
+
+
+class ChunkKeys:
+    """The :func:`chunk_key` of each chunk of one document, given in chunk order.
+
+    Holds one small integer per distinct embedded text seen (the first 64 bits of its digest),
+    to number repeats; two texts that share those bits only number each other's occurrences,
+    which keeps every key unique and the same on every run.
+
+    Args:
+        document_id: The document's id.
+    """
+
+    def __init__(self, document_id: str) -> None:
+        self._prefix = f"{document_id}\x00"
+        self._seen: dict[int, int] = {}
+
+    def next(self, embedding_text: str) -> str:
+        """The key of the document's next chunk, whose embedded text is ``embedding_text``."""
+        state = hashlib.sha256(f"{self._prefix}{embedding_text}\x00".encode("utf-8", "surrogatepass"))
+        tag = int.from_bytes(state.digest()[:8], "big")
+        occurrence = self._seen.get(tag, 0)
+        self._seen[tag] = occurrence + 1
+        state.update(str(occurrence).encode("ascii"))
+        return state.hexdigest()
+
+
 @dataclass(frozen=True)
 class Document:
     """One parsed document, as read from a row of the input Parquet.
@@ -225,6 +283,7 @@ class Chunk:
     chunker_config_hash: str
     document_hash: str
     metadata: Mapping[str, Any]
+    chunk_key: str
 
     def with_token_count(self, token_count: int) -> Chunk:
         """Return a copy with ``token_count`` replaced.
@@ -257,6 +316,7 @@ class Chunk:
             "chunker_config_hash": self.chunker_config_hash,
             "document_hash": self.document_hash,
             "metadata": dumps_metadata(self.metadata),
+            "chunk_key": self.chunk_key,
         }
 
 
@@ -354,6 +414,7 @@ CHUNK_SCHEMA = pa.schema(
         ("chunker_config_hash", pa.string()),
         ("document_hash", pa.string()),
         ("metadata", pa.string()),
+        ("chunk_key", pa.string()),
     ]
 )
 

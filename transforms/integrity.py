@@ -27,7 +27,7 @@ from typing import BinaryIO
 
 import pyarrow as pa
 
-from transforms.documents import chunk_id
+from transforms.documents import chunk_id, is_chunk_key
 
 __all__ = [
     "DAMAGED_PREVIOUS",
@@ -148,20 +148,24 @@ def kept_chunk_problem(table: pa.Table, document_hashes: Mapping[str, int] | Non
     """The first problem of a table of kept chunk rows (``CHUNK_SCHEMA`` columns), or ``None``.
 
     Checks each row: ``chunk_id == sha256(document_id + "\\x00" + str(chunk_index) + "\\x00" +
-    text)`` (:func:`transforms.documents.chunk_id`), ``document_hash`` 64 lowercase hex digits,
+    text)`` (:func:`transforms.documents.chunk_id`), ``chunk_key`` the key of its
+    ``embedding_text`` (:func:`transforms.documents.is_chunk_key`), ``document_hash`` 64 lowercase hex digits,
     and, when ``document_hashes`` (document id -> :func:`digest_key` of the document's hash, as
     this run computed it from the content) is given, the row's ``document_hash`` is its
-    document's. Costs one sha256 over each kept chunk's text (measured in
-    ``benchmarks/incremental.py``).
+    document's. Costs one sha256 over each kept chunk's text and one over its embedded text
+    (measured in ``benchmarks/incremental.py``).
     """
-    columns = [
-        table.column(name).to_pylist() for name in ("document_id", "chunk_index", "text", "chunk_id", "document_hash")
-    ]
-    for document_id, index, text, given, digest in zip(*columns):
-        if None in (document_id, index, text, given, digest):
+    if "chunk_key" not in table.column_names:
+        return "chunks/ has no chunk_key column (written by an earlier rechunk version)"
+    names = ("document_id", "chunk_index", "text", "chunk_id", "document_hash", "embedding_text", "chunk_key")
+    columns = [table.column(name).to_pylist() for name in names]
+    for document_id, index, text, given, digest, embedding_text, key in zip(*columns):
+        if None in (document_id, index, text, given, digest, embedding_text, key):
             return f"a chunk row of document {document_id!r} has a null field"
         if chunk_id(document_id, index, text) != given:
             return f"chunk {index} of document {document_id!r}: its chunk_id is not the id of its text"
+        if not is_chunk_key(key, document_id, embedding_text, index):
+            return f"chunk {index} of document {document_id!r}: its chunk_key is not the key of its embedding_text"
         if not _HEX_DIGEST.fullmatch(digest):
             return f"chunk {index} of document {document_id!r}: its document_hash is not a sha256 digest"
         if document_hashes is not None and document_hashes.get(document_id) != digest_key(digest):

@@ -70,6 +70,7 @@ def rag_chunk(row: Mapping[str, Any]) -> RagChunk:
             "chunker": row.get("chunker"),
             "content_format": row.get("content_format"),
             "document_hash": row.get("document_hash"),
+            "chunk_key": row.get("chunk_key"),
             "document_metadata": document_metadata,
         },
     )

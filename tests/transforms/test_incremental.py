@@ -136,21 +136,19 @@ def test_deleted_lists_exactly_the_previous_chunk_ids_that_are_gone(runs):
 
 @pytest.mark.slow
 def test_unchanged_documents_are_copied_not_chunked_again(tmp_path):
-    """Mark the previous run's chunks (in ``embedding_text``, which their ids do not cover): a
-    copied chunk keeps the mark, a chunked one has none."""
+    """Mark the previous run's chunks (in ``metadata``, which neither their ids nor their keys
+    cover): a copied chunk keeps the mark, a chunked one has none."""
     v1 = write_documents(tmp_path / "docs.parquet", V1[:2])
     assert main(["--input", str(v1), "--output", str(tmp_path / "previous"), *MAX_TOKENS]) == 0
     files = sorted((tmp_path / "previous" / "chunks").glob("*.parquet"))
     table = pa.concat_tables([pq.read_table(f) for f in files])
     for f in files:
         f.unlink()
-    text = [
-        ("MARKED " + t) if d == "same" else t
-        for t, d in zip(table.column("embedding_text").to_pylist(), table.column("document_id").to_pylist())
+    metadata = [
+        json.dumps({**json.loads(m), "marked": True}, sort_keys=True) if d == "same" else m
+        for m, d in zip(table.column("metadata").to_pylist(), table.column("document_id").to_pylist())
     ]
-    table = table.set_column(
-        table.schema.get_field_index("embedding_text"), "embedding_text", pa.array(text, pa.string())
-    )
+    table = table.set_column(table.schema.get_field_index("metadata"), "metadata", pa.array(metadata, pa.string()))
     pq.write_table(table, files[0])
     recommit(tmp_path / "previous")
     assert (
@@ -169,7 +167,7 @@ def test_unchanged_documents_are_copied_not_chunked_again(tmp_path):
     )
     rows = read_output(tmp_path / "next", "chunks")
     assert {r["document_id"] for r in rows} == {"same", "edited"}
-    assert all(r["embedding_text"].startswith("MARKED ") == (r["document_id"] == "same") for r in rows)
+    assert all(("marked" in json.loads(r["metadata"])) == (r["document_id"] == "same") for r in rows)
 
 
 @pytest.mark.slow
@@ -259,7 +257,7 @@ def test_kept_chunks_are_the_kept_documents_rows_in_order_and_the_rest_are_liste
 
     from transforms.beam import PREVIOUS_IDS
     from transforms.beam.incremental import _kept_rows_found, _KeptChunksDoFn
-    from transforms.documents import CHUNK_SCHEMA, chunk_id
+    from transforms.documents import CHUNK_SCHEMA, chunk_id, chunk_key
     from transforms.incremental import id_key
     from transforms.integrity import digest_key, index_set_digest
 
@@ -276,6 +274,7 @@ def test_kept_chunks_are_the_kept_documents_rows_in_order_and_the_rest_are_liste
             headings=[document_id],
             document_hash="0" * 64,
             chunker="structure",
+            chunk_key=chunk_key(document_id, f"text {position}"),
         )
         rows.append(row)
     table = pa.Table.from_pylist(rows, schema=CHUNK_SCHEMA)

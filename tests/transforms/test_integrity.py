@@ -15,7 +15,7 @@ import pytest
 from pipelines.commit import MARKER_NAME
 from pipelines.rechunk import main
 from tests.conftest import REPO, read_output
-from transforms.documents import chunk_id, document_hash
+from transforms.documents import ChunkKeys, chunk_id, document_hash
 from transforms.integrity import (
     DAMAGED_PREVIOUS,
     add_index_set_digests,
@@ -29,6 +29,7 @@ SAMPLE = REPO / "sample" / "docs.parquet"
 
 
 def _kept(texts: list[str]) -> pa.Table:
+    keys = ChunkKeys("d")
     return pa.table(
         {
             "document_id": ["d"] * len(texts),
@@ -36,6 +37,8 @@ def _kept(texts: list[str]) -> pa.Table:
             "text": texts,
             "chunk_id": [chunk_id("d", i, t) for i, t in enumerate(texts)],
             "document_hash": [document_hash("".join(texts))] * len(texts),
+            "embedding_text": [f"# Title\n\n{t}" for t in texts],
+            "chunk_key": [keys.next(f"# Title\n\n{t}") for t in texts],
         }
     )
 
@@ -69,6 +72,36 @@ def test_a_changed_id_index_or_digest_is_found(column, value, problem):
     field = table.schema.get_field_index(column)
     assert (
         kept_chunk_problem(table.set_column(field, column, pa.array(value, table.schema.field(column).type))) == problem
+    )
+
+
+def test_every_changed_character_of_a_kept_embedding_text_is_found():
+    table = _kept(["Alpha beta.", "Gamma delta."])
+    embedded = table.column("embedding_text").to_pylist()
+    field = table.schema.get_field_index("embedding_text")
+    for row in range(2):
+        for position in range(len(embedded[row])):
+            changed = list(embedded)
+            changed[row] = changed[row][:position] + chr(ord(changed[row][position]) ^ 1) + changed[row][position + 1 :]
+            damaged = table.set_column(field, "embedding_text", pa.array(changed))
+            assert (
+                kept_chunk_problem(damaged)
+                == f"chunk {row} of document 'd': its chunk_key is not the key of its embedding_text"
+            )
+
+
+def test_kept_rows_of_a_repeated_text_pass_with_their_occurrence_keys():
+    table = _kept(["Same.", "Other.", "Same.", "Same."])
+    keys = table.column("chunk_key").to_pylist()
+    assert len(set(keys)) == 4 and kept_chunk_problem(table) is None
+    # a key that is no occurrence's key of its text
+    swapped = table.set_column(table.schema.get_field_index("chunk_key"), "chunk_key", pa.array(keys[:3] + ["0" * 64]))
+    assert kept_chunk_problem(swapped) == "chunk 3 of document 'd': its chunk_key is not the key of its embedding_text"
+
+
+def test_kept_rows_without_chunk_keys_are_refused():
+    assert kept_chunk_problem(_kept(["One."]).drop_columns(["chunk_key"])) == (
+        "chunks/ has no chunk_key column (written by an earlier rechunk version)"
     )
 
 

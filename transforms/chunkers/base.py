@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
 
-from transforms.documents import Chunk, Document, chunk_id, document_hash
+from transforms.documents import Chunk, ChunkKeys, Document, chunk_id, document_hash
 
 __all__ = ["Chunker", "ChunkingError", "Piece"]
 
@@ -216,19 +216,21 @@ class Chunker(ABC):
         config_hash = self.config_hash
         default_format = self.content_format or document.content_format
         index = 0
+        keys = ChunkKeys(document.id)
         new, name = object.__new__, self.name
         for piece in pieces:
             if not piece.text or piece.text.isspace():  # (not piece.text.strip(), without a copy)
                 continue
             # Chunk(**fields) without the frozen dataclass's __init__ (one object.__setattr__ per
             # field): the same object, a few microseconds less per chunk.
+            embedding_text = piece.text if piece.embedding_text is None else piece.embedding_text
             chunk = new(Chunk)
             chunk.__dict__.update(
                 chunk_id=chunk_id(document.id, index, piece.text),
                 document_id=document.id,
                 chunk_index=index,
                 text=piece.text,
-                embedding_text=piece.text if piece.embedding_text is None else piece.embedding_text,
+                embedding_text=embedding_text,
                 token_count=0,
                 tokenizer=tokenizer_identity,
                 start_offset=piece.start_offset,
@@ -240,6 +242,7 @@ class Chunker(ABC):
                 chunker_config_hash=config_hash,
                 document_hash=doc_hash,
                 metadata={**document.metadata, **piece.metadata},
+                chunk_key=keys.next(embedding_text),
             )
             yield chunk
             index += 1

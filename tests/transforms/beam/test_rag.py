@@ -33,6 +33,7 @@ ROW = {
     "chunker_config_hash": "h",
     "document_hash": "d" * 64,
     "metadata": '{"source_path": "/raw/guide.md", "size_bytes": 800}',
+    "chunk_key": "k" * 64,
 }
 
 
@@ -55,6 +56,7 @@ def test_rag_chunk_maps_every_field():
         "chunker": "StructureAwareChunker",
         "content_format": "markdown",
         "document_hash": "d" * 64,
+        "chunk_key": "k" * 64,
         "document_metadata": {"source_path": "/raw/guide.md", "size_bytes": 800},
     }
 
