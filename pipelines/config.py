@@ -60,7 +60,7 @@ MAX_CONFIG_DEPTH = 64
 #: aliases would otherwise stand for billions).
 MAX_CONFIG_NODES = 100_000
 
-_TOP_KEYS = {"tokenizer", "max_tokens", "models", "chunkers", "routes", "default"}
+_TOP_KEYS = {"tokenizer", "max_tokens", "models", "chunkers", "routes", "default", "embedding", "vector_store"}
 _WHEN_KEYS = {"content_format", "metadata"}
 
 
@@ -194,7 +194,9 @@ def resolve_config(
 
     Returns:
         ``{"tokenizer", "max_tokens", "chunkers", "routes", "default"}`` with every chunker's
-        budget filled in; JSON-able, for ``transforms.chunkers.registry.build_router``.
+        budget filled in, plus ``models``, ``embedding`` (:func:`_resolve_embedding`) and
+        ``vector_store`` when configured; JSON-able, for ``transforms.chunkers.registry.build_router``.
+        With ``embedding``, ``tokenizer`` and ``max_tokens`` default to the model's own.
 
     Raises:
         ConfigError: An unknown key, class or parameter, a wrongly typed value, or a route or
@@ -203,11 +205,18 @@ def resolve_config(
     unknown = sorted(str(k) for k in set(data) - _TOP_KEYS)
     if unknown:
         raise ConfigError(f"{source}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_TOP_KEYS))})")
-    spec_tokenizer = tokenizer if tokenizer is not None else data.get("tokenizer", "tiktoken:cl100k_base")
-    _check_tokenizer(source, spec_tokenizer)
-    budget = max_tokens if max_tokens is not None else data.get("max_tokens", DEFAULT_MAX_TOKENS)
-    _check_budget(source, budget)
     models = _resolve_models(f"{source}: models", data.get("models"))
+    tokenizer = tokenizer if tokenizer is not None else data.get("tokenizer")
+    max_tokens = max_tokens if max_tokens is not None else data.get("max_tokens")
+    embedding = _resolve_embedding(source, data.get("embedding"), models, tokenizer=tokenizer, max_tokens=max_tokens)
+    if embedding is not None:
+        tokenizer = embedding["tokenizer"]
+        max_tokens = max_tokens if max_tokens is not None else embedding["window"]
+    spec_tokenizer = tokenizer if tokenizer is not None else "tiktoken:cl100k_base"
+    _check_tokenizer(source, spec_tokenizer)
+    budget = max_tokens if max_tokens is not None else DEFAULT_MAX_TOKENS
+    _check_budget(source, budget)
+    store = _resolve_vector_store(source, data.get("vector_store"), embedding)
     chunkers = _resolve_chunkers(source, data.get("chunkers"), budget)
     routes_in = data.get("routes") or []
     if not isinstance(routes_in, list):
@@ -225,7 +234,73 @@ def resolve_config(
     }
     if models:  # only then: configurations without models keep their exact spec
         spec["models"] = models
+    if embedding is not None:
+        spec["embedding"] = embedding
+    if store is not None:
+        spec["vector_store"] = store
     return spec
+
+
+def _resolve_embedding(
+    source: str, embedding: Any, models: Mapping[str, Any], *, tokenizer: Any, max_tokens: Any
+) -> dict[str, Any] | None:
+    """The ``embedding:`` section: ``{model: NAME}``, ``NAME`` an embedder under ``models:``.
+
+    Returns ``{"model", "tokenizer", "window", "dimension"}``: the model's own tokenizer spec
+    (counting what the model sees, special tokens and prefix included), its input window in
+    those tokens and its vector size (``None`` when only an embedding tells). The job's budget
+    is counted in that tokenizer; a ``tokenizer`` given elsewhere must be the same, and a
+    ``max_tokens`` must be within the window, so that no chunk the model would truncate is made.
+    """
+    if embedding is None:
+        return None
+    where = f"{source}: embedding"
+    if not isinstance(embedding, dict):
+        raise ConfigError(f"{where}: must be a mapping with 'model', got {embedding!r}")
+    extra = sorted(map(str, set(embedding) - {"model"}))
+    if extra:
+        raise ConfigError(f"{where}: unknown key {extra[0]!r} (known: model)")
+    name = embedding.get("model")
+    if not isinstance(name, str) or name not in models:
+        raise ConfigError(
+            f"{where}.model: names {name!r}, not a model under models: ({', '.join(sorted(models)) or 'none'})"
+        )
+    from transforms.models.registry import model_class
+
+    entry = models[name]
+    cls: Any = model_class(entry["type"])
+    if not hasattr(cls, "embed") or not hasattr(cls, "budget"):
+        raise ConfigError(f"{where}.model: {name!r} is a {entry['type']}, not an embedding model")
+    try:
+        budget = cls(**entry["params"]).budget()
+    except (TypeError, ValueError, ImportError, OSError) as err:
+        raise ConfigError(f"{where}.model: {name!r}: {_first_line(err)}") from None
+    if tokenizer is not None and tokenizer != budget.tokenizer:
+        raise ConfigError(
+            f"{where}: the budget is counted in the model's own tokenizer ({budget.tokenizer}); "
+            f"leave tokenizer out (got {tokenizer!r})"
+        )
+    if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens > budget.max_tokens:
+        raise ConfigError(
+            f"{where}: max_tokens {max_tokens} is over {name!r}'s input window of {budget.max_tokens} tokens; "
+            "the model would truncate those chunks (leave max_tokens out to use the window)"
+        )
+    return {"model": name, "tokenizer": budget.tokenizer, "window": budget.max_tokens, "dimension": budget.dimension}
+
+
+def _resolve_vector_store(source: str, store: Any, embedding: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The ``vector_store:`` section, checked by :func:`transforms.stores.check_store_spec`; it
+    needs an ``embedding:`` section (the vectors' model)."""
+    if store is None:
+        return None
+    if embedding is None:
+        raise ConfigError(f"{source}: vector_store needs an embedding: section naming the model that makes its vectors")
+    from transforms.stores import check_store_spec
+
+    try:
+        return check_store_spec(store)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{source}: {_first_line(err)}") from None
 
 
 def _check_tokenizer(where: str, tokenizer: Any) -> None:

@@ -12,9 +12,9 @@ import os
 import re
 from collections.abc import Callable, Sequence
 
+import pyarrow as pa
 from apache_beam.io.filesystem import FileMetadata
 from apache_beam.io.filesystems import FileSystems
-import pyarrow as pa
 
 from pipelines.options import OptionError, one_line
 from pipelines.paths import holds_set, worker_path

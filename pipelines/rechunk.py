@@ -202,6 +202,9 @@ def load_spec(job_opts: RechunkOptions) -> tuple[dict[str, Any], Any]:
     """
     where = f"--config {job_opts.config}" if job_opts.config else "default config"
     spec = _resolved_config(job_opts, where)
+    store = spec.get("vector_store")
+    if store is not None and store["type"] == "milvus" and "://" not in store["uri"]:
+        store["uri"] = os.path.abspath(store["uri"])  # a Milvus Lite file, opened by every worker
     kind, _, path = spec["tokenizer"].partition(":")
     if kind == "hf" and path and "://" not in path:
         spec["tokenizer"] = f"hf:{os.path.abspath(path)}"
@@ -371,8 +374,29 @@ def _run(job: Job, *, started: float | None = None) -> dict[str, Any] | None:
         previous=job.previous,
         max_dead_letter_fraction=job.max_dead_letter_fraction,
     )
+    report = _with_store_sections(job, report)
     _commit(job, files, report)
     return report
+
+
+def _with_store_sections(job: Job, report: dict[str, Any]) -> dict[str, Any]:
+    """The report with ``embedding`` and ``vector_store`` before its ``verdict``: the store
+    synced to the run's chunks (:func:`pipelines.sync.sync_store`) when one is configured.
+
+    Raises:
+        RunError: The sync failed; the run is not committed.
+    """
+    from pipelines.sync import embedding_model, sync_sections, sync_store
+
+    if job.spec.get("vector_store") is not None:
+        whole = report["verdict"]["exit_status"] == 0
+        sections = sync_store(job.output, job.spec, job.options, whole=whole)
+    elif job.spec.get("embedding") is not None:
+        sections = sync_sections(job.spec, {}, model=embedding_model(job.spec).identity, rows_after=None, synced=False)
+    else:
+        sections = sync_sections(job.spec, {}, model=None, rows_after=None, synced=False)
+    verdict = report.pop("verdict")
+    return {**report, **sections, "verdict": verdict}
 
 
 def _verify_written(job: Job) -> dict[str, dict[str, int]]:
@@ -438,9 +462,21 @@ def summary(report: dict[str, Any], output: str) -> str:
                 if (inc := report.get("incremental"))
                 else []
             ),
+            *([_store_line(store, report["embedding"])] if (store := report.get("vector_store")) else []),
             f"rechunk: report in {output}/report.json and report.html ({report['wall_seconds']} s)",
             *([line] if (line := verdict_line(report)) else []),
         ]
+    )
+
+
+def _store_line(store: dict[str, Any], embedding: dict[str, Any]) -> str:
+    """The summary's line on the vector store: what the sync wrote, or why it did not run."""
+    if not store["synced"]:
+        return f"rechunk: vector store {store['store']} left as it was: the run is over --max-dead-letter-fraction"
+    return (
+        f"rechunk: vector store {store['store']}: {store['upserted']:,} upserted, {store['updated']:,} updated, "
+        f"{store['deleted']:,} deleted, {_count(store['rows_after'], 'rows')} now "
+        f"({_count(embedding['chunks_embedded'], 'chunks')} embedded, {embedding['chunks_reused']:,} reused)"
     )
 
 

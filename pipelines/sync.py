@@ -1,0 +1,173 @@
+"""The vector-store sync of a run: after its chunks are written and verified, before its commit.
+
+With ``vector_store:`` in the configuration, :func:`sync_store` runs a second pipeline on the
+same runner options: it reads the run's own ``chunks/`` files, joins them by ``chunk_key`` with
+the keys the store holds, embeds only the chunks the store lacks, writes them and the rows whose
+other columns changed, and then deletes the keys this run did not produce
+(:class:`transforms.beam.sync.SyncVectorStore`). A run over ``--max-dead-letter-fraction`` does
+not touch the store: a run that chunked almost nothing must not empty it.
+
+The report gains ``embedding`` and ``vector_store`` (:func:`sync_sections`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipelines.options import RunError, one_line
+from pipelines.paths import worker_path
+from transforms.beam import METRICS_NAMESPACE, ReadParquetRows
+from transforms.beam.sync import SYNC_COUNTERS, SyncVectorStore
+
+__all__ = ["CHUNK_COLUMNS", "embedding_model", "sync_sections", "sync_store"]
+
+#: The chunk columns the sync reads.
+CHUNK_COLUMNS = [
+    "chunk_key",
+    "chunk_id",
+    "document_id",
+    "chunk_index",
+    "text",
+    "embedding_text",
+    "metadata",
+    "token_count",
+]
+
+
+def embedding_model(spec: Mapping[str, Any]) -> Any:
+    """The configuration's embedding model, built on the driver (its identity names it in the
+    store and the report).
+
+    Raises:
+        ValueError, TypeError: As :func:`transforms.models.registry.build_models` raises them.
+    """
+    from transforms.models.registry import build_models
+
+    name = spec["embedding"]["model"]
+    return build_models({name: spec["models"][name]})[name]
+
+
+def sync_sections(
+    spec: Mapping[str, Any], counters: Mapping[str, int], *, model: str | None, rows_after: int | None, synced: bool
+) -> dict[str, Any]:
+    """The report's ``embedding`` and ``vector_store`` sections (``None`` each without its
+    configuration section)."""
+    embedding = spec.get("embedding")
+    store = spec.get("vector_store")
+    return {
+        "embedding": None
+        if embedding is None
+        else {
+            "model": model,
+            "chunks_embedded": counters.get("embedding.chunks_embedded", 0),
+            "chunks_reused": counters.get("embedding.chunks_reused", 0),
+        },
+        "vector_store": None
+        if store is None
+        else {
+            "type": store["type"],
+            "store": _described(store),
+            "synced": synced,
+            "upserted": counters.get("vector_store.upserted", 0),
+            "updated": counters.get("vector_store.updated", 0),
+            "deleted": counters.get("vector_store.deleted", 0),
+            "rows_after": rows_after,
+        },
+    }
+
+
+def _described(store_spec: Mapping[str, Any]) -> str:
+    """The store as shown (no password), without opening it."""
+    from transforms.stores import describe_store
+
+    return describe_store(store_spec)
+
+
+def sync_store(output: str, spec: Mapping[str, Any], options: PipelineOptions, *, whole: bool) -> dict[str, Any]:
+    """Bring the configured store to this run's chunks; return the report's two sections.
+
+    Args:
+        output: The run's output folder (its ``chunks/`` are written and verified).
+        spec: The resolved configuration, with ``embedding`` and ``vector_store``.
+        options: The run's pipeline options.
+        whole: Whether the run is within ``--max-dead-letter-fraction``; if not, the store is
+            left as it is and ``vector_store.synced`` is false.
+
+    Raises:
+        RunError: The store cannot be opened or prepared (another model or dimension), or the
+            sync pipeline failed; no delete ran unless every write succeeded.
+    """
+    from transforms.stores import StoreError, open_store
+
+    try:
+        model = embedding_model(spec)
+    except (TypeError, ValueError, ImportError) as err:
+        raise RunError(f"embedding model {spec['embedding']['model']!r}: {one_line(err, 300)}") from None
+    try:
+        store = open_store(spec["vector_store"])
+    except (StoreError, ImportError, ValueError) as err:
+        raise RunError(f"vector store: {one_line(err, 300)}") from None
+    try:
+        if not whole:
+            return sync_sections(spec, {}, model=model.identity, rows_after=store.count(), synced=False)
+        store.prepare(dimension=_dimension(spec, model), model=model.identity)
+        counters = _run_sync(output, spec, options)
+        return sync_sections(spec, counters, model=model.identity, rows_after=store.count(), synced=True)
+    except StoreError as err:
+        raise RunError(f"vector store {store.described}: {one_line(err, 300)}") from None
+    finally:
+        store.close()
+        close = getattr(model, "close", None)
+        if close is not None:
+            close()
+
+
+def _dimension(spec: Mapping[str, Any], model: Any) -> int:
+    """The model's vector size: from its budget, else from one embedding on the driver."""
+    dimension = spec["embedding"].get("dimension")
+    if dimension:
+        return int(dimension)
+    return len(model.embed(["dimension"])[0])
+
+
+def _run_sync(output: str, spec: Mapping[str, Any], options: PipelineOptions) -> dict[str, int]:
+    """Run the sync pipeline; return its counters.
+
+    Raises:
+        RunError: The pipeline failed (a store or model error on a worker).
+    """
+    embedding = spec["embedding"]
+    pipeline = beam.Pipeline(options=options)
+    _ = (
+        pipeline
+        | "Read chunks" >> ReadParquetRows(f"{worker_path(output)}/chunks/*.parquet", columns=CHUNK_COLUMNS)
+        | "Sync vector store"
+        >> SyncVectorStore(
+            spec["vector_store"],
+            models=spec["models"],
+            model=embedding["model"],
+            window=embedding["window"],
+            dimension=embedding.get("dimension"),
+        )
+    )
+    try:
+        result = pipeline.run()
+        result.wait_until_finish()
+    except Exception as err:  # the runner wraps a worker's error in its own
+        raise RunError(
+            f"vector store sync failed: {one_line(err, 400)}; no key was deleted unless every write succeeded: "
+            "run the job again to converge"
+        ) from None
+    totals: dict[str, int] = {}
+    query = result.metrics().query(MetricsFilter().with_namespace(METRICS_NAMESPACE))
+    for found in query["counters"]:
+        name = found.key.metric.name
+        if name in SYNC_COUNTERS:
+            value = found.committed if found.committed is not None else found.attempted
+            totals[name] = totals.get(name, 0) + (value or 0)
+    return totals

@@ -1,0 +1,264 @@
+"""A vector store kept equal to a run's chunks, as Beam transforms: :class:`SyncVectorStore`.
+
+The graph::
+
+    chunk rows (key -> row) ---------------\\
+    the store's keys, 16 shards read apart --> CoGroupByKey -> plan (transforms.sync.plan)
+        embed  -> batches -> embed (the model built once per worker) ---\\
+        update -> batches -> the stored vectors read back ---------------> upsert (UpsertRows)
+        reuse  -> counted                                                      |
+        delete -> held until every upsert is done (a side input of their total) -> DeleteKeys
+
+Which keys the store holds and which to delete are decided by a keyed join, so no worker holds
+the store's keys or the run's chunks whole. A failed run leaves every row it did not reach as it
+was: the deletes wait for the total of every write, which exists only once all of them succeeded,
+so a document whose chunks did not change keeps every row searchable, and a rerun converges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.pvalue import AsSingleton, TaggedOutput
+
+from transforms.beam.outputs import counter
+from transforms.sync import plan, store_fingerprint
+
+__all__ = ["SHARDS", "SYNC_COUNTERS", "SyncVectorStore"]
+
+#: The store's keys are read in this many shards (by the key's first hex digit), on any worker.
+SHARDS = 16
+
+#: Counters of a sync (namespace ``rechunk``), read into the report's ``embedding`` and
+#: ``vector_store`` sections.
+SYNC_COUNTERS = (
+    "embedding.chunks_embedded",
+    "embedding.chunks_reused",
+    "vector_store.upserted",
+    "vector_store.updated",
+    "vector_store.deleted",
+)
+
+#: Chunk rows per call of the embedding model and per read of stored vectors.
+_BATCH = 64
+
+
+def _store_row(row: Mapping[str, Any], vector: Sequence[float]):
+    """The store's row of a chunk row and its vector."""
+    from transforms.stores.base import StoreRow
+
+    return StoreRow(
+        chunk_key=row["chunk_key"],
+        chunk_id=row["chunk_id"],
+        document_id=row["document_id"],
+        text=row["text"],
+        embedding_text=row["embedding_text"],
+        metadata=row["metadata"] or "{}",
+        fingerprint=store_fingerprint(row),
+        vector=tuple(float(x) for x in vector),
+    )
+
+
+class _StoredKeysDoFn(beam.DoFn):
+    """A shard number in; the ``(chunk_key, fingerprint)`` pairs of that shard of the store out."""
+
+    def __init__(self, store_spec: Mapping[str, Any]) -> None:
+        self._spec = dict(store_spec)
+        self._store: Any = None
+
+    def setup(self) -> None:
+        from transforms.stores import open_store
+
+        self._store = open_store(self._spec)
+
+    def process(self, shard: int) -> Iterator[tuple[str, str]]:
+        yield from self._store.stored(shard, SHARDS)
+
+    def teardown(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+
+class _PlanDoFn(beam.DoFn):
+    """A key with this run's rows and the store's fingerprints in; the row (or the key, for a
+    delete) out on the output named by :func:`transforms.sync.plan`."""
+
+    def setup(self) -> None:
+        self._counters = {
+            "embed": counter("vector_store.upserted"),
+            "update": counter("vector_store.updated"),
+            "reuse": counter("embedding.chunks_reused"),
+            "delete": counter("vector_store.deleted"),
+        }
+        self._reused = counter("embedding.chunks_reused")
+
+    def process(self, element: tuple[str, Mapping[str, Iterable[Any]]]) -> Iterator[Any]:
+        key, joined = element
+        action, row = plan(key, joined["produced"], joined["stored"])
+        self._counters[action].inc()
+        if action == "update":  # its vector is reused
+            self._reused.inc()
+        yield TaggedOutput(action, key if row is None else row)
+
+
+class _EmbedDoFn(beam.DoFn):
+    """A batch of chunk rows in; their store rows, each with the vector of its ``embedding_text``, out.
+
+    The model is built in ``setup()`` from the configuration's ``models:`` entry (once per
+    worker) and closed in ``teardown()``. Each row's ``token_count`` (the validation step's
+    recount in the model's own tokens) must be within the model's window: a chunk the model
+    would truncate is never embedded.
+
+    Raises:
+        ValueError: A chunk is over the model's window, or the model gave another number of
+            vectors, or vectors of another dimension.
+    """
+
+    def __init__(self, models: Mapping[str, Any], model: str, window: int, dimension: int | None) -> None:
+        self._models_spec = dict(models)
+        self._name = model
+        self._window = window
+        self._dimension = dimension
+        self._models: dict[str, Any] = {}
+
+    def setup(self) -> None:
+        from transforms.models.registry import build_models
+
+        self._models = build_models({self._name: self._models_spec[self._name]})
+        self._embedded = counter("embedding.chunks_embedded")
+
+    def process(self, batch: Sequence[Mapping[str, Any]]) -> Iterator[Any]:
+        for row in batch:
+            if row["token_count"] is None or row["token_count"] > self._window:
+                raise ValueError(
+                    f"chunk {row['chunk_index']} of document {row['document_id']!r} has {row['token_count']} tokens, "
+                    f"over the embedding model's window of {self._window}: it would be truncated"
+                )
+        vectors = self._models[self._name].embed([row["embedding_text"] for row in batch])
+        if len(vectors) != len(batch):
+            raise ValueError(f"the embedding model gave {len(vectors)} vectors for {len(batch)} texts")
+        for row, vector in zip(batch, vectors):
+            if self._dimension is not None and len(vector) != self._dimension:
+                raise ValueError(
+                    f"the embedding model gave a vector of {len(vector)} dimensions, not {self._dimension}"
+                )
+            self._embedded.inc()
+            yield _store_row(row, vector)
+
+    def teardown(self) -> None:
+        for model in self._models.values():
+            close = getattr(model, "close", None)
+            if close is not None:
+                close()
+        self._models = {}
+
+
+class _StoredVectorsDoFn(beam.DoFn):
+    """A batch of chunk rows whose key the store holds in; their store rows with the stored vectors out.
+
+    Raises:
+        ValueError: A key's row left the store while the run read it (another writer).
+    """
+
+    def __init__(self, store_spec: Mapping[str, Any]) -> None:
+        self._spec = dict(store_spec)
+        self._store: Any = None
+
+    def setup(self) -> None:
+        from transforms.stores import open_store
+
+        self._store = open_store(self._spec)
+
+    def process(self, batch: Sequence[Mapping[str, Any]]) -> Iterator[Any]:
+        vectors = self._store.vectors([row["chunk_key"] for row in batch])
+        for row in batch:
+            if row["chunk_key"] not in vectors:
+                raise ValueError(
+                    f"chunk_key {row['chunk_key']} left {self._store.described} while this run read it: "
+                    "another writer is using the store"
+                )
+            yield _store_row(row, vectors[row["chunk_key"]])
+
+    def teardown(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+
+def _after_writes(key: str, written: int) -> str:
+    """A key to delete, passed on only once ``written`` (every write's total) exists."""
+    del written
+    return key
+
+
+class SyncVectorStore(beam.PTransform):
+    """Make a vector store hold exactly the chunks of a PCollection of chunk rows.
+
+    Input: chunk rows as dicts with at least :data:`transforms.sync.STORE_COLUMNS`,
+    ``chunk_index``, ``token_count``. Output: the counts of the deletes (one per batch), for
+    whoever wants to wait for the end. The store must exist (``prepare()``d with the model) before
+    the pipeline runs. Counters: :data:`SYNC_COUNTERS`.
+
+    Args:
+        store_spec: The checked ``vector_store:`` section (:func:`transforms.stores.check_store_spec`).
+        models: The configuration's ``models:`` section.
+        model: The name under ``models:`` of the embedding model.
+        window: The model's input window in its own tokens (special tokens included).
+        dimension: The model's vector size, when known.
+    """
+
+    def __init__(
+        self,
+        store_spec: Mapping[str, Any],
+        *,
+        models: Mapping[str, Any],
+        model: str,
+        window: int,
+        dimension: int | None = None,
+    ) -> None:
+        super().__init__()
+        self._store_spec = dict(store_spec)
+        self._models = dict(models)
+        self._model = model
+        self._window = window
+        self._dimension = dimension
+
+    def expand(self, rows: beam.PCollection) -> beam.PCollection:
+        from transforms.beam.stores import DeleteKeys, UpsertRows
+
+        produced = rows | "Key chunks" >> beam.Map(lambda row: (row["chunk_key"], row))
+        stored = (
+            rows.pipeline
+            | "Store shards" >> beam.Create(list(range(SHARDS)))
+            | "Spread shards" >> beam.Reshuffle()
+            | "Read stored keys" >> beam.ParDo(_StoredKeysDoFn(self._store_spec))
+        )
+        planned = (
+            {"produced": produced, "stored": stored}
+            | "Join by key" >> beam.CoGroupByKey()
+            | "Plan" >> beam.ParDo(_PlanDoFn()).with_outputs("embed", "update", "reuse", "delete")
+        )
+        embedded = (
+            planned.embed
+            | "Batch to embed" >> beam.BatchElements(min_batch_size=1, max_batch_size=_BATCH)
+            | "Embed" >> beam.ParDo(_EmbedDoFn(self._models, self._model, self._window, self._dimension))
+        )
+        updated = (
+            planned.update
+            | "Batch to update" >> beam.BatchElements(min_batch_size=1, max_batch_size=_BATCH)
+            | "Read stored vectors" >> beam.ParDo(_StoredVectorsDoFn(self._store_spec))
+        )
+        written = (
+            (embedded, updated)
+            | "Rows to write" >> beam.Flatten()
+            | "Upsert" >> UpsertRows(self._store_spec)
+            | "Rows written" >> beam.CombineGlobally(sum)
+        )
+        return (
+            planned.delete
+            | "After every write" >> beam.Map(_after_writes, AsSingleton(written))
+            | "Delete" >> DeleteKeys(self._store_spec)
+        )
