@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -297,10 +298,26 @@ def _resolve_vector_store(source: str, store: Any, embedding: Mapping[str, Any] 
         raise ConfigError(f"{source}: vector_store needs an embedding: section naming the model that makes its vectors")
     from transforms.stores import check_store_spec
 
+    if isinstance(store, dict) and "uri_env" in store:
+        store = _uri_from_environment(source, store)
     try:
         return check_store_spec(store)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"{source}: {_first_line(err)}") from None
+
+
+def _uri_from_environment(source: str, store: Mapping[str, Any]) -> dict[str, Any]:
+    """``vector_store:`` with ``uri_env: NAME`` made ``uri: $NAME`` (read here, on the driver;
+    the URI may hold a password, so it is never shown)."""
+    name = store["uri_env"]
+    if "uri" in store:
+        raise ConfigError(f"{source}: vector_store: give uri or uri_env, not both")
+    if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
+        raise ConfigError(f"{source}: vector_store.uri_env: the name of an environment variable, got {name!r:.60}")
+    value = os.environ.get(name)
+    if not value:
+        raise ConfigError(f"{source}: vector_store.uri_env: the environment variable {name} is not set")
+    return {**{k: v for k, v in store.items() if k != "uri_env"}, "uri": value}
 
 
 def _check_tokenizer(where: str, tokenizer: Any) -> None:

@@ -36,6 +36,8 @@ _SHOWN = frozenset(
         "structure",
         "model",
         "incremental",
+        "embedding",
+        "vector_store",
         "token_count",
         "token_histogram",
         "tokenizer",
@@ -122,6 +124,7 @@ def render_report_html(report: Mapping[str, Any]) -> str:
             _table_section("Structure chunkers", _mapping(report.get("structure"))),
             _table_section("Model-backed chunkers", _mapping(report.get("model"))),
             _incremental_section(report.get("incremental")),
+            _store_section(report.get("embedding"), report.get("vector_store")),
             _timing_section(report),
             _table_section("Folders written", output, names=True),
             _more_section(report),
@@ -277,6 +280,14 @@ def _incremental_section(incremental: Any) -> str:
         return '<h2>Incremental run</h2><p class="none">No --previous: every document was chunked.</p>'
     rows = _rows(incremental.items())
     return f"<h2>Incremental run</h2><table>{rows}</table>"
+
+
+def _store_section(embedding: Any, store: Any) -> str:
+    """What was embedded and what the vector store holds now, or that no store is configured."""
+    if not isinstance(store, Mapping) and not isinstance(embedding, Mapping):
+        return '<h2>Vector store</h2><p class="none">No embedding: and vector_store: in the configuration.</p>'
+    items = [*_mapping(embedding).items(), *_mapping(store).items()]
+    return f"<h2>Embedding and vector store</h2><table>{_rows(items)}</table>"
 
 
 def _rows(items: Iterable[tuple[Any, Any]]) -> str:

@@ -83,9 +83,9 @@ def sync_sections(
 
 def _described(store_spec: Mapping[str, Any]) -> str:
     """The store as shown (no password), without opening it."""
-    from transforms.stores import describe_store
+    from transforms.stores import describe_spec
 
-    return describe_store(store_spec)
+    return describe_spec(store_spec)
 
 
 def sync_store(output: str, spec: Mapping[str, Any], options: PipelineOptions, *, whole: bool) -> dict[str, Any]:
