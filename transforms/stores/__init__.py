@@ -80,7 +80,9 @@ def check_store_spec(spec: Mapping) -> dict[str, Any]:
                     "vector_store.uri: a Milvus address starts with http://, https://, tcp:// or unix:, or is a file ending in .db"
                 )
             if "@" in uri.split("://", 1)[-1].split("/", 1)[0]:
-                raise ValueError("vector_store.uri: holds credentials; put the token in the variable named by password_env")
+                raise ValueError(
+                    "vector_store.uri: holds credentials; put the token in the variable named by password_env"
+                )
         elif not uri.endswith(".db"):
             raise ValueError("vector_store.uri: a Milvus Lite file's name ends in .db")
     elif not uri.startswith(_PG_SCHEMES):
@@ -99,7 +101,9 @@ def check_store_spec(spec: Mapping) -> dict[str, Any]:
     if batch_size is None:
         batch_size = DEFAULT_BATCH_SIZE
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH_SIZE:
-        raise ValueError(f"vector_store.batch_size: an integer from 1 to {MAX_BATCH_SIZE:,}, got {_shown_value(batch_size)}")
+        raise ValueError(
+            f"vector_store.batch_size: an integer from 1 to {MAX_BATCH_SIZE:,}, got {_shown_value(batch_size)}"
+        )
     return {"type": kind, "uri": uri, "collection": collection, "password_env": password_env, "batch_size": batch_size}
 
 

@@ -296,7 +296,9 @@ class MilvusStore:
         missing = [name for name in _FIELD_TYPES if name not in fields]
         wrong = [name for name, kind in _FIELD_TYPES.items() if name in fields and fields[name].get("type") != kind]
         if missing or wrong or not fields["chunk_key"].get("is_primary"):
-            problem = f"lacks {', '.join(missing)}" if missing else f"has other types for {', '.join(wrong) or 'chunk_key'}"
+            problem = (
+                f"lacks {', '.join(missing)}" if missing else f"has other types for {', '.join(wrong) or 'chunk_key'}"
+            )
             raise StoreError(f"{self.described}: exists without rechunk's fields ({problem}): name another collection")
         stored = _recorded(described, self.described)
         if stored != (dimension, model):

@@ -79,7 +79,9 @@ class PgvectorStore:
         except psycopg.Error as error:
             raise self._error("connect", error) from None
         except Exception:
-            raise StoreError(f"{self.described}: connect failed: the URI is not a PostgreSQL connection string") from None
+            raise StoreError(
+                f"{self.described}: connect failed: the URI is not a PostgreSQL connection string"
+            ) from None
         self._name = sql.Identifier(self._table)
 
     # -- the protocol ------------------------------------------------------------------------
@@ -136,8 +138,7 @@ class PgvectorStore:
                 page = connection.execute(query, params).fetchall()
             except psycopg.Error as error:
                 raise self._error("read keys", error) from None
-            for key, fingerprint in page:
-                yield key, fingerprint
+            yield from page
             if len(page) < _PAGE:
                 return
             last = page[-1][0]
@@ -155,8 +156,19 @@ class PgvectorStore:
         for row in rows:
             for name in _TEXT_FIELDS:
                 if "\x00" in getattr(row, name):
-                    raise StoreError(f"{self.described}: chunk {row.chunk_key}: {name} holds NUL, which PostgreSQL text cannot")
-        columns = ("chunk_key", "chunk_id", "document_id", "text", "embedding_text", "metadata", "fingerprint", "embedding")
+                    raise StoreError(
+                        f"{self.described}: chunk {row.chunk_key}: {name} holds NUL, which PostgreSQL text cannot"
+                    )
+        columns = (
+            "chunk_key",
+            "chunk_id",
+            "document_id",
+            "text",
+            "embedding_text",
+            "metadata",
+            "fingerprint",
+            "embedding",
+        )
         statement = sql.SQL(
             "INSERT INTO {} ({}) VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s, %s::vector) ON CONFLICT (chunk_key) DO UPDATE SET {}"
         ).format(
@@ -220,7 +232,9 @@ class PgvectorStore:
 
     def search(self, vector: Sequence[float], limit: int) -> list[str]:
         """The chunk_keys of the `limit` rows nearest `vector` by cosine distance (`<=>`), nearest first."""
-        query = sql.SQL("SELECT chunk_key FROM {} ORDER BY embedding <=> %s::vector, chunk_key LIMIT %s").format(self._name)
+        query = sql.SQL("SELECT chunk_key FROM {} ORDER BY embedding <=> %s::vector, chunk_key LIMIT %s").format(
+            self._name
+        )
         try:
             rows = self._open().execute(query, [_vector_text(vector), int(limit)]).fetchall()
         except psycopg.Error as error:
@@ -285,7 +299,7 @@ class PgvectorStore:
         connection.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(self._name, sql.Literal(comment)))
 
     def _check_existing(self, connection: psycopg.Connection, dimension: int, model: str) -> None:
-        found = dict(
+        found: dict[str, str] = dict(
             connection.execute(
                 "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
                 "WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0 AND NOT a.attisdropped",
@@ -302,7 +316,9 @@ class PgvectorStore:
             raise StoreError(f"{self.described}: exists without rechunk's columns ({problem}): name another table")
         recorded = self._recorded(connection)
         if recorded is None:
-            raise StoreError(f"{self.described}: exists without rechunk's model and dimension comment: name another table")
+            raise StoreError(
+                f"{self.described}: exists without rechunk's model and dimension comment: name another table"
+            )
         if recorded != (dimension, model):
             raise StoreError(mismatch_message(self.described, recorded, (dimension, model)))
 
