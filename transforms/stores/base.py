@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 #: The columns every store holds, in this order, the vector last (named `embedding` in both stores).
 COLUMNS = ("chunk_key", "chunk_id", "document_id", "text", "embedding_text", "metadata", "fingerprint", "embedding")
@@ -142,7 +142,12 @@ def hide_password(uri: str) -> str:
         if any(name.lower() in _SECRET_PARAMETERS for name, _ in pairs):
             pairs = [(name, HIDDEN if name.lower() in _SECRET_PARAMETERS else value) for name, value in pairs]
             query = urlencode(pairs, safe="/*")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    # Joined by hand: urlunsplit drops the // of an empty host (postgresql:///db?host=/socket).
+    return (
+        f"{parts.scheme}://{netloc}{parts.path}"
+        + (f"?{query}" if query else "")
+        + (f"#{parts.fragment}" if parts.fragment else "")
+    )
 
 
 def uri_secrets(uri: str) -> list[str]:

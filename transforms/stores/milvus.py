@@ -104,6 +104,8 @@ class MilvusStore:
         self._uri = client_uri(spec["uri"])
         self._lite_path = self._uri if is_lite_uri(spec["uri"]) else None
         self._dimension: int | None = None
+        #: Rows per page read by stored() and vectors().
+        self.page_size = _PAGE
         self._client: MilvusClient | None = None
         try:
             self._client = MilvusClient(uri=self._uri, token=self._token)
@@ -148,7 +150,7 @@ class MilvusStore:
         try:
             iterator = client.query_iterator(
                 self._collection,
-                batch_size=_PAGE,
+                batch_size=self.page_size,
                 filter=f'chunk_key like "{prefix}%"',
                 output_fields=["chunk_key", "fingerprint"],
             )
@@ -188,7 +190,7 @@ class MilvusStore:
         """The stored vectors (float32 values as Python floats) of those keys that exist."""
         client = self._open()
         found: dict[str, tuple[float, ...]] = {}
-        for batch in batches(list(keys), _PAGE):
+        for batch in batches(list(keys), self.page_size):
             try:
                 entities = client.get(self._collection, ids=list(batch), output_fields=["chunk_key", VECTOR_FIELD])
             except MilvusException as error:

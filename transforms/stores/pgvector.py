@@ -70,6 +70,8 @@ class PgvectorStore:
         password = store_password(spec)
         self._secrets = [password, *uri_secrets(spec["uri"])]
         self._dimension: int | None = None
+        #: Rows per page read by stored() and vectors().
+        self.page_size = _PAGE
         self._connection: psycopg.Connection | None = None
         options: dict[str, Any] = {"autocommit": True}
         if password:
@@ -132,14 +134,14 @@ class PgvectorStore:
                 clauses.append(sql.SQL("chunk_key > %s"))
                 params.append(last)
             query = sql.SQL("SELECT chunk_key, fingerprint FROM {} WHERE {} ORDER BY chunk_key LIMIT {}").format(
-                self._name, sql.SQL(" AND ").join(clauses), sql.Literal(_PAGE)
+                self._name, sql.SQL(" AND ").join(clauses), sql.Literal(self.page_size)
             )
             try:
                 page = connection.execute(query, params).fetchall()
             except psycopg.Error as error:
                 raise self._error("read keys", error) from None
             yield from page
-            if len(page) < _PAGE:
+            if len(page) < self.page_size:
                 return
             last = page[-1][0]
 
@@ -203,7 +205,7 @@ class PgvectorStore:
         connection = self._open()
         found: dict[str, tuple[float, ...]] = {}
         query = sql.SQL("SELECT chunk_key, embedding::text FROM {} WHERE chunk_key = ANY(%s)").format(self._name)
-        for batch in batches(list(keys), _PAGE):
+        for batch in batches(list(keys), self.page_size):
             try:
                 for key, text in connection.execute(query, [list(batch)]):
                     found[key] = tuple(float(value) for value in text.strip("[]").split(","))
