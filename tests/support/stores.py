@@ -58,9 +58,10 @@ def make_row(
     """A StoreRow keyed on sha256(`name`), its fingerprint the sha256 of its non-vector columns."""
     text = f"text of {name}" if text is None else text
     metadata = json.dumps({"name": name, "lang": "en"}, sort_keys=True)
-    columns = [chunk_key(name), f"id-{name}", document_id, text, f"Heading\n\n{text}", metadata]
+    key, chunk_id, embedding_text = chunk_key(name), f"id-{name}", f"Heading\n\n{text}"
+    columns = (key, chunk_id, document_id, text, embedding_text, metadata)
     fingerprint = hashlib.sha256("\x00".join(columns).encode("utf-8")).hexdigest()
-    return StoreRow(*columns, fingerprint=fingerprint, vector=vector)
+    return StoreRow(key, chunk_id, document_id, text, embedding_text, metadata, fingerprint, vector)
 
 
 def make_rows(count: int, dimension: int, *, seed: int = 0, prefix: str = "row") -> list[StoreRow]:

@@ -149,7 +149,7 @@ class _CountPerBundle(beam.DoFn):
 
     def finish_bundle(self) -> Iterable[WindowedValue]:
         if self._count:
-            yield WindowedValue(self._count, GlobalWindow().max_timestamp(), [GlobalWindow()])
+            yield WindowedValue(self._count, GlobalWindow().max_timestamp(), (GlobalWindow(),))
         self._count = 0
 
 
@@ -177,7 +177,7 @@ class _BatchedStoreFn(beam.DoFn):
 
     def finish_bundle(self) -> Iterable[WindowedValue]:
         if self._buffer:
-            yield WindowedValue(self._flush(), GlobalWindow().max_timestamp(), [GlobalWindow()])
+            yield WindowedValue(self._flush(), GlobalWindow().max_timestamp(), (GlobalWindow(),))
 
     def teardown(self) -> None:
         if self._store is not None:

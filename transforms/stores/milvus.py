@@ -249,7 +249,9 @@ class MilvusStore:
                 _LITE_OPEN.pop(self._lite_path, None)
             from milvus_lite.server_manager import server_manager_instance
 
-            server_manager_instance.release_server(self._lite_path)
+            release = getattr(server_manager_instance, "release_server", None)
+            if release is not None:
+                release(self._lite_path)
 
     # -- helpers -----------------------------------------------------------------------------
 

@@ -59,7 +59,7 @@ def test_a_bad_spec_is_refused_naming_the_field(spec, field):
 
 def test_a_spec_that_is_not_a_mapping_is_refused():
     with pytest.raises(ValueError, match=r"^vector_store: "):
-        check_store_spec(["milvus"])  # type: ignore[arg-type]
+        check_store_spec(["milvus"])
 
 
 def test_a_milvus_uri_with_credentials_is_refused_without_showing_them():
