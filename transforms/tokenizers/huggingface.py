@@ -81,8 +81,11 @@ class HuggingFaceTokenizer:
         """The library's encoding of ``text`` (lone surrogates as U+FFFD, same length)."""
         try:
             return self._tokenizer.encode(text, add_special_tokens=special)
-        except UnicodeEncodeError:
-            return self._tokenizer.encode(_without_surrogates(text), add_special_tokens=special)
+        except (UnicodeEncodeError, TypeError):  # the library refuses lone surrogates (TypeError)
+            cleaned = _without_surrogates(text)
+            if cleaned == text:
+                raise
+            return self._tokenizer.encode(cleaned, add_special_tokens=special)
 
     def count(self, text: str) -> int:
         """Return the tokens of ``text``: its own (``hf:``), or with the prompt and special tokens

@@ -18,7 +18,7 @@ there the tokens of the text before and after it are the whole text's tokens, an
 a slice between two safe cuts are those of the whole encoding between them.
 :class:`WordPieceSlices` counts any slice as its edges up to the first and from the last safe cut
 inside it, encoded alone (a few characters), plus a difference of token indices of the whole
-encoding; ``tests/transforms/tokenizers/test_wordpiece.py`` checks it against whole encodes.
+encoding; ``tests/transforms/test_model_tokenizers.py`` checks it against whole encodes.
 """
 
 from __future__ import annotations
