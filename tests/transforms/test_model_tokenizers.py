@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -185,7 +186,7 @@ def _check_slices(tok, text, data):
         b = data.draw(st.integers(a, n))
         assert counter.count(a, b) == tok.count(text[a:b]), (a, b)
     points = sorted({0, n, *data.draw(st.lists(st.integers(0, n), max_size=8))})
-    assert counter.counts(points) == [tok.count(text[a:b]) for a, b in zip(points, points[1:])]
+    assert counter.counts(points) == [tok.count(text[a:b]) for a, b in itertools.pairwise(points)]
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

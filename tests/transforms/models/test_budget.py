@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -40,6 +41,11 @@ def test_embedder_budget_reads_no_torch():
     assert out.stdout.split() == ["256", "384", "False", "False"]
 
 
+def _read_json(path: str):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
 def _copy(tmp_path, **edits) -> str:
     folder = tmp_path / "m"
     shutil.copytree(MINILM, folder, ignore=shutil.ignore_patterns("*.safetensors", "*.bin"))
@@ -54,7 +60,7 @@ def _copy(tmp_path, **edits) -> str:
 
 
 def test_window_capped_by_position_embeddings(tmp_path):
-    config = json.loads(open(os.path.join(MINILM, "config.json")).read())
+    config = _read_json(os.path.join(MINILM, "config.json"))
     folder = _copy(
         tmp_path,
         **{
@@ -66,7 +72,7 @@ def test_window_capped_by_position_embeddings(tmp_path):
 
 
 def test_window_from_tokenizer_config_when_no_sentence_config(tmp_path):
-    config = json.loads(open(os.path.join(MINILM, "config.json")).read())
+    config = _read_json(os.path.join(MINILM, "config.json"))
     del config["max_position_embeddings"]
     folder = _copy(
         tmp_path,
@@ -80,7 +86,7 @@ def test_window_from_tokenizer_config_when_no_sentence_config(tmp_path):
 
 
 def test_dimension_from_a_dense_module_then_hidden_size(tmp_path):
-    modules = json.loads(open(os.path.join(MINILM, "modules.json")).read())
+    modules = _read_json(os.path.join(MINILM, "modules.json"))
     modules.insert(2, {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"})
     folder = _copy(tmp_path, **{"modules.json": modules, "2_Dense__config.json": {"out_features": 128}})
     assert sentence_transformer_budget(folder).dimension == 128
@@ -90,9 +96,9 @@ def test_dimension_from_a_dense_module_then_hidden_size(tmp_path):
 
 def test_missing_tokenizer_or_window(tmp_path):
     folder = _copy(tmp_path, **{"tokenizer.json": None})
-    with pytest.raises(ValueError, match="has no tokenizer.json"):
+    with pytest.raises(ValueError, match=re.escape("has no tokenizer.json")):
         sentence_transformer_budget(folder)
-    config = json.loads(open(os.path.join(MINILM, "config.json")).read())
+    config = _read_json(os.path.join(MINILM, "config.json"))
     del config["max_position_embeddings"]
     folder = _copy(
         tmp_path / "y",
