@@ -13,6 +13,10 @@ HTTP clients :class:`~transforms.models.openai.OpenAIEmbedder` (``/v1/embeddings
 client of :mod:`transforms.models.openai_client`. Every client that holds a resource (an HTTP
 session, a thread pool, a loaded model) releases it in ``close()``.
 
+Embedders also say what they read: ``budget()`` returns a
+:class:`~transforms.models.budget.ModelBudget` (a ``--tokenizer`` spec that counts what the model
+reads, its input window in those tokens, its vector length), from files or settings only.
+
 Failures are :class:`ModelError`: ``transient`` ones (connection error, timeout, HTTP 429 or 5xx,
 after the retries) may fall back to local splitting; the others (HTTP 4xx, a response that is not
 what was asked for) never do.

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from transforms.models import ModelError
+from transforms.models.budget import ModelBudget, sentence_transformer_budget
 
 __all__ = ["BUNDLED_MODEL_PACKAGE", "SentenceTransformerEmbedder", "bundled_model_path"]
 
@@ -136,6 +137,19 @@ class SentenceTransformerEmbedder:
         #: ``embed`` calls that ran the model (the report's model calls); no cache here.
         self.calls = 0
         self.cache_hits = 0
+
+    def budget(self) -> ModelBudget:
+        """What the model reads, from its JSON files only (no torch, no weights).
+
+        ``ModelBudget(tokenizer="hf-model:PATH", max_tokens=..., dimension=...)``: for the bundled
+        all-MiniLM-L6-v2, 256 tokens (``[CLS]`` and ``[SEP]`` included) and 384 dimensions. See
+        :func:`transforms.models.budget.sentence_transformer_budget`.
+
+        Raises:
+            ValueError: The folder has no ``tokenizer.json``, names no input window, or holds a
+                file that is not JSON.
+        """
+        return sentence_transformer_budget(self.path)
 
     def _load(self) -> Any:
         with self._lock:

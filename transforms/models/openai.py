@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from transforms.models import ModelError
+from transforms.models.budget import OPENAI_MAX_INPUT_TOKENS, OPENAI_TOKENIZER, ModelBudget
 from transforms.models.openai_client import (
     OpenAIClient,
     finite_number,
@@ -67,6 +68,11 @@ class OpenAIEmbedder(OpenAIClient):
         concurrency: Requests in flight at once (batches of one ``embed`` call run in parallel).
         cache_size: Texts whose vectors are remembered (LRU, by whole requests: see
             :meth:`embed`); 0 disables the cache.
+        max_input_tokens: The endpoint's input window, in tokens of ``tokenizer`` (see
+            :meth:`budget`); ``None`` for OpenAI's 8191.
+        tokenizer: A ``--tokenizer`` spec that counts what the endpoint's model reads (see
+            :meth:`budget`); ``None`` for ``tiktoken:cl100k_base``. Neither changes the vectors
+            or the identity.
 
     Attributes:
         identity: ``openai-embeddings:<base_url>/embeddings:model=<model>:dimensions=<n>``.
@@ -82,13 +88,35 @@ class OpenAIEmbedder(OpenAIClient):
     dimensions: int | None = None
     batch_size: int = 64
     cache_size: int = 4096
+    max_input_tokens: int | None = None
+    tokenizer: str | None = None
 
     def __post_init__(self) -> None:
         if self.dimensions is not None:
             positive_int("dimensions", self.dimensions)
+        if self.max_input_tokens is not None:
+            positive_int("max_input_tokens", self.max_input_tokens)
+        if self.tokenizer is not None and (not isinstance(self.tokenizer, str) or not self.tokenizer.strip()):
+            raise ValueError(
+                f"tokenizer must be a tokenizer spec such as 'tiktoken:cl100k_base', got {self.tokenizer!r}"
+            )
         self.batch_size = positive_int("batch_size", self.batch_size)
         super().__post_init__()
         self.identity = f"openai-embeddings:{self.base_url}{self._path}:model={self.model}:dimensions={self.dimensions}"
+
+    def budget(self) -> ModelBudget:
+        """What the endpoint's model reads; no request is made.
+
+        ``ModelBudget(tokenizer, max_tokens, dimension)``: ``tokenizer`` (default
+        ``tiktoken:cl100k_base``, the tokenizer of ``text-embedding-3-*`` and
+        ``text-embedding-ada-002``), ``max_input_tokens`` (default 8191, their input window) and
+        ``dimensions`` (``None`` when not set: the model's own, known after a call).
+        """
+        return ModelBudget(
+            tokenizer=self.tokenizer or OPENAI_TOKENIZER,
+            max_tokens=self.max_input_tokens or OPENAI_MAX_INPUT_TOKENS,
+            dimension=self.dimensions,
+        )
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in order.

@@ -12,7 +12,10 @@ Three implementations:
   just characters.
 * :class:`Utf8ByteTokenizer` -- one token per UTF-8 byte; an explicit byte budget.
 * :class:`HuggingFaceTokenizer` -- a ``tokenizer.json`` loaded with the ``tokenizers`` library
-  from a local path or a URL fsspec opens (``gs://``, so that cluster workers read the same file).
+  from a local path or a URL fsspec opens (``gs://``, so that cluster workers read the same file):
+  ``hf:PATH`` counts the text's own tokens, ``hf-model:PATH`` what an embedding model reads (its
+  default prompt and special tokens included). A BERT-style WordPiece file gives a
+  :class:`WordPieceTokenizer`, which counts a document's slices from one encoding of it.
 
 Modules: :mod:`~transforms.tokenizers.base` (the protocol and its error),
 :mod:`~transforms.tokenizers.tiktoken_ranks` (offline vocabularies, hash-checked),
@@ -20,7 +23,7 @@ Modules: :mod:`~transforms.tokenizers.base` (the protocol and its error),
 :mod:`~transforms.tokenizers.segments` (bounded-segment and windowed encoding of long texts),
 :mod:`~transforms.tokenizers.cuts` (safe cut offsets), :mod:`~transforms.tokenizers.slices`
 (slice counts from one encoding), :mod:`~transforms.tokenizers.utf8`,
-:mod:`~transforms.tokenizers.huggingface` and :mod:`~transforms.tokenizers.specs`.
+:mod:`~transforms.tokenizers.huggingface`, :mod:`~transforms.tokenizers.wordpiece` and :mod:`~transforms.tokenizers.specs`.
 
 :func:`load_tokenizer` turns the command line's ``--tokenizer`` spec into one of these.
 """
@@ -31,6 +34,7 @@ from transforms.tokenizers.slices import SliceCounter
 from transforms.tokenizers.specs import DEFAULT_TOKENIZER, load_tokenizer
 from transforms.tokenizers.tiktoken_bpe import TiktokenTokenizer
 from transforms.tokenizers.utf8 import Utf8ByteTokenizer
+from transforms.tokenizers.wordpiece import WordPieceTokenizer
 
 __all__ = [
     "DEFAULT_TOKENIZER",
@@ -40,5 +44,6 @@ __all__ = [
     "Tokenizer",
     "TokenizerError",
     "Utf8ByteTokenizer",
+    "WordPieceTokenizer",
     "load_tokenizer",
 ]

@@ -40,12 +40,12 @@ Counting, linear in the document
     its text the same way), and packs them ``limits.TILE_BATCH`` tiles at a time: a huge
     list or table whose children are a ``StreamedChildren`` (re-made on each iteration, never
     all held) is never held whole either, and a batch's end changes no cut. For tiktoken's
-    cl100k_base and for UTF-8 bytes, a slice that starts and ends at line starts followed by
+    cl100k_base, UTF-8 bytes and BERT-style WordPiece, a slice that starts and ends at line starts followed by
     text (every tile boundary) has exactly as many tokens as the whole encoding has inside it, and
     such slices add up exactly, so a chunk's count is a difference of two running totals plus its
     heading prefix's count: no growing buffer is re-encoded. Only the parts of prose split inside
     a line are counted again, once each, as whole strings. A tokenizer without ``token_ends`` (a
-    local Hugging Face tokenizer) is counted exactly on every candidate chunk instead: correct,
+    Hugging Face tokenizer other than BERT-style WordPiece) is counted exactly on every candidate chunk instead: correct,
     but quadratic in the blocks of a chunk.
 
 Heading path

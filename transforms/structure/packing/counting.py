@@ -21,7 +21,8 @@ __all__ = ["TokenCounter"]
 class TokenCounter:
     """Token counts of slices of one text, from a single encoding when the tokenizer allows.
 
-    A tokenizer with ``token_ends`` (tiktoken's cl100k_base, UTF-8 bytes) is *additive*: the
+    A tokenizer with ``token_ends`` (tiktoken's cl100k_base, UTF-8 bytes, a BERT-style WordPiece
+    tokenizer) is *additive*: the
     text is encoded once, and a slice between two stable positions (see
     :class:`~transforms.structure.packing.lines.Lines`) has exactly as many tokens as the whole
     encoding has inside it, so :meth:`span` is a difference of two running totals. A long text is
@@ -163,11 +164,15 @@ class TokenCounter:
         return self.tokenizer.count(text)
 
     def prefix(self, titles: tuple[str, ...]) -> int:
-        """Tokens of ``heading_prefix(titles)``, remembered (the latest ``limits.TITLES_MEMO`` paths)."""
+        """Tokens of ``heading_prefix(titles)`` (of ``""`` for no titles), remembered (the latest
+        ``limits.TITLES_MEMO`` paths)."""
         cache = self._prefix_cache
         count = cache.get(titles)
         if count is None:
             if len(cache) >= limits.TITLES_MEMO:
                 cache.clear()
-            count = cache[titles] = self.tokenizer.count(heading_prefix(titles)) if titles else 0
+            # No titles: what the tokenizer counts for an empty text (0, or the special tokens and
+            # prompt a model's tokenizer adds to every text, ``hf-model:``), so that a chunk's
+            # count is this plus its span's tokens either way.
+            count = cache[titles] = self.tokenizer.count(heading_prefix(titles) if titles else "")
         return count
