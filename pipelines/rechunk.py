@@ -375,6 +375,7 @@ def _run(job: Job, *, started: float | None = None) -> dict[str, Any] | None:
         max_dead_letter_fraction=job.max_dead_letter_fraction,
     )
     report = _with_store_sections(job, report)
+    report["wall_seconds"] = round(time.monotonic() - started, 3)  # the store's sync included
     _commit(job, files, report)
     return report
 

@@ -141,7 +141,12 @@ def _run_sync(output: str, spec: Mapping[str, Any], options: PipelineOptions) ->
     Raises:
         RunError: The pipeline failed (a store or model error on a worker).
     """
+    from transforms.stores.milvus import is_lite_uri
+
     embedding = spec["embedding"]
+    if spec["vector_store"]["type"] == "milvus" and is_lite_uri(spec["vector_store"]["uri"]):
+        # A Milvus Lite file is open to one process at a time: this one, which holds it already.
+        options = PipelineOptions([], runner="DirectRunner", direct_running_mode="in_memory", direct_num_workers=1)
     pipeline = beam.Pipeline(options=options)
     _ = (
         pipeline

@@ -13,10 +13,10 @@ BYTES = Utf8ByteTokenizer()
 
 
 def test_chunk_key_is_the_sha256_of_id_embedded_text_and_occurrence():
-    expected = hashlib.sha256("guide.md\x00Tips\n\nStop at bends.\x000".encode()).hexdigest()
+    expected = hashlib.sha256(b"guide.md\x00Tips\n\nStop at bends.\x000").hexdigest()
     assert chunk_key("guide.md", "Tips\n\nStop at bends.") == expected
     assert chunk_key("guide.md", "Tips\n\nStop at bends.", 2) == (
-        hashlib.sha256("guide.md\x00Tips\n\nStop at bends.\x002".encode()).hexdigest()
+        hashlib.sha256(b"guide.md\x00Tips\n\nStop at bends.\x002").hexdigest()
     )
     assert CHUNK_SCHEMA.names[-1] == "chunk_key"
 

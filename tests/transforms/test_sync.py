@@ -39,7 +39,7 @@ def test_a_key_the_run_did_not_produce_is_deleted():
 
 
 def test_two_chunks_with_one_key_are_an_error():
-    with pytest.raises(DuplicateChunkKey, match='written 2 times.*"guide"'):
+    with pytest.raises(DuplicateChunkKey, match=r'written 2 times.*"guide"'):
         plan("k", [ROW, ROW], [])
 
 

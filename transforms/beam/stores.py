@@ -12,7 +12,9 @@ Lite file must be written in the launching process: see `transforms.stores.milvu
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -41,13 +43,31 @@ class UpsertRows(beam.PTransform):
         if self._spec["type"] == "milvus":
             from apache_beam.ml.rag.ingestion.base import VectorDatabaseWriteTransform
 
-            return (
-                rows
-                | "ToEmbeddableItems" >> beam.Map(to_embeddable_item)
-                | "WriteMilvus" >> VectorDatabaseWriteTransform(milvus_writer_config(self._spec))
-                | "CountWritten" >> beam.ParDo(_CountPerBundle())
-            )
+            # Beam warns, for its own transform, that a PTransform output hint will be ignored.
+            with _without_output_hint_warning():
+                write = VectorDatabaseWriteTransform(milvus_writer_config(self._spec))
+                items = rows | "ToEmbeddableItems" >> beam.Map(to_embeddable_item)
+                written = items | "WriteMilvus" >> write
+            return written | "CountWritten" >> beam.ParDo(_CountPerBundle())
         return rows | "WriteRows" >> beam.ParDo(_WriteRowsFn(self._spec))
+
+
+class _OutputHintWarning(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "output type hint will be ignored" not in record.getMessage()
+
+
+@contextlib.contextmanager
+def _without_output_hint_warning() -> Iterator[None]:
+    """Beam's warning about the output hint of its own ``VectorDatabaseWriteTransform``, left out
+    of the job's log while that transform is built and applied."""
+    found = _OutputHintWarning()
+    root = logging.getLogger()
+    root.addFilter(found)
+    try:
+        yield
+    finally:
+        root.removeFilter(found)
 
 
 class DeleteKeys(beam.PTransform):

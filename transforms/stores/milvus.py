@@ -73,6 +73,14 @@ class _DropMvccWarning(logging.Filter):
         return "failed to get mvccTs" not in record.getMessage()
 
 
+class _DropUnimplementedCall(logging.Filter):
+    """Drops Milvus Lite's in-process gRPC server's traceback for a call it does not implement
+    (``AllocTimestamp``, which pymilvus's query iterator tries first and then does without)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Method not implemented" not in record.getMessage()
+
+
 def is_lite_uri(uri: str) -> bool:
     """True when `uri` names a Milvus Lite file (no scheme, ends in .db)."""
     return "://" not in uri and not uri.startswith("unix:") and uri.endswith(".db")
@@ -375,3 +383,4 @@ def _locked_elsewhere(path: str) -> bool:
 
 
 logging.getLogger("pymilvus.client.iterator.query_iterator").addFilter(_DropMvccWarning())
+logging.getLogger("grpc._server").addFilter(_DropUnimplementedCall())
