@@ -1,0 +1,252 @@
+"""The job keeps a real vector store (Milvus Lite, PostgreSQL with pgvector) equal to its run.
+
+A first run fills the store; a second run over edited, removed and added documents, with
+``--previous``, leaves it holding exactly the chunks of a fresh run of the second input, with
+the local model's own vectors, having embedded only chunks the store lacked. A run that fails
+while writing, or between its writes and its deletes, leaves every chunk of an unchanged document
+in the store, and its rerun converges.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+from pipelines.rechunk import main
+from tests.conftest import read_output, write_documents
+from transforms.sync import store_fingerprint
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+]
+
+pytest.importorskip("sentence_transformers", reason="the semantic extra is not installed")
+
+
+def _words(topic: str, n: int) -> str:
+    return " ".join(f"{topic} note {i} says the {topic} step runs after the check." for i in range(n))
+
+
+def _sections(topics: list[str], n: int = 6) -> str:
+    return "".join(f"## {t.title()}\n\n{_words(t, n)}\n\n{_words(t + ' detail', n)}\n\n" for t in topics)
+
+
+FIRST = [
+    ("same", _sections(["install", "configure", "upgrade"]), "markdown"),
+    ("edited", _sections(["alpha", "beta", "gamma", "delta"]), "markdown"),
+    ("removed", _sections(["retire"]), "markdown"),
+    ("plain", _words("plain", 30), "text"),
+]
+SECOND = [
+    FIRST[0],
+    ("edited", _sections(["alpha", "inserted", "beta", "gamma", "delta"]), "markdown"),
+    FIRST[3],
+    ("added", _sections(["fresh", "newer"]), "markdown"),
+]
+
+
+def _config(folder: Path, store: dict[str, Any] | None, name: str = "store") -> Path:
+    """A configuration ``folder/NAME.yaml`` embedding with the bundled model into ``store`` (None: no store)."""
+    config: dict[str, Any] = {
+        "models": {"minilm": {"type": "SentenceTransformerEmbedder", "params": {}}},
+        "embedding": {"model": "minilm"},
+        "chunkers": {"structure": {"type": "StructureAwareChunker", "params": {"target_tokens": 120}}},
+        "default": "structure",
+    }
+    if store is not None:
+        config["vector_store"] = {k: v for k, v in store.items() if v is not None and k != "batch_size"}
+    path = folder / (f"{name}.yaml" if store is not None else "plain.yaml")
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def _run(tmp_path: Path, docs: list, out: str, config: Path, *more: str) -> int:
+    source = write_documents(tmp_path / f"{out}.parquet", [dict(zip(("id", "content", "content_format"), d)) for d in docs])
+    return main(["--input", str(source), "--output", str(tmp_path / out), "--config", str(config), *more])
+
+
+def _store_rows(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every row the store holds, by chunk_key: its columns and its vector."""
+    if spec["type"] == "pgvector":
+        import psycopg
+
+        with psycopg.connect(spec["uri"]) as connection:
+            rows = connection.execute(
+                f"SELECT chunk_key, chunk_id, document_id, text, embedding_text, metadata::text, embedding::text "
+                f"FROM {spec['collection']}"
+            ).fetchall()
+        names = ("chunk_key", "chunk_id", "document_id", "text", "embedding_text", "metadata", "vector")
+        found = {r[0]: dict(zip(names, r)) for r in rows}
+        for row in found.values():
+            row["vector"] = json.loads(row["vector"])
+            row["metadata"] = json.loads(row["metadata"])
+        return found
+    from pymilvus import MilvusClient
+
+    client = MilvusClient(uri=spec["uri"])
+    try:
+        client.load_collection(spec["collection"])
+        rows = client.query(
+            spec["collection"],
+            filter='chunk_key != ""',
+            output_fields=["chunk_key", "chunk_id", "document_id", "text", "embedding_text", "metadata", "embedding"],
+        )
+    finally:
+        client.close()
+    return {r["chunk_key"]: {**r, "vector": list(r["embedding"])} for r in rows}
+
+
+def _model():
+    from sentence_transformers import SentenceTransformer
+
+    from transforms.models.local import bundled_model_path
+
+    return SentenceTransformer(bundled_model_path(), device="cpu")
+
+
+def _assert_store_is(spec: dict[str, Any], chunks: list[dict[str, Any]], model) -> None:
+    """The store holds exactly ``chunks``: their columns, and the model's vector of each embedded text."""
+    stored = _store_rows(spec)
+    assert sorted(stored) == sorted(c["chunk_key"] for c in chunks)
+    for chunk in chunks:
+        row = stored[chunk["chunk_key"]]
+        for column in ("chunk_id", "document_id", "text", "embedding_text"):
+            assert row[column] == chunk[column], column
+        assert row["metadata"] == json.loads(chunk["metadata"])
+    texts = [c["embedding_text"] for c in chunks]
+    expected = model.encode(texts, convert_to_numpy=True)
+    got = np.array([stored[c["chunk_key"]]["vector"] for c in chunks], dtype=np.float32)
+    assert np.allclose(got, expected, atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return _model()
+
+
+@pytest.mark.parametrize("kind", ["milvus", "pgvector"])
+def test_a_nightly_run_leaves_the_store_equal_to_a_fresh_run(kind, request, tmp_path, model):
+    spec = request.getfixturevalue(f"{kind}_spec")
+    config = _config(tmp_path, spec)
+    assert _run(tmp_path, FIRST, "first", config) == 0
+    first = read_output(tmp_path / "first", "chunks")
+    _assert_store_is(spec, first, model)
+    report = json.loads((tmp_path / "first" / "report.json").read_text())
+    assert report["embedding"]["chunks_embedded"] == len(first) and report["embedding"]["chunks_reused"] == 0
+    assert report["vector_store"] | {"store": None} == {
+        "type": kind,
+        "store": None,
+        "synced": True,
+        "upserted": len(first),
+        "updated": 0,
+        "deleted": 0,
+        "rows_after": len(first),
+    }
+
+    assert _run(tmp_path, SECOND, "second", config, "--previous", str(tmp_path / "first")) == 0
+    assert _run(tmp_path, SECOND, "fresh", _config(tmp_path, None)) == 0
+    second, fresh = read_output(tmp_path / "second", "chunks"), read_output(tmp_path / "fresh", "chunks")
+    assert sorted(store_fingerprint(c) for c in second) == sorted(store_fingerprint(c) for c in fresh)
+    _assert_store_is(spec, fresh, model)
+
+    before = {c["chunk_key"]: c for c in first}
+    after = {c["chunk_key"]: c for c in fresh}
+    new, gone = set(after) - set(before), set(before) - set(after)
+    moved = {k for k in set(after) & set(before) if store_fingerprint(after[k]) != store_fingerprint(before[k])}
+    report = json.loads((tmp_path / "second" / "report.json").read_text())
+    assert report["embedding"]["chunks_embedded"] == len(new) > 0
+    assert report["embedding"]["chunks_reused"] == len(after) - len(new)
+    assert (report["vector_store"]["upserted"], report["vector_store"]["updated"]) == (len(new), len(moved))
+    assert report["vector_store"]["deleted"] == len(gone) > 0
+    assert report["vector_store"]["rows_after"] == len(after)
+    # The inserted section re-embeds its own chunks, not the whole edited document.
+    edited = [c for c in fresh if c["document_id"] == "edited"]
+    assert 0 < len({c["chunk_key"] for c in edited} & new) < len(edited)
+    assert {c["document_id"] for c in before.values() if c["chunk_key"] in gone} >= {"removed"}
+
+
+def test_every_stored_chunk_fits_the_models_window_in_its_own_tokenizer(milvus_spec, tmp_path, model):
+    long = [("long", _words("window", 400), "text"), ("doc", _sections(["a", "b"], 40), "markdown")]
+    assert _run(tmp_path, long, "run", _config(tmp_path, milvus_spec)) == 0
+    stored = _store_rows(milvus_spec)
+    assert len(stored) > 10
+    window = model.max_seq_length
+    for row in stored.values():
+        ids = model.tokenizer(row["embedding_text"], truncation=False)["input_ids"]
+        assert len(ids) <= window, (len(ids), window)
+
+
+def _pg(spec: dict[str, Any], statement: str) -> None:
+    import psycopg
+
+    with psycopg.connect(spec["uri"], autocommit=True) as connection:
+        connection.execute(statement)
+
+
+def test_a_run_failing_before_its_deletes_keeps_every_chunk_and_its_rerun_converges(pgvector_spec, tmp_path, model):
+    spec = pgvector_spec
+    config = _config(tmp_path, spec)
+    assert _run(tmp_path, FIRST, "first", config) == 0
+    first = read_output(tmp_path / "first", "chunks")
+    # Writes succeed, deletes fail: a role that may insert and update but not delete.
+    role = f"writer_{spec['collection']}"
+    _pg(spec, f"CREATE ROLE {role} LOGIN")
+    _pg(spec, f"GRANT SELECT, INSERT, UPDATE ON {spec['collection']} TO {role}")
+    _pg(spec, f"GRANT USAGE, CREATE ON SCHEMA public TO {role}")
+    as_writer = {**spec, "uri": spec["uri"].replace("postgres:@", f"{role}:@", 1)}
+    assert _run(tmp_path, SECOND, "failed", _config(tmp_path, as_writer, "writer"), "--previous", str(tmp_path / "first")) == 1
+    assert not (tmp_path / "failed" / "_SUCCESS").exists()
+    stored = _store_rows(spec)
+    assert {c["chunk_key"] for c in first} <= set(stored)  # nothing deleted: every previous chunk is there
+    # The rerun, allowed to delete, converges to a fresh run of the second input.
+    assert _run(tmp_path, SECOND, "rerun", config, "--previous", str(tmp_path / "first")) == 0
+    assert _run(tmp_path, SECOND, "fresh", _config(tmp_path, None)) == 0
+    _assert_store_is(spec, read_output(tmp_path / "fresh", "chunks"), model)
+    report = json.loads((tmp_path / "rerun" / "report.json").read_text())
+    assert report["embedding"]["chunks_embedded"] == 0  # the failed run wrote them all
+
+
+def test_a_run_failing_while_it_writes_deletes_nothing(pgvector_spec, tmp_path, model):
+    spec = pgvector_spec
+    config = _config(tmp_path, spec)
+    assert _run(tmp_path, FIRST, "first", config) == 0
+    first = read_output(tmp_path / "first", "chunks")
+    _pg(spec, f"ALTER TABLE {spec['collection']} ADD CONSTRAINT no_added CHECK (document_id <> 'added')")
+    assert _run(tmp_path, SECOND, "failed", config, "--previous", str(tmp_path / "first")) == 1
+    assert {c["chunk_key"] for c in first} <= set(_store_rows(spec))
+    _pg(spec, f"ALTER TABLE {spec['collection']} DROP CONSTRAINT no_added")
+    assert _run(tmp_path, SECOND, "rerun", config, "--previous", str(tmp_path / "first")) == 0
+    assert _run(tmp_path, SECOND, "fresh", _config(tmp_path, None)) == 0
+    _assert_store_is(spec, read_output(tmp_path / "fresh", "chunks"), model)
+
+
+def test_a_run_over_the_dead_letter_threshold_leaves_the_store_as_it_was(milvus_spec, tmp_path, capsys):
+    config = _config(tmp_path, milvus_spec)
+    assert _run(tmp_path, FIRST, "first", config) == 0
+    before = _store_rows(milvus_spec)
+    broken = [(doc_id, "", fmt) for doc_id, _, fmt in FIRST]  # every document empty: dead-lettered
+    assert _run(tmp_path, broken, "broken", config) == 3
+    assert _store_rows(milvus_spec).keys() == before.keys()
+    report = json.loads((tmp_path / "broken" / "report.json").read_text())
+    assert report["vector_store"]["synced"] is False and report["vector_store"]["deleted"] == 0
+    assert "left as it was" in capsys.readouterr().out
+
+
+def test_a_store_made_for_another_model_is_refused(milvus_spec, tmp_path, capsys):
+    from transforms.stores import open_store
+
+    store = open_store(milvus_spec)
+    try:
+        store.prepare(dimension=384, model="another-model")
+    finally:
+        store.close()
+    assert _run(tmp_path, FIRST, "run", _config(tmp_path, milvus_spec)) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "another-model" in err[0], err
+    assert not (tmp_path / "run" / "_SUCCESS").exists()
