@@ -261,7 +261,8 @@ def _check_dataflow(options: PipelineOptions, runner, tokenizer: str | None) -> 
             f"--{flag} {getattr(cloud, flag)}: {name} needs a gs://BUCKET/PATH here ({one_line(errors[flag][0], 200)})"
         )
     job_opts = options.view_as(RechunkOptions)
-    hf_path = tokenizer[3:] if tokenizer and tokenizer.startswith("hf:") else None
+    kind, _, spec_path = (tokenizer or "").partition(":")
+    hf_path = spec_path if kind in ("hf", "hf-model") and spec_path else None
     for where, path in (
         (f"--input {job_opts.input}", job_opts.input),
         (f"--output {job_opts.output}", job_opts.output),

@@ -45,7 +45,7 @@ def _write(path: Path, text: str) -> str:
         (["--max-tokens", "100000000000"], "--max-tokens must be at most 1,000,000, got 100,000,000,000"),
         (
             ["--tokenizer", "nope"],
-            "--tokenizer: tokenizer must be 'tiktoken:cl100k_base', 'utf8-bytes' or 'hf:PATH', got 'nope'",
+            "--tokenizer: tokenizer must be 'tiktoken:cl100k_base', 'utf8-bytes', 'hf:PATH' or 'hf-model:PATH', got 'nope'",
         ),
         (
             ["--tokenizer", "tiktoken:o999k"],
