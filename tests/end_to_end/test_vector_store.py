@@ -67,7 +67,9 @@ def _config(folder: Path, store: dict[str, Any] | None, name: str = "store") -> 
 
 
 def _run(tmp_path: Path, docs: list, out: str, config: Path, *more: str) -> int:
-    source = write_documents(tmp_path / f"{out}.parquet", [dict(zip(("id", "content", "content_format"), d)) for d in docs])
+    source = write_documents(
+        tmp_path / f"{out}.parquet", [dict(zip(("id", "content", "content_format"), d)) for d in docs]
+    )
     return main(["--input", str(source), "--output", str(tmp_path / out), "--config", str(config), *more])
 
 
@@ -200,7 +202,10 @@ def test_a_run_failing_before_its_deletes_keeps_every_chunk_and_its_rerun_conver
     _pg(spec, f"GRANT SELECT, INSERT, UPDATE ON {spec['collection']} TO {role}")
     _pg(spec, f"GRANT USAGE, CREATE ON SCHEMA public TO {role}")
     as_writer = {**spec, "uri": spec["uri"].replace("postgres:@", f"{role}:@", 1)}
-    assert _run(tmp_path, SECOND, "failed", _config(tmp_path, as_writer, "writer"), "--previous", str(tmp_path / "first")) == 1
+    assert (
+        _run(tmp_path, SECOND, "failed", _config(tmp_path, as_writer, "writer"), "--previous", str(tmp_path / "first"))
+        == 1
+    )
     assert not (tmp_path / "failed" / "_SUCCESS").exists()
     stored = _store_rows(spec)
     assert {c["chunk_key"] for c in first} <= set(stored)  # nothing deleted: every previous chunk is there
