@@ -88,24 +88,57 @@ def _counter(identity: str, tokenizer_json: str | None):
         return lambda text: len(encoding.encode_ordinary(text))
     if identity == "utf8-bytes:v1":
         return lambda text: len(text.encode("utf-8", "surrogatepass"))
-    if identity.startswith("hf:"):
+    if identity.startswith(("hf:", "hf-model:")):
         if not tokenizer_json:
             raise SystemExit(f"the run counted with {identity}: give its tokenizer.json as --tokenizer-json")
-        data = _read_tokenizer_json(tokenizer_json)
-        if hashlib.sha256(data).hexdigest()[:8] != identity.rsplit(":", 1)[1]:
+        data, found_at = _read_tokenizer_json(tokenizer_json)
+        model = identity.startswith("hf-model:")
+        # hf-model: what the model reads: its default prompt (beside tokenizer.json), then the text,
+        # with the special tokens; the identity's digest covers the prompt.
+        prompt = _default_prompt(found_at) if model else ""
+        digest = hashlib.sha256(data + b"\0prompt\0" + prompt.encode("utf-8")) if model else hashlib.sha256(data)
+        if digest.hexdigest()[:8] != identity.rsplit(":", 1)[1]:
             raise SystemExit(f"--tokenizer-json {tokenizer_json}: not the run's tokenizer ({identity})")
         from tokenizers import Tokenizer
 
         tokenizer = Tokenizer.from_str(data.decode("utf-8"))
         tokenizer.no_truncation()
         tokenizer.no_padding()
-        return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
+        return lambda text: len(tokenizer.encode(prompt + text, add_special_tokens=model).ids)
     raise SystemExit(f"cannot recount tokens of {identity}")
 
 
-def _read_tokenizer_json(given: str) -> bytes:
+def _default_prompt(tokenizer_json: str) -> str:
+    """``prompts[default_prompt_name]`` of the ``config_sentence_transformers.json`` beside
+    ``tokenizer_json`` ("" when there is none, or it names no default prompt).
+
+    Raises:
+        SystemExit: The file is not JSON, or names a default prompt it does not define.
+    """
+    from apache_beam.io.filesystems import FileSystems
+
+    path = tokenizer_json.rsplit("/", 1)[0] + "/config_sentence_transformers.json"
+    try:
+        with FileSystems.open(path) as f:
+            raw = f.read()
+    except Exception:  # no such file: the model has no prompts
+        return ""
+    try:
+        config = json.loads(raw)
+    except ValueError:
+        raise SystemExit(f"{path}: not JSON") from None
+    name = config.get("default_prompt_name") if isinstance(config, dict) else None
+    if name is None:
+        return ""
+    prompt = (config.get("prompts") or {}).get(name)
+    if not isinstance(prompt, str):
+        raise SystemExit(f"{path}: default_prompt_name {name!r} is not one of its prompts")
+    return prompt
+
+
+def _read_tokenizer_json(given: str) -> tuple[bytes, str]:
     """The bytes of ``given`` (a ``tokenizer.json`` or a folder holding one, local or on any Beam
-    filesystem, as the job's ``hf:PATH`` takes it).
+    filesystem, as the job's ``hf:PATH`` takes it), and the file's path.
 
     Raises:
         SystemExit: Neither ``given`` nor ``given/tokenizer.json`` is a readable file.
@@ -116,7 +149,7 @@ def _read_tokenizer_json(given: str) -> bytes:
     for path in (given, given.rstrip("/") + "/tokenizer.json"):
         try:
             with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-                return f.read()
+                return f.read(), path
         except Exception:  # no such file, or a folder: try the file in it
             continue
     raise SystemExit(f"--tokenizer-json {given}: neither a tokenizer.json nor a folder holding one")
@@ -210,7 +243,9 @@ def _arguments(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--input", required=True)
     parser.add_argument("--output", required=True)
     parser.add_argument("--column-map", default="", help="as the job's: NAME=COLUMN,... (id, content, content_format)")
-    parser.add_argument("--tokenizer-json", help="for a run with --tokenizer hf:PATH: its tokenizer.json (or folder)")
+    parser.add_argument(
+        "--tokenizer-json", help="for a run with --tokenizer hf:PATH or hf-model:PATH: its tokenizer.json (or folder)"
+    )
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         raise OptionError(unrecognized(unknown[0], parser, "rechunk check --help"))

@@ -240,3 +240,41 @@ def _refused(capsys, message: str, argv: list[str]) -> None:
     assert check(argv) == 1
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and err.startswith("rechunk check: error: ") and re.search(message, err), err
+
+
+@pytest.mark.slow
+def test_tokens_of_a_model_budget_are_recounted_with_the_models_prompt_and_special_tokens(tmp_path, capsys):
+    """``hf-model:`` counts are recounted from ``--tokenizer-json`` with the model's default prompt
+    (read beside it, and covered by the identity's digest) and its special tokens: a recount
+    without them would find every chunk's ``token_count`` wrong."""
+    import json
+
+    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers import models, pre_tokenizers, processors, trainers
+
+    tok = HFTokenizer(models.WordLevel(unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.train_from_iterator(
+        ["the cat sat on the mat query"],
+        trainers.WordLevelTrainer(special_tokens=["[UNK]", "[CLS]", "[SEP]"], show_progress=False),
+    )
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))],
+    )
+    model = tmp_path / "model"
+    model.mkdir()
+    tok.save(str(model / "tokenizer.json"))
+    prompts = {"prompts": {"query": "query: "}, "default_prompt_name": "query"}
+    (model / "config_sentence_transformers.json").write_text(json.dumps(prompts))
+    out = tmp_path / "out"
+    argv = ["--input", str(SAMPLE), "--output", str(out), "--tokenizer", f"hf-model:{model}", "--max-tokens", "200"]
+    assert rechunk(argv) == 0
+    assert check(["--input", str(SAMPLE), "--output", str(out), "--tokenizer-json", str(model)]) == 0
+    # Another prompt beside the same tokenizer.json is another tokenizer.
+    (model / "config_sentence_transformers.json").write_text(json.dumps({**prompts, "prompts": {"query": "q: "}}))
+    _refused(
+        capsys,
+        "not the run's tokenizer",
+        ["--input", str(SAMPLE), "--output", str(out), "--tokenizer-json", str(model)],
+    )
