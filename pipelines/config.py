@@ -207,9 +207,12 @@ def resolve_config(
     if unknown:
         raise ConfigError(f"{source}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_TOP_KEYS))})")
     models = _resolve_models(f"{source}: models", data.get("models"))
+    given = {"--tokenizer": tokenizer is not None, "--max-tokens": max_tokens is not None}
     tokenizer = tokenizer if tokenizer is not None else data.get("tokenizer")
     max_tokens = max_tokens if max_tokens is not None else data.get("max_tokens")
-    embedding = _resolve_embedding(source, data.get("embedding"), models, tokenizer=tokenizer, max_tokens=max_tokens)
+    embedding = _resolve_embedding(
+        source, data.get("embedding"), models, tokenizer=tokenizer, max_tokens=max_tokens, given=given
+    )
     if embedding is not None:
         tokenizer = embedding["tokenizer"]
         max_tokens = max_tokens if max_tokens is not None else embedding["window"]
@@ -243,7 +246,13 @@ def resolve_config(
 
 
 def _resolve_embedding(
-    source: str, embedding: Any, models: Mapping[str, Any], *, tokenizer: Any, max_tokens: Any
+    source: str,
+    embedding: Any,
+    models: Mapping[str, Any],
+    *,
+    tokenizer: Any,
+    max_tokens: Any,
+    given: Mapping[str, bool],
 ) -> dict[str, Any] | None:
     """The ``embedding:`` section: ``{model: NAME}``, ``NAME`` an embedder under ``models:``.
 
@@ -277,14 +286,16 @@ def _resolve_embedding(
     except (TypeError, ValueError, ImportError, OSError) as err:
         raise ConfigError(f"{where}.model: {name!r}: {_first_line(err)}") from None
     if tokenizer is not None and tokenizer != budget.tokenizer:
+        flag = "--tokenizer" if given["--tokenizer"] else f"{source}: tokenizer"
         raise ConfigError(
-            f"{where}: the budget is counted in the model's own tokenizer ({budget.tokenizer}); "
-            f"leave tokenizer out (got {tokenizer!r})"
+            f"{flag} {tokenizer!r:.80}: with embedding model {name}, chunks are counted in the model's own "
+            "tokenizer; leave the tokenizer out"
         )
     if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens > budget.max_tokens:
+        flag = "--max-tokens" if given["--max-tokens"] else f"{source}: max_tokens"
         raise ConfigError(
-            f"{where}: max_tokens {max_tokens} is over {name!r}'s input window of {budget.max_tokens} tokens; "
-            "the model would truncate those chunks (leave max_tokens out to use the window)"
+            f"{flag} {max_tokens}: over the input window of embedding model {name} ({budget.max_tokens} tokens, "
+            "special tokens included); the model would truncate such chunks (leave it out to use the window)"
         )
     return {"model": name, "tokenizer": budget.tokenizer, "window": budget.max_tokens, "dimension": budget.dimension}
 
@@ -309,6 +320,11 @@ def _resolve_vector_store(source: str, store: Any, embedding: Mapping[str, Any] 
 def _uri_from_environment(source: str, store: Mapping[str, Any]) -> dict[str, Any]:
     """``vector_store:`` with ``uri_env: NAME`` made ``uri: $NAME`` (read here, on the driver;
     the URI may hold a password, so it is never shown)."""
+    from transforms.stores import CONFIG_KEYS
+
+    unknown = sorted(str(k) for k in store if k not in CONFIG_KEYS)
+    if unknown:
+        raise ConfigError(f"{source}: vector_store.{unknown[0]:.40}: unknown key (known: {', '.join(CONFIG_KEYS)})")
     name = store["uri_env"]
     if "uri" in store:
         raise ConfigError(f"{source}: vector_store: give uri or uri_env, not both")

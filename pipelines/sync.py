@@ -107,11 +107,11 @@ def sync_store(output: str, spec: Mapping[str, Any], options: PipelineOptions, *
     try:
         model = embedding_model(spec)
     except (TypeError, ValueError, ImportError) as err:
-        raise RunError(f"embedding model {spec['embedding']['model']!r}: {one_line(err, 300)}") from None
+        raise RunError(f"embedding model {spec['embedding']['model']!r}: {one_line(err, 450)}") from None
     try:
         store = open_store(spec["vector_store"])
     except (StoreError, ImportError, ValueError) as err:
-        raise RunError(f"vector store: {one_line(err, 300)}") from None
+        raise RunError(f"vector store: {one_line(err, 450)}") from None
     try:
         if not whole:
             return sync_sections(spec, {}, model=model.identity, rows_after=store.count(), synced=False)
@@ -119,7 +119,7 @@ def sync_store(output: str, spec: Mapping[str, Any], options: PipelineOptions, *
         counters = _run_sync(output, spec, options)
         return sync_sections(spec, counters, model=model.identity, rows_after=store.count(), synced=True)
     except StoreError as err:
-        raise RunError(f"vector store {store.described}: {one_line(err, 300)}") from None
+        raise RunError(f"vector store {store.described}: {one_line(err, 450)}") from None
     finally:
         store.close()
         close = getattr(model, "close", None)

@@ -23,6 +23,7 @@ from transforms.stores.base import (
 
 __all__ = [
     "COLUMNS",
+    "CONFIG_KEYS",
     "SHARD_COUNTS",
     "STORE_TYPES",
     "StoreError",
@@ -37,6 +38,9 @@ __all__ = [
 STORE_TYPES = ("milvus", "pgvector")
 
 _KEYS = ("type", "uri", "collection", "password_env", "batch_size")
+#: Keys a configuration file's ``vector_store:`` may hold: ``uri_env`` names the environment variable
+#: holding ``uri`` (the job reads it before it checks the rest).
+CONFIG_KEYS = (*_KEYS, "uri_env")
 _REQUIRED = ("type", "uri", "collection")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -63,7 +67,7 @@ def check_store_spec(spec: Mapping) -> dict[str, Any]:
     for key in spec:
         if key not in _KEYS:
             shown = key if isinstance(key, str) and len(key) <= 40 and key.isprintable() else "(a key)"
-            raise ValueError(f"vector_store.{shown}: unknown key (known: {', '.join(_KEYS)})")
+            raise ValueError(f"vector_store.{shown}: unknown key (known: {', '.join(CONFIG_KEYS)})")
     for key in _REQUIRED:
         if key not in spec or spec[key] is None:
             raise ValueError(f"vector_store.{key}: required")

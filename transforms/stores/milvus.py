@@ -81,6 +81,19 @@ class _DropUnimplementedCall(logging.Filter):
         return "Method not implemented" not in record.getMessage()
 
 
+@contextlib.contextmanager
+def _quiet_start() -> Iterator[None]:
+    """Milvus Lite's own traceback of a server that fails to start (a file locked by another
+    process) left out of the log: the failure is raised as one ``StoreError`` line instead."""
+    logger = logging.getLogger("milvus_lite.server_manager")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def is_lite_uri(uri: str) -> bool:
     """True when `uri` names a Milvus Lite file (no scheme, ends in .db)."""
     return "://" not in uri and not uri.startswith("unix:") and uri.endswith(".db")
@@ -116,7 +129,8 @@ class MilvusStore:
         self.page_size = _PAGE
         self._client: MilvusClient | None = None
         try:
-            self._client = MilvusClient(uri=self._uri, token=self._token)
+            with _quiet_start():
+                self._client = MilvusClient(uri=self._uri, token=self._token)
         except Exception as error:
             if self._lite_path and _locked_elsewhere(self._lite_path):
                 raise StoreError(
