@@ -167,6 +167,10 @@ def parse_job(argv: Sequence[str]) -> Job:
     pattern, documents_total = _checked_input(job_opts.input, column_map)
     output = _checked_output(job_opts.output, job_opts.input, pattern)
     previous = check_previous(job_opts.previous, output) if job_opts.previous is not None else None
+    if spec.get("vector_store") is not None:
+        from pipelines.sync import check_store
+
+        check_store(spec)  # reachable now, not only after the chunking
     create_output(output)
     run_id = commit.take_lock(output, _written_folders(previous))
     return Job(
@@ -391,7 +395,7 @@ def _with_store_sections(job: Job, report: dict[str, Any]) -> dict[str, Any]:
 
     if job.spec.get("vector_store") is not None:
         whole = report["verdict"]["exit_status"] == 0
-        sections = sync_store(job.output, job.spec, job.options, whole=whole)
+        sections = sync_store(job.output, job.spec, job.options, whole=whole, chunks=report["chunks_written"])
     elif job.spec.get("embedding") is not None:
         sections = sync_sections(job.spec, {}, model=embedding_model(job.spec).identity, rows_after=None, synced=False)
     else:

@@ -88,7 +88,35 @@ def _described(store_spec: Mapping[str, Any]) -> str:
     return describe_spec(store_spec)
 
 
-def sync_store(output: str, spec: Mapping[str, Any], options: PipelineOptions, *, whole: bool) -> dict[str, Any]:
+def check_store(spec: Mapping[str, Any]) -> None:
+    """Open the configured store and close it again, before the pipeline starts: a store that
+    cannot be reached (a server down, a password variable unset, a Milvus Lite folder that cannot
+    be made, a URI PostgreSQL cannot parse) is an option error, not a failure after the chunking.
+
+    Raises:
+        OptionError: One line naming the store (never its password).
+    """
+    from pipelines.options import OptionError
+    from transforms.stores import StoreError, open_store
+
+    try:
+        store = open_store(spec["vector_store"])
+    except ImportError as err:
+        raise OptionError(f"vector_store: {one_line(err, 300)}") from None
+    except (StoreError, ValueError, OSError) as err:
+        raise OptionError(f"vector_store: {_store_message(err, _described(spec['vector_store']))}") from None
+    store.close()
+
+
+def _store_message(err: BaseException, described: str) -> str:
+    """A store's error on one line, starting with the store's name once."""
+    message = one_line(err, 450)
+    return message if message.startswith(described) else f"{described}: {message}"
+
+
+def sync_store(
+    output: str, spec: Mapping[str, Any], options: PipelineOptions, *, whole: bool, chunks: int
+) -> dict[str, Any]:
     """Bring the configured store to this run's chunks; return the report's two sections.
 
     Args:
@@ -97,10 +125,12 @@ def sync_store(output: str, spec: Mapping[str, Any], options: PipelineOptions, *
         options: The run's pipeline options.
         whole: Whether the run is within ``--max-dead-letter-fraction``; if not, the store is
             left as it is and ``vector_store.synced`` is false.
+        chunks: The run's chunks written: the rows the store must hold after the sync.
 
     Raises:
-        RunError: The store cannot be opened or prepared (another model or dimension), or the
-            sync pipeline failed; no delete ran unless every write succeeded.
+        RunError: The store cannot be opened or prepared (another model or dimension), the
+            sync pipeline failed (no delete ran unless every write succeeded), or the store holds
+            another number of rows than the run's chunks after it (another writer).
     """
     from transforms.stores import StoreError, open_store
 
@@ -110,21 +140,37 @@ def sync_store(output: str, spec: Mapping[str, Any], options: PipelineOptions, *
         raise RunError(f"embedding model {spec['embedding']['model']!r}: {one_line(err, 450)}") from None
     try:
         store = open_store(spec["vector_store"])
-    except (StoreError, ImportError, ValueError) as err:
-        raise RunError(f"vector store: {one_line(err, 450)}") from None
+    except (StoreError, ImportError, ValueError, OSError) as err:
+        raise RunError(f"vector store {_store_message(err, _described(spec['vector_store']))}") from None
     try:
         if not whole:
-            return sync_sections(spec, {}, model=model.identity, rows_after=store.count(), synced=False)
+            return sync_sections(spec, {}, model=model.identity, rows_after=_rows_held(store), synced=False)
         store.prepare(dimension=_dimension(spec, model), model=model.identity)
         counters = _run_sync(output, spec, options)
-        return sync_sections(spec, counters, model=model.identity, rows_after=store.count(), synced=True)
+        rows_after = store.count()
+        if rows_after != chunks:
+            raise RunError(
+                f"vector store {store.described}: holds {rows_after:,} rows after the sync, not the run's {chunks:,} "
+                "chunks: another writer used it while this run did (one run at a time per store)"
+            )
+        return sync_sections(spec, counters, model=model.identity, rows_after=rows_after, synced=True)
     except StoreError as err:
-        raise RunError(f"vector store {store.described}: {one_line(err, 450)}") from None
+        raise RunError(f"vector store {_store_message(err, store.described)}") from None
     finally:
         store.close()
         close = getattr(model, "close", None)
         if close is not None:
             close()
+
+
+def _rows_held(store: Any) -> int | None:
+    """The rows ``store`` holds; ``None`` when it cannot tell (no collection yet: nothing to touch)."""
+    from transforms.stores import StoreError
+
+    try:
+        return int(store.count())
+    except StoreError:
+        return None
 
 
 def _dimension(spec: Mapping[str, Any], model: Any) -> int:

@@ -147,6 +147,7 @@ REASONS: Mapping[str, str] = {
     "embedding_text_mismatch": "a structure chunk's embedding_text is not its heading prefix plus its text",
     "overlap_exceeded": "a structure chunk overlaps the previous one by more than max_overlap_tokens",
     "incomplete_coverage": "the chunks of a structure chunker leave non-whitespace text of the source out",
+    "exceeds_store_limit": "the configured vector store cannot hold the chunk (a Milvus column over its size limit, a NUL character in PostgreSQL)",
 }
 
 

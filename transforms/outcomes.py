@@ -203,10 +203,15 @@ class DocumentChunking:
             ``models`` (if any) are the models its chunkers share.
         tokenizer: The budget tokenizer (recounts every chunk's ``embedding_text``).
         max_tokens: The hard budget for ``embedding_text``, in tokens of ``tokenizer``.
+        store: The configured vector store's type (``"milvus"``, ``"pgvector"``) or ``None``: a
+            chunk that store cannot hold is rejected as ``exceeds_store_limit``.
     """
 
-    def __init__(self, router: ChunkerRouter, *, tokenizer: Tokenizer, max_tokens: int) -> None:
+    def __init__(
+        self, router: ChunkerRouter, *, tokenizer: Tokenizer, max_tokens: int, store: str | None = None
+    ) -> None:
         self._router = router
+        self._store = store
         self._tokenizer = tokenizer
         self._max_tokens = max_tokens
         self._models = list(router.models.values())
@@ -250,6 +255,7 @@ class DocumentChunking:
             max_tokens=self._max_tokens,
             source=None if source is document.content else source,
             structure_limits=self._limits.get(chunker.config_hash),
+            store=self._store,
         )
         run = _DocumentRun(document, tokenizer_identity, chunker, validator, self._max_tokens)
         yield from run.outputs(chunks)

@@ -70,6 +70,21 @@ def _problem(
     return "", "", count
 
 
+def _store_problem(store: str, chunk: Chunk) -> str | None:
+    """Why the configured vector store cannot hold ``chunk`` (:mod:`transforms.stores.limits`)."""
+    from transforms.documents import dumps_metadata
+    from transforms.stores.limits import store_limit_problem
+
+    return store_limit_problem(
+        store,
+        document_id=chunk.document_id,
+        chunk_id=chunk.chunk_id,
+        text=chunk.text,
+        embedding_text=chunk.embedding_text,
+        metadata=dumps_metadata(chunk.metadata),
+    )
+
+
 class DocumentValidator:
     """Running validation of one document's chunks, fed one at a time in reading order.
 
@@ -81,7 +96,9 @@ class DocumentValidator:
     checks run (``validate_chunks`` runs them when every chunk has structure metadata), and a
     later chunk without it is then rejected (``offset_mismatch``).
 
-    Args: as :func:`validate_chunks`, without ``chunks``.
+    Args: as :func:`validate_chunks`, without ``chunks``, and ``store``: the configured vector
+    store's type, whose limits (:func:`transforms.stores.limits.store_limit_problem`) a chunk must
+    keep, else it is rejected as ``exceeds_store_limit``; ``None`` for no store.
     """
 
     def __init__(
@@ -93,8 +110,10 @@ class DocumentValidator:
         max_tokens: int,
         source: str | None = None,
         structure_limits: Mapping[str, int] | None = None,
+        store: str | None = None,
     ) -> None:
         self._document = document
+        self._store = store
         self._tokenizer = tokenizer
         self._identity = tokenizer_identity
         self._max_tokens = max_tokens
@@ -129,6 +148,10 @@ class DocumentValidator:
             )
             if problems and not reason:
                 reason, detail = problems[0].reason, problems[0].detail
+        if not reason and self._store is not None:
+            problem = _store_problem(self._store, chunk)
+            if problem:
+                reason, detail = "exceeds_store_limit", problem
         if not reason:
             return chunk.with_token_count(count), None
         return None, DeadLetter(

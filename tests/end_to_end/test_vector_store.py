@@ -255,3 +255,70 @@ def test_a_store_made_for_another_model_is_refused(milvus_spec, tmp_path, capsys
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "another-model" in err[0], err
     assert not (tmp_path / "run" / "_SUCCESS").exists()
+
+
+def _insert_by_hand(spec: dict[str, Any], keys: list[str]) -> None:
+    """Rows no run wrote: keys of any shape, a vector of the model's size."""
+    from transforms.stores import StoreRow, open_store
+
+    store = open_store(spec)
+    try:
+        store.upsert([StoreRow(k, "id", "hand", "t", "t", "{}", "f", tuple([0.1] * 384)) for k in keys])
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("kind", ["milvus", "pgvector"])
+def test_rows_of_keys_no_run_wrote_are_deleted_whatever_their_first_character(kind, request, tmp_path):
+    spec = request.getfixturevalue(f"{kind}_spec")
+    config = _config(tmp_path, spec)
+    assert _run(tmp_path, FIRST, "first", config) == 0
+    _insert_by_hand(spec, ["manual-row", "ZZZZ", "g" * 64, "~tilde", "A" * 64, "abc"])
+    assert _run(tmp_path, FIRST, "again", config) == 0
+    chunks = read_output(tmp_path / "again", "chunks")
+    assert sorted(_store_rows(spec)) == sorted(c["chunk_key"] for c in chunks)
+    report = json.loads((tmp_path / "again" / "report.json").read_text())
+    assert report["vector_store"]["deleted"] == 6 and report["embedding"]["chunks_embedded"] == 0
+
+
+def test_a_run_over_the_threshold_into_a_store_not_made_yet_is_committed_with_status_3(milvus_spec, tmp_path):
+    broken = [(doc_id, "", fmt) for doc_id, _, fmt in FIRST]
+    assert _run(tmp_path, broken, "broken", _config(tmp_path, milvus_spec)) == 3
+    assert (tmp_path / "broken" / "_SUCCESS").exists()
+    report = json.loads((tmp_path / "broken" / "report.json").read_text())
+    assert report["vector_store"]["synced"] is False and report["vector_store"]["rows_after"] is None
+
+
+@pytest.mark.parametrize(
+    ("kind", "content", "problem"),
+    [
+        ("milvus", "word" * 20_000, "over Milvus's VARCHAR limit"),
+        ("pgvector", "Some text\x00with a NUL.", "NUL character"),
+    ],
+)
+def test_a_chunk_the_store_cannot_hold_is_dead_lettered(kind, content, problem, request, tmp_path):
+    spec = request.getfixturevalue(f"{kind}_spec")
+    docs = [*FIRST, ("odd", content, "text")]
+    assert _run(tmp_path, docs, "run", _config(tmp_path, spec), "--max-dead-letter-fraction", "1") == 0
+    dead = [r for r in read_output(tmp_path / "run", "dead_letter") if r["document_id"] == "odd"]
+    assert dead and {r["reason"] for r in dead} == {"exceeds_store_limit"} and problem in dead[0]["detail"]
+    chunks = read_output(tmp_path / "run", "chunks")
+    assert sorted(_store_rows(spec)) == sorted(c["chunk_key"] for c in chunks)
+
+
+def test_an_unreachable_store_is_an_option_error_before_any_chunking(pgvector_spec, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("RECHUNK_TEST_UNSET", raising=False)
+    spec = {**pgvector_spec, "password_env": "RECHUNK_TEST_UNSET"}
+    assert _run(tmp_path, FIRST, "run", _config(tmp_path, spec)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "RECHUNK_TEST_UNSET" in err[0], err
+    assert not (tmp_path / "run" / "chunks").exists()
+
+
+def test_a_pgvector_table_whose_vectors_may_be_null_is_refused(pgvector_spec, tmp_path, capsys):
+    config = _config(tmp_path, pgvector_spec)
+    assert _run(tmp_path, FIRST, "first", config) == 0
+    _pg(pgvector_spec, f"ALTER TABLE {pgvector_spec['collection']} ALTER COLUMN embedding DROP NOT NULL")
+    capsys.readouterr()
+    assert _run(tmp_path, FIRST, "again", config) == 1
+    assert "not vector(384) NOT NULL" in capsys.readouterr().err

@@ -146,7 +146,10 @@ class _ChunkDoFn(beam.DoFn):
         self._tokenizer = shared_tokenizer(self._spec["tokenizer"])
         # Models (``models:``) are built here too: once per worker, shared by the chunkers.
         router = build_router(self._spec, tokenizer=self._tokenizer)
-        self._chunking = DocumentChunking(router, tokenizer=self._tokenizer, max_tokens=self._spec["max_tokens"])
+        store = (self._spec.get("vector_store") or {}).get("type")
+        self._chunking = DocumentChunking(
+            router, tokenizer=self._tokenizer, max_tokens=self._spec["max_tokens"], store=store
+        )
 
     def teardown(self) -> None:
         if self._chunking is not None:

@@ -28,7 +28,8 @@ from transforms.sync import plan, store_fingerprint
 
 __all__ = ["SHARDS", "SYNC_COUNTERS", "SyncVectorStore"]
 
-#: The store's keys are read in this many shards (by the key's first hex digit), on any worker.
+#: The store's keys are read in this many shards (by the key's first hex digit), on any worker,
+#: and one more for keys that start with no hex digit (rows no rechunk run wrote).
 SHARDS = 16
 
 #: Counters of a sync (namespace ``rechunk``), read into the report's ``embedding`` and
@@ -95,13 +96,42 @@ class _PlanDoFn(beam.DoFn):
         }
         self._reused = counter("embedding.chunks_reused")
 
+    def __init__(self, store_type: str) -> None:
+        self._store_type = store_type
+
     def process(self, element: tuple[str, Mapping[str, Iterable[Any]]]) -> Iterator[Any]:
         key, joined = element
         action, row = plan(key, joined["produced"], joined["stored"])
+        if row is not None and action in ("embed", "update"):
+            _check_limits(self._store_type, row)
         self._counters[action].inc()
         if action == "update":  # its vector is reused
             self._reused.inc()
         yield TaggedOutput(action, key if row is None else row)
+
+
+def _check_limits(store_type: str, row: Mapping[str, Any]) -> None:
+    """Raise when the store cannot hold the chunk row (a chunk the validation step let through
+    before a store was configured, kept since by ``--previous``).
+
+    Raises:
+        ValueError: Naming the chunk and the limit.
+    """
+    from transforms.stores.limits import store_limit_problem
+
+    problem = store_limit_problem(
+        store_type,
+        document_id=row["document_id"],
+        chunk_id=row["chunk_id"],
+        text=row["text"],
+        embedding_text=row["embedding_text"],
+        metadata=row["metadata"] or "{}",
+    )
+    if problem:
+        raise ValueError(
+            f"chunk {row['chunk_index']} of document {row['document_id']!r:.200} (chunk_key {row['chunk_key']}): {problem}; "
+            "run without --previous to dead-letter it"
+        )
 
 
 class _EmbedDoFn(beam.DoFn):
@@ -232,14 +262,15 @@ class SyncVectorStore(beam.PTransform):
         produced = rows | "Key chunks" >> beam.Map(lambda row: (row["chunk_key"], row))
         stored = (
             rows.pipeline
-            | "Store shards" >> beam.Create(list(range(SHARDS)))
+            | "Store shards" >> beam.Create(list(range(SHARDS + 1)))  # the last: keys of no hex prefix
             | "Spread shards" >> beam.Reshuffle()
             | "Read stored keys" >> beam.ParDo(_StoredKeysDoFn(self._store_spec))
         )
         planned = (
             {"produced": produced, "stored": stored}
             | "Join by key" >> beam.CoGroupByKey()
-            | "Plan" >> beam.ParDo(_PlanDoFn()).with_outputs("embed", "update", "reuse", "delete")
+            | "Plan"
+            >> beam.ParDo(_PlanDoFn(self._store_spec["type"])).with_outputs("embed", "update", "reuse", "delete")
         )
         embedded = (
             planned.embed

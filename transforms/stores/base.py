@@ -163,6 +163,16 @@ def uri_secrets(uri: str) -> list[str]:
     return [secret for secret in found if secret]
 
 
+#: The hex digits a ``chunk_key`` starts with; :meth:`VectorStore.stored` reads the keys that start
+#: with none of them (written by hand, or by something else) as one more shard, ``shard == shards``.
+HEX_DIGITS = "0123456789abcdef"
+
+
+def is_rest_shard(shard: int, shards: int) -> bool:
+    """Whether ``shard`` is the extra shard of keys whose first character is no lowercase hex digit."""
+    return shards in SHARD_COUNTS and shard == shards and not isinstance(shard, bool)
+
+
 def shard_prefix(shard: int, shards: int) -> str:
     """The hex prefix shared by the keys of `shard` of `shards`: '' for 1 shard, one digit for 16, two for 256.
 

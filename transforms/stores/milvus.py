@@ -33,10 +33,12 @@ from pymilvus.exceptions import MilvusException
 
 from transforms.stores import describe_spec, store_password
 from transforms.stores.base import (
+    HEX_DIGITS,
     StoreError,
     StoreRow,
     batches,
     check_vectors,
+    is_rest_shard,
     mismatch_message,
     one_line,
     scrubbed,
@@ -163,17 +165,22 @@ class MilvusStore:
         self._dimension = dimension
 
     def stored(self, shard: int, shards: int) -> Iterator[tuple[str, str]]:
-        """Stream (chunk_key, fingerprint) of every row whose key starts with the shard's hex prefix.
+        """Stream (chunk_key, fingerprint) of every row whose key starts with the shard's hex prefix
+        (``shard == shards``: every row whose key starts with no lowercase hex digit).
 
         A query iterator pages through `chunk_key like "PREFIX%"` in pages of 1,000 rows.
         """
-        prefix = shard_prefix(shard, shards)
+        if is_rest_shard(shard, shards):  # keys no hex prefix covers
+            found = " or ".join(f'chunk_key like "{digit}%"' for digit in HEX_DIGITS)
+            condition = f"not ({found})"
+        else:
+            condition = f'chunk_key like "{shard_prefix(shard, shards)}%"'
         client = self._open()
         try:
             iterator = client.query_iterator(
                 self._collection,
                 batch_size=self.page_size,
-                filter=f'chunk_key like "{prefix}%"',
+                filter=condition,
                 output_fields=["chunk_key", "fingerprint"],
             )
         except MilvusException as error:

@@ -29,6 +29,7 @@ from transforms.stores.base import (
     StoreRow,
     batches,
     check_vectors,
+    is_rest_shard,
     mismatch_message,
     one_line,
     scrubbed,
@@ -112,18 +113,24 @@ class PgvectorStore:
         self._dimension = dimension
 
     def stored(self, shard: int, shards: int) -> Iterator[tuple[str, str]]:
-        """Stream (chunk_key, fingerprint) of every row whose key starts with the shard's hex prefix.
+        """Stream (chunk_key, fingerprint) of every row whose key starts with the shard's hex prefix
+        (``shard == shards``: every row whose key starts with no lowercase hex digit).
 
         Pages of 5,000 keys in key order (keyset pagination over the primary key's range), each page
         its own query, so writes on this store between pages are allowed.
         """
-        prefix = shard_prefix(shard, shards)
+        rest = is_rest_shard(shard, shards)  # keys no hex prefix covers (C collation: byte order)
+        prefix = "" if rest else shard_prefix(shard, shards)
         connection = self._open()
         low, high = prefix, _next_prefix(prefix)
         last: str | None = None
         while True:
             clauses = [sql.SQL("true")]
             params: list[Any] = []
+            if rest:
+                clauses.append(
+                    sql.SQL("(chunk_key < '0' OR (chunk_key >= ':' AND chunk_key < 'a') OR chunk_key >= 'g')")
+                )
             if low:
                 clauses.append(sql.SQL("chunk_key >= %s"))
                 params.append(low)
@@ -301,13 +308,13 @@ class PgvectorStore:
         connection.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(self._name, sql.Literal(comment)))
 
     def _check_existing(self, connection: psycopg.Connection, dimension: int, model: str) -> None:
-        found: dict[str, str] = dict(
-            connection.execute(
-                "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
-                "WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0 AND NOT a.attisdropped",
-                [self._quoted()],
-            ).fetchall()
-        )
+        rows = connection.execute(
+            "SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull FROM pg_attribute a "
+            "WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0 AND NOT a.attisdropped",
+            [self._quoted()],
+        ).fetchall()
+        found: dict[str, str] = {name: kind for name, kind, _ in rows}
+        nullable = {name for name, _, not_null in rows if not not_null}
         wanted = dict(_COLUMN_TYPES)
         missing = [name for name in [*wanted, "embedding"] if name not in found]
         wrong = [name for name, kind in wanted.items() if name in found and found[name] != kind]
@@ -323,6 +330,14 @@ class PgvectorStore:
             )
         if recorded != (dimension, model):
             raise StoreError(mismatch_message(self.described, recorded, (dimension, model)))
+        # The vector column as prepare() makes it: of the recorded dimension, never null (a row
+        # without a vector would be kept as if it had one, and never found by a search).
+        if found["embedding"] != f"vector({dimension})" or "embedding" in nullable:
+            raise StoreError(
+                f"{self.described}: its embedding column is {found['embedding']}"
+                f"{'' if 'embedding' in nullable else ' NOT NULL'}, not vector({dimension}) NOT NULL as "
+                "its comment records: name another table"
+            )
 
     def _error(self, operation: str, error: BaseException) -> StoreError:
         text = scrubbed(str(error), self._secrets)
