@@ -17,9 +17,9 @@ Each chunker chunks both versions directly (no Beam), with the job's default con
 the router built from it as the job builds it (``StructureAwareChunker`` for Markdown, text, reST
 and HTML, ``cl100k_base``, ``max_tokens`` 512), and the text splitters of the reference API on
 every document, 512 tokens, no overlap: ``RecursiveCharacterTextSplitter`` (``length="tokens"``)
-and ``TokenTextSplitter``. (The reference API has no ``MarkdownHeaderTextSplitter``.) When the
-packer offers it, ``StructureAwareChunker`` is measured a second time with greedy cuts, side by
-side in the same run. A document that is not edited is chunked once: chunking is deterministic.
+and ``TokenTextSplitter``. (The reference API has no ``MarkdownHeaderTextSplitter``.)
+``StructureAwareChunker`` is measured a second time with ``cuts: greedy``, side by side in the
+same run. A document that is not edited is chunked once: chunking is deterministic.
 
 Columns, each summed over the corpus:
 
@@ -256,12 +256,9 @@ class _Routed:
 def chunkers() -> list[_Routed]:
     """The chunkers measured: the job's default router, its structure chunker with greedy cuts
     (when the packer offers them), and the reference API's text splitters."""
-    import copy
-
     from pipelines.config import load_config, resolve_config
     from transforms.chunkers import RecursiveCharacterTextSplitter, TokenTextSplitter
     from transforms.chunkers.registry import build_router
-    from transforms.structure.packing import Packer
     from transforms.tokenizers import load_tokenizer
 
     spec = resolve_config(load_config(None), tokenizer=TOKENIZER, max_tokens=MAX_TOKENS, source="default")
@@ -270,10 +267,8 @@ def chunkers() -> list[_Routed]:
     router = build_router(spec, tokenizer=tokenizer)
     structure = router.chunkers[spec["default"]]
     measured = [_Routed(type(structure).__name__, structure.chunk, identity)]
-    if "cuts" in Packer.__init__.__code__.co_varnames:
-        greedy = copy.copy(structure)
-        options = {k: getattr(structure._packer, k) for k in _PACKER_OPTIONS}
-        greedy._packer = Packer(tokenizer=tokenizer, cuts="greedy", **options)  # type: ignore[call-arg]
+    if "cuts" in structure.to_dict():
+        greedy = type(structure).from_dict({**structure.to_dict(), "cuts": "greedy"}, tokenizer=tokenizer)
         measured.append(_Routed(f"{type(structure).__name__}, greedy cuts", greedy.chunk, identity))
     for name, splitter in (
         (
@@ -284,17 +279,6 @@ def chunkers() -> list[_Routed]:
     ):
         measured.append(_Routed(name, splitter.chunk, identity))
     return measured
-
-
-_PACKER_OPTIONS = (
-    "target_tokens",
-    "max_tokens",
-    "min_preferred_tokens",
-    "overlap_tokens",
-    "merge_small_sections",
-    "allow_cross_top_level_merge",
-    "split_oversized",
-)
 
 
 def measure(chunker: _Routed, versions: Versions) -> dict[str, float]:

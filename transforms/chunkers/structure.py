@@ -42,6 +42,7 @@ from transforms.chunkers.structure_options import (
 from transforms.documents import Chunk, Document
 from transforms.structure.normalizers import NormalizerRegistry
 from transforms.structure.packing import (
+    CUTS,
     EMBEDDING_TEXT_VERSION,
     Lines,
     PackedChunk,
@@ -59,7 +60,9 @@ __all__ = ["HeadingChunker", "StructureAwareChunker"]
 #: 3: an HTML h1 inside navigation or a skipped element (svg, template, noscript, ...) does not
 #:    hide the page's <title>, and a skipped element around table rows is skipped with them;
 #:    Chinese and Japanese 。！？ end a sentence with no whitespace after them.
-ENGINE_VERSION = 3
+#: 4: content-defined cuts (``cuts``); a chunk whose start an overlap moved back offers its first
+#:    block's start to the next chunk's overlap.
+ENGINE_VERSION = 4
 _FLATTEN = {"code": "preserve_code_blocks", "table": "preserve_table_rows", "list": "preserve_list_hierarchy"}
 
 
@@ -220,6 +223,12 @@ class StructureAwareChunker(_StructureChunker):
         oversized_block_policy: ``"split_with_context"`` (default) or ``"reject"``: a block that
             cannot fit becomes one over-budget chunk that validation sends to the dead letter
             (``token_budget_exceeded``) with its whole text.
+        cuts: ``"content_defined"`` (default): a chunk that holds half of ``target_tokens``
+            closes before the next section, heading or *anchor* block (one in three, chosen by a
+            hash of the block's first 64 code points), so that after an edit the later chunks
+            keep their text, and their ``chunk_key``; ``"greedy"``: every chunk is filled as far
+            as ``target_tokens`` allows (fewer chunks, but an edit moves every later cut of its
+            section). See ``Packer``.
 
     Raises:
         ValueError: A parameter is out of range or of the wrong type (the message names it and
@@ -249,6 +258,7 @@ class StructureAwareChunker(_StructureChunker):
         semantic_mode: str = "heuristic",
         semantic_refiner: Any = None,
         oversized_block_policy: str = "split_with_context",
+        cuts: str = "content_defined",
     ) -> None:
         if tokenizer is None:
             raise ValueError("StructureAwareChunker needs a tokenizer, got None")
@@ -259,6 +269,9 @@ class StructureAwareChunker(_StructureChunker):
         check_semantic_mode(semantic_mode, semantic_refiner)
         self.semantic_refiner = semantic_refiner
         check_oversized_block_policy(oversized_block_policy)
+        if cuts not in CUTS:
+            raise ValueError(f"cuts must be one of {CUTS}, got {cuts!r}")
+        self.cuts = cuts
         self.tokenizer = tokenizer
         self.normalizers = normalizer_registry(normalizers)
         self.target_tokens = target_tokens
@@ -287,6 +300,7 @@ class StructureAwareChunker(_StructureChunker):
             allow_cross_top_level_merge=self.allow_cross_top_level_merge,
             include_heading_path_in_embedding=self.include_heading_path_in_embedding,
             split_oversized=oversized_block_policy == "split_with_context",
+            cuts=cuts,
         )
 
     @classmethod
@@ -310,6 +324,7 @@ class StructureAwareChunker(_StructureChunker):
             "include_heading_path_in_embedding": self.include_heading_path_in_embedding,
             "semantic_mode": self.semantic_mode,
             "oversized_block_policy": self.oversized_block_policy,
+            "cuts": self.cuts,
             # Only with a refiner, so heuristic configurations keep their config_hash.
             **({"semantic_refiner": self.semantic_refiner.config()} if self.semantic_refiner else {}),
         }

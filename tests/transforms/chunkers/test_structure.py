@@ -179,7 +179,7 @@ TABLE = "## Data\n\n| key | value |\n|-----|-------|\n" + "".join(f"| k{i} | v{i
 
 
 def test_oversized_table_is_split_between_rows_with_the_header_repeated():
-    chunks = _chunks(_bytes(max_tokens=100, target_tokens=90), TABLE)
+    chunks = _chunks(_bytes(max_tokens=100, target_tokens=90, cuts="greedy"), TABLE)
     header = "| key | value |\n|-----|-------|\n"
     assert _table(chunks) == [
         ("## Data\n\n" + header + "| k0 | v0 |\n| k1 | v1 |\n| k2 | v2 |\n| k3 | v3 |\n", "", ("Data",), 0, None, None),

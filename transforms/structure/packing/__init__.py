@@ -72,9 +72,10 @@ from transforms.structure.packing.chunk import (
     heading_prefix,
 )
 from transforms.structure.packing.lines import Lines
-from transforms.structure.packing.packer import Packer
+from transforms.structure.packing.packer import CUTS, Packer
 
 __all__ = [
+    "CUTS",
     "EMBEDDING_TEXT_VERSION",
     "Lines",
     "PackedChunk",

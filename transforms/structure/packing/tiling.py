@@ -51,6 +51,7 @@ class TilePacking(ChunkFilling):
                 and self._can_join(top)
                 and cur.context is None
                 and cur.exact_count is None
+                and not self._content_cut(cur, section, start, end)
                 and self._total(cur, end, self.p.target_tokens) <= self.p.target_tokens
             ):
                 self._extend(section, end, body=True, section=True, path=inner)
@@ -161,10 +162,16 @@ class TilePacking(ChunkFilling):
         room = self.p.target_tokens - counter.prefix(cur.prefix) + base
         if cur.context is not None:
             room -= counter.context(cur.context)
+        # The running count at a tile start from which the chunk holds ``min_fill`` tokens
+        # (:meth:`_content_cut`: it closes before an anchor from there).
+        min_fill = self.p.min_fill
+        floor = None if min_fill is None else room - self.p.target_tokens + min_fill
         j, n = i, len(tiles)
         while j < n:
-            tile = tiles[j][0]
+            tile, s, e = tiles[j]
             if tile is not None and tile.kind in ("section", "heading"):
+                break
+            if floor is not None and counter.tokens_before(s) >= floor and self._is_anchor(tile, s, e):
                 break
             # (tokens_before(tile end) > room, without encoding far ahead for a huge tile)
             if counter.at_least(cur.start, tiles[j][2]) > room - base or counter.tokens_before(tiles[j][2]) > room:
@@ -205,6 +212,9 @@ class TilePacking(ChunkFilling):
             self._flush()
             cur = None
         p = self.p
+        if cur is not None and self._content_cut(cur, node, start, end):
+            self._flush()
+            cur = None
         if cur is not None and cur.exact_count is None:
             total = self._total(cur, end, max(p.target_tokens, p.max_tokens))
             if total <= p.target_tokens or (not cur.has_body and total <= p.max_tokens):
