@@ -224,11 +224,12 @@ class StructureAwareChunker(_StructureChunker):
             cannot fit becomes one over-budget chunk that validation sends to the dead letter
             (``token_budget_exceeded``) with its whole text.
         cuts: ``"content_defined"`` (default): a chunk that holds half of ``target_tokens``
-            closes before the next section, heading or *anchor* block (one in three, chosen by a
-            hash of the block's first 64 code points), so that after an edit the later chunks
-            keep their text, and their ``chunk_key``; ``"greedy"``: every chunk is filled as far
-            as ``target_tokens`` allows (fewer chunks, but an edit moves every later cut of its
-            section). See ``Packer``.
+            closes before the next section, heading or *anchor* block (one block in five, by a
+            CRC-32 of its first 64 code points), and is filled up to ``max_tokens`` while no
+            anchor comes; so an edit changes the chunk that holds it and rarely more, and the
+            later chunks keep their text and ``chunk_key``. ``"greedy"``: every chunk is filled
+            as far as ``target_tokens`` allows (an edit moves every later cut of its top-level
+            section). See ``transforms.structure.packing``.
 
     Raises:
         ValueError: A parameter is out of range or of the wrong type (the message names it and

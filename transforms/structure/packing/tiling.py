@@ -52,7 +52,7 @@ class TilePacking(ChunkFilling):
                 and cur.context is None
                 and cur.exact_count is None
                 and not self._content_cut(cur, section, start, end)
-                and self._total(cur, end, self.p.target_tokens) <= self.p.target_tokens
+                and self._total(cur, end, self.p.fill_tokens) <= self.p.fill_tokens
             ):
                 self._extend(section, end, body=True, section=True, path=inner)
                 return
@@ -159,13 +159,13 @@ class TilePacking(ChunkFilling):
         counter = self.counter
         # Tokens the chunk may still take, as a bound on the running count at a tile end.
         base = counter.tokens_before(cur.start)
-        room = self.p.target_tokens - counter.prefix(cur.prefix) + base
+        room = self.p.fill_tokens - counter.prefix(cur.prefix) + base
         if cur.context is not None:
             room -= counter.context(cur.context)
         # The running count at a tile start from which the chunk holds ``min_fill`` tokens
         # (:meth:`_content_cut`: it closes before an anchor from there).
         min_fill = self.p.min_fill
-        floor = None if min_fill is None else room - self.p.target_tokens + min_fill
+        floor = None if min_fill is None else room - self.p.fill_tokens + min_fill
         j, n = i, len(tiles)
         while j < n:
             tile, s, e = tiles[j]
@@ -216,8 +216,8 @@ class TilePacking(ChunkFilling):
             self._flush()
             cur = None
         if cur is not None and cur.exact_count is None:
-            total = self._total(cur, end, max(p.target_tokens, p.max_tokens))
-            if total <= p.target_tokens or (not cur.has_body and total <= p.max_tokens):
+            total = self._total(cur, end, max(p.fill_tokens, p.max_tokens))
+            if total <= p.fill_tokens or (not cur.has_body and total <= p.max_tokens):
                 self._extend(node, end, body=not heading, path=path)
                 return True
         displayed = 1 if heading else 0
