@@ -62,11 +62,12 @@ from benchmarks.measurement import header, read_documents, shown, write_markdown
 MAX_TOKENS = 512
 TOKENIZER = "tiktoken:cl100k_base"
 KINDS = ("insert", "grow", "delete")
-_WORDS = (
+_WORDS = re.findall(
+    r"\S+",
     "the parser reads nested lists and tables before it counts tokens so every chunk keeps its "
     "heading path while the index stores vectors for each section of the guide and a reader "
-    "finds the answer in one place without scrolling through release notes or old examples"
-).split()
+    "finds the answer in one place without scrolling through release notes or old examples",
+)
 # Paragraphs of Markdown, text and reST: runs of lines between blank lines.
 _BLOCK = re.compile(r"[^\n]+(?:\n[^\n]*\S[^\n]*)*")
 _FENCE = re.compile(r"^(```|~~~)", re.M)
@@ -112,8 +113,6 @@ def _paragraphs(content: str, content_format: str) -> list[tuple[int, int, int]]
             continue
         if _ADORNMENT.search(block) or block.rstrip().endswith("::") or "\n " in block or "\n\t" in block:
             continue
-        if k + 1 < len(blocks) and _ADORNMENT.match(blocks[k + 1].group()):
-            continue  # (an rST title under- or overlined by the next block)
         next_start = blocks[k + 1].start() if k + 1 < len(blocks) else len(content)
         found.append((m.start(), m.end(), next_start))
     return found
@@ -273,7 +272,9 @@ def chunkers() -> list[_Routed]:
     for name, splitter in (
         (
             "RecursiveCharacterTextSplitter (tokens)",
-            RecursiveCharacterTextSplitter(tokenizer=tokenizer, length="tokens", chunk_size=MAX_TOKENS, chunk_overlap=0),
+            RecursiveCharacterTextSplitter(
+                tokenizer=tokenizer, length="tokens", chunk_size=MAX_TOKENS, chunk_overlap=0
+            ),
         ),
         ("TokenTextSplitter", TokenTextSplitter(tokenizer=tokenizer, chunk_size=MAX_TOKENS, chunk_overlap=0)),
     ):

@@ -25,7 +25,10 @@ from transforms.documents import Document
 from transforms.tokenizers import Utf8ByteTokenizer
 
 BYTES = Utf8ByteTokenizer()
-WORDS = "alpha beta gamma delta parser index vector token chunk section heading table list code store".split()
+WORDS = re.findall(
+    r"\S+",
+    "alpha beta gamma delta parser index vector token chunk section heading table list code store",
+)
 
 
 def _keys(chunker: StructureAwareChunker, content: str) -> list[str]:

@@ -12,7 +12,6 @@ the budget tokenizer.
 from __future__ import annotations
 
 import zlib
-
 from typing import TYPE_CHECKING
 
 from transforms.structure.packing import limits
