@@ -184,9 +184,10 @@ class _StructureChunker(Chunker):
 class StructureAwareChunker(_StructureChunker):
     """Pack sections, paragraphs, code, tables and lists into chunks under an exact token budget.
 
-    Chunks hold about ``target_tokens`` and never more than ``max_tokens`` tokens of their
-    ``embedding_text`` (heading path, blank line, text; :func:`build_embedding_text`), counted by
-    the injected tokenizer. Whole sections are merged up to the target; a code block, table row
+    Chunks hold from half of ``target_tokens`` to ``max_tokens`` tokens of their
+    ``embedding_text`` (heading path, blank line, text; :func:`build_embedding_text`), never more
+    than ``max_tokens``, counted by the injected tokenizer; where they close is content-defined
+    (``cuts``). Whole sections are merged while a chunk is small; a code block, table row
     or list item that fits is never split; an oversized block is split with its context (table
     header rows repeated, code fences re-opened). No text is lost: chunks tile the normalized
     text. Algorithm: ``transforms.structure.packing``.
@@ -195,8 +196,9 @@ class StructureAwareChunker(_StructureChunker):
         tokenizer: The budget tokenizer (required; tokens are counted with it).
         normalizers: Content format -> normalizer; the accepted formats are its keys. Default:
             markdown, text, rst, html and docling.
-        target_tokens: Chunks are filled up to about this many tokens (default 400, or
-            ``max_tokens`` when that is smaller).
+        target_tokens: A chunk that holds half this many tokens closes at the next anchor
+            (``cuts="content_defined"``), or is filled up to about this many
+            (``cuts="greedy"``); default 400, or ``max_tokens`` when that is smaller.
         max_tokens: Hard budget of ``embedding_text``, in tokens (default 600; the job passes its
             ``--max-tokens``).
         min_preferred_tokens: Chunks under this are merged with a neighbour when both fit the
