@@ -184,10 +184,9 @@ class _StructureChunker(Chunker):
 class StructureAwareChunker(_StructureChunker):
     """Pack sections, paragraphs, code, tables and lists into chunks under an exact token budget.
 
-    Chunks hold from half of ``target_tokens`` to ``max_tokens`` tokens of their
-    ``embedding_text`` (heading path, blank line, text; :func:`build_embedding_text`), never more
-    than ``max_tokens``, counted by the injected tokenizer; where they close is content-defined
-    (``cuts``). Whole sections are merged while a chunk is small; a code block, table row
+    A chunk closes at the first anchor block once it holds half of ``target_tokens`` (``cuts``),
+    and never holds more than ``max_tokens`` tokens of its ``embedding_text`` (heading path,
+    blank line, text; :func:`build_embedding_text`), counted by the injected tokenizer. Whole sections are merged while a chunk is small; a code block, table row
     or list item that fits is never split; an oversized block is split with its context (table
     header rows repeated, code fences re-opened). No text is lost: chunks tile the normalized
     text. Algorithm: ``transforms.structure.packing``.
