@@ -323,3 +323,57 @@ def test_tiny_documents_runs_and_accounts_for_each_documents_time(tmp_path):
     rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines() if " | " in line}
     assert {"the job", "admission (row_to_document)", "the rest: runner, read, writers"} <= set(rows)
     assert tiny_documents.tiny_documents(3).column("id").to_pylist() == ["doc-00000000", "doc-00000001", "doc-00000002"]
+
+
+def test_edit_locality_edits_one_paragraph_and_says_where():
+    from benchmarks import edit_locality
+
+    content = "# Title\n\nFirst paragraph of prose, long enough to be edited here.\n\n```\ncode\n```\n\nLast one.\n"
+    rng = __import__("random").Random(0)
+    for kind in edit_locality.KINDS:
+        edited, edit = edit_locality.edit_document(content, "markdown", rng, kind, "edit00001")
+        a, b = edit.span
+        if kind == "delete":
+            assert content[a:b] == "First paragraph of prose, long enough to be edited here."
+            assert edited == content[:a] + content[a + len(edit.deleted) + 2 :]
+        else:
+            assert edited[a:b].startswith("Note edit00001") and edited[a:b].endswith(".")
+            assert edited.replace(edited[a - (2 if kind == "insert" else 1) : b], "", 1) == content
+    # Headings, code and short paragraphs are never edited.
+    assert (
+        edit_locality.edit_document(
+            "# T\n\n```\nprose in a fence, long enough to edit\n```\n", "markdown", rng, "grow", "m"
+        )
+        is None
+    )
+
+
+def test_edit_locality_counts_the_chunks_an_edit_must_change():
+    from benchmarks.edit_locality import Edit, Keys, changed_chunks
+
+    first = Keys(["i0", "i1"], ["k0", "k1"], [(0, 10), (10, 20)], [])
+    second = Keys(["i0", "j1"], ["k0", "x1"], [(0, 10), (10, 30)], ["a", "b"])
+    assert changed_chunks(Edit("insert", (12, 22), "m"), first, second, "") == 1
+    # A deleted paragraph that was a chunk alone forces nothing; one beside other text, its chunk.
+    content = "aaaaaaaaa\nbbbbbbbbb\n"
+    assert changed_chunks(Edit("delete", (10, 19), "m", "bbbbbbbbb"), first, second, content) == 0
+    assert changed_chunks(Edit("delete", (12, 19), "m", "bbbbbbb"), first, second, content) == 1
+    # Without offsets, the marker word finds the chunk.
+    rendered = Keys(["i"], ["k"], [None], ["Note m: text."])
+    assert changed_chunks(Edit("grow", (0, 5), "m"), first, rendered, "") == 1
+
+
+def test_edit_locality_writes_a_row_per_chunker(tmp_path):
+    from benchmarks import edit_locality
+
+    out = tmp_path / "locality.md"
+    assert edit_locality.main(["--input", str(SAMPLE), "--edited", "0.5", "--added", "0.2", "--out", str(out)]) == 0
+    table = out.read_text()
+    for row in (
+        "| StructureAwareChunker |",
+        "| StructureAwareChunker, greedy cuts |",
+        "| RecursiveCharacterTextSplitter (tokens) |",
+        "| TokenTextSplitter |",
+    ):
+        assert row in table
+    assert "4 edited" in table and "1 added" in table

@@ -42,6 +42,7 @@ from transforms.chunkers.structure_options import (
 from transforms.documents import Chunk, Document
 from transforms.structure.normalizers import NormalizerRegistry
 from transforms.structure.packing import (
+    CUTS,
     EMBEDDING_TEXT_VERSION,
     Lines,
     PackedChunk,
@@ -59,7 +60,9 @@ __all__ = ["HeadingChunker", "StructureAwareChunker"]
 #: 3: an HTML h1 inside navigation or a skipped element (svg, template, noscript, ...) does not
 #:    hide the page's <title>, and a skipped element around table rows is skipped with them;
 #:    Chinese and Japanese 。！？ end a sentence with no whitespace after them.
-ENGINE_VERSION = 3
+#: 4: content-defined cuts (``cuts``); a chunk whose start an overlap moved back offers its first
+#:    block's start to the next chunk's overlap.
+ENGINE_VERSION = 4
 _FLATTEN = {"code": "preserve_code_blocks", "table": "preserve_table_rows", "list": "preserve_list_hierarchy"}
 
 
@@ -181,9 +184,9 @@ class _StructureChunker(Chunker):
 class StructureAwareChunker(_StructureChunker):
     """Pack sections, paragraphs, code, tables and lists into chunks under an exact token budget.
 
-    Chunks hold about ``target_tokens`` and never more than ``max_tokens`` tokens of their
-    ``embedding_text`` (heading path, blank line, text; :func:`build_embedding_text`), counted by
-    the injected tokenizer. Whole sections are merged up to the target; a code block, table row
+    A chunk closes at the first anchor block once it holds half of ``target_tokens`` (``cuts``),
+    and never holds more than ``max_tokens`` tokens of its ``embedding_text`` (heading path,
+    blank line, text; :func:`build_embedding_text`), counted by the injected tokenizer. Whole sections are merged while a chunk is small; a code block, table row
     or list item that fits is never split; an oversized block is split with its context (table
     header rows repeated, code fences re-opened). No text is lost: chunks tile the normalized
     text. Algorithm: ``transforms.structure.packing``.
@@ -192,8 +195,9 @@ class StructureAwareChunker(_StructureChunker):
         tokenizer: The budget tokenizer (required; tokens are counted with it).
         normalizers: Content format -> normalizer; the accepted formats are its keys. Default:
             markdown, text, rst, html and docling.
-        target_tokens: Chunks are filled up to about this many tokens (default 400, or
-            ``max_tokens`` when that is smaller).
+        target_tokens: A chunk that holds half this many tokens closes at the next anchor
+            (``cuts="content_defined"``), or is filled up to about this many
+            (``cuts="greedy"``); default 400, or ``max_tokens`` when that is smaller.
         max_tokens: Hard budget of ``embedding_text``, in tokens (default 600; the job passes its
             ``--max-tokens``).
         min_preferred_tokens: Chunks under this are merged with a neighbour when both fit the
@@ -220,6 +224,13 @@ class StructureAwareChunker(_StructureChunker):
         oversized_block_policy: ``"split_with_context"`` (default) or ``"reject"``: a block that
             cannot fit becomes one over-budget chunk that validation sends to the dead letter
             (``token_budget_exceeded``) with its whole text.
+        cuts: ``"content_defined"`` (default): a chunk that holds half of ``target_tokens``
+            closes before the next section, heading or *anchor* block (one block in five, by a
+            CRC-32 of its first 64 code points), and is filled up to ``max_tokens`` while no
+            anchor comes; so an edit changes the chunk that holds it and rarely more, and the
+            later chunks keep their text and ``chunk_key``. ``"greedy"``: every chunk is filled
+            as far as ``target_tokens`` allows (an edit moves every later cut of its top-level
+            section). See ``transforms.structure.packing``.
 
     Raises:
         ValueError: A parameter is out of range or of the wrong type (the message names it and
@@ -249,6 +260,7 @@ class StructureAwareChunker(_StructureChunker):
         semantic_mode: str = "heuristic",
         semantic_refiner: Any = None,
         oversized_block_policy: str = "split_with_context",
+        cuts: str = "content_defined",
     ) -> None:
         if tokenizer is None:
             raise ValueError("StructureAwareChunker needs a tokenizer, got None")
@@ -259,6 +271,9 @@ class StructureAwareChunker(_StructureChunker):
         check_semantic_mode(semantic_mode, semantic_refiner)
         self.semantic_refiner = semantic_refiner
         check_oversized_block_policy(oversized_block_policy)
+        if cuts not in CUTS:
+            raise ValueError(f"cuts must be one of {CUTS}, got {cuts!r}")
+        self.cuts = cuts
         self.tokenizer = tokenizer
         self.normalizers = normalizer_registry(normalizers)
         self.target_tokens = target_tokens
@@ -287,6 +302,7 @@ class StructureAwareChunker(_StructureChunker):
             allow_cross_top_level_merge=self.allow_cross_top_level_merge,
             include_heading_path_in_embedding=self.include_heading_path_in_embedding,
             split_oversized=oversized_block_policy == "split_with_context",
+            cuts=cuts,
         )
 
     @classmethod
@@ -310,6 +326,7 @@ class StructureAwareChunker(_StructureChunker):
             "include_heading_path_in_embedding": self.include_heading_path_in_embedding,
             "semantic_mode": self.semantic_mode,
             "oversized_block_policy": self.oversized_block_policy,
+            "cuts": self.cuts,
             # Only with a refiner, so heuristic configurations keep their config_hash.
             **({"semantic_refiner": self.semantic_refiner.config()} if self.semantic_refiner else {}),
         }

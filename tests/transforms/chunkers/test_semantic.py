@@ -316,8 +316,9 @@ SECTION = (
 
 def _structure(tokenizer, refiner=None):
     kwargs = {"semantic_mode": "refiner", "semantic_refiner": refiner} if refiner else {}
+    # Greedy cuts: the cuts the refiner is asked about are those of a target of 60 tokens.
     return StructureAwareChunker(
-        tokenizer=tokenizer, target_tokens=60, max_tokens=100, min_preferred_tokens=0, **kwargs
+        tokenizer=tokenizer, target_tokens=60, max_tokens=100, min_preferred_tokens=0, cuts="greedy", **kwargs
     )
 
 

@@ -137,7 +137,7 @@ def test_sections_merge_up_to_the_target_then_the_path_prefixes_the_embedding_te
 
 def test_oversized_code_is_split_between_lines_and_the_fence_reopened():
     text = "# Guide\n\nIntro.\n\n## Code\n\n```python\nline_one = 1\nline_two = 2\nline_three = 3\n```\n"
-    chunks = _chunks(_bytes(max_tokens=50, target_tokens=45), text)
+    chunks = _chunks(_bytes(max_tokens=50, target_tokens=45, cuts="greedy"), text)
     assert _table(chunks) == [
         ("# Guide\n\nIntro.\n\n", "", ("Guide",), 0, None, None),
         ("## Code\n\n```python\nline_one = 1\n", "Guide\n\n", ("Guide", "Code"), 17, None, None),
@@ -153,23 +153,23 @@ def test_a_closing_fence_is_never_a_part_of_its_own():
     # Without the rule, 32 bytes gave a last part "```python\n```\n": the fence re-opened and closed
     # on nothing (and 21 bytes a part "```\n"). The closing fence goes with the last line of code.
     text = "## Code\n\n```python\nline_one = 1\nline_two = 2\n```\n"
-    assert _table(_chunks(_bytes(max_tokens=32, target_tokens=32), text)) == [
+    assert _table(_chunks(_bytes(max_tokens=32, target_tokens=32, cuts="greedy"), text)) == [
         ("## Code\n\n```python\nline_one = 1\n", "", ("Code",), 0, None, None),
         ("```python\nline_two = 2\n```\n", "", ("Code",), None, "code_fence", "code"),
     ]
-    assert _table(_chunks(_bytes(max_tokens=21, target_tokens=21), text)) == [
+    assert _table(_chunks(_bytes(max_tokens=21, target_tokens=21, cuts="greedy"), text)) == [
         ("## Code\n\n```python\n", "", ("Code",), 0, None, None),
         ("line_one = 1\n", "Code\n\n", ("Code",), 19, None, "code"),
         ("line_two = 2\n```\n", "", ("Code",), 32, None, "code"),
     ]
     # A tilde fence, and a block whose last line is code, not a fence (no closing fence: kept as is).
     tilde = "~~~\nline_one = 1\nline_two = 2\n~~~~\n"
-    assert [c.text for c in _chunks(_bytes(max_tokens=24, target_tokens=24), tilde)] == [
+    assert [c.text for c in _chunks(_bytes(max_tokens=24, target_tokens=24, cuts="greedy"), tilde)] == [
         "~~~\nline_one = 1\n",
         "~~~\nline_two = 2\n~~~~\n",
     ]
     unclosed = "```\nline_one = 1\nline_two = 2\n"
-    assert [c.text for c in _chunks(_bytes(max_tokens=20, target_tokens=20), unclosed)] == [
+    assert [c.text for c in _chunks(_bytes(max_tokens=20, target_tokens=20, cuts="greedy"), unclosed)] == [
         "```\nline_one = 1\n",
         "```\nline_two = 2\n",
     ]
@@ -179,7 +179,7 @@ TABLE = "## Data\n\n| key | value |\n|-----|-------|\n" + "".join(f"| k{i} | v{i
 
 
 def test_oversized_table_is_split_between_rows_with_the_header_repeated():
-    chunks = _chunks(_bytes(max_tokens=100, target_tokens=90), TABLE)
+    chunks = _chunks(_bytes(max_tokens=100, target_tokens=90, cuts="greedy"), TABLE)
     header = "| key | value |\n|-----|-------|\n"
     assert _table(chunks) == [
         ("## Data\n\n" + header + "| k0 | v0 |\n| k1 | v1 |\n| k2 | v2 |\n| k3 | v3 |\n", "", ("Data",), 0, None, None),
@@ -197,7 +197,7 @@ def test_a_header_too_large_to_repeat_still_splits_between_rows():
 
 def test_lists_split_between_items_and_nested_lists():
     text = "- item one is here\n- item two is here\n  - nested a\n  - nested b\n- item three\n"
-    chunks = _chunks(_bytes(max_tokens=40, target_tokens=30), text)
+    chunks = _chunks(_bytes(max_tokens=40, target_tokens=30, cuts="greedy"), text)
     assert [c.text for c in chunks] == [
         "- item one is here\n",
         "- item two is here\n",
@@ -246,14 +246,14 @@ def test_a_section_that_repeats_its_parents_title_is_one_heading_with_it():
     heading with it: the path gives the title once, and a chunk that opens with the inner heading
     line has no prefix of it at all (the line is in its text)."""
     text = "# Guide\n\nIntro.\n\n## Guide\n\n```python\nline_one = 1\nline_two = 2\nline_three = 3\n```\n"
-    assert _table(_chunks(_bytes(max_tokens=50, target_tokens=45), text)) == [
+    assert _table(_chunks(_bytes(max_tokens=50, target_tokens=45, cuts="greedy"), text)) == [
         ("# Guide\n\nIntro.\n\n", "", ("Guide",), 0, None, None),
         ("## Guide\n\n```python\nline_one = 1\n", "", ("Guide",), 17, None, None),
         ("```python\nline_two = 2\n", "Guide\n\n", ("Guide",), None, "code_fence", "code"),
         ("```python\nline_three = 3\n```\n", "Guide\n\n", ("Guide",), None, "code_fence", "code"),
     ]
     text = "# Guide\n\n## Guide\n\nIntro.\n\n### Guide\n\nMore.\n\n### Other\n\nEnd.\n"
-    assert _table(_chunks(_bytes(max_tokens=30, target_tokens=25), text)) == [
+    assert _table(_chunks(_bytes(max_tokens=30, target_tokens=25, cuts="greedy"), text)) == [
         ("# Guide\n\n## Guide\n\nIntro.\n\n", "", ("Guide",), 0, None, None),
         ("### Guide\n\nMore.\n\n", "", ("Guide",), 27, None, None),
         ("### Other\n\nEnd.\n", "Guide\n\n", ("Guide", "Other"), 45, None, None),

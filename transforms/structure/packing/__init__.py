@@ -1,9 +1,9 @@
 """Packing a normalized document into chunks under an exact token budget.
 
 Beam-free. :class:`Packer` walks a :class:`~transforms.structure.tree.NormalizedDocument`'s
-section tree in reading order and fills chunks greedily up to ``target_tokens``, never past
-``max_tokens`` for the chunk's *embedding text* (the heading path, then the text; see
-:func:`build_embedding_text`), counted with the injected tokenizer.
+section tree in reading order and fills chunks up to an anchor or ``target_tokens`` (see
+``cuts`` below), never past ``max_tokens`` for the chunk's *embedding text* (the heading path,
+then the text; see :func:`build_embedding_text`), counted with the injected tokenizer.
 
 How a document is cut
     Every cut is at a *tile* boundary: the start of a block's first line. A chunk's text is
@@ -21,6 +21,21 @@ How a document is cut
     sentence ends, line starts, word starts and finally the tokenizer's own token boundaries. Repeated headers and fences are copied from the source, so
     a chunk's text is always the concatenation of its ``spans`` (source intervals); it is a
     verbatim slice exactly when it has one span.
+
+Where a chunk closes (``cuts``)
+    With ``cuts="content_defined"`` (the default) a chunk that holds at least ``min_fill`` tokens
+    (half of ``target_tokens``) closes before the next *anchor*: a section, a heading, or a block
+    (a paragraph, a list item, a table row, a line of split code) whose first 64 code points
+    have a CRC-32 divisible by 5; while no anchor comes it is filled up to ``max_tokens``, and a
+    block that does not fit closes it as with greedy cuts. Whether a block is an anchor depends
+    on its own text only, so a cut depends on the text since the chunk's start and on the
+    anchors, not on where earlier cuts fell: after an edit the chunk holding it ends at the
+    same anchor unless the edit moved another anchor past ``min_fill`` or that one past the
+    budget, and a chunk that starts elsewhere closes at the same anchor as before as soon as no
+    anchor lies between the two starts' ``min_fill`` points. This is content-defined chunking
+    (LBFS: Muthitacharoen, Chen and Mazieres, SOSP 2001; FastCDC: Xia et al., USENIX ATC 2016)
+    with block starts as the candidate cuts. ``cuts="greedy"`` fills every chunk as far as
+    ``target_tokens`` allows, so an edit moves every later cut of its top-level section.
 
 Counting, linear in the document
     The tokenizer encodes the whole text once (``Tokenizer.token_ends``; a text longer than
@@ -72,9 +87,10 @@ from transforms.structure.packing.chunk import (
     heading_prefix,
 )
 from transforms.structure.packing.lines import Lines
-from transforms.structure.packing.packer import Packer
+from transforms.structure.packing.packer import CUTS, Packer
 
 __all__ = [
+    "CUTS",
     "EMBEDDING_TEXT_VERSION",
     "Lines",
     "PackedChunk",

@@ -11,6 +11,7 @@ the budget tokenizer.
 
 from __future__ import annotations
 
+import zlib
 from typing import TYPE_CHECKING
 
 from transforms.structure.packing import limits
@@ -170,6 +171,36 @@ class ChunkFilling:
         context = self.text[cur.context[0] : cur.context[1]] if cur.context else ""
         return heading_prefix(cur.prefix) + context + self.text[cur.start : end]
 
+    # -- where a chunk closes ----------------------------------------------------------------
+
+    def _is_anchor(self, node: Node | None, start: int, end: int) -> bool:
+        """Whether the tile ``[start, end)`` of ``node`` starts at an anchor: a section or heading,
+        or a block whose first ``anchor_chars`` code points have a CRC-32 divisible by
+        ``anchor_spacing`` (a function of the block's own text only, so the same block is an
+        anchor in every version of the document)."""
+        if node is not None and node.kind in ("section", "heading"):
+            return True
+        p = self.p
+        head = self.text[start : min(end, start + p.anchor_chars)]
+        return zlib.crc32(head.encode("utf-8", "surrogatepass")) % p.anchor_spacing == 0
+
+    def _content_cut(self, cur: OpenChunk, node: Node | None, start: int, end: int) -> bool:
+        """Whether the open chunk ``cur`` closes before the tile ``[start, end)`` although the tile
+        may fit: it has text, holds at least ``min_fill`` tokens, and the tile starts at an anchor
+        (:meth:`_is_anchor`).
+
+        Content-defined chunking (LBFS, Muthitacharoen et al. 2001; FastCDC, Xia et al. 2016):
+        a cut falls at the first anchor past a minimum size, so it depends on the text since the
+        chunk's start and on the anchors' own text, not on where earlier cuts fell. After an edit,
+        the chunk holding it ends at the same anchor unless the edit moved that anchor past the
+        target or another one past the minimum, and a chunk that starts elsewhere closes at the
+        same anchor as before as soon as no anchor lies between the two minimums.
+        """
+        min_fill = self.p.min_fill
+        if min_fill is None or not cur.has_body or cur.exact_count is not None or cur.end != start:
+            return False
+        return self._is_anchor(node, start, end) and self._total(cur, start) >= min_fill
+
     # -- the chunk being filled --------------------------------------------------------------
 
     def _can_join(self, top: int) -> bool:
@@ -276,7 +307,9 @@ class ChunkFilling:
                 self.tiles_in_cur = []
                 own = displayed == 1 and node is not None and node.kind == "heading"
                 self._extend(node, end, body=not own, section=section)
-                self.tiles_in_cur = [cur.start]
+                # (The tile's own start too when an overlap moved the chunk's start before it: the
+                # next chunk's overlap may start there.)
+                self.tiles_in_cur = [cur.start] if cur.start == start else [cur.start, start]
                 return True
         return False
 

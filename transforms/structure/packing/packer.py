@@ -14,7 +14,10 @@ from transforms.structure.packing.splitting import BlockSplitting
 from transforms.structure.tree import NormalizedDocument
 from transforms.tokenizers import Tokenizer
 
-__all__ = ["Packer", "PackingRun"]
+__all__ = ["CUTS", "Packer", "PackingRun"]
+
+#: Values of ``Packer(cuts=...)``.
+CUTS = ("content_defined", "greedy")
 
 
 class Packer:
@@ -36,7 +39,27 @@ class Packer:
         split_oversized: Split a block that does not fit ``max_tokens`` (``split_with_context``);
             when ``False`` such a block becomes a chunk of its own, over the budget, for
             validation to reject.
+        cuts: ``"content_defined"`` (default): a chunk that already holds ``min_fill`` tokens
+            closes before the next section, heading, or block whose first code points hash to
+            an anchor, and is filled up to ``max_tokens`` while none comes, so that after an
+            edit the cuts fall where they fell before within a chunk or two (see
+            :mod:`transforms.structure.packing`); ``"greedy"``: every chunk is filled as far as
+            ``target_tokens`` allows.
+
+    Raises:
+        ValueError: ``cuts`` is neither.
     """
+
+    #: The share of ``target_tokens`` a chunk holds before a content-defined cut may close it
+    #: (``min_fill``). With ``anchor_spacing`` these were chosen on the edit-locality benchmark
+    #: (``benchmarks/edit_locality.py``): fewer chunks than greedy cuts and about half the keys
+    #: changed beyond the edited chunks; a lower share or denser anchors make more chunks.
+    cut_fill = 0.5
+    #: One block start in this many (by the hash of its first ``anchor_chars`` code points) is an
+    #: anchor, where a chunk holding ``cut_fill`` of the target closes.
+    anchor_spacing = 5
+    #: Code points of a block's start that decide whether it is an anchor.
+    anchor_chars = 64
 
     def __init__(
         self,
@@ -50,7 +73,10 @@ class Packer:
         allow_cross_top_level_merge: bool = False,
         include_heading_path_in_embedding: bool = True,
         split_oversized: bool = True,
+        cuts: str = "content_defined",
     ) -> None:
+        if cuts not in CUTS:
+            raise ValueError(f"cuts must be one of {CUTS}, got {cuts!r}")
         self.tokenizer = tokenizer
         self.target_tokens = target_tokens
         self.max_tokens = max_tokens
@@ -60,6 +86,14 @@ class Packer:
         self.allow_cross_top_level_merge = allow_cross_top_level_merge
         self.include_heading_path = include_heading_path_in_embedding
         self.split_oversized = split_oversized
+        self.cuts = cuts
+        #: Tokens of embedding text a chunk holds before a content-defined cut may close it
+        #: (``None``: greedy cuts).
+        self.min_fill: int | None = int(target_tokens * self.cut_fill) if cuts == "content_defined" else None
+        #: Tokens of embedding text a chunk is filled to at most before the next block opens
+        #: another: ``target_tokens``, or with content-defined cuts ``max_tokens`` (the room a
+        #: chunk has to reach an anchor; it closes at the first one past ``min_fill``).
+        self.fill_tokens = target_tokens if self.min_fill is None else max_tokens
 
     def pack(self, normalized: NormalizedDocument) -> list[PackedChunk]:
         """Return the chunks of ``normalized`` in reading order (empty when it has no blocks)."""

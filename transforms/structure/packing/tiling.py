@@ -1,4 +1,4 @@
-"""One document's packing, second layer: sections and tiles, filled greedily into chunks.
+"""One document's packing, second layer: sections and tiles, filled into chunks in reading order.
 
 Positions are code points of the normalized text; counts are tokens of the budget tokenizer.
 """
@@ -41,8 +41,9 @@ class TilePacking(ChunkFilling):
 
     def _section(self, section: Node, start: int, end: int, path: tuple[Node, ...], top: int) -> Iterator[PackedChunk]:
         """Pack the section ``[start, end)`` under ``path``: merged whole into the open chunk when
-        it fits ``target_tokens``, else as a chunk of its own when it fits ``max_tokens``, else
-        tile by tile. Yields the chunks that become final meanwhile."""
+        it fits ``fill_tokens`` and no content-defined cut closes the chunk before it (a section
+        starts at an anchor), else as a chunk of its own when it fits ``max_tokens``, else tile
+        by tile. Yields the chunks that become final meanwhile."""
         inner = path + (section,)
         cur = self.cur
         if cur is not None:
@@ -51,7 +52,8 @@ class TilePacking(ChunkFilling):
                 and self._can_join(top)
                 and cur.context is None
                 and cur.exact_count is None
-                and self._total(cur, end, self.p.target_tokens) <= self.p.target_tokens
+                and not self._content_cut(cur, section, start, end)
+                and self._total(cur, end, self.p.fill_tokens) <= self.p.fill_tokens
             ):
                 self._extend(section, end, body=True, section=True, path=inner)
                 return
@@ -119,7 +121,7 @@ class TilePacking(ChunkFilling):
         The common case, blocks joining a chunk that already has text, takes one bisection over
         the tiles' running token counts instead of a step per block (``fast``: an additive
         tokenizer and no overlap); it decides exactly as :meth:`_block` would (extend while the
-        chunk stays within ``target_tokens``).
+        chunk stays within ``fill_tokens`` and no content-defined cut closes it).
         """
         i, n = 0, len(tiles)
         while i < n:
@@ -154,17 +156,24 @@ class TilePacking(ChunkFilling):
 
     def _fitting_run(self, cur: OpenChunk, tiles: list[Tile], i: int) -> int:
         """The end ``j`` of the longest run ``tiles[i:j]`` of blocks (no section, no heading) that
-        the open chunk ``cur`` takes within ``target_tokens``, by the running token counts."""
+        the open chunk ``cur`` takes within ``fill_tokens``, by the running token counts, up to
+        the first anchor where it holds ``min_fill`` tokens (:meth:`_content_cut`)."""
         counter = self.counter
         # Tokens the chunk may still take, as a bound on the running count at a tile end.
         base = counter.tokens_before(cur.start)
-        room = self.p.target_tokens - counter.prefix(cur.prefix) + base
+        room = self.p.fill_tokens - counter.prefix(cur.prefix) + base
         if cur.context is not None:
             room -= counter.context(cur.context)
+        # The running count at a tile start from which the chunk holds ``min_fill`` tokens
+        # (:meth:`_content_cut`: it closes before an anchor from there).
+        min_fill = self.p.min_fill
+        floor = None if min_fill is None else room - self.p.fill_tokens + min_fill
         j, n = i, len(tiles)
         while j < n:
-            tile = tiles[j][0]
+            tile, s, e = tiles[j]
             if tile is not None and tile.kind in ("section", "heading"):
+                break
+            if floor is not None and counter.tokens_before(s) >= floor and self._is_anchor(tile, s, e):
                 break
             # (tokens_before(tile end) > room, without encoding far ahead for a huge tile)
             if counter.at_least(cur.start, tiles[j][2]) > room - base or counter.tokens_before(tiles[j][2]) > room:
@@ -197,17 +206,21 @@ class TilePacking(ChunkFilling):
         context_kind: str | None = None,
         split: str | None = None,
     ) -> bool:
-        """Add one tile: to the open chunk if it fits, else to a new chunk; ``False`` when it
-        does not fit even alone and is to be split (the caller then calls :meth:`_split`)."""
+        """Add one tile: to the open chunk if it fits and no content-defined cut closes the chunk
+        before it, else to a new chunk; ``False`` when it does not fit even alone and is to be
+        split (the caller then calls :meth:`_split`)."""
         heading = own_heading(node, path)
         cur = self.cur
         if cur is not None and not self._can_join(top):
             self._flush()
             cur = None
         p = self.p
+        if cur is not None and self._content_cut(cur, node, start, end):
+            self._flush()
+            cur = None
         if cur is not None and cur.exact_count is None:
-            total = self._total(cur, end, max(p.target_tokens, p.max_tokens))
-            if total <= p.target_tokens or (not cur.has_body and total <= p.max_tokens):
+            total = self._total(cur, end, max(p.fill_tokens, p.max_tokens))
+            if total <= p.fill_tokens or (not cur.has_body and total <= p.max_tokens):
                 self._extend(node, end, body=not heading, path=path)
                 return True
         displayed = 1 if heading else 0
