@@ -79,6 +79,7 @@ from transforms.beam import (
     ChunkDocuments,
     CompareWithPrevious,
     ListDeleted,
+    PreviousManifestNotes,
     ReadDocumentsAndIds,
     WriteChunks,
     WriteDeadLetter,
@@ -273,8 +274,13 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
     """Add the job's transforms to ``pipeline``."""
     identity = pipeline | "Tokenizer identity" >> beam.Create([job.tokenizer_identity])
     output = worker_path(job.output)
+    # With --previous each row is read with its previous manifest entry, joined to it by id.
+    notes = PreviousManifestNotes(worker_path(job.previous)) if job.previous else None
     read = pipeline | "Read input" >> ReadDocumentsAndIds(
-        worker_pattern(job.input), column_map=job.column_map, max_document_chars=job.max_document_chars
+        worker_pattern(job.input),
+        column_map=job.column_map,
+        max_document_chars=job.max_document_chars,
+        row_notes=notes,
     )
     rows, ids = read["rows"], read["ids"]
     admitted = rows | "Admit documents" >> AdmitDocuments(
@@ -283,6 +289,7 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
         max_document_chars=job.max_document_chars,
         progress_seconds=job.progress_seconds,
         documents_total=job.documents_total,
+        noted=notes is not None,
     )
     documents = admitted.documents
     manifest = []

@@ -256,9 +256,8 @@ def test_kept_chunks_are_the_kept_documents_rows_in_order_and_the_rest_are_liste
     from apache_beam.pvalue import TaggedOutput
 
     from transforms.beam import PREVIOUS_IDS
-    from transforms.beam.incremental import _kept_rows_found, _KeptChunksDoFn
+    from transforms.beam.incremental import _kept_rows_found, split_kept
     from transforms.documents import CHUNK_SCHEMA, chunk_id, chunk_key
-    from transforms.incremental import id_key
     from transforms.integrity import digest_key, index_set_digest
 
     order = ["a", "a", "b", "a", "c", "c", "b", "d"]
@@ -278,8 +277,7 @@ def test_kept_chunks_are_the_kept_documents_rows_in_order_and_the_rest_are_liste
         )
         rows.append(row)
     table = pa.Table.from_pylist(rows, schema=CHUNK_SCHEMA)
-    dofn = _KeptChunksDoFn()
-    outputs = list(dofn.process(table, {id_key(i): digest_key("0" * 64) for i in ("a", "c", "unknown")}))
+    outputs = list(split_kept(table, {i: digest_key("0" * 64) for i in ("a", "c", "unknown")}))
     kept = [o for o in outputs if isinstance(o, pa.Table)]
     others = [o.value for o in outputs if isinstance(o, TaggedOutput) and o.tag == PREVIOUS_IDS]
     assert len(kept) == 1 and kept[0].schema == CHUNK_SCHEMA
@@ -287,13 +285,13 @@ def test_kept_chunks_are_the_kept_documents_rows_in_order_and_the_rest_are_liste
     assert others == [(d, (i, chunk_id(d, i, f"text {i}"))) for d, i in (("b", 2), ("b", 6), ("d", 7))]
     # per kept document: its rows in this table, counted, and the digest of their indexes
     assert list(_kept_rows_found(kept[0])) == [
-        (id_key("a"), ("a", 3, index_set_digest([0, 1, 3]))),
-        (id_key("c"), ("c", 2, index_set_digest([4, 5]))),
+        ("a", (3, index_set_digest([0, 1, 3]))),
+        ("c", (2, index_set_digest([4, 5]))),
     ]
     # Nothing kept: ids only.
-    assert all(isinstance(o, TaggedOutput) and o.tag == PREVIOUS_IDS for o in dofn.process(table, {}))
-    everything = {id_key(i): digest_key("0" * 64) for i in "abcd"}
-    assert [o.num_rows for o in dofn.process(table, everything) if isinstance(o, pa.Table)] == [8]
+    assert all(isinstance(o, TaggedOutput) and o.tag == PREVIOUS_IDS for o in split_kept(table, {}))
+    everything = {i: digest_key("0" * 64) for i in "abcd"}
+    assert [o.num_rows for o in split_kept(table, everything) if isinstance(o, pa.Table)] == [8]
 
 
 def test_stale_chunk_ids_keep_the_previous_order():
