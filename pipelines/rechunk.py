@@ -14,6 +14,14 @@ The graph (see ``transforms.beam``)::
     [previous chunk ids, new chunk ids -> List deleted -> Write deleted]
     tokenizer identity (singleton side input) -> Admit, Compare, Route, chunk and validate
 
+With ``--previous`` every decision is a keyed join by document id, not a side input
+(``transforms.beam.incremental``)::
+
+    Read ids (with their ranges) + previous manifest -> join by id -> join by range -> Read documents
+        (each row with its previous entry) -> Admit -> Compare with previous
+    kept ids + previous chunks' ids by unit -> join by id -> join by unit -> Read and keep previous chunks
+    kept rows counted + kept manifest counts -> join by id -> checked
+
 Each chunk is validated as the chunker makes it and goes on to the writer (a huge document's
 chunks are never all held at once).
 
