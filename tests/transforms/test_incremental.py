@@ -548,3 +548,86 @@ def test_a_document_dead_lettered_in_both_runs_is_not_new(tmp_path):
     report = _report(tmp_path / "second")
     assert report["documents_dead_lettered"] == 2 and report["documents_skipped_unchanged"] == 1
     assert report["incremental"]["documents_new"] == 0
+
+
+def test_each_row_is_read_with_the_manifest_entry_of_its_id_and_only_its_ranges_entries():
+    """The join by id sends an id's entry to each range holding the id (none for an id the
+    manifest lists with differing rows); the reader of a range gives each row its own id's entry."""
+    from transforms.beam.incremental import _notes_by_range, _row_id
+
+    assert list(_row_id((("f", 0, 1, "x"), {"id": 7}))) == [("7", ("f", 0, 1, "x"))]
+    assert list(_row_id((("f", 0, 1, "x"), {"id": None}))) == []
+    one, other = ("f", 0, 1, "x"), ("f", 1, 2, "x")
+    assert list(_notes_by_range(("a", {"ids": [one, one], "manifest": [(5, 2)]}))) == [(one, ("a", (5, 2)))]
+    assert sorted(_notes_by_range(("a", {"ids": [one, other], "manifest": [(5, 2), (5, 2)]}))) == [
+        (one, ("a", (5, 2))),
+        (other, ("a", (5, 2))),
+    ]
+    assert list(_notes_by_range(("a", {"ids": [one], "manifest": [(5, 2), (6, 2)]}))) == []
+    assert list(_notes_by_range(("a", {"ids": [one], "manifest": []}))) == []
+    assert list(_notes_by_range(("a", {"ids": [], "manifest": [(5, 2)]}))) == []
+
+
+def test_a_range_reader_gives_each_row_its_ids_note(tmp_path):
+    from apache_beam.io.filesystems import FileSystems
+
+    from transforms.beam.read import _ReadNotedRowGroupsDoFn, _RowGroupRangesDoFn
+
+    path = tmp_path / "docs.parquet"
+    pq.write_table(pa.table({"id": ["a", "b", "c"], "content": ["x", "y", "z"]}), path)
+    (listed,) = _RowGroupRangesDoFn().process(FileSystems.match([str(path)])[0].metadata_list[0])
+    rows = list(_ReadNotedRowGroupsDoFn(None, {}).process((listed, {"range": [None], "notes": [("b", (9, 1))]})))
+    assert [(row["id"], note) for row, note in rows] == [("a", None), ("b", (9, 1)), ("c", None)]
+
+
+def test_no_worker_holds_the_manifest_or_the_kept_ids_as_a_side_input(tmp_path):
+    """With --previous, the only side inputs of the graph (its writers' aside) are the tokenizer
+    identity (a singleton) and the duplicate ids (admission's count): the comparison is made by
+    keyed joins."""
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.pipeline import PipelineVisitor
+    from apache_beam.pvalue import AsSingleton
+
+    from pipelines.config import load_config, resolve_config
+    from pipelines.rechunk import Job, build_pipeline
+    from transforms.beam.chunk import shared_tokenizer
+
+    docs = write_documents(tmp_path / "docs.parquet", V1)
+    spec = resolve_config(load_config(None), tokenizer=None, max_tokens=None)
+    job = Job(
+        input=str(docs),
+        output=str(tmp_path / "out"),
+        spec=spec,
+        tokenizer_identity=shared_tokenizer(spec["tokenizer"]).identity,
+        column_map={},
+        options=PipelineOptions(),
+        previous=str(tmp_path / "previous"),
+    )
+    pipeline = beam.Pipeline(options=PipelineOptions())
+    build_pipeline(pipeline, job)
+    found: list[tuple[str, str]] = []
+    joins: list[str] = []
+
+    class Visitor(PipelineVisitor):
+        def visit_transform(self, node):
+            for side in getattr(node.transform, "side_inputs", None) or ():
+                kind = "singleton" if isinstance(side, AsSingleton) else type(side).__name__
+                found.append((node.full_label, f"{kind} of {side.pvalue.producer.full_label}"))
+
+        def enter_composite_transform(self, node):
+            if isinstance(node.transform, beam.CoGroupByKey):
+                joins.append(node.full_label)
+
+    pipeline.visit(Visitor())
+    # (Beam's file sinks pass their own results to their finalize step as side inputs.)
+    found = [(label, side) for label, side in found if not label.startswith("Write ")]
+    many = [(label, side) for label, side in found if not side.startswith("singleton")]
+    assert [side for _, side in many] == ["AsDict of Admit documents/Duplicate ids"]
+    assert {label.split("/")[0] for label, _ in found} == {
+        "Admit documents",
+        "Compare with previous",
+        "Route, chunk and validate",
+    }
+    assert any("Join manifest by id" in label for label in joins)
+    assert any("Join units with their kept ids" in label for label in joins)
