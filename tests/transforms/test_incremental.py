@@ -555,9 +555,9 @@ def test_each_row_is_read_with_the_manifest_entry_of_its_id_and_only_its_ranges_
     manifest lists with differing rows); the reader of a range gives each row its own id's entry."""
     from transforms.beam.incremental import _notes_by_range, _row_id
 
-    assert list(_row_id((("f", 0, 1, "x"), {"id": 7}))) == [("7", ("f", 0, 1, "x"))]
-    assert list(_row_id((("f", 0, 1, "x"), {"id": None}))) == []
-    one, other = ("f", 0, 1, "x"), ("f", 1, 2, "x")
+    assert list(_row_id((12, {"id": 7}))) == [("7", 12)]
+    assert list(_row_id((12, {"id": None}))) == []
+    one, other = 12, 13
     assert list(_notes_by_range(("a", {"ids": [one, one], "manifest": [(5, 2)]}))) == [(one, ("a", (5, 2)))]
     assert sorted(_notes_by_range(("a", {"ids": [one, other], "manifest": [(5, 2), (5, 2)]}))) == [
         (one, ("a", (5, 2))),
@@ -571,12 +571,13 @@ def test_each_row_is_read_with_the_manifest_entry_of_its_id_and_only_its_ranges_
 def test_a_range_reader_gives_each_row_its_ids_note(tmp_path):
     from apache_beam.io.filesystems import FileSystems
 
-    from transforms.beam.read import _ReadNotedRowGroupsDoFn, _RowGroupRangesDoFn
+    from transforms.beam.read import _ReadNotedRowGroupsDoFn, _RowGroupRangesDoFn, range_key
 
     path = tmp_path / "docs.parquet"
     pq.write_table(pa.table({"id": ["a", "b", "c"], "content": ["x", "y", "z"]}), path)
     (listed,) = _RowGroupRangesDoFn().process(FileSystems.match([str(path)])[0].metadata_list[0])
-    rows = list(_ReadNotedRowGroupsDoFn(None, {}).process((listed, {"range": [None], "notes": [("b", (9, 1))]})))
+    element = (range_key(listed), {"range": [listed], "notes": [("b", (9, 1))]})
+    rows = list(_ReadNotedRowGroupsDoFn(None, {}).process(element))
     assert [(row["id"], note) for row, note in rows] == [("a", None), ("b", (9, 1)), ("c", None)]
 
 

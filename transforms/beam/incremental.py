@@ -28,6 +28,7 @@ from transforms.admission import id_as_text
 from transforms.beam.chunk import shared_tokenizer
 from transforms.beam.coders import typed_main_output
 from transforms.beam.outputs import counter
+from transforms.beam.read import range_key
 from transforms.chunkers.base import ChunkingError
 from transforms.chunkers.registry import build_router
 from transforms.chunkers.router import ChunkerRouter
@@ -77,17 +78,17 @@ def _manifest_entries(table: pa.Table) -> Iterator[tuple[str, tuple[int, int]]]:
         yield row["document_id"], (unchanged_key(row), count)
 
 
-def _row_id(element) -> Iterator[tuple[str, Any]]:
-    """``(id, range)`` of a ``(range, {"id": value})`` pair, for an id admission could accept."""
-    row_groups, row = element
+def _row_id(element) -> Iterator[tuple[str, int]]:
+    """``(id, range key)`` of a ``(range key, {"id": value})`` pair, for an id admission could accept."""
+    key, row = element
     text = id_as_text(row.get("id"))[0]
     if text:
-        yield text, row_groups
+        yield text, key
 
 
-def _notes_by_range(element) -> Iterator[tuple[Any, tuple[str, tuple[int, int]]]]:
-    """``(range, (id, entry))`` for each range that holds an id the manifest lists once (several
-    differing rows of one id, a hand edit, give no note: the document is chunked afresh)."""
+def _notes_by_range(element) -> Iterator[tuple[int, tuple[str, tuple[int, int]]]]:
+    """``(range key, (id, entry))`` for each range that holds an id the manifest lists once
+    (several differing rows of one id, a hand edit, give no note: the document is chunked afresh)."""
     document_id, groups = element
     entries = set(groups["manifest"])
     if len(entries) != 1:
@@ -100,8 +101,8 @@ def _notes_by_range(element) -> Iterator[tuple[Any, tuple[str, tuple[int, int]]]
 class PreviousManifestNotes(beam.PTransform):
     """The previous manifest's entry of each input id, joined by id and sent to the id's range.
 
-    Input: ``(range, {"id": value})`` pairs (``ReadDocumentsAndIds``'s ids read). Output:
-    ``(range, (document_id, (unchanged_key, chunk_count)))`` for each id the manifest lists
+    Input: ``(range key, {"id": value})`` pairs (``ReadDocumentsAndIds``'s ids read). Output:
+    ``(range key, (document_id, (unchanged_key, chunk_count)))`` for each id the manifest lists
     (``CoGroupByKey`` by document id of the ids and the manifest's rows, reduced to two integers),
     for ``ReadDocumentsAndIds(row_notes=...)`` to hand each document its entry as it is read.
 
@@ -230,11 +231,11 @@ def _open_checked(path: str) -> Iterator[pq.ParquetFile]:
 
 
 class _ChunkUnitsDoFn(beam.DoFn):
-    """The units of one previous ``chunks/`` file, ``(path, start, stop)`` (consecutive row groups,
-    :data:`UNIT_ROWS` rows or one row group), and ``TaggedOutput(_WHERE, (document_id, unit))``
-    for each document with rows in a unit; only the ``document_id`` column is read (pages
-    checked). A file that cannot be read raises
-    :class:`~transforms.integrity.DamagedPreviousOutput`."""
+    """The units of one previous ``chunks/`` file, ``(key, (path, start, stop))`` (consecutive row
+    groups, :data:`UNIT_ROWS` rows or one row group; ``key``: its
+    :func:`~transforms.beam.read.range_key`), and ``TaggedOutput(_WHERE, (document_id, key))`` for
+    each document with rows in a unit; only the ``document_id`` column is read (pages checked). A
+    file that cannot be read raises :class:`~transforms.integrity.DamagedPreviousOutput`."""
 
     def process(self, metadata: FileMetadata):
         path = metadata.path
@@ -248,16 +249,17 @@ class _ChunkUnitsDoFn(beam.DoFn):
                     rows += footer.row_group(index).num_rows
                     if rows >= UNIT_ROWS or index == footer.num_row_groups - 1:
                         unit = (path, start, index + 1)
-                        yield unit
+                        key = range_key(unit)
+                        yield key, unit
                         for document_id in sorted(ids):
-                            yield TaggedOutput(_WHERE, (document_id, unit))
+                            yield TaggedOutput(_WHERE, (document_id, key))
                         start, rows, ids = index + 1, 0, set()
         except (OSError, ValueError, pa.ArrowException) as err:
             raise DamagedPreviousOutput(path, f"{type(err).__name__}: {err}") from err
 
 
-def _kept_by_unit(element) -> Iterator[tuple[tuple[str, int, int], tuple[str, int]]]:
-    """``(unit, (document_id, digest))`` for each unit holding rows of a kept document."""
+def _kept_by_unit(element) -> Iterator[tuple[int, tuple[str, int]]]:
+    """``(unit key, (document_id, digest))`` for each unit holding rows of a kept document."""
     document_id, groups = element
     kept = list(groups["kept"])
     if kept:
@@ -267,20 +269,21 @@ def _kept_by_unit(element) -> Iterator[tuple[tuple[str, int, int], tuple[str, in
 
 
 class _KeptChunksDoFn(beam.DoFn):
-    """One unit of a previous ``chunks/`` file joined with its kept documents (``(unit, {"unit":
-    ..., "kept": [(document_id, digest), ...]})``), read a row group at a time with checksums
-    verified and split by :func:`split_kept`."""
+    """The units of a previous ``chunks/`` file of one key joined with their kept documents
+    (``(key, {"unit": [(path, start, stop), ...], "kept": [(document_id, digest), ...]})``), read
+    a row group at a time with checksums verified and split by :func:`split_kept`."""
 
     def process(self, element):
-        (path, start, stop), groups = element
+        _, groups = element
         hashes = dict(groups["kept"])
-        try:
-            with _open_checked(path) as parquet:
-                for index in range(start, stop):
-                    table = parquet.read_row_group(index)
-                    yield from split_kept(table, hashes)
-        except (OSError, ValueError, pa.ArrowException) as err:
-            raise DamagedPreviousOutput(path, f"{type(err).__name__}: {err}") from err
+        for path, start, stop in groups["unit"]:
+            try:
+                with _open_checked(path) as parquet:
+                    for index in range(start, stop):
+                        table = parquet.read_row_group(index)
+                        yield from split_kept(table, hashes)
+            except (OSError, ValueError, pa.ArrowException) as err:
+                raise DamagedPreviousOutput(path, f"{type(err).__name__}: {err}") from err
 
 
 def _kept_rows_found(table) -> Iterator[tuple[str, tuple[int, int]]]:
@@ -417,7 +420,7 @@ class CompareWithPrevious(beam.PTransform):
             | "Kept ids by unit" >> beam.FlatMap(_kept_by_unit)
         )
         kept = typed_main_output(
-            {"unit": units.units | "Key units" >> beam.Map(lambda unit: (unit, None)), "kept": kept_by_unit}
+            {"unit": units.units, "kept": kept_by_unit}
             | "Join units with their kept ids" >> beam.CoGroupByKey()
             | "Keep unchanged" >> beam.ParDo(_KeptChunksDoFn()).with_outputs(PREVIOUS_IDS, main="chunks"),
             "chunks",
