@@ -36,7 +36,8 @@ one-document start-up, and the target ``incremental <= 0.15 x full + start-up`` 
         [--workdir DIR] [--out FILE.md] [-- job options]
 
 Memory by corpus size instead: for each factor of ``--scale``, ``--scale-documents`` times that
-many tiny plain-text documents with distinct ids (generated, the same on every run), a first run,
+many tiny plain-text documents with distinct ids (generated, the same on every run; one file of
+``--scale-documents`` per factor: a corpus grows by files), a first run,
 then an incremental run with ``--previous`` on the same documents with every tenth one edited.
 Each incremental run is measured as a process (``measurement.measure_process``): wall time, the
 job process's peak resident memory (``VmHWM``) and the largest peak of its worker processes
@@ -163,19 +164,29 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 _WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
 
 
-def tiny_corpus(n: int, edited: bool) -> pa.Table:
-    """``n`` tiny plain-text documents with distinct ids (``doc-00000000`` ...); ``edited``: every
-    tenth one's content changed."""
+def tiny_corpus(n: int, edited: bool, start: int = 0) -> pa.Table:
+    """``n`` tiny plain-text documents with distinct ids (``doc-00000000`` ..., from ``start``);
+    ``edited``: every tenth one's content changed."""
+    numbers = range(start, start + n)
     return pa.table(
         {
-            "id": [f"doc-{i:08d}" for i in range(n)],
+            "id": [f"doc-{i:08d}" for i in numbers],
             "content": [
                 f"{_WORDS[i % 10]} {_WORDS[i * 7 % 10]} note {i}{' (edited)' if edited and i % 10 == 0 else ''}."
-                for i in range(n)
+                for i in numbers
             ],
             "content_format": ["text"] * n,
         }
     )
+
+
+def _write_corpus(folder: Path, files: int, per_file: int, edited: bool) -> str:
+    """``files`` files of ``per_file`` tiny documents each in ``folder``; the job's ``--input`` for them."""
+    folder.mkdir(parents=True)
+    for k in range(files):
+        table = tiny_corpus(per_file, edited, start=k * per_file)
+        pq.write_table(table, folder / f"part-{k:03d}.parquet", row_group_size=10_000)
+    return f"{folder}/"
 
 
 def memory_by_size(args: argparse.Namespace, workdir: Path, options: list[str]) -> list[str]:
@@ -184,16 +195,16 @@ def memory_by_size(args: argparse.Namespace, workdir: Path, options: list[str]) 
     rows = []
     for factor in args.scale:
         n = args.scale_documents * factor
-        v1, v2 = workdir / f"v1-{factor}.parquet", workdir / f"v2-{factor}.parquet"
-        pq.write_table(tiny_corpus(n, False), v1, row_group_size=10_000)
-        pq.write_table(tiny_corpus(n, True), v2, row_group_size=10_000)
+        # A corpus grows by files (and so by row-group ranges): one file of --scale-documents per factor.
+        v1 = _write_corpus(workdir / f"v1-{factor}", factor, args.scale_documents, edited=False)
+        v2 = _write_corpus(workdir / f"v2-{factor}", factor, args.scale_documents, edited=True)
         previous = workdir / f"previous-{factor}"
-        first = measure_process(job_command("--input", str(v1), "--output", str(previous), *options), previous)
+        first = measure_process(job_command("--input", v1, "--output", str(previous), *options), previous)
         if first["exit"] != 0:
             sys.exit(f"the first run on {n} documents exited {first['exit']}")
         for label, code in codes.items():
             out = workdir / f"inc-{factor}-{label.replace(' ', '-')}"
-            argv = job_command("--input", str(v2), "--output", str(out), "--previous", str(previous), *options)
+            argv = job_command("--input", v2, "--output", str(out), "--previous", str(previous), *options)
             run = measure_process(argv, out, cwd=code)
             report = json.loads((out / "report.json").read_text()) if run["exit"] == 0 else {}
             if report.get("documents_skipped_unchanged") != n - (n + 9) // 10:
@@ -203,11 +214,12 @@ def memory_by_size(args: argparse.Namespace, workdir: Path, options: list[str]) 
             rows.append((factor, n, label, first, run))
             shutil.rmtree(out, ignore_errors=True)
         shutil.rmtree(previous, ignore_errors=True)
-        for path in (v1, v2, workdir / f"fresh-{factor}"):
-            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+        for folder in ("v1", "v2", "fresh"):
+            shutil.rmtree(workdir / f"{folder}-{factor}", ignore_errors=True)
     lines = [
         f"Incremental runs by corpus size: {args.scale_documents:,} tiny documents times "
-        f"{', '.join(str(f) for f in args.scale)}, every tenth edited; job options: "
+        f"{', '.join(str(f) for f in args.scale)} (one file of {args.scale_documents:,} per factor, row groups of "
+        f"10,000), every tenth edited; job options: "
         f"{' '.join(options) or 'none (in_memory)'}. Peak: `VmHWM` of the job process and the largest of its "
         "worker processes (multi_processing).",
         "",
@@ -227,11 +239,11 @@ def memory_by_size(args: argparse.Namespace, workdir: Path, options: list[str]) 
 _FRESH: dict[int, list[tuple]] = {}
 
 
-def _rows_of_fresh(v2: Path, workdir: Path, factor: int, options: list[str]) -> list[tuple]:
+def _rows_of_fresh(v2: str, workdir: Path, factor: int, options: list[str]) -> list[tuple]:
     """The chunk rows of a fresh run on ``v2`` (run once per size)."""
     if factor not in _FRESH:
         out = workdir / f"fresh-{factor}"
-        _run(["--input", str(v2), "--output", str(out), *options])
+        _run(["--input", v2, "--output", str(out), *options])
         _FRESH.clear()
         _FRESH[factor] = _rows(out / "chunks")
     return _FRESH[factor]
