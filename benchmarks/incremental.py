@@ -31,6 +31,20 @@ writes it to ``--out`` when given. Fractions given: ``(incremental - start-up) /
 start-up)`` (the strictest: start-up out of both), the same with the incremental graph's own
 one-document start-up, and the target ``incremental <= 0.15 x full + start-up`` read as
 ``(incremental - incremental start-up) / full``.
+
+    python benchmarks/incremental.py --scale-documents 25000 [--scale 1 2 4 8] [--other-code DIR]
+        [--workdir DIR] [--out FILE.md] [-- job options]
+
+Memory by corpus size instead: for each factor of ``--scale``, ``--scale-documents`` times that
+many tiny plain-text documents with distinct ids (generated, the same on every run; one file of
+``--scale-documents`` per factor: a corpus grows by files), a first run,
+then an incremental run with ``--previous`` on the same documents with every tenth one edited.
+Each incremental run is measured as a process (``measurement.measure_process``): wall time, the
+job process's peak resident memory (``VmHWM``) and the largest peak of its worker processes
+(``multi_processing``). With ``--other-code DIR`` (another checkout of rechunk, e.g. the main
+branch's) each incremental run is made with that code too, interleaved; the first run is made
+once per size (both codes write the same output). The incremental output must equal the first
+run's on every unedited document (its ``documents_skipped_unchanged``), or the script exits.
 """
 
 from __future__ import annotations
@@ -52,7 +66,16 @@ import pyarrow.parquet as pq
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.measurement import SAMPLE, header, job_options, read_documents, shown, write_markdown  # noqa: E402
+from benchmarks.measurement import (  # noqa: E402
+    SAMPLE,
+    header,
+    job_command,
+    job_options,
+    measure_process,
+    read_documents,
+    shown,
+    write_markdown,
+)
 
 #: Row groups of the written versions when the input is a folder (a file's own are kept).
 ROW_GROUP_ROWS = 256
@@ -131,8 +154,99 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workdir", help="folder for the inputs and runs (default: a temporary one, removed)")
     parser.add_argument("--out", help="also write the table to this Markdown file")
+    parser.add_argument("--scale-documents", type=int, help="memory by corpus size: tiny documents at scale 1")
+    parser.add_argument("--scale", type=int, nargs="+", default=[1, 2, 4, 8], help="the corpus sizes (factors)")
+    parser.add_argument("--other-code", help="another checkout of rechunk whose incremental runs are measured too")
     parser.add_argument("job_options", nargs=argparse.REMAINDER, help="after --: options for every job run")
     return parser.parse_args(argv)
+
+
+_WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
+
+
+def tiny_corpus(n: int, edited: bool, start: int = 0) -> pa.Table:
+    """``n`` tiny plain-text documents with distinct ids (``doc-00000000`` ..., from ``start``);
+    ``edited``: every tenth one's content changed."""
+    numbers = range(start, start + n)
+    return pa.table(
+        {
+            "id": [f"doc-{i:08d}" for i in numbers],
+            "content": [
+                f"{_WORDS[i % 10]} {_WORDS[i * 7 % 10]} note {i}{' (edited)' if edited and i % 10 == 0 else ''}."
+                for i in numbers
+            ],
+            "content_format": ["text"] * n,
+        }
+    )
+
+
+def _write_corpus(folder: Path, files: int, per_file: int, edited: bool) -> str:
+    """``files`` files of ``per_file`` tiny documents each in ``folder``; the job's ``--input`` for them."""
+    folder.mkdir(parents=True)
+    for k in range(files):
+        table = tiny_corpus(per_file, edited, start=k * per_file)
+        pq.write_table(table, folder / f"part-{k:03d}.parquet", row_group_size=10_000)
+    return f"{folder}/"
+
+
+def memory_by_size(args: argparse.Namespace, workdir: Path, options: list[str]) -> list[str]:
+    """The ``--scale-documents`` table: each size's incremental run, by code (see the docstring)."""
+    codes = {"this code": REPO} | ({"other code": Path(args.other_code).resolve()} if args.other_code else {})
+    rows = []
+    for factor in args.scale:
+        n = args.scale_documents * factor
+        # A corpus grows by files (and so by row-group ranges): one file of --scale-documents per factor.
+        v1 = _write_corpus(workdir / f"v1-{factor}", factor, args.scale_documents, edited=False)
+        v2 = _write_corpus(workdir / f"v2-{factor}", factor, args.scale_documents, edited=True)
+        previous = workdir / f"previous-{factor}"
+        first = measure_process(job_command("--input", v1, "--output", str(previous), *options), previous)
+        if first["exit"] != 0:
+            sys.exit(f"the first run on {n} documents exited {first['exit']}")
+        for label, code in codes.items():
+            out = workdir / f"inc-{factor}-{label.replace(' ', '-')}"
+            argv = job_command("--input", v2, "--output", str(out), "--previous", str(previous), *options)
+            run = measure_process(argv, out, cwd=code)
+            report = json.loads((out / "report.json").read_text()) if run["exit"] == 0 else {}
+            if report.get("documents_skipped_unchanged") != n - (n + 9) // 10:
+                sys.exit(f"{label}: {n} documents, skipped {report.get('documents_skipped_unchanged')}")
+            if factor == min(args.scale) and _rows(out / "chunks") != _rows_of_fresh(v2, workdir, factor, options):
+                sys.exit(f"{label}: the incremental chunks differ from a fresh run's")
+            rows.append((factor, n, label, first, run))
+            shutil.rmtree(out, ignore_errors=True)
+        shutil.rmtree(previous, ignore_errors=True)
+        for folder in ("v1", "v2", "fresh"):
+            shutil.rmtree(workdir / f"{folder}-{factor}", ignore_errors=True)
+    lines = [
+        f"Incremental runs by corpus size: {args.scale_documents:,} tiny documents times "
+        f"{', '.join(str(f) for f in args.scale)} (one file of {args.scale_documents:,} per factor, row groups of "
+        f"10,000), every tenth edited; job options: "
+        f"{' '.join(options) or 'none (in_memory)'}. Peak: `VmHWM` of the job process and the largest of its "
+        "worker processes (multi_processing).",
+        "",
+        "| documents | code | incremental wall s | incremental CPU s | job process peak MiB | largest worker peak MiB "
+        "| first run (full): job process peak MiB | largest worker peak MiB |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for _, n, label, first, run in rows:
+        lines.append(
+            f"| {n:,} | {label} | {run['seconds']:.1f} | {run['cpu_total']:.1f} | "
+            f"{run['high_water_mib']:.0f} | {run['workers_high_water_mib']:.0f} | "
+            f"{first['high_water_mib']:.0f} | {first['workers_high_water_mib']:.0f} |"
+        )
+    return lines
+
+
+_FRESH: dict[int, list[tuple]] = {}
+
+
+def _rows_of_fresh(v2: str, workdir: Path, factor: int, options: list[str]) -> list[tuple]:
+    """The chunk rows of a fresh run on ``v2`` (run once per size)."""
+    if factor not in _FRESH:
+        out = workdir / f"fresh-{factor}"
+        _run(["--input", v2, "--output", str(out), *options])
+        _FRESH.clear()
+        _FRESH[factor] = _rows(out / "chunks")
+    return _FRESH[factor]
 
 
 def _timed_runs(workdir: Path, v2: Path, tiny: Path, rounds: int, options: list[str]) -> dict[str, list[tuple]]:
@@ -266,6 +380,14 @@ def main(argv: list[str] | None = None) -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     if any(workdir.iterdir()):
         sys.exit(f"--workdir {workdir} is not empty")
+    if args.scale_documents:
+        try:
+            lines = [*header("apache-beam", "pyarrow"), *memory_by_size(args, workdir, options)]
+        finally:
+            if not args.workdir:
+                shutil.rmtree(workdir, ignore_errors=True)
+        write_markdown(args.out, "\n".join(lines))
+        return
     try:
         v1, v2, tiny, n_changed, removed_ids = make_versions(Path(args.input), workdir, args.changed, args.removed)
         _run(["--input", str(v1), "--output", str(workdir / "previous"), *options])

@@ -109,20 +109,23 @@ def high_water_bytes(pid: int) -> int:
     return 0
 
 
-def measure_process(argv: list[str], output: str | Path | None = None) -> dict[str, Any]:
-    """Run ``argv`` (run from the repository root, output discarded) and sample it every 0.1 s.
+def measure_process(argv: list[str], output: str | Path | None = None, cwd: str | Path = REPO) -> dict[str, Any]:
+    """Run ``argv`` (run from ``cwd``, the repository root by default; output discarded) and
+    sample it every 0.1 s.
 
     Returns ``exit``; ``seconds`` (wall); ``peak_mib``, the largest sum of resident sets over the
     process and its descendants (worker processes included); ``high_water_mib``, the process's
     own ``VmHWM`` (with the in_memory runner the whole job runs in that one process);
+    ``workers_high_water_mib``, the largest ``VmHWM`` of its descendants (the worker processes of
+    ``multi_processing``; 0 without any);
     ``cpu_busiest``, the CPU seconds of the busiest process (on an idle machine the wall time
     cannot be less); ``cpu_total``; ``cpu_by_process``, the process itself and then each
     descendant of at least 0.05 s, busiest first; and, when ``output`` holds a job's
     ``report.json``, its counts (``REPORT_COUNTS``).
     """
     started = time.monotonic()
-    proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    peak = high = 0
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    peak = high = workers = 0
     cpu: dict[int, float] = {}
     while proc.poll() is None:
         tree = process_tree(proc.pid)
@@ -130,12 +133,15 @@ def measure_process(argv: list[str], output: str | Path | None = None) -> dict[s
         high = max(high, high_water_bytes(proc.pid))
         for pid, (_, seconds) in tree.items():
             cpu[pid] = max(cpu.get(pid, 0.0), seconds)
+            if pid != proc.pid:
+                workers = max(workers, high_water_bytes(pid))
         time.sleep(0.1)
     result: dict[str, Any] = {
         "exit": proc.returncode,
         "seconds": time.monotonic() - started,
         "peak_mib": max(peak, high) / 2**20,
         "high_water_mib": high / 2**20,
+        "workers_high_water_mib": workers / 2**20,
         "cpu_busiest": max(cpu.values(), default=0.0),
         "cpu_total": sum(cpu.values()),
         "cpu_by_process": [cpu.get(proc.pid, 0.0)]

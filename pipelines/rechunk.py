@@ -14,6 +14,14 @@ The graph (see ``transforms.beam``)::
     [previous chunk ids, new chunk ids -> List deleted -> Write deleted]
     tokenizer identity (singleton side input) -> Admit, Compare, Route, chunk and validate
 
+With ``--previous`` every decision is a keyed join by document id, not a side input
+(``transforms.beam.incremental``)::
+
+    Read ids (with their ranges) + previous manifest -> join by id -> join by range -> Read documents
+        (each row with its previous entry) -> Admit -> Compare with previous
+    kept ids + previous chunks' ids by unit -> join by id -> join by unit -> Read and keep previous chunks
+    kept rows counted + kept manifest counts -> join by id -> checked
+
 Each chunk is validated as the chunker makes it and goes on to the writer (a huge document's
 chunks are never all held at once).
 
@@ -79,6 +87,7 @@ from transforms.beam import (
     ChunkDocuments,
     CompareWithPrevious,
     ListDeleted,
+    PreviousManifestNotes,
     ReadDocumentsAndIds,
     WriteChunks,
     WriteDeadLetter,
@@ -280,8 +289,13 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
     """Add the job's transforms to ``pipeline``."""
     identity = pipeline | "Tokenizer identity" >> beam.Create([job.tokenizer_identity])
     output = worker_path(job.output)
+    # With --previous each row is read with its previous manifest entry, joined to it by id.
+    notes = PreviousManifestNotes(worker_path(job.previous)) if job.previous else None
     read = pipeline | "Read input" >> ReadDocumentsAndIds(
-        worker_pattern(job.input), column_map=job.column_map, max_document_chars=job.max_document_chars
+        worker_pattern(job.input),
+        column_map=job.column_map,
+        max_document_chars=job.max_document_chars,
+        row_notes=notes,
     )
     rows, ids = read["rows"], read["ids"]
     admitted = rows | "Admit documents" >> AdmitDocuments(
@@ -290,6 +304,7 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
         max_document_chars=job.max_document_chars,
         progress_seconds=job.progress_seconds,
         documents_total=job.documents_total,
+        noted=notes is not None,
     )
     documents = admitted.documents
     manifest = []

@@ -243,6 +243,9 @@ class Document:
         metadata: The document's metadata (a JSON object), carried into every chunk.
         previous_run: With ``--previous``, ``new`` for a document the previous manifest does not
             list (counted as ``documents_new`` once it is chunked); else empty.
+        previous: With ``--previous``, the previous manifest's row for this id as
+            ``(unchanged_key, chunk_count)`` (``transforms.incremental``), joined to the document
+            by its id before it is read; ``None`` when the manifest lists none.
     """
 
     id: str
@@ -250,6 +253,7 @@ class Document:
     content_format: str = "text"
     metadata: Mapping[str, Any] = field(default_factory=dict)
     previous_run: str = ""
+    previous: tuple[int, int] | None = None
 
     @property
     def document_hash(self) -> str:

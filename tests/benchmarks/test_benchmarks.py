@@ -377,3 +377,28 @@ def test_edit_locality_writes_a_row_per_chunker(tmp_path):
     ):
         assert row in table
     assert "4 edited" in table and "1 added" in table
+
+
+@pytest.mark.slow
+def test_incremental_memory_by_corpus_size_checks_each_run_and_gives_its_peaks(tmp_path):
+    """benchmarks/incremental.py --scale-documents: a first run and an incremental run per size,
+    each checked (it exits otherwise: the skipped count, and the chunks against a fresh run's on
+    the smallest size), with the job process's peak."""
+    from benchmarks import incremental
+
+    assert incremental.tiny_corpus(3, True).column("content").to_pylist() == [
+        "alpha alpha note 0 (edited).",
+        "beta theta note 1.",
+        "gamma epsilon note 2.",
+    ]
+    out = tmp_path / "scale.md"
+    incremental.main(
+        ["--scale-documents", "20", "--scale", "1", "2", "--workdir", str(tmp_path / "work"), "--out", str(out)]
+    )
+    rows = [
+        line.split(" | ")
+        for line in out.read_text().splitlines()
+        if line.startswith("| 20 |") or line.startswith("| 40 |")
+    ]
+    assert [r[1] for r in rows] == ["this code", "this code"]
+    assert all(float(r[4]) > 100 for r in rows)  # the job process's peak, MiB

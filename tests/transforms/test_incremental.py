@@ -256,9 +256,8 @@ def test_kept_chunks_are_the_kept_documents_rows_in_order_and_the_rest_are_liste
     from apache_beam.pvalue import TaggedOutput
 
     from transforms.beam import PREVIOUS_IDS
-    from transforms.beam.incremental import _kept_rows_found, _KeptChunksDoFn
+    from transforms.beam.incremental import _kept_rows_found, split_kept
     from transforms.documents import CHUNK_SCHEMA, chunk_id, chunk_key
-    from transforms.incremental import id_key
     from transforms.integrity import digest_key, index_set_digest
 
     order = ["a", "a", "b", "a", "c", "c", "b", "d"]
@@ -278,8 +277,7 @@ def test_kept_chunks_are_the_kept_documents_rows_in_order_and_the_rest_are_liste
         )
         rows.append(row)
     table = pa.Table.from_pylist(rows, schema=CHUNK_SCHEMA)
-    dofn = _KeptChunksDoFn()
-    outputs = list(dofn.process(table, {id_key(i): digest_key("0" * 64) for i in ("a", "c", "unknown")}))
+    outputs = list(split_kept(table, {i: digest_key("0" * 64) for i in ("a", "c", "unknown")}))
     kept = [o for o in outputs if isinstance(o, pa.Table)]
     others = [o.value for o in outputs if isinstance(o, TaggedOutput) and o.tag == PREVIOUS_IDS]
     assert len(kept) == 1 and kept[0].schema == CHUNK_SCHEMA
@@ -287,13 +285,13 @@ def test_kept_chunks_are_the_kept_documents_rows_in_order_and_the_rest_are_liste
     assert others == [(d, (i, chunk_id(d, i, f"text {i}"))) for d, i in (("b", 2), ("b", 6), ("d", 7))]
     # per kept document: its rows in this table, counted, and the digest of their indexes
     assert list(_kept_rows_found(kept[0])) == [
-        (id_key("a"), ("a", 3, index_set_digest([0, 1, 3]))),
-        (id_key("c"), ("c", 2, index_set_digest([4, 5]))),
+        ("a", (3, index_set_digest([0, 1, 3]))),
+        ("c", (2, index_set_digest([4, 5]))),
     ]
     # Nothing kept: ids only.
-    assert all(isinstance(o, TaggedOutput) and o.tag == PREVIOUS_IDS for o in dofn.process(table, {}))
-    everything = {id_key(i): digest_key("0" * 64) for i in "abcd"}
-    assert [o.num_rows for o in dofn.process(table, everything) if isinstance(o, pa.Table)] == [8]
+    assert all(isinstance(o, TaggedOutput) and o.tag == PREVIOUS_IDS for o in split_kept(table, {}))
+    everything = {i: digest_key("0" * 64) for i in "abcd"}
+    assert [o.num_rows for o in split_kept(table, everything) if isinstance(o, pa.Table)] == [8]
 
 
 def test_stale_chunk_ids_keep_the_previous_order():
@@ -550,3 +548,87 @@ def test_a_document_dead_lettered_in_both_runs_is_not_new(tmp_path):
     report = _report(tmp_path / "second")
     assert report["documents_dead_lettered"] == 2 and report["documents_skipped_unchanged"] == 1
     assert report["incremental"]["documents_new"] == 0
+
+
+def test_each_row_is_read_with_the_manifest_entry_of_its_id_and_only_its_ranges_entries():
+    """The join by id sends an id's entry to each range holding the id (none for an id the
+    manifest lists with differing rows); the reader of a range gives each row its own id's entry."""
+    from transforms.beam.incremental import _notes_by_range, _row_id
+
+    assert list(_row_id((12, {"id": 7}))) == [("7", 12)]
+    assert list(_row_id((12, {"id": None}))) == []
+    one, other = 12, 13
+    assert list(_notes_by_range(("a", {"ids": [one, one], "manifest": [(5, 2)]}))) == [(one, ("a", (5, 2)))]
+    assert sorted(_notes_by_range(("a", {"ids": [one, other], "manifest": [(5, 2), (5, 2)]}))) == [
+        (one, ("a", (5, 2))),
+        (other, ("a", (5, 2))),
+    ]
+    assert list(_notes_by_range(("a", {"ids": [one], "manifest": [(5, 2), (6, 2)]}))) == []
+    assert list(_notes_by_range(("a", {"ids": [one], "manifest": []}))) == []
+    assert list(_notes_by_range(("a", {"ids": [], "manifest": [(5, 2)]}))) == []
+
+
+def test_a_range_reader_gives_each_row_its_ids_note(tmp_path):
+    from apache_beam.io.filesystems import FileSystems
+
+    from transforms.beam.read import _ReadNotedRowGroupsDoFn, _RowGroupRangesDoFn, range_key
+
+    path = tmp_path / "docs.parquet"
+    pq.write_table(pa.table({"id": ["a", "b", "c"], "content": ["x", "y", "z"]}), path)
+    (listed,) = _RowGroupRangesDoFn().process(FileSystems.match([str(path)])[0].metadata_list[0])
+    element = (range_key(listed), {"range": [listed], "notes": [("b", (9, 1))]})
+    rows = list(_ReadNotedRowGroupsDoFn(None, {}).process(element))
+    assert [(row["id"], note) for row, note in rows] == [("a", None), ("b", (9, 1)), ("c", None)]
+
+
+def test_no_worker_holds_the_manifest_or_the_kept_ids_as_a_side_input(tmp_path):
+    """With --previous, the only side inputs of the graph (its writers' aside) are the tokenizer
+    identity (a singleton) and the duplicate ids (admission's count): the comparison is made by
+    keyed joins."""
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.pipeline import PipelineVisitor
+    from apache_beam.pvalue import AsSingleton
+
+    from pipelines.config import load_config, resolve_config
+    from pipelines.rechunk import Job, build_pipeline
+    from transforms.beam.chunk import shared_tokenizer
+
+    docs = write_documents(tmp_path / "docs.parquet", V1)
+    spec = resolve_config(load_config(None), tokenizer=None, max_tokens=None)
+    job = Job(
+        input=str(docs),
+        output=str(tmp_path / "out"),
+        spec=spec,
+        tokenizer_identity=shared_tokenizer(spec["tokenizer"]).identity,
+        column_map={},
+        options=PipelineOptions(),
+        previous=str(tmp_path / "previous"),
+    )
+    pipeline = beam.Pipeline(options=PipelineOptions())
+    build_pipeline(pipeline, job)
+    found: list[tuple[str, str]] = []
+    joins: list[str] = []
+
+    class Visitor(PipelineVisitor):
+        def visit_transform(self, node):
+            for side in getattr(node.transform, "side_inputs", None) or ():
+                kind = "singleton" if isinstance(side, AsSingleton) else type(side).__name__
+                found.append((node.full_label, f"{kind} of {side.pvalue.producer.full_label}"))
+
+        def enter_composite_transform(self, node):
+            if isinstance(node.transform, beam.CoGroupByKey):
+                joins.append(node.full_label)
+
+    pipeline.visit(Visitor())
+    # (Beam's file sinks pass their own results to their finalize step as side inputs.)
+    found = [(label, side) for label, side in found if not label.startswith("Write ")]
+    many = [(label, side) for label, side in found if not side.startswith("singleton")]
+    assert [side for _, side in many] == ["AsDict of Admit documents/Duplicate ids"]
+    assert {label.split("/")[0] for label, _ in found} == {
+        "Admit documents",
+        "Compare with previous",
+        "Route, chunk and validate",
+    }
+    assert any("Join manifest by id" in label for label in joins)
+    assert any("Join units with their kept ids" in label for label in joins)

@@ -20,7 +20,14 @@ Modules, by concern:
 
 from transforms.beam.chunk import AdmitDocuments, ChunkDocuments, shared_tokenizer
 from transforms.beam.coders import ArrowTableCoder, DocumentCoder
-from transforms.beam.incremental import KEPT_CHUNKS, KEPT_MANIFEST, PREVIOUS_IDS, CompareWithPrevious, ListDeleted
+from transforms.beam.incremental import (
+    KEPT_CHUNKS,
+    KEPT_MANIFEST,
+    PREVIOUS_IDS,
+    CompareWithPrevious,
+    ListDeleted,
+    PreviousManifestNotes,
+)
 from transforms.beam.outputs import DEAD_LETTER, MANIFEST, METRICS_NAMESPACE
 from transforms.beam.parse import PARSE_METRICS_NAMESPACE, ParseFiles, WriteParsed, WriteParseDeadLetter
 from transforms.beam.read import ReadDocumentIds, ReadDocuments, ReadDocumentsAndIds, ReadParquetRows
@@ -54,6 +61,7 @@ __all__ = [
     "DocumentCoder",
     "ListDeleted",
     "ParseFiles",
+    "PreviousManifestNotes",
     "ReadDocumentIds",
     "ReadDocuments",
     "ReadDocumentsAndIds",

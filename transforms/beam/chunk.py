@@ -10,6 +10,7 @@ and every worker checks its own tokenizer against it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from typing import Any
@@ -42,12 +43,17 @@ _DEAD_LETTERED = (("documents_dead_lettered", 1),)
 
 class _AdmitDoFn(beam.DoFn):
     def __init__(
-        self, max_document_chars: int | None, progress_seconds: float = 0, documents_total: int | None = None
+        self,
+        max_document_chars: int | None,
+        progress_seconds: float = 0,
+        documents_total: int | None = None,
+        noted: bool = False,
     ) -> None:
         self._max_document_chars = max_document_chars
         self._progress_args = (progress_seconds, documents_total)
         self._progress: ProgressLog | None = None
         self._counts = BundleCounts()
+        self._noted = noted
 
     def setup(self) -> None:
         self._progress = shared_progress(*self._progress_args)
@@ -60,7 +66,12 @@ class _AdmitDoFn(beam.DoFn):
 
     def process(self, row, duplicates, tokenizer_identity):
         self._counts.add(_READ)
+        note = None
+        if self._noted:
+            row, note = row
         result = row_to_document(row, duplicates, tokenizer_identity, self._max_document_chars)
+        if note is not None and isinstance(result, Document):
+            result = dataclasses.replace(result, previous=note)
         if isinstance(result, DeadLetter):
             self._counts.add(_DEAD_LETTERED)
             if self._progress is not None:  # a document done (the others are counted where they finish)
@@ -94,6 +105,8 @@ class AdmitDocuments(beam.PTransform):
         max_document_chars: Longer content (in code points) is rejected; ``None`` for no limit.
         progress_seconds, documents_total: Rejected documents count in the progress lines
             (``transforms.progress``).
+        noted: The rows are ``(row, note)`` pairs (``ReadDocumentsAndIds`` with ``row_notes``):
+            an admitted row's note, when not ``None``, becomes its document's ``previous``.
     """
 
     def __init__(
@@ -104,12 +117,14 @@ class AdmitDocuments(beam.PTransform):
         max_document_chars: int | None = None,
         progress_seconds: float = 0,
         documents_total: int | None = None,
+        noted: bool = False,
     ) -> None:
         super().__init__()
         self._identity = tokenizer_identity
         self._ids = ids
         self._max_document_chars = max_document_chars
         self._progress_args = (progress_seconds, documents_total)
+        self._noted = noted
 
     def expand(self, rows):
         duplicates = (
@@ -119,7 +134,9 @@ class AdmitDocuments(beam.PTransform):
             | "Duplicate ids" >> beam.Filter(lambda kv: kv[1] > 1)
         )
         admitted = rows | "Admit" >> beam.ParDo(
-            _AdmitDoFn(self._max_document_chars, *self._progress_args), AsDict(duplicates), AsSingleton(self._identity)
+            _AdmitDoFn(self._max_document_chars, *self._progress_args, noted=self._noted),
+            AsDict(duplicates),
+            AsSingleton(self._identity),
         ).with_outputs(DEAD_LETTER, main="documents")
         return typed_output(typed_main_output(admitted, "documents", Document), DEAD_LETTER, DeadLetter)
 

@@ -1,11 +1,16 @@
-"""Incremental re-chunking (``--previous``) as Beam transforms: :class:`CompareWithPrevious`, :class:`ListDeleted`.
+"""Incremental re-chunking (``--previous``) as Beam transforms: :class:`PreviousManifestNotes`,
+:class:`CompareWithPrevious`, :class:`ListDeleted`.
 
 The keys and rows are Beam-free (``transforms.incremental``): a document whose key matches the
 earlier run's manifest keeps its earlier chunks, copied as Arrow tables; the rest is chunked.
+Every decision is a keyed join by document id (a shuffle of ids and a few integers per
+document), never a side input a worker holds whole: memory per worker does not grow with the
+corpus.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -17,16 +22,18 @@ import pyarrow.parquet as pq
 from apache_beam.io import fileio
 from apache_beam.io.filesystem import FileMetadata
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.pvalue import AsDict, AsSingleton, TaggedOutput
+from apache_beam.pvalue import AsSingleton, TaggedOutput
 
+from transforms.admission import id_as_text
 from transforms.beam.chunk import shared_tokenizer
 from transforms.beam.coders import typed_main_output
 from transforms.beam.outputs import counter
+from transforms.beam.read import range_key
 from transforms.chunkers.base import ChunkingError
 from transforms.chunkers.registry import build_router
 from transforms.chunkers.router import ChunkerRouter
 from transforms.documents import CHUNK_SCHEMA, Document
-from transforms.incremental import id_key, manifest_row, previous_files, stale_chunk_ids, unchanged_key
+from transforms.incremental import manifest_row, previous_files, stale_chunk_ids, unchanged_key
 from transforms.integrity import (
     DamagedPreviousOutput,
     add_index_set_digests,
@@ -37,18 +44,93 @@ from transforms.integrity import (
 )
 from transforms.progress import ProgressLog, shared_progress
 
-__all__ = ["KEPT_CHUNKS", "KEPT_MANIFEST", "PREVIOUS_IDS", "CompareWithPrevious", "ListDeleted"]
+__all__ = [
+    "KEPT_CHUNKS",
+    "KEPT_MANIFEST",
+    "PREVIOUS_IDS",
+    "UNIT_ROWS",
+    "CompareWithPrevious",
+    "ListDeleted",
+    "PreviousManifestNotes",
+]
 
 #: Tags of :class:`CompareWithPrevious`'s outputs besides the documents to chunk.
 KEPT_CHUNKS = "kept_chunks"
 KEPT_MANIFEST = "kept_documents"
 PREVIOUS_IDS = "previous_chunk_ids"
-_KEPT_IDS = "kept_ids"
-_KEPT_EXPECTED = "kept_expected"
+_KEPT = "kept"
+_WHERE = "where"
+
+#: Rows of the previous ``chunks/`` read as one unit (consecutive row groups of one file, at least
+#: one): a unit's reader holds the kept ids of its own rows only.
+UNIT_ROWS = 65_536
+
+
+def _manifest_entries(table: pa.Table) -> Iterator[tuple[str, tuple[int, int]]]:
+    """``(document_id, (unchanged_key, chunk_count))`` for each row of a manifest table. A row with a
+    null field or a chunk count out of range (a hand-edited manifest) gives nothing: its document
+    is chunked afresh."""
+    rows = table.select(["document_id", "document_hash", "input_fingerprint", "chunk_count"]).to_pylist()
+    for row in rows:
+        count = row["chunk_count"]
+        if None in row.values() or not 0 < count < 1 << 32:
+            continue
+        yield row["document_id"], (unchanged_key(row), count)
+
+
+def _row_id(element) -> Iterator[tuple[str, int]]:
+    """``(id, range key)`` of a ``(range key, {"id": value})`` pair, for an id admission could accept."""
+    key, row = element
+    text = id_as_text(row.get("id"))[0]
+    if text:
+        yield text, key
+
+
+def _notes_by_range(element) -> Iterator[tuple[int, tuple[str, tuple[int, int]]]]:
+    """``(range key, (id, entry))`` for each range that holds an id the manifest lists once
+    (several differing rows of one id, a hand edit, give no note: the document is chunked afresh)."""
+    document_id, groups = element
+    entries = set(groups["manifest"])
+    if len(entries) != 1:
+        return
+    (entry,) = entries
+    for row_groups in set(groups["ids"]):
+        yield row_groups, (document_id, entry)
+
+
+class PreviousManifestNotes(beam.PTransform):
+    """The previous manifest's entry of each input id, joined by id and sent to the id's range.
+
+    Input: ``(range key, {"id": value})`` pairs (``ReadDocumentsAndIds``'s ids read). Output:
+    ``(range key, (document_id, (unchanged_key, chunk_count)))`` for each id the manifest lists
+    (``CoGroupByKey`` by document id of the ids and the manifest's rows, reduced to two integers),
+    for ``ReadDocumentsAndIds(row_notes=...)`` to hand each document its entry as it is read.
+
+    Args:
+        previous: The earlier run's output directory (``documents/``), any Beam filesystem.
+    """
+
+    def __init__(self, previous: str) -> None:
+        super().__init__()
+        self._previous = previous
+
+    def expand(self, ids):
+        manifest = _read_previous(
+            ids.pipeline,
+            "previous manifest",
+            previous_files(self._previous, "documents"),
+            ["document_id", "document_hash", "input_fingerprint", "chunk_count"],
+        ) | "Manifest entries" >> beam.FlatMap(_manifest_entries)
+        return (
+            {"ids": ids | "Ids and ranges" >> beam.FlatMap(_row_id), "manifest": manifest}
+            | "Join manifest by id" >> beam.CoGroupByKey()
+            | "Notes by range" >> beam.FlatMap(_notes_by_range)
+        )
 
 
 class _SelectChangedDoFn(beam.DoFn):
-    """Pass on the documents to chunk; for an unchanged one, emit its id and manifest row instead.
+    """Pass on the documents to chunk; for an unchanged one, emit its manifest row and its kept
+    entry instead.
 
     ``setup()`` builds the router (to route documents as chunking will); ``teardown()`` closes
     the models it built and drops it.
@@ -75,15 +157,14 @@ class _SelectChangedDoFn(beam.DoFn):
             self._router.close()
         self._router = self._progress = None
 
-    def process(self, document: Document, tokenizer_identity: str, manifest: Mapping[int, int]):
+    def process(self, document: Document, tokenizer_identity: str):
         router, progress = self._router, self._progress
         assert router is not None and progress is not None, "process() before setup()"
-        key_of_id = id_key(document.id)
-        previous = manifest.get(key_of_id)
-        if previous is None:  # counted as new once chunked (a dead-lettered one is not new)
+        if document.previous is None:  # counted as new once chunked (a dead-lettered one is not new)
             yield dataclasses.replace(document, previous_run="new")
             return
-        key, chunk_count = previous >> 32, previous & 0xFFFFFFFF
+        key, chunk_count = document.previous
+        document = dataclasses.replace(document, previous=None)
         try:
             _, chunker = router.select(document)
         except ChunkingError:  # chunking will dead-letter it, with the reason
@@ -107,68 +188,131 @@ class _SelectChangedDoFn(beam.DoFn):
         self._chunked.inc()
         progress.add(documents=1, chunks=chunk_count)  # (chunks_written counts the rows copied)
         yield TaggedOutput(KEPT_MANIFEST, row)
-        yield TaggedOutput(_KEPT_IDS, (key_of_id, digest_key(document.document_hash)))
-        yield TaggedOutput(_KEPT_EXPECTED, (key_of_id, (document.id, chunk_count)))
+        yield TaggedOutput(_KEPT, (document.id, (digest_key(row["document_hash"]), chunk_count)))
+
+
+def split_kept(table: pa.Table, hashes: Mapping[str, int]) -> Iterator[Any]:
+    """Split a previous chunk table: the rows of kept documents (one ``CHUNK_SCHEMA`` table,
+    checked by :func:`~transforms.integrity.kept_chunk_problem`), then ``TaggedOutput(PREVIOUS_IDS,
+    (document_id, (chunk_index, chunk_id)))`` of every other row.
+
+    Args:
+        table: Rows of a previous ``chunks/`` file.
+        hashes: Kept document id -> :func:`~transforms.integrity.digest_key` of its hash, as this
+            run computed it from the content (only the ids of ``table``'s rows are needed).
+
+    Raises:
+        DamagedPreviousOutput: A kept row fails the check.
+    """
+    ids = table.column("document_id").to_pylist()
+    # (A row without a document id, which no rechunk run writes, belongs to no document: left out.)
+    mask = pa.array([i in hashes for i in ids], pa.bool_())
+    kept = table.filter(mask)
+    if kept.num_rows:
+        problem = kept_chunk_problem(kept, hashes)
+        if problem is not None:
+            raise DamagedPreviousOutput("chunks/", problem)
+        counter("chunks_written").inc(kept.num_rows)
+        for chunker, n in zip(*_value_counts(kept.column("chunker"))):
+            counter(f"chunks_by_chunker.{chunker}").inc(n)
+        yield kept.select(CHUNK_SCHEMA.names).cast(CHUNK_SCHEMA)
+    if kept.num_rows < table.num_rows:
+        rest = pc.and_(pc.invert(mask), pc.is_valid(table.column("document_id")))
+        others = table.select(["document_id", "chunk_index", "chunk_id"]).filter(rest)
+        for document_id, index, chunk_id in zip(*(c.to_pylist() for c in others.columns)):
+            yield TaggedOutput(PREVIOUS_IDS, (document_id, (index, chunk_id)))
+
+
+@contextlib.contextmanager
+def _open_checked(path: str) -> Iterator[pq.ParquetFile]:
+    """A previous output's file open for reading, its pages' checksums verified as they are read."""
+    with FileSystems.open(path) as f, pq.ParquetFile(f, page_checksum_verification=True) as parquet:
+        yield parquet
+
+
+class _ChunkUnitsDoFn(beam.DoFn):
+    """The units of one previous ``chunks/`` file, ``(key, (path, start, stop))`` (consecutive row
+    groups, :data:`UNIT_ROWS` rows or one row group; ``key``: its
+    :func:`~transforms.beam.read.range_key`), and ``TaggedOutput(_WHERE, (document_id, key))`` for
+    each document with rows in a unit; only the ``document_id`` column is read (pages checked). A
+    file that cannot be read raises :class:`~transforms.integrity.DamagedPreviousOutput`."""
+
+    def process(self, metadata: FileMetadata):
+        path = metadata.path
+        try:
+            with _open_checked(path) as parquet:
+                footer = parquet.metadata
+                start, rows, ids = 0, 0, set()
+                for index in range(footer.num_row_groups):
+                    column = parquet.read_row_group(index, columns=["document_id"], use_threads=False)
+                    ids.update(column.column("document_id").unique().drop_null().to_pylist())
+                    rows += footer.row_group(index).num_rows
+                    if rows >= UNIT_ROWS or index == footer.num_row_groups - 1:
+                        unit = (path, start, index + 1)
+                        key = range_key(unit)
+                        yield key, unit
+                        for document_id in sorted(ids):
+                            yield TaggedOutput(_WHERE, (document_id, key))
+                        start, rows, ids = index + 1, 0, set()
+        except (OSError, ValueError, pa.ArrowException) as err:
+            raise DamagedPreviousOutput(path, f"{type(err).__name__}: {err}") from err
+
+
+def _kept_by_unit(element) -> Iterator[tuple[int, tuple[str, int]]]:
+    """``(unit key, (document_id, digest))`` for each unit holding rows of a kept document."""
+    document_id, groups = element
+    kept = list(groups["kept"])
+    if kept:
+        digest = kept[0][0]
+        for unit in set(groups["where"]):
+            yield unit, (document_id, digest)
 
 
 class _KeptChunksDoFn(beam.DoFn):
-    """Split a previous chunk table: rows of kept documents (a table, checked by
-    :func:`~transforms.integrity.kept_chunk_problem`) and the ids of the others."""
+    """The units of a previous ``chunks/`` file of one key joined with their kept documents
+    (``(key, {"unit": [(path, start, stop), ...], "kept": [(document_id, digest), ...]})``), read
+    a row group at a time with checksums verified and split by :func:`split_kept`."""
 
-    def process(self, table: pa.Table, kept_documents: Mapping[int, int]):
-        # kept_documents: id_key -> digest_key of the document's hash, for every kept document
-        ids = table.column("document_id").to_pylist()
-        # (A row without a document id, which no rechunk run writes, belongs to no document: left out.)
-        hashes = {}
-        for document_id in set(ids):
-            if document_id is not None:
-                digest = kept_documents.get(id_key(document_id))
-                if digest is not None:
-                    hashes[document_id] = digest
-        mask = pa.array([i in hashes for i in ids], pa.bool_())
-        kept = table.filter(mask)
-        if kept.num_rows:
-            problem = kept_chunk_problem(kept, hashes)
-            if problem is not None:
-                raise DamagedPreviousOutput("chunks/", problem)
-            counter("chunks_written").inc(kept.num_rows)
-            for chunker, n in zip(*_value_counts(kept.column("chunker"))):
-                counter(f"chunks_by_chunker.{chunker}").inc(n)
-            yield kept.select(CHUNK_SCHEMA.names).cast(CHUNK_SCHEMA)
-        if kept.num_rows < table.num_rows:
-            rest = pc.and_(pc.invert(mask), pc.is_valid(table.column("document_id")))
-            others = table.select(["document_id", "chunk_index", "chunk_id"]).filter(rest)
-            for document_id, index, chunk_id in zip(*(c.to_pylist() for c in others.columns)):
-                yield TaggedOutput(PREVIOUS_IDS, (document_id, (index, chunk_id)))
+    def process(self, element):
+        _, groups = element
+        hashes = dict(groups["kept"])
+        for path, start, stop in groups["unit"]:
+            try:
+                with _open_checked(path) as parquet:
+                    for index in range(start, stop):
+                        table = parquet.read_row_group(index)
+                        yield from split_kept(table, hashes)
+            except (OSError, ValueError, pa.ArrowException) as err:
+                raise DamagedPreviousOutput(path, f"{type(err).__name__}: {err}") from err
 
 
-def _kept_rows_found(table) -> Iterator[tuple[int, tuple[str, int, int]]]:
-    """Per kept document in one table of kept chunks (a pyarrow table): ``(id_key, (document_id,
-    rows, digest))``, its rows' count and :func:`~transforms.integrity.index_set_digest` of their
+def _kept_rows_found(table) -> Iterator[tuple[str, tuple[int, int]]]:
+    """Per kept document in one table of kept chunks (a pyarrow table): ``(document_id, (rows,
+    digest))``, its rows' count and :func:`~transforms.integrity.index_set_digest` of their
     ``chunk_index`` values."""
     # (``table`` has no type hint: Beam would hold the kept-chunks ParDo's other outputs to it.)
     found: dict[str, list[int]] = {}
     for document_id, index in zip(table.column("document_id").to_pylist(), table.column("chunk_index").to_pylist()):
         found.setdefault(document_id, []).append(index)
     for document_id, indexes in found.items():
-        yield id_key(document_id), (document_id, len(indexes), index_set_digest(indexes))
+        yield document_id, (len(indexes), index_set_digest(indexes))
 
 
-def _add_found(parts: Iterable[tuple[str, int, int]]) -> tuple[str, int, int]:
+def _add_found(parts: Iterable[tuple[int, int]]) -> tuple[int, int]:
     """One kept document's rows counted in several tables, added up (a combiner: any order)."""
-    document_id, rows, digest = "", 0, 0
-    for part_id, part_rows, part_digest in parts:
-        document_id, rows, digest = part_id, rows + part_rows, add_index_set_digests(digest, part_digest)
-    return document_id, rows, digest
+    rows, digest = 0, 0
+    for part_rows, part_digest in parts:
+        rows, digest = rows + part_rows, add_index_set_digests(digest, part_digest)
+    return rows, digest
 
 
 def _check_kept_counts(element) -> Iterator[None]:
     """Raise :class:`~transforms.integrity.DamagedPreviousOutput` when a kept document's rows in
     ``chunks/`` are not its manifest row's ``chunk_count`` chunks (none found included)."""
-    _, groups = element
-    for document_id, chunk_count in groups["expected"]:
+    document_id, groups = element
+    for _, chunk_count in groups["expected"]:
         rows, digest = 0, 0
-        for _, found_rows, found_digest in groups["found"]:
+        for found_rows, found_digest in groups["found"]:
             rows, digest = found_rows, found_digest
         problem = kept_count_problem(document_id, chunk_count, rows, digest)
         if problem is not None:
@@ -192,46 +336,41 @@ class _ReadCheckedTablesDoFn(beam.DoFn):
 
     def process(self, metadata: FileMetadata) -> Iterator[pa.Table]:
         try:
-            with FileSystems.open(metadata.path) as f, pq.ParquetFile(f, page_checksum_verification=True) as parquet:
+            with _open_checked(metadata.path) as parquet:
                 for index in range(parquet.metadata.num_row_groups):
                     yield parquet.read_row_group(index, columns=self._columns)
         except (OSError, ValueError, pa.ArrowException) as err:
             raise DamagedPreviousOutput(metadata.path, f"{type(err).__name__}: {err}") from err
 
 
-def _read_previous(pipeline, label: str, pattern: str, columns: list[str] | None = None):
-    """The tables of a previous output's files matching ``pattern``, checked as they are read."""
+def _match_previous(pipeline, label: str, pattern: str):
+    """The files of a previous output matching ``pattern``, spread over the workers."""
     return (
         pipeline
         | f"Match {label}" >> fileio.MatchFiles(pattern, empty_match_treatment=fileio.EmptyMatchTreatment.ALLOW)
         | f"Spread {label}" >> beam.Reshuffle()
-        | f"Read {label}" >> beam.ParDo(_ReadCheckedTablesDoFn(columns)).with_output_types(pa.Table)
     )
 
 
-def _manifest_keys(table: pa.Table) -> Iterator[tuple[int, int]]:
-    """``(id_key, unchanged_key << 32 | chunk_count)`` for each row of a manifest table: two
-    integers, about 130 bytes per document once a worker holds them in a dict. A row with a null
-    field or a chunk count out of range (a hand-edited manifest) gives nothing: its document is
-    chunked afresh."""
-    rows = table.select(["document_id", "document_hash", "input_fingerprint", "chunk_count"]).to_pylist()
-    for row in rows:
-        count = row["chunk_count"]
-        if None in row.values() or not 0 < count < 1 << 32:
-            continue
-        yield id_key(row["document_id"]), unchanged_key(row) << 32 | count
+def _read_previous(pipeline, label: str, pattern: str, columns: list[str] | None = None):
+    """The tables of a previous output's files matching ``pattern``, checked as they are read."""
+    return _match_previous(pipeline, label, pattern) | f"Read {label}" >> beam.ParDo(
+        _ReadCheckedTablesDoFn(columns)
+    ).with_output_types(pa.Table)
 
 
 class CompareWithPrevious(beam.PTransform):
     """Keep an earlier run's chunks of every unchanged document; pass the rest on to chunking.
 
-    A keyed side input of the earlier run's manifest (``documents/``), reduced to two integers
-    per document (``AsDict``: the id's and the content's 128-bit keys and the chunk count, about
-    130 bytes per document in each worker's memory), lets documents stream through without a
-    shuffle. A document whose key still matches
-    (``transforms.incremental``: same content hash and input fingerprint) is not chunked
-    again; its previous chunks are copied from the earlier ``chunks/`` as Arrow tables, filtered
-    by the kept ids (a second side input, their 128-bit keys), never turned into Python rows.
+    Every decision is a keyed join by document id, so no worker holds the manifest or the kept
+    ids whole. Each document arrives with its previous manifest entry (``Document.previous``,
+    joined to it by id before it was read: :class:`PreviousManifestNotes`). A document whose key
+    still matches (``transforms.incremental``: same content hash and input fingerprint) is not
+    chunked again; its previous chunks are copied from the earlier ``chunks/`` as Arrow tables,
+    never turned into Python rows: the ``document_id`` column of ``chunks/`` is read first, by
+    units of :data:`UNIT_ROWS` rows, and joined by id with the kept documents
+    (``CoGroupByKey``), then each unit, joined with its own kept ids by unit, is read and split.
+    Each kept document's rows are counted and joined with its manifest row's count.
 
     Input: :class:`Document`. Output (a dict): ``documents`` (the documents to chunk),
     ``kept_chunks`` (pyarrow tables, ``CHUNK_SCHEMA``), ``kept_documents`` (manifest row dicts)
@@ -263,25 +402,27 @@ class CompareWithPrevious(beam.PTransform):
 
     def expand(self, documents):
         pipeline = documents.pipeline
-        manifest = _read_previous(
-            pipeline,
-            "previous manifest",
-            previous_files(self._previous, "documents"),
-            ["document_id", "document_hash", "input_fingerprint", "chunk_count"],
-        ) | "Manifest keys" >> beam.FlatMap(_manifest_keys)
         selected = typed_main_output(
             documents
             | "Select changed"
             >> beam.ParDo(
-                _SelectChangedDoFn(self._spec, *self._progress_args), AsSingleton(self._identity), AsDict(manifest)
-            ).with_outputs(KEPT_MANIFEST, _KEPT_IDS, _KEPT_EXPECTED, main="documents"),
+                _SelectChangedDoFn(self._spec, *self._progress_args), AsSingleton(self._identity)
+            ).with_outputs(KEPT_MANIFEST, _KEPT, main="documents"),
             "documents",
             Document,
         )
+        units = _match_previous(pipeline, "previous chunks", previous_files(self._previous, "chunks")) | (
+            "Chunk ids by unit" >> beam.ParDo(_ChunkUnitsDoFn()).with_outputs(_WHERE, main="units")
+        )
+        kept_by_unit = (
+            {"kept": selected[_KEPT], "where": units[_WHERE]}
+            | "Join kept ids with their units" >> beam.CoGroupByKey()
+            | "Kept ids by unit" >> beam.FlatMap(_kept_by_unit)
+        )
         kept = typed_main_output(
-            _read_previous(pipeline, "previous chunks", previous_files(self._previous, "chunks"))
-            | "Keep unchanged"
-            >> beam.ParDo(_KeptChunksDoFn(), AsDict(selected[_KEPT_IDS])).with_outputs(PREVIOUS_IDS, main="chunks"),
+            {"unit": units.units, "kept": kept_by_unit}
+            | "Join units with their kept ids" >> beam.CoGroupByKey()
+            | "Keep unchanged" >> beam.ParDo(_KeptChunksDoFn()).with_outputs(PREVIOUS_IDS, main="chunks"),
             "chunks",
             pa.Table,
         )
@@ -293,7 +434,7 @@ class CompareWithPrevious(beam.PTransform):
             | "Add up kept rows" >> beam.CombinePerKey(_add_found)
         )
         _ = (
-            {"expected": selected[_KEPT_EXPECTED], "found": found}
+            {"expected": selected[_KEPT], "found": found}
             | "Join kept counts" >> beam.CoGroupByKey()
             | "Check kept counts" >> beam.FlatMap(_check_kept_counts)
         )

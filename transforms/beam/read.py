@@ -8,6 +8,7 @@ UTF-8 stays ``bytes``, a value Python cannot hold is an ``Unreadable``), for adm
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -20,6 +21,7 @@ from apache_beam.io.filesystem import CompressionTypes, FileMetadata
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.util import ReshufflePerKey
 
+from transforms.admission import id_as_text
 from transforms.columns import release_rows, table_columns
 from transforms.integrity import InputChanged, InputUnreadable, parquet_fingerprint
 
@@ -30,6 +32,7 @@ __all__ = [
     "ReadDocumentsAndIds",
     "ReadParquetRows",
     "ReadRowGroups",
+    "range_key",
 ]
 
 
@@ -95,12 +98,21 @@ class ReadDocumentsAndIds(beam.PTransform):
 
     Output: a dict, ``rows`` (as :class:`ReadDocuments`) and ``ids`` (as :class:`ReadDocumentIds`).
 
+    With ``row_notes``, each row comes with a note found for its id by a keyed join, not by a side
+    input: the ids are read first, each with its range's :func:`range_key`; ``row_notes`` turns
+    those ``(range key, {"id": value})`` pairs into ``(range key, (id, note))`` pairs (``id`` as
+    :func:`~transforms.admission.id_as_text` gives it), and a ``CoGroupByKey`` by range key hands
+    each range's reader the notes of its own rows only (memory bounded by a range's rows, not by
+    the input). ``rows`` are then ``(row, note)`` pairs, the note ``None`` for an id without one.
+
     Args:
         file_pattern: A file pattern on any Beam filesystem.
         column_map: Contract column name -> the input's column name.
         max_document_chars: A ``content`` value longer than this (code points) is not made a
             Python string: it stays in Arrow's buffer as a :class:`~transforms.columns.ArrowText`
             for admission to reject (``None``: every value is a string).
+        row_notes: A PTransform from ``(range key, {"id": value})`` to ``(range key, (id, note))``
+            pairs, or ``None``.
 
     Raises:
         IOError: When the pipeline is built, if ``file_pattern`` matches no file.
@@ -112,20 +124,35 @@ class ReadDocumentsAndIds(beam.PTransform):
         *,
         column_map: Mapping[str, str] | None = None,
         max_document_chars: int | None = None,
+        row_notes: beam.PTransform | None = None,
     ) -> None:
         super().__init__()
         self._file_pattern = file_pattern
         self._column_map = dict(column_map or {})
         self._text_limits = {} if max_document_chars is None else {"content": max_document_chars}
+        self._row_notes = row_notes
 
     def expand(self, pbegin):
         ranges = pbegin | "List input" >> ListRowGroupRanges(self._file_pattern)
         rename = {source: target for target, source in self._column_map.items()}
         source = self._column_map.get("id", "id")
-        return {
-            "rows": ranges | "Read documents" >> ReadRowGroups(rename=rename, text_limits=self._text_limits),
-            "ids": ranges | "Read ids" >> ReadRowGroups(columns=[source], rename={source: "id"}),
-        }
+        if self._row_notes is None:
+            return {
+                "rows": ranges | "Read documents" >> ReadRowGroups(rename=rename, text_limits=self._text_limits),
+                "ids": ranges | "Read ids" >> ReadRowGroups(columns=[source], rename={source: "id"}),
+            }
+        ids = ranges | "Read ids" >> ReadRowGroups(columns=[source], rename={source: "id"}, keyed=True)
+        notes = ids | "Notes of rows" >> self._row_notes
+        rows = (
+            # (The join by range also spreads the ranges over the workers, as ReadRowGroups's shuffle.)
+            {
+                "range": ranges | "Key ranges" >> beam.Map(lambda row_groups: (range_key(row_groups), row_groups)),
+                "notes": notes,
+            }
+            | "Join notes by range" >> beam.CoGroupByKey()
+            | "Read noted documents" >> beam.ParDo(_ReadNotedRowGroupsDoFn(None, rename, self._text_limits))
+        )
+        return {"rows": rows, "ids": ids | "Ids" >> beam.Values()}
 
 
 class ReadParquetRows(beam.PTransform):
@@ -221,6 +248,7 @@ class ReadRowGroups(beam.PTransform):
         rename: Input column name -> output name (as :class:`ReadParquetRows`).
         text_limits: Output column name -> code points: a longer text value of that column stays
             an Arrow value (``transforms.columns.table_columns``).
+        keyed: Give ``(range key, row)`` pairs (:func:`range_key`) instead of rows.
     """
 
     def __init__(
@@ -229,11 +257,13 @@ class ReadRowGroups(beam.PTransform):
         columns: list[str] | None = None,
         rename: Mapping[str, str] | None = None,
         text_limits: Mapping[str, int] | None = None,
+        keyed: bool = False,
     ) -> None:
         super().__init__()
         self._columns = None if columns is None else list(columns)
         self._rename = dict(rename or {})
         self._text_limits = dict(text_limits or {})
+        self._keyed = keyed
 
     def expand(self, ranges):
         return (
@@ -248,7 +278,12 @@ class ReadRowGroups(beam.PTransform):
             | "Key ranges" >> beam.Map(lambda row_groups: (row_groups, None))
             | "Spread ranges" >> ReshufflePerKey()
             | "Range" >> beam.Keys()
-            | "Read row groups" >> beam.ParDo(_ReadRowGroupsDoFn(self._columns, self._rename, self._text_limits))
+            | "Read row groups"
+            >> beam.ParDo(
+                (_KeyedReadRowGroupsDoFn if self._keyed else _ReadRowGroupsDoFn)(
+                    self._columns, self._rename, self._text_limits
+                )
+            )
         )
 
 
@@ -342,6 +377,37 @@ class _ReadRowGroupsDoFn(beam.DoFn):
                     )
                     yield from release_rows(columns, num_rows)
                     del columns
+
+
+def range_key(row_groups: tuple) -> int:
+    """A 63-bit key of a range of row groups (any tuple of text and integers: the first 63 bits of
+    the sha256 of its ``repr``), compact in a shuffle where the range itself (path and
+    fingerprint) would be about 150 bytes an element. Ranges sharing a key (about one chance in
+    10^7 for a million ranges) are only read together."""
+    return int.from_bytes(hashlib.sha256(repr(row_groups).encode("utf-8", "surrogatepass")).digest()[:8], "big") >> 1
+
+
+class _KeyedReadRowGroupsDoFn(_ReadRowGroupsDoFn):
+    """``(range key, row)`` for each row of a range (as :class:`_ReadRowGroupsDoFn`; :func:`range_key`)."""
+
+    def process(self, row_groups: tuple[str, int, int, str]) -> Iterator[tuple[int, Any]]:  # type: ignore[override]
+        key = range_key(row_groups)
+        for row in super().process(row_groups):
+            yield key, row
+
+
+class _ReadNotedRowGroupsDoFn(_ReadRowGroupsDoFn):
+    """``(row, note)`` for each row of the ranges of one key joined with their notes (``(key,
+    {"range": [range, ...], "notes": [(id, note), ...]})``, a ``CoGroupByKey``'s output): the note
+    of the row's id, or ``None``. Only these ranges' notes are held while they are read (a note
+    belongs to an id, so ranges sharing a key may share their notes)."""
+
+    def process(self, element) -> Iterator[tuple[Any, Any]]:  # type: ignore[override]
+        _, groups = element
+        notes = dict(groups["notes"])
+        for row_groups in groups["range"]:
+            for row in super().process(row_groups):
+                yield row, notes.get(id_as_text(row.get("id"))[0]) if notes else None
 
 
 def _change(listed: str, found: str) -> str:
