@@ -87,7 +87,12 @@ class _PlanDoFn(beam.DoFn):
     """A key with this run's rows and the store's fingerprints in; the row (or the key, for a
     delete) out on the output named by :func:`transforms.sync.plan`."""
 
+    def __init__(self, store_type: str) -> None:
+        self._store_type = store_type
+
     def setup(self) -> None:
+        # Counted as planned: the report exists only for a sync whose every write and delete
+        # succeeded, so each planned row was written (or deleted) once.
         self._counters = {
             "embed": counter("vector_store.upserted"),
             "update": counter("vector_store.updated"),
@@ -95,9 +100,6 @@ class _PlanDoFn(beam.DoFn):
             "delete": counter("vector_store.deleted"),
         }
         self._reused = counter("embedding.chunks_reused")
-
-    def __init__(self, store_type: str) -> None:
-        self._store_type = store_type
 
     def process(self, element: tuple[str, Mapping[str, Iterable[Any]]]) -> Iterator[Any]:
         key, joined = element
