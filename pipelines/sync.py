@@ -24,7 +24,7 @@ from pipelines.paths import worker_path
 from transforms.beam import METRICS_NAMESPACE, ReadParquetRows
 from transforms.beam.sync import SYNC_COUNTERS, SyncVectorStore
 
-__all__ = ["CHUNK_COLUMNS", "embedding_model", "sync_sections", "sync_store"]
+__all__ = ["CHUNK_COLUMNS", "check_store", "embedding_model", "sync_sections", "sync_store"]
 
 #: The chunk columns the sync reads.
 CHUNK_COLUMNS = [
