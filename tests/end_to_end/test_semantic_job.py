@@ -67,6 +67,7 @@ def _config(server, **extra_chunker_params) -> str:
                     "params": {
                         "target_tokens": 40,
                         "min_preferred_tokens": 0,
+                        "cuts": "greedy",  # the prompts asserted below are those of greedy cuts
                         "semantic_mode": "refiner",
                         "semantic_refiner": {"llm": "chat"},
                     },
