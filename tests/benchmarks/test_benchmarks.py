@@ -402,3 +402,19 @@ def test_incremental_memory_by_corpus_size_checks_each_run_and_gives_its_peaks(t
     ]
     assert [r[1] for r in rows] == ["this code", "this code"]
     assert all(float(r[4]) > 100 for r in rows)  # the job process's peak, MiB
+
+
+@pytest.mark.slow
+def test_vector_store_benchmark_embeds_in_the_nightly_run_exactly_the_new_keys(tmp_path):
+    """benchmarks/vector_store.py on the sample: three runs into Milvus Lite, and the nightly
+    run's embedded chunks equal to the chunks whose chunk_key is new."""
+    pytest.importorskip("sentence_transformers", reason="the semantic extra is not installed")
+    pytest.importorskip("pymilvus", reason="the store extra is not installed")
+    from benchmarks import vector_store
+
+    out = tmp_path / "vector-store.md"
+    argv = ["--input", str(SAMPLE), "--edited", "0.5", "--removed", "0.2", "--added", "0.2", "--out", str(out)]
+    assert vector_store.main(argv) == 0
+    table = out.read_text()
+    assert "| first |" in table and "| incremental |" in table and "| full |" in table
+    assert "(equal)" in table
