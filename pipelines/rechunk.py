@@ -307,7 +307,6 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
         noted=notes is not None,
     )
     documents = admitted.documents
-    manifest = []
     if job.previous:
         compared = documents | "Compare with previous" >> CompareWithPrevious(
             worker_path(job.previous),
@@ -317,18 +316,18 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
             documents_total=job.documents_total,
         )
         documents = compared["documents"]
-        manifest.append(compared[KEPT_MANIFEST])
+        # The kept documents' manifest rows go to a sink of their own, not behind a Flatten with
+        # the chunked ones': the FnApiRunner materializes every Flatten of two inputs, so each kept
+        # row would be held encoded until the last document is chunked, then decoded again.
+        _ = compared[KEPT_MANIFEST] | "Write kept manifest" >> WriteManifest(
+            f"{output}/documents/kept", run_id=job.run_id
+        )
         _ = compared[KEPT_CHUNKS] | "Write kept chunks" >> WriteKeptChunks(f"{output}/chunks/kept", run_id=job.run_id)
     validated = documents | "Route, chunk and validate" >> ChunkDocuments(
         job.spec, identity, progress_seconds=job.progress_seconds, documents_total=job.documents_total
     )
-    manifest.append(validated[MANIFEST])
     _ = validated.chunks | "Write chunks" >> WriteChunks(f"{output}/chunks/chunks", run_id=job.run_id)
-    _ = (
-        manifest
-        | "Collect manifest" >> beam.Flatten()
-        | "Write manifest" >> WriteManifest(f"{output}/documents/documents", run_id=job.run_id)
-    )
+    _ = validated[MANIFEST] | "Write manifest" >> WriteManifest(f"{output}/documents/documents", run_id=job.run_id)
     if job.previous:
         _ = (
             {"previous": compared[PREVIOUS_IDS], "chunks": validated.chunks}
@@ -430,7 +429,7 @@ def _verify_written(job: Job) -> dict[str, dict[str, int]]:
     if job.run_id is None:
         return {}
     prefixes = ["chunks/chunks", "dead_letter/dead_letter", "dead_letter/admission", "documents/documents"]
-    prefixes += ["chunks/kept", "deleted/deleted"] if job.previous else []
+    prefixes += ["chunks/kept", "documents/kept", "deleted/deleted"] if job.previous else []
     return commit.verify_written(job.output, job.run_id, prefixes)
 
 

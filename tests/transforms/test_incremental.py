@@ -632,3 +632,56 @@ def test_no_worker_holds_the_manifest_or_the_kept_ids_as_a_side_input(tmp_path):
     }
     assert any("Join manifest by id" in label for label in joins)
     assert any("Join units with their kept ids" in label for label in joins)
+
+
+def test_the_manifest_rows_reach_their_writers_without_a_flatten(tmp_path):
+    """With --previous, the kept documents' manifest rows and the chunked ones' go to two writers:
+    the graph's only Flattens of several inputs are the keyed joins' own (the FnApiRunner holds
+    every such Flatten's elements, encoded, until its last input is done, then decodes them all
+    again in a stage of their own)."""
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.pipeline import PipelineVisitor
+
+    from pipelines.config import load_config, resolve_config
+    from pipelines.rechunk import Job, build_pipeline
+    from transforms.beam.chunk import shared_tokenizer
+
+    docs = write_documents(tmp_path / "docs.parquet", V1)
+    spec = resolve_config(load_config(None), tokenizer=None, max_tokens=None)
+    job = Job(
+        input=str(docs),
+        output=str(tmp_path / "out"),
+        spec=spec,
+        tokenizer_identity=shared_tokenizer(spec["tokenizer"]).identity,
+        column_map={},
+        options=PipelineOptions(),
+        previous=str(tmp_path / "previous"),
+    )
+    pipeline = beam.Pipeline(options=PipelineOptions())
+    build_pipeline(pipeline, job)
+    flattens: list[str] = []
+
+    class Visitor(PipelineVisitor):
+        def visit_transform(self, node):
+            if isinstance(node.transform, beam.Flatten) and len(node.inputs) > 1:
+                flattens.append(node.full_label)
+
+    pipeline.visit(Visitor())
+    assert flattens and all("/CoGroupByKeyImpl/" in label for label in flattens), flattens
+
+
+@pytest.mark.slow
+def test_the_kept_documents_manifest_rows_are_a_set_of_files_of_their_own(runs):
+    """``documents/kept-*`` holds the manifest rows of the kept documents (here ``same`` alone),
+    ``documents/documents-*`` those of the chunked ones (the folder read whole equals a fresh
+    run's: ``test_output_equals_a_fresh_run_row_for_row``)."""
+    folder = runs / "incremental" / "documents"
+    assert sorted(p.name for p in folder.glob("*.parquet")) == [
+        "documents-00000-of-00001.parquet",
+        "kept-00000-of-00001.parquet",
+    ]
+    (kept,) = folder.glob("kept-*.parquet")
+    assert pq.read_table(kept).column("document_id").to_pylist() == ["same"]
+    (chunked,) = folder.glob("documents-*.parquet")
+    assert "same" not in pq.read_table(chunked).column("document_id").to_pylist()
