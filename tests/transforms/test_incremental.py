@@ -586,27 +586,10 @@ def test_no_worker_holds_the_manifest_or_the_kept_ids_as_a_side_input(tmp_path):
     identity (a singleton) and the duplicate ids (admission's count): the comparison is made by
     keyed joins."""
     import apache_beam as beam
-    from apache_beam.options.pipeline_options import PipelineOptions
     from apache_beam.pipeline import PipelineVisitor
     from apache_beam.pvalue import AsSingleton
 
-    from pipelines.config import load_config, resolve_config
-    from pipelines.rechunk import Job, build_pipeline
-    from transforms.beam.chunk import shared_tokenizer
-
-    docs = write_documents(tmp_path / "docs.parquet", V1)
-    spec = resolve_config(load_config(None), tokenizer=None, max_tokens=None)
-    job = Job(
-        input=str(docs),
-        output=str(tmp_path / "out"),
-        spec=spec,
-        tokenizer_identity=shared_tokenizer(spec["tokenizer"]).identity,
-        column_map={},
-        options=PipelineOptions(),
-        previous=str(tmp_path / "previous"),
-    )
-    pipeline = beam.Pipeline(options=PipelineOptions())
-    build_pipeline(pipeline, job)
+    pipeline = _incremental_graph(tmp_path)
     found: list[tuple[str, str]] = []
     joins: list[str] = []
 
@@ -640,26 +623,9 @@ def test_the_manifest_rows_reach_their_writers_without_a_flatten(tmp_path):
     every such Flatten's elements, encoded, until its last input is done, then decodes them all
     again in a stage of their own)."""
     import apache_beam as beam
-    from apache_beam.options.pipeline_options import PipelineOptions
     from apache_beam.pipeline import PipelineVisitor
 
-    from pipelines.config import load_config, resolve_config
-    from pipelines.rechunk import Job, build_pipeline
-    from transforms.beam.chunk import shared_tokenizer
-
-    docs = write_documents(tmp_path / "docs.parquet", V1)
-    spec = resolve_config(load_config(None), tokenizer=None, max_tokens=None)
-    job = Job(
-        input=str(docs),
-        output=str(tmp_path / "out"),
-        spec=spec,
-        tokenizer_identity=shared_tokenizer(spec["tokenizer"]).identity,
-        column_map={},
-        options=PipelineOptions(),
-        previous=str(tmp_path / "previous"),
-    )
-    pipeline = beam.Pipeline(options=PipelineOptions())
-    build_pipeline(pipeline, job)
+    pipeline = _incremental_graph(tmp_path)
     flattens: list[str] = []
 
     class Visitor(PipelineVisitor):
@@ -685,3 +651,28 @@ def test_the_kept_documents_manifest_rows_are_a_set_of_files_of_their_own(runs):
     assert pq.read_table(kept).column("document_id").to_pylist() == ["same"]
     (chunked,) = folder.glob("documents-*.parquet")
     assert "same" not in pq.read_table(chunked).column("document_id").to_pylist()
+
+
+def _incremental_graph(tmp_path: Path):
+    """The job's graph with ``--previous`` (built, not run), over V1 in ``tmp_path``."""
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from pipelines.config import load_config, resolve_config
+    from pipelines.rechunk import Job, build_pipeline
+    from transforms.beam.chunk import shared_tokenizer
+
+    docs = write_documents(tmp_path / "docs.parquet", V1)
+    spec = resolve_config(load_config(None), tokenizer=None, max_tokens=None)
+    job = Job(
+        input=str(docs),
+        output=str(tmp_path / "out"),
+        spec=spec,
+        tokenizer_identity=shared_tokenizer(spec["tokenizer"]).identity,
+        column_map={},
+        options=PipelineOptions(),
+        previous=str(tmp_path / "previous"),
+    )
+    pipeline = beam.Pipeline(options=PipelineOptions())
+    build_pipeline(pipeline, job)
+    return pipeline
