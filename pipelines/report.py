@@ -16,7 +16,7 @@ import transforms
 from pipelines.verdict import DEFAULT_MAX_DEAD_LETTER_FRACTION, verdict
 from transforms.beam import METRICS_NAMESPACE, STRUCTURE_COUNTERS
 
-__all__ = ["HISTOGRAM_BUCKETS", "build_report", "write_report"]
+__all__ = ["HISTOGRAM_BUCKETS", "build_report", "counter_totals", "write_report"]
 
 #: The token-count histogram's buckets over 1 to ``max_tokens`` (fewer when the budget is smaller).
 HISTOGRAM_BUCKETS = 32
@@ -32,8 +32,9 @@ _DOCUMENT_COUNTERS = (
 )
 
 
-def _counters(result) -> dict[str, int]:
-    """Sum the job's counters over steps (committed values where the runner has them)."""
+def counter_totals(result) -> dict[str, int]:
+    """Sum the job's counters (namespace ``rechunk``) over steps, by name (committed values where
+    the runner has them)."""
     totals: dict[str, int] = {}
     query = result.metrics().query(MetricsFilter().with_namespace(METRICS_NAMESPACE))
     for counter in query["counters"]:
@@ -122,7 +123,7 @@ def build_report(
     ``deleted/``), and last ``verdict`` (:func:`pipelines.verdict.verdict` at
     ``max_dead_letter_fraction``: the exit status and why). Maps are sorted by key.
     """
-    counters = _counters(result)
+    counters = counter_totals(result)
     report: dict[str, Any] = {name: counters.get(name, 0) for name in _DOCUMENT_COUNTERS}
     report["dead_letter_by_reason"] = _by_suffix(counters, "dead_letter")
     report["dead_letter_rows"] = sum(report["dead_letter_by_reason"].values())

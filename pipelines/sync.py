@@ -16,12 +16,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import apache_beam as beam
-from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines.options import RunError, one_line
 from pipelines.paths import worker_path
-from transforms.beam import METRICS_NAMESPACE, ReadParquetRows
+from pipelines.report import counter_totals
+from transforms.beam import ReadParquetRows
 from transforms.beam.sync import SYNC_COUNTERS, SyncVectorStore
 
 __all__ = ["CHUNK_COLUMNS", "check_store", "embedding_model", "sync_sections", "sync_store"]
@@ -214,11 +214,5 @@ def _run_sync(output: str, spec: Mapping[str, Any], options: PipelineOptions) ->
             f"vector store sync failed: {one_line(err, 400)}; no key was deleted unless every write succeeded: "
             "run the job again to converge"
         ) from None
-    totals: dict[str, int] = {}
-    query = result.metrics().query(MetricsFilter().with_namespace(METRICS_NAMESPACE))
-    for found in query["counters"]:
-        name = found.key.metric.name
-        if name in SYNC_COUNTERS:
-            value = found.committed if found.committed is not None else found.attempted
-            totals[name] = totals.get(name, 0) + (value or 0)
-    return totals
+    totals = counter_totals(result)
+    return {name: totals[name] for name in SYNC_COUNTERS if name in totals}

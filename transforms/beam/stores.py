@@ -173,19 +173,39 @@ class _CountPerBundle(beam.DoFn):
         self._count = 0
 
 
-class _BatchedStoreFn(beam.DoFn):
-    """Buffers elements up to `batch_size` and hands each full buffer (and the rest at bundle end) to `_write`.
-
-    The store is opened in setup() and closed in teardown(); each written batch emits its size.
-    """
+class StoreDoFn(beam.DoFn):
+    """A DoFn with the store of a checked `vector_store:` spec, opened in setup() as `self._store`
+    and closed in teardown()."""
 
     def __init__(self, spec: Mapping[str, Any]) -> None:
         self._spec = dict(spec)
         self._store: VectorStore | None = None
-        self._buffer: list[Any] = []
 
     def setup(self) -> None:
         self._store = open_store(self._spec)
+
+    def opened(self) -> VectorStore:
+        """The open store (between setup() and teardown()). A method, not a property: Beam
+        inspects a DoFn's attributes when the pipeline is built, before setup()."""
+        if self._store is None:
+            raise RuntimeError("the store is opened in setup()")
+        return self._store
+
+    def teardown(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+
+class _BatchedStoreFn(StoreDoFn):
+    """Buffers elements up to `batch_size` and hands each full buffer (and the rest at bundle end) to `_write`.
+
+    Each written batch emits its size.
+    """
+
+    def __init__(self, spec: Mapping[str, Any]) -> None:
+        super().__init__(spec)
+        self._buffer: list[Any] = []
 
     def start_bundle(self) -> None:
         self._buffer = []
@@ -199,15 +219,9 @@ class _BatchedStoreFn(beam.DoFn):
         if self._buffer:
             yield WindowedValue(self._flush(), GlobalWindow().max_timestamp(), (GlobalWindow(),))
 
-    def teardown(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
-
     def _flush(self) -> int:
         buffer, self._buffer = self._buffer, []
-        assert self._store is not None
-        self._write(self._store, buffer)
+        self._write(self.opened(), buffer)
         return len(buffer)
 
     def _write(self, store: VectorStore, buffer: list[Any]) -> None:

@@ -24,6 +24,8 @@ import apache_beam as beam
 from apache_beam.pvalue import AsSingleton, TaggedOutput
 
 from transforms.beam.outputs import counter
+from transforms.beam.stores import DeleteKeys, StoreDoFn, UpsertRows
+from transforms.stores.base import StoreRow
 from transforms.sync import plan, store_fingerprint
 
 __all__ = ["SHARDS", "SYNC_COUNTERS", "SyncVectorStore"]
@@ -46,10 +48,8 @@ SYNC_COUNTERS = (
 _BATCH = 64
 
 
-def _store_row(row: Mapping[str, Any], vector: Sequence[float]):
+def _store_row(row: Mapping[str, Any], vector: Sequence[float]) -> StoreRow:
     """The store's row of a chunk row and its vector."""
-    from transforms.stores.base import StoreRow
-
     return StoreRow(
         chunk_key=row["chunk_key"],
         chunk_id=row["chunk_id"],
@@ -62,25 +62,11 @@ def _store_row(row: Mapping[str, Any], vector: Sequence[float]):
     )
 
 
-class _StoredKeysDoFn(beam.DoFn):
+class _StoredKeysDoFn(StoreDoFn):
     """A shard number in; the ``(chunk_key, fingerprint)`` pairs of that shard of the store out."""
 
-    def __init__(self, store_spec: Mapping[str, Any]) -> None:
-        self._spec = dict(store_spec)
-        self._store: Any = None
-
-    def setup(self) -> None:
-        from transforms.stores import open_store
-
-        self._store = open_store(self._spec)
-
     def process(self, shard: int) -> Iterator[tuple[str, str]]:
-        yield from self._store.stored(shard, SHARDS)
-
-    def teardown(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
+        yield from self.opened().stored(shard, SHARDS)
 
 
 class _PlanDoFn(beam.DoFn):
@@ -99,7 +85,6 @@ class _PlanDoFn(beam.DoFn):
             "reuse": counter("embedding.chunks_reused"),
             "delete": counter("vector_store.deleted"),
         }
-        self._reused = counter("embedding.chunks_reused")
 
     def process(self, element: tuple[str, Mapping[str, Iterable[Any]]]) -> Iterator[Any]:
         key, joined = element
@@ -107,8 +92,8 @@ class _PlanDoFn(beam.DoFn):
         if row is not None and action in ("embed", "update"):
             _check_limits(self._store_type, row)
         self._counters[action].inc()
-        if action == "update":  # its vector is reused
-            self._reused.inc()
+        if action == "update":  # its vector is reused too
+            self._counters["reuse"].inc()
         yield TaggedOutput(action, key if row is None else row)
 
 
@@ -188,36 +173,22 @@ class _EmbedDoFn(beam.DoFn):
         self._models = {}
 
 
-class _StoredVectorsDoFn(beam.DoFn):
+class _StoredVectorsDoFn(StoreDoFn):
     """A batch of chunk rows whose key the store holds in; their store rows with the stored vectors out.
 
     Raises:
         ValueError: A key's row left the store while the run read it (another writer).
     """
 
-    def __init__(self, store_spec: Mapping[str, Any]) -> None:
-        self._spec = dict(store_spec)
-        self._store: Any = None
-
-    def setup(self) -> None:
-        from transforms.stores import open_store
-
-        self._store = open_store(self._spec)
-
     def process(self, batch: Sequence[Mapping[str, Any]]) -> Iterator[Any]:
-        vectors = self._store.vectors([row["chunk_key"] for row in batch])
+        vectors = self.opened().vectors([row["chunk_key"] for row in batch])
         for row in batch:
             if row["chunk_key"] not in vectors:
                 raise ValueError(
-                    f"chunk_key {row['chunk_key']} left {self._store.described} while this run read it: "
+                    f"chunk_key {row['chunk_key']} left {self.opened().described} while this run read it: "
                     "another writer is using the store"
                 )
             yield _store_row(row, vectors[row["chunk_key"]])
-
-    def teardown(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
 
 
 def _after_writes(key: str, written: int) -> str:
@@ -259,8 +230,6 @@ class SyncVectorStore(beam.PTransform):
         self._dimension = dimension
 
     def expand(self, rows: beam.PCollection) -> beam.PCollection:
-        from transforms.beam.stores import DeleteKeys, UpsertRows
-
         produced = rows | "Key chunks" >> beam.Map(lambda row: (row["chunk_key"], row))
         stored = (
             rows.pipeline
