@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from transforms.documents import Chunk, DeadLetter, Document
+from transforms.documents import Chunk, DeadLetter, Document, dumps_metadata
+from transforms.stores.limits import store_limit_problem
 from transforms.structure.validation import ChunkValidation, StructureValidator, has_structure
 from transforms.tokenizers import Tokenizer
 
@@ -72,9 +73,6 @@ def _problem(
 
 def _store_problem(store: str, chunk: Chunk) -> str | None:
     """Why the configured vector store cannot hold ``chunk`` (:mod:`transforms.stores.limits`)."""
-    from transforms.documents import dumps_metadata
-    from transforms.stores.limits import store_limit_problem
-
     return store_limit_problem(
         store,
         document_id=chunk.document_id,
