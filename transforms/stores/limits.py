@@ -10,6 +10,7 @@ Beam-free, and free of the stores' client libraries. Milvus keeps each text colu
 from __future__ import annotations
 
 import json
+from typing import Any
 
 __all__ = ["MILVUS_JSON_BYTES", "MILVUS_VARCHAR_BYTES", "store_limit_problem"]
 
@@ -42,8 +43,25 @@ def store_limit_problem(
         for name, value in columns.items():
             if "\x00" in value:
                 return f"{name} holds a NUL character, which PostgreSQL text cannot hold"
-        if "\x00" in metadata or (
-            "\\u0000" in metadata and "\x00" in json.dumps(json.loads(metadata), ensure_ascii=False)
-        ):
+        if "\x00" in metadata or ("\\u0000" in metadata and _holds_nul(_parsed(metadata))):
             return "metadata holds a NUL character, which PostgreSQL jsonb cannot hold"
     return None
+
+
+def _parsed(text: str) -> Any:
+    """``text`` parsed as JSON; ``None`` when it is not JSON (the store says so on its own)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _holds_nul(value: Any) -> bool:
+    """Whether a JSON value holds NUL in any of its strings or keys."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any("\x00" in key or _holds_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(item) for item in value)
+    return False

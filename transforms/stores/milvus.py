@@ -44,12 +44,12 @@ from transforms.stores.base import (
     scrubbed,
     shard_prefix,
 )
+from transforms.stores.limits import MILVUS_VARCHAR_BYTES
 
 MODEL_PROPERTY = "rechunk.model"
 DIMENSION_PROPERTY = "rechunk.dimension"
 VECTOR_FIELD = "embedding"
 METRIC = "COSINE"
-MAX_VARCHAR_BYTES = 65_535
 _VARCHAR_FIELDS = ("chunk_id", "document_id", "text", "embedding_text", "fingerprint")
 _FIELD_TYPES = {
     "chunk_key": DataType.VARCHAR,
@@ -309,9 +309,9 @@ class MilvusStore:
         )
         schema.add_field("chunk_key", DataType.VARCHAR, is_primary=True, max_length=64)
         for name in ("chunk_id", "document_id", "text", "embedding_text"):
-            schema.add_field(name, DataType.VARCHAR, max_length=MAX_VARCHAR_BYTES)
+            schema.add_field(name, DataType.VARCHAR, max_length=MILVUS_VARCHAR_BYTES)
         schema.add_field("metadata", DataType.JSON)
-        schema.add_field("fingerprint", DataType.VARCHAR, max_length=MAX_VARCHAR_BYTES)
+        schema.add_field("fingerprint", DataType.VARCHAR, max_length=MILVUS_VARCHAR_BYTES)
         schema.add_field(VECTOR_FIELD, DataType.FLOAT_VECTOR, dim=dimension)
         index = client.prepare_index_params()
         index.add_index(field_name=VECTOR_FIELD, index_type="AUTOINDEX", metric_type=METRIC)
@@ -340,9 +340,9 @@ class MilvusStore:
     def _entity(self, row: StoreRow) -> dict[str, Any]:
         for name in _VARCHAR_FIELDS:
             value = getattr(row, name)
-            if len(value) * 4 > MAX_VARCHAR_BYTES and len(value.encode("utf-8")) > MAX_VARCHAR_BYTES:
+            if len(value) * 4 > MILVUS_VARCHAR_BYTES and len(value.encode("utf-8")) > MILVUS_VARCHAR_BYTES:
                 raise StoreError(
-                    f"{self.described}: chunk {row.chunk_key}: {name} is over {MAX_VARCHAR_BYTES:,} bytes, Milvus's VARCHAR limit"
+                    f"{self.described}: chunk {row.chunk_key}: {name} is over {MILVUS_VARCHAR_BYTES:,} bytes, Milvus's VARCHAR limit"
                 )
         try:
             metadata = json.loads(row.metadata)

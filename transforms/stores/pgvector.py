@@ -36,6 +36,7 @@ from transforms.stores.base import (
     shard_prefix,
     uri_secrets,
 )
+from transforms.stores.limits import store_limit_problem
 
 HNSW_MAX_DIMENSION = 2_000
 _PAGE = 5_000  # keys per page of stored(), per vectors() query
@@ -51,7 +52,6 @@ _COLUMN_TYPES = {
 # SQLSTATE classes a retry may clear: connection exception, transaction rollback (serialization,
 # deadlock), insufficient resources, operator intervention (shutdown).
 _TRANSIENT_CLASSES = ("08", "40", "53", "57")
-_TEXT_FIELDS = ("chunk_key", "chunk_id", "document_id", "text", "embedding_text", "metadata", "fingerprint")
 
 
 class PgvectorStore:
@@ -163,11 +163,16 @@ class PgvectorStore:
         connection = self._open()
         check_vectors(rows, self._known_dimension(), self.described)
         for row in rows:
-            for name in _TEXT_FIELDS:
-                if "\x00" in getattr(row, name):
-                    raise StoreError(
-                        f"{self.described}: chunk {row.chunk_key}: {name} holds NUL, which PostgreSQL text cannot"
-                    )
+            problem = store_limit_problem(
+                "pgvector",
+                document_id=row.document_id,
+                chunk_id=row.chunk_id,
+                text=row.text,
+                embedding_text=row.embedding_text,
+                metadata=row.metadata,
+            )
+            if problem:
+                raise StoreError(f"{self.described}: chunk {row.chunk_key}: {problem}")
         columns = (
             "chunk_key",
             "chunk_id",
