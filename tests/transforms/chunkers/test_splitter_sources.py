@@ -140,6 +140,10 @@ def test_regex_flag_leaves_literal_configurations_unchanged():
     assert regex.to_dict()["is_separator_regex"] is True and regex.config_hash != literal.config_hash
     rebuilt = RecursiveCharacterTextSplitter.from_dict(regex.to_dict())
     assert rebuilt.config_hash == regex.config_hash
+    # The regex package's version enters the input fingerprint of the documents it splits.
+    assert regex.fingerprint_libraries == ("regex",) and literal.fingerprint_libraries == ()
+    assert CharacterTextSplitter(is_separator_regex=True).fingerprint_libraries == ("regex",)
+    assert RecursiveCharacterTextSplitter.fingerprint_libraries == ()
 
 
 # --------------------------------------------------------------------------------------------

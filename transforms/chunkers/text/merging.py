@@ -39,6 +39,11 @@ class MergingSplitter(TextSplitter):
         if not isinstance(is_separator_regex, bool):
             raise ValueError(f"is_separator_regex must be a bool, got {is_separator_regex!r}")
         self.is_separator_regex = is_separator_regex
+        if is_separator_regex:
+            # The package that matches the separators can change the chunks: this instance's
+            # documents name its version in their input fingerprint (the class keeps none).
+            # (Chunker declares it a ClassVar: set in the instance's own dict.)
+            vars(self)["fingerprint_libraries"] = ("regex",)
         if length not in LENGTHS:
             raise ValueError(f"length must be one of {LENGTHS}, got {length!r}")
         if length == "tokens" and tokenizer is None:
