@@ -105,7 +105,7 @@ class CharacterTextSplitter(MergingSplitter):
         """The non-empty stretches between the separator's matches, and per piece the length of
         what lies between it and the piece before (``0`` for the first)."""
         bounds, pos = [], 0
-        for a, b in RegexClock().matches(self._pattern, text):
+        for a, b in zip(*RegexClock().matches(self._pattern, text), strict=True):
             bounds.append((pos, a))
             pos = max(pos, b)
         bounds.append((pos, len(text)))

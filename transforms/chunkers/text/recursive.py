@@ -318,7 +318,7 @@ class RecursiveCharacterTextSplitter(MergingSplitter):
             if clock is not None:
                 # As LangChain's re.split of the piece: matched on the piece alone.
                 piece = text[start:end] if start or end != len(text) else text
-                hits = [start + a for a, _ in clock.matches(self._patterns[candidate], piece)]
+                hits = [start + a for a in clock.matches(self._patterns[candidate], piece)[0]]
                 if hits:
                     sep, rest = candidate, separators[i + 1 :]
                     break
