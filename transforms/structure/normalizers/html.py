@@ -90,14 +90,19 @@ The modules of this normalizer:
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
+
 from lxml import etree
 
+from transforms.structure.normalizers import Normalizer
 from transforms.structure.normalizers.html_blocks import _Collector, _Heading, _Reader, _reader_notes
 from transforms.structure.normalizers.html_elements import _holds_h1, _parser, _prepared, _remove_navigation, _title
+from transforms.structure.normalizers.html_exclude import ExcludeSelectors
 from transforms.structure.normalizers.html_markdown import _Writer
 from transforms.structure.tree import NormalizationError, NormalizedDocument
 
-__all__ = ["normalize_html"]
+__all__ = ["html_normalizer", "normalize_html"]
 
 #: Pages of this many code points or more are read in windows (``html_stream._normalize_streamed``).
 STREAM_DOCUMENT_CHARS = 1 << 20
@@ -111,7 +116,7 @@ STREAM_BLOCK_CHARS = 1 << 16
 # -- entry point ------------------------------------------------------------------------------
 
 
-def normalize_html(content: str) -> NormalizedDocument:
+def normalize_html(content: str, *, exclude: ExcludeSelectors | None = None) -> NormalizedDocument:
     """Normalize HTML (a whole page or a fragment) by rendering it as Markdown.
 
     Never raises for bad markup: what the parser cannot read yields fewer blocks (maybe none) and
@@ -121,6 +126,8 @@ def normalize_html(content: str) -> NormalizedDocument:
 
     Args:
         content: The HTML source.
+        exclude: CSS selectors of more elements to leave out, with the navigation
+            (:class:`~transforms.structure.normalizers.html_exclude.ExcludeSelectors`).
 
     Returns:
         A non-verbatim :class:`NormalizedDocument` whose ``text`` is the Markdown rendering;
@@ -134,11 +141,11 @@ def normalize_html(content: str) -> NormalizedDocument:
     if len(content) >= STREAM_DOCUMENT_CHARS:
         from transforms.structure.normalizers.html_stream import _normalize_streamed
 
-        streamed = _normalize_streamed(content)
+        streamed = _normalize_streamed(content, exclude)
         if streamed is not None:
             return streamed
     diagnostics: list[str] = []
-    root = _parse(content, diagnostics)
+    root = _parse(content, diagnostics, exclude)
     blocks: list[object] = []
     reader = _Reader()
     if root is not None:
@@ -159,7 +166,27 @@ def normalize_html(content: str) -> NormalizedDocument:
     )
 
 
-def _parse(content: str, diagnostics: list[str]):
+def html_normalizer(exclude_selectors: Sequence[str]) -> Normalizer:
+    """:func:`normalize_html` that also leaves out the elements ``exclude_selectors`` match.
+
+    Args:
+        exclude_selectors: CSS selectors (type, class, id and attribute selectors joined by the
+            descendant and child combinators: :mod:`~transforms.structure.normalizers.html_exclude`).
+
+    Returns:
+        A normalizer (picklable: a worker compiles the selectors again); :func:`normalize_html`
+        itself when ``exclude_selectors`` is empty.
+
+    Raises:
+        ValueError: A selector is refused (one line naming it).
+    """
+    exclude = ExcludeSelectors(exclude_selectors)
+    if not exclude:
+        return normalize_html
+    return functools.partial(normalize_html, exclude=exclude)
+
+
+def _parse(content: str, diagnostics: list[str], exclude: ExcludeSelectors | None = None):
     """The document's root element, or ``None`` (with a diagnostic) when there is nothing to read."""
     source = _prepared(content)
     if not source.strip():
@@ -181,7 +208,7 @@ def _parse(content: str, diagnostics: list[str]):
     if root is None:
         diagnostics.append("HTML parser found no elements")
         return None
-    dropped = _remove_navigation(root)
+    dropped = _remove_navigation(root, exclude)
     if dropped:
         diagnostics.append(f"{dropped} navigation elements left out")
     return root
