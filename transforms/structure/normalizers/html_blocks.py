@@ -381,6 +381,9 @@ class _TableState:
         self.stray: list = []
         self.stray_text: list[str] = []
         self.last_stray = False  # the last part seen went to ``stray``
+        # For the windowed path's layout test (``_is_layout``): a header row, a row of two or
+        # more cells, a row with a cell that holds a table or a heading, one with a block.
+        self.header_rows = self.wide_rows = self.layout_rows = self.block_rows = False
 
     def text(self, text: str | None) -> None:
         """Text that is in no cell, in document order (a table's or section's text, a part's tail)."""
@@ -589,27 +592,46 @@ def _layout_row(tr) -> bool:
     return any(cell.tag in _CELLS and next(cell.iter("table", *_HEADING_TAGS), None) is not None for cell in tr)
 
 
-def _data_row(tr) -> bool:
-    """A row of two or more cells or with a header cell (``th``)."""
-    cells = [cell.tag for cell in tr if cell.tag in _CELLS]
-    return len(cells) > 1 or "th" in cells
+def _header_row(tr) -> bool:
+    """A row in a ``thead`` or with a header cell (``th``)."""
+    parent = tr.getparent()
+    return (parent is not None and parent.tag == "thead") or any(cell.tag == "th" for cell in tr)
+
+
+def _wide_row(tr) -> bool:
+    """A row of two or more cells."""
+    return sum(1 for cell in tr if cell.tag in _CELLS) > 1
+
+
+#: Elements that make a block (a paragraph, a list ...), table parts aside.
+_BLOCK_TAGS = tuple(
+    tag
+    for tag, kind in _KINDS.items()
+    if kind in (_CONTAINER, _HEADING, _CODE, _LIST, _TABLE, _QUOTE, _RULE)
+    and tag not in ("html", "body", "caption", "thead", "tbody", "tfoot", "tr", "td", "th")
+)
+
+
+def _block_row(tr) -> bool:
+    """A row one of whose cells holds a block (a paragraph, a list, a ``div`` ...)."""
+    return any(cell.tag in _CELLS and next(cell.iter(*_BLOCK_TAGS), None) is not None for cell in tr)
 
 
 def _is_layout(table, depth: int) -> bool:
     """Whether ``table`` lays out a page rather than holding data: its role is ``presentation`` or
-    ``none``, a cell of one of its rows holds a table or a heading, or it has rows and each holds
-    at most one cell and no ``th`` (a one-cell-per-row container)."""
+    ``none``; or none of its rows is a header row (in ``thead`` or with a ``th``), and a cell
+    holds a table or a heading, or no row holds more than one cell and a cell holds a block (a
+    one-cell-per-row container)."""
     if table.get("role") in _LAYOUT_ROLES:
         return True
-    rows = False
-    one_cell = True
+    layout = wide = block = False
     for tr in _table_rows(table, depth + 1):
-        rows = True
-        if _layout_row(tr):
-            return True
-        if one_cell and _data_row(tr):
-            one_cell = False
-    return rows and one_cell
+        if _header_row(tr):
+            return False
+        layout = layout or _layout_row(tr)
+        wide = wide or _wide_row(tr)
+        block = block or _block_row(tr)
+    return layout or (block and not wide)
 
 
 def _link_text(cell) -> tuple[int, int]:

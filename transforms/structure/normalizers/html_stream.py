@@ -20,13 +20,19 @@ from lxml import etree
 
 from transforms.structure.normalizers import html
 from transforms.structure.normalizers.html_blocks import (
+    _LAYOUT_ROLES,
     _SECTIONS,
+    _block_row,
     _Collector,
     _first_number,
+    _header_row,
+    _layout_row,
     _ListState,
+    _part_rows,
     _Reader,
     _reader_notes,
     _TableState,
+    _wide_row,
 )
 from transforms.structure.normalizers.html_elements import (
     _CONTAINER,
@@ -331,6 +337,8 @@ class _TableFrame(_Frame):
         self, stream: _Stream, element, depth: int, state: _TableState | None = None, section: str = "tbody"
     ) -> None:
         super().__init__(stream, element, depth)
+        if state is None and element.get("role") in _LAYOUT_ROLES:
+            raise ValueError("a layout table")
         self.state = state or _TableState(stream.reader, stream.top, depth)
         self.section = section
         self.is_section = state is not None
@@ -351,6 +359,14 @@ class _TableFrame(_Frame):
         return None
 
     def unit(self, child) -> bool:
+        # A layout table (``html_blocks._is_layout``) is read as its cells' blocks: the page is
+        # then read whole (raising here ends the windowed reading).
+        state = self.state
+        for tr in _part_rows(child, self.level):
+            state.header_rows = state.header_rows or _header_row(tr)
+            state.wide_rows = state.wide_rows or _wide_row(tr)
+            state.layout_rows = state.layout_rows or _layout_row(tr)
+            state.block_rows = state.block_rows or _block_row(tr)
         stray = self.state.stray
         count = len(stray)
         self.state.part(child, self.section, self.level)
@@ -365,6 +381,8 @@ class _TableFrame(_Frame):
         if self.is_section:
             return  # its table writes the rows
         state = self.state
+        if not state.header_rows and (state.layout_rows or (state.block_rows and not state.wide_rows)):
+            raise ValueError("a layout table")
         state.finish(self.emit)
 
     def emit(self) -> None:
