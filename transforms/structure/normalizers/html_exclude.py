@@ -114,7 +114,7 @@ def _test(translator, compound, selector: str):
             if node.namespace is not None:
                 raise _refused(selector, "a namespace")
         elif not isinstance(node, (cssselect.parser.Class, cssselect.parser.Hash)):
-            raise _refused(selector, f"{type(node).__name__.lower()} {_shown(node.canonical())}")
+            raise _refused(selector, f"a pseudo-class ({_shown(node.canonical())})")
         node = node.selector
     try:
         expression = translator.xpath(compound)
