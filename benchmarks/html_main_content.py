@@ -25,6 +25,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -57,7 +58,7 @@ def _measure(args: argparse.Namespace) -> None:
 
     tokenizer = TiktokenTokenizer("cl100k_base")
     chunker = StructureAwareChunker(tokenizer=tokenizer, max_tokens=512)
-    preparers = {"": None}
+    preparers: dict[str, Callable[[str], str] | None] = {"": None}
     if args.library == "readability":
         from readability import Document as Readable
 

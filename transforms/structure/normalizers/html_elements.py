@@ -141,8 +141,8 @@ def _remove_navigation(root, exclude: ExcludeSelectors | None = None) -> int:
 #: the navigation blocks of the documentation generators that make most HTML docs (Sphinx's
 #: sidebar and "related" bars, DocBook's navheader/navfooter, Bootstrap's nav, navbar and
 #: breadcrumb), as classes; DocBook's navigation tables (``summary="Navigation header"`` /
-#: ``"Navigation footer"``); and a ``header``, ``footer`` or ``aside`` that belongs to the page
-#: rather than to a part of it (no ``article``, ``aside``, ``main``, ``nav`` or ``section``
+#: ``"Navigation footer"``); and a ``header``, ``footer`` or ``aside``, or an element of class or
+#: id ``footer`` (Sphinx's page footer ...), that belongs to the page rather than to a part of it (no ``article``, ``aside``, ``main``, ``nav`` or ``section``
 #: ancestor and no ancestor of role ``main`` or ``article``: the HTML-ARIA mapping of ``banner``
 #: and ``contentinfo``; an ``aside`` so placed is a sidebar).
 _NAVIGATION_CLASSES = frozenset(
@@ -166,10 +166,10 @@ def _is_navigation(element, exclude: ExcludeSelectors | None = None) -> bool:
     names = element.get("class")
     if names and not _NAVIGATION_CLASSES.isdisjoint(_XML_SPACE.split(names)):
         return True
-    if tag in _PAGE_PARTS:
-        if _unscoped(element):
-            return True
-    elif tag == "table" and (element.get("summary") or "").startswith("Navigation"):
+    page_part = tag in _PAGE_PARTS or element.get("id") == "footer" or (names and "footer" in _XML_SPACE.split(names))
+    if page_part and _unscoped(element):
+        return True
+    if tag == "table" and (element.get("summary") or "").startswith("Navigation"):
         return True
     return exclude is not None and exclude.matches(element)
 

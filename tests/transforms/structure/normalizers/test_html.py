@@ -502,7 +502,9 @@ _NAVIGATION_XPATH = (
         for name in ("sphinxsidebar", "related", "navheader", "navfooter", "nav", "navbar", "breadcrumb", "breadcrumbs")
     )
     + "] | //table[starts-with(@summary, 'Navigation')]"
-    " | //*[(self::header or self::footer or self::aside) and not(ancestor::article or ancestor::aside"
+    " | //*[(self::header or self::footer or self::aside or @id='footer'"
+    " or contains(concat(' ', normalize-space(@class), ' '), ' footer '))"
+    " and not(ancestor::article or ancestor::aside"
     " or ancestor::main or ancestor::nav or ancestor::section or ancestor::*[@role='main' or @role='article'])]"
 )
 _CLASS_VALUES = [
@@ -524,6 +526,8 @@ _CLASS_VALUES = [
     "navbar x",
     "breadcrumbs",
     "navigation",
+    "footer",
+    "x footer",
 ]
 
 
