@@ -10,8 +10,9 @@ block was found).
 Rendered:
 
 - ``h1``-``h6``: ``"#" * n + " " + title`` (``heading``); inside a list item or a block quote
-  the same line is a ``paragraph`` (sections only nest at the top). Sphinx's ``¶`` permalinks
-  (``a.headerlink``) are dropped. ``<title>`` becomes a level-1 heading when the page has no
+  the same line is a ``paragraph`` (sections only nest at the top). Permalink marks are dropped
+  (Sphinx's ``a.headerlink``, an in-page link whose whole text is ``#``, ``¶``, ``§`` ...), and
+  so are skip links (an in-page link "Skip to ...", "Jump to ...") anywhere. ``<title>`` becomes a level-1 heading when the page has no
   ``h1`` outside what is left out (an ``h1`` in navigation or in a skipped element below, e.g.
   ``<noscript><h1>Enable JavaScript</h1></noscript>``, does not count; an ``h1`` anywhere else
   does, even one rendered as a paragraph or a table cell, or empty): see :func:`_holds_h1`.
@@ -24,7 +25,9 @@ Rendered:
   trailing blank lines dropped); the fence is three backticks, or one more than the longest run
   of three or more backticks in the code; ``language`` from a ``language-``/``lang-``/
   ``highlight-`` class on the ``pre``, its ``code`` child, or the ``pre``'s parent or
-  grandparent (Sphinx puts ``highlight-python3`` on a wrapper ``div``); ``fence`` is the opening
+  grandparent (Sphinx puts ``highlight-python3`` on a wrapper ``div``). A ``pre`` whose text is
+  all in two or more ``code`` children (alternatives a page shows as tabs) is one code block per
+  child, its language looked for on the child first; ``fence`` is the opening
   fence line without the ``> `` or indentation of an enclosing quote or item (as the Markdown
   normalizer records it).
 - ``table``: a pipe table (what is inside a table but not in a row, e.g. the rest of the page
@@ -35,7 +38,11 @@ Rendered:
   (nested tables and lists included), ``|`` escaped as ``\\|``, ``colspan`` padded with empty
   cells, rows padded to the widest row, rows without text dropped; ``rowspan`` is ignored. A
   ``caption`` is a paragraph before the table. Text in a table outside any cell is not rendered;
-  a table without any cell text is dropped.
+  a table without any cell text is dropped. A *layout* table (``html_blocks._is_layout``: role
+  ``presentation``/``none``; or no header row and a cell holding a table or heading, or one cell
+  a row holding blocks) is read as its cells' blocks, in order, as containers; in its rows of two
+  or more cells a cell that is half link text or more beside a cell with more other text (a menu)
+  is left out.
 - ``ul``/``ol`` (and ``menu``/``dir``): ``list`` of ``list_item``, ``- `` and ``1. ``
   markers (ordered lists count from ``start``), nested content indented by the marker's width
   (two spaces, three for ``1. ``), ``level`` the list nesting depth. An item's first paragraph
@@ -45,9 +52,13 @@ Rendered:
 - ``hr``: ``rule`` (``---``).
 
 Skipped with their content: ``head`` (but see ``<title>``), ``script``, ``style``,
-``noscript``, ``template``, ``svg``, comments, processing instructions and CDATA sections (the
-parser drops the last three), and site navigation: ``nav``, ``role="navigation"``, and Sphinx's
-``sphinxsidebar`` / ``related`` and DocBook's ``navheader`` / ``navfooter`` blocks. Not rendered: inline formatting (emphasis, links' targets, inline
+``noscript``, ``template``, ``svg``, ``button``, ``select``, comments, processing instructions
+and CDATA sections (the parser drops the last three), and site navigation and page chrome
+(``html_elements._is_navigation``): ``nav``; roles ``navigation``, ``banner``, ``contentinfo``,
+``search``; Sphinx's ``sphinxsidebar`` / ``related``, DocBook's ``navheader`` / ``navfooter``
+and Bootstrap's ``nav`` / ``navbar`` / ``breadcrumb`` classes; DocBook's navigation tables; a
+``header``, ``footer``, ``aside`` or element of class or id ``footer`` outside any sectioning
+element or ``main``; and what the caller's ``exclude`` selectors match. Not rendered: inline formatting (emphasis, links' targets, inline
 code backticks), images (no alt text), form controls' values, ``rowspan``. Elements nested
 deeper than 200 levels are flattened to plain text.
 
