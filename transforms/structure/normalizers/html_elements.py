@@ -140,7 +140,7 @@ def _remove_navigation(root, exclude: ExcludeSelectors | None = None) -> int:
 #: ``navigation``, ``banner`` (the site's header), ``contentinfo`` (its footer) and ``search``;
 #: the navigation blocks of the documentation generators that make most HTML docs (Sphinx's
 #: sidebar and "related" bars, DocBook's navheader/navfooter, Bootstrap's nav, navbar and
-#: breadcrumb), as classes; DocBook's navigation tables (``summary="Navigation header"`` /
+#: breadcrumb), as classes in any ASCII letter case (as a browser matches them in quirks mode); DocBook's navigation tables (``summary="Navigation header"`` /
 #: ``"Navigation footer"``); and a ``header``, ``footer`` or ``aside``, or an element of class or
 #: id ``footer`` (Sphinx's page footer ...), that belongs to the page rather than to a part of it (no ``article``, ``aside``, ``main``, ``nav`` or ``section``
 #: ancestor and no ancestor of role ``main`` or ``article``: the HTML-ARIA mapping of ``banner``
@@ -152,6 +152,7 @@ _NAVIGATION_ROLES = frozenset({"navigation", "banner", "contentinfo", "search"})
 _PAGE_PARTS = frozenset({"header", "footer", "aside"})
 _SCOPES = ("article", "aside", "main", "nav", "section")
 _SCOPE_ROLES = frozenset({"main", "article"})
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 # What XPath's normalize-space() collapses: XML whitespace, not all that str.split() splits on.
 _XML_SPACE = re.compile(r"[ \t\r\n]+")
 
@@ -164,9 +165,10 @@ def _is_navigation(element, exclude: ExcludeSelectors | None = None) -> bool:
     if tag == "nav" or element.get("role") in _NAVIGATION_ROLES:
         return True
     names = element.get("class")
-    if names and not _NAVIGATION_CLASSES.isdisjoint(_XML_SPACE.split(names)):
+    classes = _XML_SPACE.split(names.translate(_ASCII_LOWER)) if names else ()  # (DocBook's jade writes NAVHEADER)
+    if not _NAVIGATION_CLASSES.isdisjoint(classes):
         return True
-    page_part = tag in _PAGE_PARTS or element.get("id") == "footer" or (names and "footer" in _XML_SPACE.split(names))
+    page_part = tag in _PAGE_PARTS or element.get("id") == "footer" or "footer" in classes
     if page_part and _unscoped(element):
         return True
     if tag == "table" and (element.get("summary") or "").startswith("Navigation"):

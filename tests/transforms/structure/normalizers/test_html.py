@@ -494,16 +494,17 @@ def test_blocks_inside_pre_keep_their_lines_apart():
     )
 
 
+_LOWER_CLASS = "translate(@class, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
 _NAVIGATION_XPATH = (
     "//nav | //*[@role='navigation' or @role='banner' or @role='contentinfo' or @role='search']"
     " | //*["
     + " or ".join(
-        f"contains(concat(' ', normalize-space(@class), ' '), ' {name} ')"
+        f"contains(concat(' ', normalize-space({_LOWER_CLASS}), ' '), ' {name} ')"
         for name in ("sphinxsidebar", "related", "navheader", "navfooter", "nav", "navbar", "breadcrumb", "breadcrumbs")
     )
     + "] | //table[starts-with(@summary, 'Navigation')]"
     " | //*[(self::header or self::footer or self::aside or @id='footer'"
-    " or contains(concat(' ', normalize-space(@class), ' '), ' footer '))"
+    f" or contains(concat(' ', normalize-space({_LOWER_CLASS}), ' '), ' footer '))"
     " and not(ancestor::article or ancestor::aside"
     " or ancestor::main or ancestor::nav or ancestor::section or ancestor::*[@role='main' or @role='article'])]"
 )
@@ -520,6 +521,9 @@ _CLASS_VALUES = [
     "sphinxsidebar wide",
     "navfooter",
     "RELATED",
+    "NAVHEADER",
+    "x Footer",
+    "\u212aNAV",
     "related\f",
     "",
     "nav",

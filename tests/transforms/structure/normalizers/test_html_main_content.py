@@ -164,6 +164,13 @@ def test_page_header_footer_and_sidebar_are_left_out_not_those_of_a_part(monkeyp
 def test_docbook_navigation_tables_are_left_out(monkeypatch):
     # Valgrind's pages: the navigation header and footer are tables, named by their summary.
     assert both_paths(DOCBOOK, monkeypatch) == "# 2. Using the core\n\nThis chapter describes the core.\n"
+    # The jade DocBook writer's (shared-mime-info's spec): classes in upper case, as a browser
+    # in quirks mode matches them.
+    jade = (
+        '<html><body><div CLASS="NAVHEADER"><table><tr><th>Spec</th></tr><tr><td><a href="b.html">Prev</a></td>'
+        '</tr></table></div><h1>Spec</h1><p>Text.</p><div CLASS="NAVFOOTER"><table><tr><td>Home</td></tr></table></div>'
+    )
+    assert both_paths(jade, monkeypatch) == "# Spec\n\nText.\n"
 
 
 def test_layout_tables_are_read_as_their_cells_blocks_and_a_menu_cell_is_left_out(monkeypatch):
