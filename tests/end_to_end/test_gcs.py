@@ -117,7 +117,7 @@ def test_rechunk_command_with_gs_paths(gcs, local_run):
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    assert f"23 chunks written to {output}/chunks/" in proc.stdout
+    assert f"20 chunks written to {output}/chunks/" in proc.stdout
     assert f"6 dead-letter rows in {output}/dead_letter/" in proc.stdout
     gs_chunks, gs_dead, gs_report = _read_with_gcsfs(gcs, output)
     assert _ids(gs_chunks) == _ids(chunks) and _ids(gs_dead) == _ids(dead)
