@@ -10,7 +10,7 @@ they are; DOCX, PPTX and XLSX made from the Markdown documents with python-docx,
 openpyxl: headings and paragraphs, one slide per section, one sheet row per line), plus broken
 files (corrupt, truncated, empty, unsupported, encrypted, too large, a PDF without models), runs
 ``rechunk parse`` on it in-process, then the chunk job on its output, and prints a Markdown table:
-per format the files, bytes, seconds inside the converter (Beam counter ``convert_ms``, summed
+per format the files, bytes, seconds inside the converter (Beam counter ``convert_us``, summed
 over workers) and files per second over those seconds, plus both jobs' wall seconds and the dead
 letter by reason. Every file must end parsed or dead-lettered, every parsed document chunked or
 dead-lettered: the script exits 1 otherwise. ``--out`` writes the table as Markdown; options it

@@ -335,7 +335,7 @@ def build_report(result, *, job: ParseJob, wall_seconds: float) -> dict[str, Any
         return {k.split(".", 1)[1]: v for k, v in sorted(totals.items()) if k.startswith(prefix + ".")}
 
     by_format = group("files_by_format")
-    seconds = {fmt: round(ms / 1000, 3) for fmt, ms in group("convert_ms").items()}
+    seconds = {fmt: round(us / 1_000_000, 6) for fmt, us in group("convert_us").items()}
     reasons = group("dead_letter")
     return {
         "files_read": sum(by_format.values()),

@@ -262,7 +262,7 @@ def read_text(data: bytes, fmt: str) -> str:
             "invalid_utf8",
             f"not UTF-8 at byte {err.start:,}"
             + (f": {what}" if what else "")
-            + "; re-encode the file as UTF-8 (e.g. iconv -f LATIN1 -t UTF-8)"
+            + "; re-encode the file as UTF-8 (iconv -f ITS-ENCODING -t UTF-8)"
             + (", or convert it with Docling (--format-for html=docling)" if fmt == "html" else ""),
         ) from None
     return text.removeprefix(_UTF8_BOM)
@@ -313,7 +313,8 @@ def _page_paragraphs(textpage: Any) -> list[tuple[str, tuple[float, float, float
 
 def pdf_text_document(name: str, data: bytes):
     """A PDF's text layer as a DoclingDocument: one ``text`` item per paragraph in page order,
-    each with its provenance (page number from 1, bounding box in points, bottom-left origin), and
+    each with its provenance (page number from 1, bounding box in points, bottom-left origin, kept
+    on the page), and
     each page's size. Read with PDFium (pypdfium2); no layout model, no OCR.
 
     Paragraphs: see :func:`_page_paragraphs`. A page with no text adds no item.
@@ -350,6 +351,9 @@ def pdf_text_document(name: str, data: bytes):
             finally:
                 page.close()
             for text, (left, bottom, right, top) in paragraphs:
+                # Text may run past the page's edge; its box is kept on the page.
+                left, right = sorted((min(max(left, 0.0), width), min(max(right, 0.0), width)))
+                bottom, top = sorted((min(max(bottom, 0.0), height), min(max(top, 0.0), height)))
                 box = BoundingBox(l=left, t=top, r=right, b=bottom, coord_origin=CoordOrigin.BOTTOMLEFT)
                 document.add_text(
                     label=DocItemLabel.TEXT,
@@ -363,7 +367,7 @@ def pdf_text_document(name: str, data: bytes):
         pdf.close()
     if not document.texts:
         raise ParseFailure(
-            "pdf_no_text_layer", f"no text on any of its {pages:,} page{'s' if pages != 1 else ''}; {PDF_OCR_HINT}"
+            "pdf_no_text_layer", f"no text on {'its page' if pages == 1 else f'any of its {pages:,} pages'}; {PDF_OCR_HINT}"
         )
     return document
 

@@ -8,7 +8,7 @@ started once per worker at its first such file. Converted files are contract inp
 (``PARSED_SCHEMA``) on the main output; the rest are dead-letter rows
 (``PARSE_DEAD_LETTER_SCHEMA``) on the ``dead_letter`` tagged output. Metrics (namespace
 ``rechunk_parse``) count files by format, documents by content format, dead-letter rows by
-reason, and the milliseconds spent converting each format.
+reason, and the microseconds spent converting each format.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ class _ParseFile(beam.DoFn):
             )
             return
         finally:
-            _counter(f"convert_ms.{fmt}").inc(int((time.perf_counter() - started) * 1000))
+            _counter(f"convert_us.{fmt}").inc(int((time.perf_counter() - started) * 1_000_000))
         _counter("files_parsed").inc()
         _counter(f"parsed_by_format.{fmt}").inc()
         _counter(f"parsed_by_content_format.{row['content_format']}").inc()
