@@ -152,7 +152,9 @@ def _read_options(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
         known = [*_own_option_names(), *known_option_names(exclude=(RechunkOptions,))]
         raise OptionError(unrecognized(unknown[0], known, "rechunk parse --help"))
     if not own.input:
-        raise OptionError("--input is required: a file pattern of raw files (Markdown, text, reST, HTML, DOCX, PPTX, XLSX, PDF)")
+        raise OptionError(
+            "--input is required: a file pattern of raw files (Markdown, text, reST, HTML, DOCX, PPTX, XLSX, PDF)"
+        )
     if not own.output:
         raise OptionError("--output is required: the directory to write parsed/, dead_letter/ and report.json")
     if own.content_format not in OUTPUT_FORMATS:

@@ -367,7 +367,8 @@ def pdf_text_document(name: str, data: bytes):
         pdf.close()
     if not document.texts:
         raise ParseFailure(
-            "pdf_no_text_layer", f"no text on {'its page' if pages == 1 else f'any of its {pages:,} pages'}; {PDF_OCR_HINT}"
+            "pdf_no_text_layer",
+            f"no text on {'its page' if pages == 1 else f'any of its {pages:,} pages'}; {PDF_OCR_HINT}",
         )
     return document
 

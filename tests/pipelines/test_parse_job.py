@@ -38,10 +38,10 @@ PAGE_HTML = (
     "<table><tr><th>Name</th><th>Built</th></tr><tr><td>Bell Rock</td><td>1810</td></tr></table>"
     "</body></html>"
 )
-NOTES_MD = "# Tide tables\n\nSpring tides follow the full and new moon.\n\n| Port | High water |\n|---|---|\n| Leith | 06:12 |\n"
+TIDES_MD = "# Tide tables\n\nSpring tides follow the full and new moon.\n\n| Port | High water |\n|---|---|\n| Leith | 06:12 |\n"
 TEXT_FILES = {
     "page.html": ("html", PAGE_HTML),
-    "notes.md": ("markdown", NOTES_MD),
+    "notes.md": ("markdown", TIDES_MD),
     "sub/deep.md": ("markdown", "# Deep file\n\nA file in a nested folder.\n"),
     "notes.txt": ("text", "Plain text notes.\n\nA second paragraph.\n"),
     "guide.rst": ("rst", "Guide\n=====\n\nRead the tide tables first.\n"),
