@@ -177,6 +177,14 @@ def build_plain(folders: list[str], raw: Path, per_format: int, pdfs: int) -> No
         (raw / f"pdf-made-{i:04d}.pdf").write_bytes(text_pdf(pages, font_size=9, leading=11, paragraph_gap=8))
 
 
+def _rate(amount: float, seconds: float) -> str:
+    """``amount`` per second, with three significant digits or more."""
+    if not seconds:
+        return "-"
+    rate = amount / seconds
+    return f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}"
+
+
 def plain_main(args: argparse.Namespace, beam_args: list[str]) -> int:
     """``--plain``: parse the same folder as rechunk reads it and through Docling; one table."""
     from pipelines.rechunk import main as rechunk_main
@@ -227,11 +235,7 @@ def plain_main(args: argparse.Namespace, beam_args: list[str]) -> int:
         cells = []
         for report in (ours, theirs):
             seconds = report["convert_seconds_by_format"].get(fmt, 0)
-            cells += [
-                f"{seconds:.3f}",
-                f"{files / seconds:,.0f}" if seconds else "-",
-                f"{mb / seconds:,.2f}" if seconds else "-",
-            ]
+            cells += [f"{seconds:.3f}", _rate(files, seconds), _rate(mb, seconds)]
         docling_used = fmt in ("markdown", "html")
         if not docling_used:
             cells[3:6] = ["(same path)", "", ""]

@@ -450,6 +450,7 @@ class FileConverter:
         )
         os.environ["HF_HUB_OFFLINE"] = "1"  # before Docling imports huggingface_hub: never a download
         try:
+            import pypdfium2  # noqa: F401  (PDF text layers; imported here, not at the first PDF)
             from docling.backend.html_backend import HTMLDocumentBackend
             from docling.backend.md_backend import MarkdownDocumentBackend
             from docling.backend.msexcel_backend import MsExcelDocumentBackend
