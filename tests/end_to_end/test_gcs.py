@@ -75,7 +75,7 @@ def test_gs_input_and_output_in_process(gcs, local_run):
     output = gcs.url("inproc/out")
     assert main(["--input", gcs.url("inproc/in/*.parquet"), "--output", output, "--max-dead-letter-fraction", "1"]) == 0
     gs_chunks, gs_dead, gs_report = _read_with_gcsfs(gcs, output)
-    assert _ids(gs_chunks) == _ids(chunks) and len(gs_chunks) == 23
+    assert _ids(gs_chunks) == _ids(chunks) and len(gs_chunks) == 20
     assert _ids(gs_dead) == _ids(dead) and len(gs_dead) == 6
     _same_figures(gs_report, report)
     assert gs_report["output"] == {
