@@ -2,6 +2,16 @@
 
     python benchmarks/parse.py [--input sample/docs.parquet] [--files-per-format 40]
                                [--work DIR] [--out FILE.md] [--direct_running_mode in_memory ...]
+    python benchmarks/parse.py --plain DIR [--plain DIR ...] [--files-per-format 150] [--pdfs 40]
+                               [--work DIR] [--out FILE.md]
+
+With ``--plain``: the Markdown, text, reST, HTML and PDF files found under each ``DIR`` (sorted
+by path, at most ``--files-per-format`` of each format, none over 5 MB), plus ``--pdfs``
+text-layer PDFs of 10 pages each written from the Markdown files' lines, are copied into one
+raw folder and parsed twice, side by side in one run: as ``rechunk parse`` reads them (text files
+as they are, PDFs' text layers with PDFium) and with ``--format-for`` sending Markdown and HTML
+to Docling. It prints per format the files, MB, converter seconds, files and MB per second of
+both, and the ratio; every file must end parsed or dead-lettered in both runs (exit 1 otherwise).
 
 Builds a raw folder from real documents of ``--input`` (a Parquet file or folder; it needs at
 least one Markdown and one HTML document), in ``--work`` (default: a temporary folder, removed
@@ -10,7 +20,7 @@ they are; DOCX, PPTX and XLSX made from the Markdown documents with python-docx,
 openpyxl: headings and paragraphs, one slide per section, one sheet row per line), plus broken
 files (corrupt, truncated, empty, unsupported, encrypted, too large, a PDF without models), runs
 ``rechunk parse`` on it in-process, then the chunk job on its output, and prints a Markdown table:
-per format the files, bytes, seconds inside the converter (Beam counter ``convert_ms``, summed
+per format the files, bytes, seconds inside the converter (Beam counter ``convert_us``, summed
 over workers) and files per second over those seconds, plus both jobs' wall seconds and the dead
 letter by reason. Every file must end parsed or dead-lettered, every parsed document chunked or
 dead-lettered: the script exits 1 otherwise. ``--out`` writes the table as Markdown; options it
@@ -121,7 +131,128 @@ def _parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--files-per-format", type=int, default=40)
     parser.add_argument("--work", help="folder for the raw files and both outputs (default: a temporary one, removed)")
     parser.add_argument("--out", help="also write the table to this Markdown file")
+    parser.add_argument("--plain", action="append", help="a folder of Markdown/text/reST/HTML/PDF files (repeatable)")
+    parser.add_argument("--pdfs", type=int, default=40, help="with --plain: text-layer PDFs to write (10 pages each)")
     return parser.parse_known_args(argv)
+
+
+PLAIN_EXTENSIONS = ("md", "markdown", "txt", "text", "rst", "rest", "html", "htm", "pdf")
+#: ``--format-for`` of the Docling run: the text formats Docling has a converter for.
+DOCLING_FOR = "md=docling,markdown=docling,html=docling,htm=docling,xhtml=docling"
+
+
+def build_plain(folders: list[str], raw: Path, per_format: int, pdfs: int) -> None:
+    """Copy the files of :data:`PLAIN_EXTENSIONS` found under ``folders`` into ``raw`` (at most
+    ``per_format`` per format, sorted by path, none over 5 MB nor empty), then write ``pdfs``
+    text-layer PDFs of 10 pages from the Markdown files' lines."""
+    from tests.support.pdf_files import text_pdf
+    from transforms.parsing import file_format
+
+    raw.mkdir(parents=True)
+    taken: dict[str, int] = {}
+    lines: list[str] = []
+    for folder in folders:
+        for path in sorted(Path(folder).rglob("*")):
+            extension = path.name.rsplit(".", 1)[-1].lower() if "." in path.name else ""
+            if extension not in PLAIN_EXTENSIONS or not path.is_file() or path.is_symlink():
+                continue
+            size = path.stat().st_size
+            fmt = file_format(path.name) or "other"
+            if not 0 < size <= MAX_FILE_BYTES or taken.get(fmt, 0) >= per_format:
+                continue
+            taken[fmt] = taken.get(fmt, 0) + 1
+            target = raw / f"{fmt}-{taken[fmt]:04d}.{extension}"
+            shutil.copyfile(path, target)
+            if fmt == "markdown" and len(lines) < pdfs * 400:
+                text = path.read_text(encoding="utf-8", errors="replace")
+                lines += [
+                    " ".join(line.split())[:90].encode("latin-1", "replace").decode("latin-1")
+                    for line in text.splitlines()
+                    if line.strip()
+                ]
+    for i in range(pdfs):
+        start = (i * 400) % max(1, len(lines) - 400) if lines else 0
+        chunk = lines[start : start + 400] or ["No text."]
+        pages = [["\n".join(chunk[p * 40 + q * 5 : p * 40 + q * 5 + 5]) for q in range(8)] for p in range(10)]
+        (raw / f"pdf-made-{i:04d}.pdf").write_bytes(text_pdf(pages, font_size=9, leading=11, paragraph_gap=8))
+
+
+def _rate(amount: float, seconds: float) -> str:
+    """``amount`` per second, with three significant digits or more."""
+    if not seconds:
+        return "-"
+    rate = amount / seconds
+    return f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}"
+
+
+def plain_main(args: argparse.Namespace, beam_args: list[str]) -> int:
+    """``--plain``: parse the same folder as rechunk reads it and through Docling; one table."""
+    from pipelines.rechunk import main as rechunk_main
+
+    work = Path(args.work or tempfile.mkdtemp(prefix="rechunk-parse-plain-"))
+    shutil.rmtree(work, ignore_errors=True)
+    reports, walls = {}, {}
+    try:
+        build_plain(args.plain, work / "raw", args.files_per_format, args.pdfs)
+        sizes: dict[str, int] = {}
+        from transforms.parsing import file_format
+
+        for path in (work / "raw").iterdir():
+            fmt = file_format(path.name) or "other"
+            sizes[fmt] = sizes.get(fmt, 0) + path.stat().st_size
+        code = 0
+        for name, extra in (("rechunk", []), ("docling", ["--format-for", DOCLING_FOR])):
+            started = time.monotonic()
+            code |= rechunk_main(
+                [
+                    "parse",
+                    "--input",
+                    f"{work}/raw/*",
+                    "--output",
+                    f"{work}/{name}",
+                    "--max-file-bytes",
+                    str(MAX_FILE_BYTES),
+                    *extra,
+                    *beam_args,
+                ]
+            )
+            walls[name] = time.monotonic() - started
+            reports[name] = json.loads((work / name / "report.json").read_text())
+    finally:
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+    lines = header("apache-beam", "docling-slim", "docling-core", "pypdfium2", "marko", "beautifulsoup4")
+    lines += [
+        f"Files from {', '.join(f'`{shown(f)}`' for f in args.plain)} (at most {args.files_per_format} per format) and "
+        f"{args.pdfs} text-layer PDFs of 10 pages written by the script; job options: {' '.join(beam_args) or 'none (in_memory)'}.",
+        "",
+        "| format | files | MB | rechunk: converter s | files/s | MB/s | Docling: converter s | files/s | MB/s | speed-up |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    ours, theirs = reports["rechunk"], reports["docling"]
+    for fmt, files in ours["files_by_format"].items():
+        mb = sizes.get(fmt, 0) / 1e6
+        cells = []
+        for report in (ours, theirs):
+            seconds = report["convert_seconds_by_format"].get(fmt, 0)
+            cells += [f"{seconds:.3f}", _rate(files, seconds), _rate(mb, seconds)]
+        docling_used = fmt in ("markdown", "html")
+        if not docling_used:
+            cells[3:6] = ["(same path)", "", ""]
+        a, b = ours["convert_seconds_by_format"].get(fmt, 0), theirs["convert_seconds_by_format"].get(fmt, 0)
+        ratio = f"{b / a:,.0f}x" if docling_used and a else "-"
+        lines.append(f"| {fmt} | {files} | {mb:.2f} | " + " | ".join(cells) + f" | {ratio} |")
+    for name, report in (("rechunk", ours), ("Docling", theirs)):
+        lines += [
+            "",
+            f"{name} run: {report['files_read']} files, {report['files_parsed']} parsed, wall {walls[name.lower()]:.1f} s; "
+            f"documents by content format: {json.dumps(report['parsed_by_content_format'])}; dead letter by reason: "
+            f"{json.dumps(report['dead_letter_by_reason'])}",
+        ]
+    accounted = all(r["files_parsed"] + r["files_dead_lettered"] == r["files_read"] for r in reports.values())
+    lines += ["", f"Every file accounted for: {accounted}."]
+    write_markdown(args.out, "\n".join(lines))
+    return 0 if code == 0 and accounted else 1
 
 
 def _run_jobs(work: Path, beam_args: list[str]) -> tuple[int, float, float]:
@@ -172,6 +303,8 @@ def _table(work: Path, parse: dict, chunk: dict, parse_wall: float, chunk_wall: 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; print the table (and write it to ``--out``); 1 if a file is unaccounted for."""
     args, beam_args = _parse_args(argv)
+    if args.plain:
+        return plain_main(args, beam_args)
     work = Path(args.work or tempfile.mkdtemp(prefix="rechunk-parse-"))
     shutil.rmtree(work, ignore_errors=True)
     try:

@@ -511,16 +511,18 @@ _DOCLING_CACHE: dict[tuple[str, str], Document] = {}
 
 @functools.lru_cache(maxsize=1)
 def _file_converter():
-    """The converter of ``rechunk parse`` (Docling's pipelines), built once."""
+    """The converter of ``rechunk parse`` (Docling's pipelines), built once, sending Markdown and
+    HTML to Docling (``--format-for md=docling,html=docling``)."""
     from transforms.parsing import FileConverter
 
-    return FileConverter(content_format="docling")
+    return FileConverter(content_format="docling", format_for={"md": "docling", "html": "docling"})
 
 
 def docling_document(document: Document) -> Document:
     """``document`` converted to a DoclingDocument (``content_format="docling"``) by Docling itself.
 
-    Markdown goes through Docling's Markdown backend, as ``rechunk parse`` converts a ``.md`` file;
+    Markdown goes through Docling's Markdown backend, as ``rechunk parse --format-for md=docling``
+    converts a ``.md`` file;
     text too (it is read as Markdown: paragraphs stay paragraphs); reST first becomes HTML
     (:func:`rst_to_html`), then goes through Docling's HTML backend. Cached per document.
 

@@ -41,15 +41,13 @@ DEFAULT_MAX_TOKENS = 512
 #: The largest budget taken (tokens): embedding models read far fewer; a larger value is a typo.
 MAX_TOKENS_LIMIT = 1_000_000
 
-#: The configuration used without ``--config`` (also in ``configs/default.yaml``).
+#: The configuration used without ``--config`` (also in ``configs/default.yaml``): every format,
+#: DoclingDocuments included, to ``StructureAwareChunker``; ``DoclingChunker`` only where a
+#: configuration routes to it (``configs/docling.yaml``).
 DEFAULT_CONFIG: Mapping[str, Any] = {
     "tokenizer": "tiktoken:cl100k_base",
     "max_tokens": DEFAULT_MAX_TOKENS,
-    "chunkers": {
-        "docling": {"type": "DoclingChunker", "params": {"chunker": "hybrid", "merge_peers": True}},
-        "structure": {"type": "StructureAwareChunker", "params": {}},
-    },
-    "routes": [{"when": {"content_format": ["docling"]}, "chunker": "docling"}],
+    "chunkers": {"structure": {"type": "StructureAwareChunker", "params": {}}},
     "default": "structure",
 }
 

@@ -1,13 +1,14 @@
-"""``rechunk parse``: raw files (HTML, Markdown, DOCX, PPTX, XLSX, PDF) into the chunk job's input.
+"""``rechunk parse``: raw files (Markdown, text, reST, HTML, DOCX, PPTX, XLSX, PDF) into the chunk job's input.
 
     rechunk parse --input 'PATTERN' --output DIR [--content-format docling|markdown]
-                  [--max-file-bytes N] [--pdf-artifacts-path DIR] [any Beam pipeline option]
+                  [--format-for EXT=FORMAT,...] [--max-file-bytes N] [--pdf-artifacts-path DIR]
+                  [any Beam pipeline option]
     python -m pipelines.parse ...
 
 The graph (see ``transforms.beam.parse``)::
 
-    Match files -> Open files -> Convert with Docling -> Write parsed       (DIR/parsed/*.parquet)
-                                         \\___________-> Write dead letter  (DIR/dead_letter/*.parquet)
+    Match files -> Open files -> Convert files -> Write parsed       (DIR/parsed/*.parquet)
+                                      \\________-> Write dead letter  (DIR/dead_letter/*.parquet)
     metrics -> DIR/report.json
 
 ``DIR/parsed/*.parquet`` is the chunk job's ``--input``. Every mistake in the options is one line
@@ -58,6 +59,7 @@ from transforms.parsing import (
     OUTPUT_FORMATS,
     PARSE_INSTALL_HINT,
     PDF_MODELS_HINT,
+    FileFormats,
 )
 
 __all__ = ["ParseJob", "main", "parse_job", "run"]
@@ -70,21 +72,26 @@ PARSE_OUTPUT_FILES = (
 )
 
 _USAGE = """usage: rechunk parse --input PATTERN --output DIR [--content-format docling|markdown]
-                     [--max-file-bytes N] [--max-file-seconds S] [--pdf-artifacts-path DIR]
-                     [Beam pipeline options]
+                     [--format-for EXT=FORMAT,...] [--max-file-bytes N] [--max-file-seconds S]
+                     [--pdf-artifacts-path DIR] [Beam pipeline options]
 
-Convert raw files with Docling into the chunk job's input Parquet.
+Turn raw files into the chunk job's input Parquet: Markdown (.md .markdown), text (.txt .text),
+reST (.rst .rest) and HTML (.html .htm .xhtml) as they are, UTF-8; DOCX, PPTX, XLSX with Docling;
+PDF with Docling's models when given, else from its text layer with page numbers.
 
   --input PATTERN         raw files (local path, gs://, any Beam filesystem); directories are skipped;
                           ** is any characters, / included: 'raw/**.md' (not 'raw/**/*.md', which
                           misses raw/a.md)
   --output DIR            writes DIR/parsed/ (the chunk job's --input), DIR/dead_letter/, DIR/report.json
-  --content-format F      docling (DoclingDocument JSON, default) or markdown (Docling's Markdown export)
+  --content-format F      for Docling's conversions and PDFs: docling (DoclingDocument JSON, default)
+                          or markdown (Docling's Markdown export)
+  --format-for MAP        extension -> format, e.g. mdx=markdown,log=text,html=docling: read those
+                          files as markdown, text, rst or html, or convert them with docling
   --max-file-bytes N      larger files are dead-lettered as file_too_large, unread (default 52,428,800)
   --max-file-seconds S    a conversion still running after S seconds is stopped and the file
                           dead-lettered as conversion_timeout (default 300)
-  --pdf-artifacts-path D  a local folder of Docling's PDF models; without it PDFs are dead-lettered
-                          as pdf_models_missing
+  --pdf-artifacts-path D  a local folder of Docling's PDF models; without it a PDF's text layer is
+                          read (a PDF without one is dead-lettered as pdf_no_text_layer)
 
 Any Apache Beam option passes through: --runner, --direct_num_workers, ... A mistake in the
 options exits with status 2 before the pipeline starts.
@@ -102,6 +109,7 @@ class ParseJob:
     max_file_seconds: float
     pdf_artifacts_path: str | None
     options: PipelineOptions
+    format_for: dict[str, str] | None = None
 
 
 def parse_job(argv: Sequence[str]) -> ParseJob:
@@ -113,6 +121,7 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
     own, rest = _read_options(argv)
     max_file_bytes = _max_file_bytes(own.max_file_bytes)
     max_file_seconds = _max_file_seconds(own.max_file_seconds)
+    format_for = parse_format_for(own.format_for)
     pdf_artifacts_path = _checked_pdf_artifacts(own.pdf_artifacts_path)
     options = PipelineOptions(rest)
     check_runner(options)
@@ -129,6 +138,7 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
         max_file_seconds=max_file_seconds,
         pdf_artifacts_path=pdf_artifacts_path,
         options=options,
+        format_for=format_for,
     )
 
 
@@ -142,7 +152,9 @@ def _read_options(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
         known = [*_own_option_names(), *known_option_names(exclude=(RechunkOptions,))]
         raise OptionError(unrecognized(unknown[0], known, "rechunk parse --help"))
     if not own.input:
-        raise OptionError("--input is required: a file pattern of raw files (HTML, Markdown, DOCX, PPTX, XLSX, PDF)")
+        raise OptionError(
+            "--input is required: a file pattern of raw files (Markdown, text, reST, HTML, DOCX, PPTX, XLSX, PDF)"
+        )
     if not own.output:
         raise OptionError("--output is required: the directory to write parsed/, dead_letter/ and report.json")
     if own.content_format not in OUTPUT_FORMATS:
@@ -172,7 +184,33 @@ def _own_parser() -> OptionParser:
     parser.add_argument("--max-file-bytes", "--max_file_bytes", dest="max_file_bytes")
     parser.add_argument("--max-file-seconds", "--max_file_seconds", dest="max_file_seconds")
     parser.add_argument("--pdf-artifacts-path", "--pdf_artifacts_path", dest="pdf_artifacts_path")
+    parser.add_argument("--format-for", "--format_for", dest="format_for")
     return parser
+
+
+def parse_format_for(value: str | None) -> dict[str, str]:
+    """``--format-for`` (``EXT=FORMAT,...``) as ``{ext: format}`` (extensions in lower case, no
+    dot), checked by :class:`~transforms.parsing.FileFormats`; empty when not given.
+
+    Raises:
+        OptionError: An item is not ``EXT=FORMAT``, or :class:`FileFormats` refuses it.
+    """
+    if value is None:
+        return {}
+    overrides: dict[str, str] = {}
+    for item in value.split(","):
+        extension, sep, target = (part.strip() for part in item.partition("="))
+        if not sep or not extension or not target:
+            raise OptionError(f"--format-for: expected EXT=FORMAT (e.g. mdx=markdown), got {item.strip()!r}")
+        key = extension.lower().removeprefix(".")
+        if key in overrides:
+            raise OptionError(f"--format-for: .{key} is given twice in {value!r}")
+        overrides[key] = target
+        try:
+            FileFormats({extension: target})
+        except ValueError as err:
+            raise OptionError(f"--format-for {err}") from None
+    return overrides
 
 
 def _max_file_bytes(value: str | None) -> int:
@@ -214,11 +252,16 @@ def _checked_pdf_artifacts(pdf: str | None) -> str | None:
 
 
 def _check_docling(pdf_artifacts_path: str | None) -> None:
-    """Docling must be importable here (the launcher builds nothing, but a missing extra would
-    otherwise fail on every worker); with ``--pdf-artifacts-path``, its PDF pipeline too."""
+    """Docling and PDFium (pypdfium2) must be importable here (the launcher builds nothing, but a
+    missing extra would otherwise fail on every worker); with ``--pdf-artifacts-path``, Docling's
+    PDF pipeline too."""
     try:
+        import importlib.util
+
         from transforms.parsing import FileConverter
 
+        if importlib.util.find_spec("pypdfium2") is None:
+            raise ImportError(PARSE_INSTALL_HINT)
         FileConverter(pdf_artifacts_path=pdf_artifacts_path)
     except ImportError as err:
         hint = PDF_MODELS_HINT if pdf_artifacts_path and str(err) == PDF_MODELS_HINT else PARSE_INSTALL_HINT
@@ -267,6 +310,7 @@ def build_pipeline(pipeline: beam.Pipeline, job: ParseJob) -> None:
         max_file_bytes=job.max_file_bytes,
         max_file_seconds=job.max_file_seconds,
         pdf_artifacts_path=job.pdf_artifacts_path,
+        format_for=job.format_for,
     )
     _ = parsed.documents | "Write parsed" >> WriteParsed(f"{output}/parsed/parsed")
     _ = parsed[DEAD_LETTER] | "Write dead letter" >> WriteParseDeadLetter(f"{output}/dead_letter/dead_letter")
@@ -276,9 +320,10 @@ def build_report(result, *, job: ParseJob, wall_seconds: float) -> dict[str, Any
     """The parse job's report from its Beam metrics.
 
     Keys: ``files_read``, ``files_parsed``, ``files_dead_lettered``, ``files_by_format``,
-    ``parsed_by_format``, ``dead_letter_by_reason``, ``dead_letter_rows``, ``bytes_parsed``,
+    ``parsed_by_format``, ``parsed_by_content_format``, ``dead_letter_by_reason``, ``dead_letter_rows``, ``bytes_parsed``,
     ``convert_seconds_by_format`` (time in the converter, summed over workers),
     ``files_per_second_by_format`` (files over that time: one worker's rate), ``content_format``,
+    ``format_for``,
     ``max_file_bytes``, ``max_file_seconds``, ``wall_seconds``, ``version``, ``output``. Maps are sorted by key.
     """
     from transforms.beam import PARSE_METRICS_NAMESPACE
@@ -292,7 +337,7 @@ def build_report(result, *, job: ParseJob, wall_seconds: float) -> dict[str, Any
         return {k.split(".", 1)[1]: v for k, v in sorted(totals.items()) if k.startswith(prefix + ".")}
 
     by_format = group("files_by_format")
-    seconds = {fmt: round(ms / 1000, 3) for fmt, ms in group("convert_ms").items()}
+    seconds = {fmt: round(us / 1_000_000, 6) for fmt, us in group("convert_us").items()}
     reasons = group("dead_letter")
     return {
         "files_read": sum(by_format.values()),
@@ -300,6 +345,7 @@ def build_report(result, *, job: ParseJob, wall_seconds: float) -> dict[str, Any
         "files_dead_lettered": totals.get("files_dead_lettered", 0),
         "files_by_format": by_format,
         "parsed_by_format": group("parsed_by_format"),
+        "parsed_by_content_format": group("parsed_by_content_format"),
         "dead_letter_by_reason": reasons,
         "dead_letter_rows": sum(reasons.values()),
         "bytes_parsed": totals.get("bytes_parsed", 0),
@@ -308,6 +354,7 @@ def build_report(result, *, job: ParseJob, wall_seconds: float) -> dict[str, Any
             fmt: round(by_format[fmt] / s, 1) if s > 0 else None for fmt, s in seconds.items() if fmt in by_format
         },
         "content_format": job.content_format,
+        "format_for": dict(sorted((job.format_for or {}).items())),
         "max_file_bytes": job.max_file_bytes,
         "max_file_seconds": job.max_file_seconds,
         "wall_seconds": round(wall_seconds, 3),
@@ -334,11 +381,12 @@ def run(job: ParseJob, *, started: float | None = None) -> dict[str, Any]:
 def _summary(report: dict[str, Any], output: str) -> str:
     formats = ", ".join(f"{k} {v:,}" for k, v in report["files_by_format"].items()) or "none"
     reasons = ", ".join(f"{k} {v:,}" for k, v in report["dead_letter_by_reason"].items()) or "none"
+    documents = ", ".join(f"{k} {v:,}" for k, v in report["parsed_by_content_format"].items()) or "none"
     return "\n".join(
         [
             f"rechunk parse: {report['files_read']:,} files read ({formats}), {report['files_parsed']:,} parsed, "
             f"{report['files_dead_lettered']:,} dead-lettered",
-            f"rechunk parse: {report['files_parsed']:,} documents ({report['content_format']}) written to {output}/parsed/",
+            f"rechunk parse: {report['files_parsed']:,} documents ({documents}) written to {output}/parsed/",
             f"rechunk parse: {report['dead_letter_rows']:,} dead-letter rows in {output}/dead_letter/ ({reasons})",
             f"rechunk parse: report in {output}/report.json ({report['wall_seconds']} s)",
         ]

@@ -79,7 +79,7 @@ def test_every_reason_code_is_in_the_contract_with_its_stage():
     assert set(chunk_table) == set(REASONS), sorted(set(REASONS) ^ set(chunk_table))
     for reason, stages in chunk_table.items():
         assert {s.strip() for s in stages.split(",")} <= set(STAGES), (reason, stages)
-    parse_table = set(re.findall(r"^\| `([a-z_]+)` \|", _section("PARSE_REASONS"), flags=re.MULTILINE))
+    parse_table = set(re.findall(r"^\| `([a-z][a-z0-9_]*)` \|", _section("PARSE_REASONS"), flags=re.MULTILINE))
     assert parse_table == set(PARSE_REASONS), sorted(set(PARSE_REASONS) ^ parse_table)
 
 
@@ -142,8 +142,10 @@ def test_every_parse_report_key_is_in_the_contract():
     from pipelines.parse import ParseJob, build_report
 
     empty = SimpleNamespace(metrics=lambda: SimpleNamespace(query=lambda _filter: {"counters": []}))
-    job = SimpleNamespace(content_format="docling", max_file_bytes=1, max_file_seconds=1.0, output="out")
-    assert {"content_format", "max_file_bytes", "max_file_seconds", "output"} <= set(ParseJob.__dataclass_fields__)
+    job = SimpleNamespace(content_format="docling", max_file_bytes=1, max_file_seconds=1.0, output="out", format_for={})
+    assert {"content_format", "max_file_bytes", "max_file_seconds", "output", "format_for"} <= set(
+        ParseJob.__dataclass_fields__
+    )
     report = build_report(empty, job=job, wall_seconds=0.0)
     section = _section("`report.json` of the parse job")
     missing = sorted(k for k in _report_keys(report) if f"`{k}`" not in section)

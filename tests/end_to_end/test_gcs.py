@@ -75,7 +75,7 @@ def test_gs_input_and_output_in_process(gcs, local_run):
     output = gcs.url("inproc/out")
     assert main(["--input", gcs.url("inproc/in/*.parquet"), "--output", output, "--max-dead-letter-fraction", "1"]) == 0
     gs_chunks, gs_dead, gs_report = _read_with_gcsfs(gcs, output)
-    assert _ids(gs_chunks) == _ids(chunks) and len(gs_chunks) == 23
+    assert _ids(gs_chunks) == _ids(chunks) and len(gs_chunks) == 20
     assert _ids(gs_dead) == _ids(dead) and len(gs_dead) == 6
     _same_figures(gs_report, report)
     assert gs_report["output"] == {
@@ -117,7 +117,7 @@ def test_rechunk_command_with_gs_paths(gcs, local_run):
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    assert f"23 chunks written to {output}/chunks/" in proc.stdout
+    assert f"20 chunks written to {output}/chunks/" in proc.stdout
     assert f"6 dead-letter rows in {output}/dead_letter/" in proc.stdout
     gs_chunks, gs_dead, gs_report = _read_with_gcsfs(gcs, output)
     assert _ids(gs_chunks) == _ids(chunks) and _ids(gs_dead) == _ids(dead)

@@ -88,7 +88,7 @@ def test_portable_runner_with_sdk_workers_matches_the_direct_runner(portable, tm
     assert "Starting worker with command" in worker_pool.log.read_text()
     chunks, dead, report = _outcome(tmp_path / "portable")
     assert (chunks, dead, report) == _outcome(direct)
-    assert len(chunks) == 23 and report["documents_read"] == 13
+    assert len(chunks) == 20 and report["documents_read"] == 13
     assert report["dead_letter_by_reason"] == {
         "duplicate_document_id": 2,
         "empty_document": 1,

@@ -51,8 +51,31 @@ def test_command_line_wins_over_the_file():
     spec = resolve_config(dict(DEFAULT_CONFIG), tokenizer="utf8-bytes", max_tokens=128)
     assert spec["tokenizer"] == "utf8-bytes" and spec["max_tokens"] == 128
     assert spec["chunkers"]["structure"]["params"]["max_tokens"] == 128
-    assert spec["chunkers"]["docling"]["params"]["max_tokens"] == 128
-    assert spec["routes"] == [{"when": {"content_format": ["docling"], "metadata": {}}, "chunker": "docling"}]
+    assert spec["routes"] == [] and spec["default"] == "structure"
+
+
+def test_docling_documents_go_to_the_structure_chunker_by_default_and_to_doclings_on_request():
+    """The default routes every format, DoclingDocuments included, to StructureAwareChunker;
+    configs/docling.yaml routes DoclingDocuments to docling-core's chunker, at the job's budget."""
+    from transforms.chunkers import DoclingChunker, StructureAwareChunker
+    from transforms.chunkers.registry import build_router
+    from transforms.documents import Document
+    from transforms.tokenizers import load_tokenizer
+
+    tokenizer = load_tokenizer("utf8-bytes")
+    documents = {fmt: Document(id=fmt, content="x", content_format=fmt) for fmt in ("docling", "markdown", "html")}
+    default = build_router(resolve_config(load_config(None), tokenizer=None, max_tokens=None), tokenizer=tokenizer)
+    assert {fmt: type(default.select(d)[1]) for fmt, d in documents.items()} == dict.fromkeys(
+        documents, StructureAwareChunker
+    )
+    spec = resolve_config(load_config(str(REPO / "configs" / "docling.yaml")), tokenizer=None, max_tokens=256)
+    assert spec["chunkers"]["docling"]["params"]["max_tokens"] == 256
+    docling = build_router(spec, tokenizer=tokenizer)
+    assert {fmt: type(docling.select(d)[1]) for fmt, d in documents.items()} == {
+        "docling": DoclingChunker,
+        "markdown": StructureAwareChunker,
+        "html": StructureAwareChunker,
+    }
 
 
 def test_a_route_may_name_formats_by_any_case_and_their_common_names():

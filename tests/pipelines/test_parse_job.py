@@ -1,5 +1,6 @@
-"""rechunk parse: raw files of each offline format into the chunk job's input, a dead letter by
-reason, stable ids, no network, and parse then chunk with every file accounted for."""
+"""rechunk parse: raw files of each offline format into the chunk job's input (text files as they
+are, office files through Docling, PDFs from their text layer), a dead letter by reason, stable
+ids, no network, and parse then chunk with every file accounted for."""
 
 from __future__ import annotations
 
@@ -18,9 +19,11 @@ from docling_core.types.doc import DoclingDocument
 
 from pipelines.rechunk import main
 from tests.conftest import read_output
+from tests.support.pdf_files import image_pdf, text_pdf
 from transforms.parsing import (
     PARSE_INSTALL_HINT,
     PDF_MODELS_HINT,
+    PDF_OCR_HINT,
     ConverterProcess,
     FileConverter,
     ParseFailure,
@@ -29,24 +32,38 @@ from transforms.parsing import (
     pattern_base,
 )
 
-# What each good file must yield in its Markdown export (a phrase from its body, table or slide).
+# The text files: read as they are, each its own content format.
+PAGE_HTML = (
+    "<html><body><h1>Lighthouses</h1><p>Keepers lived on the rock for weeks at a time.</p>"
+    "<table><tr><th>Name</th><th>Built</th></tr><tr><td>Bell Rock</td><td>1810</td></tr></table>"
+    "</body></html>"
+)
+TIDES_MD = "# Tide tables\n\nSpring tides follow the full and new moon.\n\n| Port | High water |\n|---|---|\n| Leith | 06:12 |\n"
+TEXT_FILES = {
+    "page.html": ("html", PAGE_HTML),
+    "notes.md": ("markdown", TIDES_MD),
+    "sub/deep.md": ("markdown", "# Deep file\n\nA file in a nested folder.\n"),
+    "notes.txt": ("text", "Plain text notes.\n\nA second paragraph.\n"),
+    "guide.rst": ("rst", "Guide\n=====\n\nRead the tide tables first.\n"),
+}
+# What each file converted to a DoclingDocument must yield in its Markdown export.
 EXPECTED_TEXT = {
-    "page.html": ["# Lighthouses", "Keepers lived on the rock", "| Name", "Bell Rock"],
-    "notes.md": ["# Tide tables", "Spring tides", "| Port", "Leith"],
     "report.docx": ["Quarterly report", "Sales rose by a tenth", "North"],
     "deck.pptx": ["Launch plan", "Beta in March"],
     "sheet.xlsx": ["Region", "Orders", "1250"],
-    "sub/deep.md": ["# Deep file", "nested folder"],
+    "manual.pdf": ["Harbour manual", "Enter on the flood tide", "Moorings are free"],
 }
+PARSED = {*TEXT_FILES, *EXPECTED_TEXT}
 # Files that must be dead-lettered, and the reason.
 EXPECTED_DEAD = {
     "corrupt.docx": "conversion_failed",
     "truncated.pptx": "conversion_failed",
     "empty.html": "empty_file",
-    "notes.txt": "unsupported_file_format",
+    "notes.rtf": "unsupported_file_format",
     "big.md": "file_too_large",
     "locked.xlsx": "encrypted_file",
-    "scan.pdf": "pdf_models_missing",
+    "scan.pdf": "pdf_no_text_layer",
+    "latin1.txt": "invalid_utf8",
 }
 MAX_FILE_BYTES = 100_000
 
@@ -59,18 +76,12 @@ def make_raw_files(folder: Path) -> Path:
     import pptx
 
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "page.html").write_text(
-        "<html><body><h1>Lighthouses</h1><p>Keepers lived on the rock for weeks at a time.</p>"
-        "<table><tr><th>Name</th><th>Built</th></tr><tr><td>Bell Rock</td><td>1810</td></tr></table>"
-        "</body></html>",
-        encoding="utf-8",
-    )
-    (folder / "notes.md").write_text(
-        "# Tide tables\n\nSpring tides follow the full and new moon.\n\n| Port | High water |\n|---|---|\n| Leith | 06:12 |\n",
-        encoding="utf-8",
-    )
     (folder / "sub").mkdir(exist_ok=True)
-    (folder / "sub" / "deep.md").write_text("# Deep file\n\nA file in a nested folder.\n", encoding="utf-8")
+    for name, (_, text) in TEXT_FILES.items():
+        (folder / name).write_bytes(text.encode("utf-8"))
+    (folder / "manual.pdf").write_bytes(
+        text_pdf([["Harbour manual", "Enter on the flood tide,\nnever on the ebb."], ["Moorings are free in winter."]])
+    )
     document = docx.Document()
     document.add_heading("Quarterly report", level=1)
     document.add_paragraph("Sales rose by a tenth over the quarter.")
@@ -91,12 +102,11 @@ def make_raw_files(folder: Path) -> Path:
     (folder / "corrupt.docx").write_bytes(b"PK\x03\x04 this is not really a zip archive")
     (folder / "truncated.pptx").write_bytes((folder / "deck.pptx").read_bytes()[:2000])
     (folder / "empty.html").write_bytes(b"")
-    (folder / "notes.txt").write_text("plain text is not a format rechunk parse converts\n")
+    (folder / "notes.rtf").write_text("{\\rtf1 rich text is not a format rechunk parse converts}\n")
+    (folder / "latin1.txt").write_bytes("café au lait".encode("latin-1"))
     (folder / "big.md").write_text("# Big\n\n" + "word " * (MAX_FILE_BYTES // 5 + 10))
     (folder / "locked.xlsx").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 600)
-    (folder / "scan.pdf").write_bytes(
-        b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n"
-    )
+    (folder / "scan.pdf").write_bytes(image_pdf(2))
     return folder
 
 
@@ -125,9 +135,13 @@ def test_parse_job_converts_every_offline_format_and_dead_letters_the_rest(raw, 
     report = json.loads((parsed / "report.json").read_text())
     rows = {r["id"]: r for r in read_output(parsed, "parsed")}
     dead = {r["document_id"]: r for r in read_output(parsed, "dead_letter")}
-    assert sorted(rows) == sorted(EXPECTED_TEXT)
+    assert sorted(rows) == sorted(PARSED)
     assert {k: v["reason"] for k, v in dead.items()} == EXPECTED_DEAD
+    for doc_id, (fmt, text) in TEXT_FILES.items():
+        assert (rows[doc_id]["content_format"], rows[doc_id]["content"]) == (fmt, text)
     for doc_id, row in rows.items():
+        if doc_id in TEXT_FILES:
+            continue
         assert row["content_format"] == "docling"
         document = DoclingDocument.model_validate_json(row["content"])
         markdown = document.export_to_markdown()
@@ -137,34 +151,48 @@ def test_parse_job_converts_every_offline_format_and_dead_letters_the_rest(raw, 
         assert metadata == {
             "source_path": str(raw / doc_id),
             "size_bytes": (raw / doc_id).stat().st_size,
-            "file_format": file_format(doc_id),
+            "file_format": TEXT_FILES[doc_id][0] if doc_id in TEXT_FILES else file_format(doc_id),
         }
     for doc_id, row in dead.items():
         assert row["path"] == str(raw / doc_id)
         assert row["size_bytes"] == (raw / doc_id).stat().st_size
         assert row["detail"]
-    assert dead["scan.pdf"]["detail"] == PDF_MODELS_HINT
+    assert dead["scan.pdf"]["detail"] == f"no text on any of its 2 pages; {PDF_OCR_HINT}"
     assert "pip install" in dead["scan.pdf"]["detail"]
+    assert dead["latin1.txt"]["detail"].startswith("not UTF-8 at byte 3; re-encode the file as UTF-8")
     assert dead["big.md"]["detail"].endswith(f"> max {MAX_FILE_BYTES:,} (--max-file-bytes)")
-    assert report["files_read"] == len(EXPECTED_TEXT) + len(EXPECTED_DEAD)
-    assert report["files_parsed"] == len(EXPECTED_TEXT)
+    assert report["files_read"] == len(PARSED) + len(EXPECTED_DEAD)
+    assert report["files_parsed"] == len(PARSED)
     assert report["files_dead_lettered"] == report["dead_letter_rows"] == len(EXPECTED_DEAD)
     assert report["dead_letter_by_reason"] == {
         "conversion_failed": 2,
         "empty_file": 1,
         "encrypted_file": 1,
         "file_too_large": 1,
-        "pdf_models_missing": 1,
+        "invalid_utf8": 1,
+        "pdf_no_text_layer": 1,
         "unsupported_file_format": 1,
     }
-    assert report["parsed_by_format"] == {"docx": 1, "html": 1, "markdown": 2, "pptx": 1, "xlsx": 1}
+    assert report["parsed_by_format"] == {
+        "docx": 1,
+        "html": 1,
+        "markdown": 2,
+        "pdf": 1,
+        "pptx": 1,
+        "rst": 1,
+        "text": 1,
+        "xlsx": 1,
+    }
+    assert report["parsed_by_content_format"] == {"docling": 4, "html": 1, "markdown": 2, "rst": 1, "text": 1}
     assert report["files_by_format"] == {
         "docx": 2,
         "html": 2,
         "markdown": 3,
         "other": 1,
-        "pdf": 1,
+        "pdf": 2,
         "pptx": 2,
+        "rst": 1,
+        "text": 2,
         "xlsx": 2,
     }
 
@@ -178,8 +206,11 @@ def test_markdown_output_and_ids_stable_across_runs(raw, parsed, tmp_path):
     report = _parse(raw, tmp_path / "md", "--content-format", "markdown")
     rows = {r["id"]: r for r in read_output(tmp_path / "md", "parsed")}
     assert report["content_format"] == "markdown"
-    assert sorted(rows) == sorted(EXPECTED_TEXT)
+    assert sorted(rows) == sorted(PARSED)
     for doc_id, row in rows.items():
+        if doc_id in TEXT_FILES:  # text files keep their own format
+            assert (row["content_format"], row["content"]) == TEXT_FILES[doc_id]
+            continue
         assert row["content_format"] == "markdown"
         for phrase in EXPECTED_TEXT[doc_id]:
             assert phrase in row["content"], (doc_id, phrase)
@@ -197,12 +228,22 @@ def test_parse_then_chunk_accounts_for_every_file(raw, tmp_path, content_format)
     chunked_ids = {c["document_id"] for c in chunks}
     parse_dead = {r["document_id"] for r in read_output(tmp_path / "parse", "dead_letter")}
     chunk_dead = {r["document_id"] for r in read_output(tmp_path / "chunks", "dead_letter")}
-    assert chunk_report["documents_read"] == len(EXPECTED_TEXT)
-    assert chunked_ids == set(EXPECTED_TEXT) and not chunk_dead
-    assert chunked_ids | parse_dead == set(EXPECTED_TEXT) | set(EXPECTED_DEAD)
+    assert chunk_report["documents_read"] == len(PARSED)
+    assert chunked_ids == PARSED and not chunk_dead
+    assert chunked_ids | parse_dead == PARSED | set(EXPECTED_DEAD)
     text = {doc_id: " ".join(c["text"] for c in chunks if c["document_id"] == doc_id) for doc_id in chunked_ids}
     assert "Sales rose by a tenth" in text["report.docx"]
     assert "Beta in March" in text["deck.pptx"]
+    # Text files are chunked from the file itself: offsets into its text (HTML's from a rendering).
+    for chunk in chunks:
+        if chunk["document_id"] in TEXT_FILES and chunk["document_id"] != "page.html":
+            source = TEXT_FILES[chunk["document_id"]][1]
+            assert source[chunk["start_offset"] : chunk["end_offset"]] == chunk["text"]
+    assert "Read the tide tables first." in text["guide.rst"] and "A second paragraph." in text["notes.txt"]
+    # The PDF's chunks carry its pages (a DoclingDocument; its Markdown export has none).
+    pdf_pages = sorted(c["page_no"] for c in chunks if c["document_id"] == "manual.pdf")
+    assert pdf_pages == ([1] if content_format == "docling" else [None])
+    assert "Moorings are free in winter." in text["manual.pdf"]
 
 
 def test_converter_never_opens_a_socket(raw, monkeypatch):
@@ -222,7 +263,7 @@ def test_converter_never_opens_a_socket(raw, monkeypatch):
             outcomes[doc_id] = "ok"
         except ParseFailure as failure:
             outcomes[doc_id] = failure.reason
-    assert outcomes == {**dict.fromkeys(EXPECTED_TEXT, "ok"), **EXPECTED_DEAD}
+    assert outcomes == {**dict.fromkeys(PARSED, "ok"), **EXPECTED_DEAD}
 
 
 def test_ids_are_paths_under_the_pattern_base():
@@ -436,23 +477,36 @@ def _write_odd_tree(folder: Path) -> None:
 @pytest.mark.slow
 def test_odd_file_names_links_and_encodings_parse_then_chunk(tmp_path):
     """Every listed file is accounted for under its own relative path as id (spaces, unicode, glob
-    characters, a newline, 240 characters), and the chunk job takes every row parse wrote."""
+    characters, a newline, 240 characters), and the chunk job takes every row parse wrote. Text
+    files that are not UTF-8 are dead-lettered; HTML sent to Docling (--format-for) is read in the
+    encoding it declares."""
     raw = tmp_path / "raw"
     _write_odd_tree(raw)
     report = _parse(raw, tmp_path / "parse")
     rows = {r["id"]: r for r in read_output(tmp_path / "parse", "parsed")}
     dead = {r["document_id"]: r["reason"] for r in read_output(tmp_path / "parse", "dead_letter")}
-    encoded = {"nul.md", "utf16.html", "latin1.html"}
-    assert sorted(rows) == sorted([*ODD_NAMES, *encoded])
-    assert dead == {"zero.md": "empty_file"}
+    assert sorted(rows) == sorted(ODD_NAMES)
+    assert dead == {
+        "zero.md": "empty_file",
+        "nul.md": "invalid_utf8",
+        "utf16.html": "invalid_utf8",
+        "latin1.html": "invalid_utf8",
+    }
     assert report["files_read"] == len(rows) + len(dead) == report["files_parsed"] + report["files_dead_lettered"]
     for doc_id, row in rows.items():
         assert json.loads(row["metadata"])["source_path"] == f"{raw}/{doc_id}"
-        markdown = DoclingDocument.model_validate_json(row["content"]).export_to_markdown()
-        if doc_id in ODD_NAMES:
-            assert f"body of {ODD_NAMES[doc_id]}" in markdown, (doc_id, markdown)
-    assert "été" in DoclingDocument.model_validate_json(rows["utf16.html"]["content"]).export_to_markdown()
-    assert "café naïve" in DoclingDocument.model_validate_json(rows["latin1.html"]["content"]).export_to_markdown()
+        assert row["content"] == (raw / doc_id).read_text(encoding="utf-8")
+        assert f"body of {ODD_NAMES[doc_id]}" in row["content"], (doc_id, row["content"])
+
+    report = _parse(raw, tmp_path / "docling", "--format-for", "html=docling,htm=docling")
+    assert report["format_for"] == {"htm": "docling", "html": "docling"}
+    html = {
+        r["id"]: r for r in read_output(tmp_path / "docling", "parsed") if r["id"].lower().endswith(("html", "htm"))
+    }
+    assert sorted(html) == ["UPPER.HTML", "latin1.html", "short.htm", "utf16.html"]
+    assert {r["content_format"] for r in html.values()} == {"docling"}
+    assert "été" in DoclingDocument.model_validate_json(html["utf16.html"]["content"]).export_to_markdown()
+    assert "café naïve" in DoclingDocument.model_validate_json(html["latin1.html"]["content"]).export_to_markdown()
 
     assert (
         main(["--input", str(tmp_path / "parse" / "parsed" / "*.parquet"), "--output", str(tmp_path / "chunks")]) == 0
@@ -474,7 +528,7 @@ NOTES_MD = b"# Notes\n\nA short file after a pathological one.\n"
 def test_a_conversion_that_runs_too_long_is_stopped_and_the_next_file_converts():
     """Docling spends hours on 100,000 nested <div>; the converter process is killed at the bound,
     the file is a conversion_timeout failure, and a new process converts the next file."""
-    converter = ConverterProcess(max_file_seconds=3, content_format="markdown")
+    converter = ConverterProcess(max_file_seconds=3, content_format="markdown", format_for={"html": "docling"})
     try:
         converter.start()
         first = converter._process.pid
@@ -491,7 +545,7 @@ def test_a_conversion_that_runs_too_long_is_stopped_and_the_next_file_converts()
 
 @pytest.mark.slow
 def test_a_converter_process_that_dies_fails_that_file_only():
-    converter = ConverterProcess(max_file_seconds=120, content_format="markdown")
+    converter = ConverterProcess(max_file_seconds=120, content_format="markdown", format_for={"html": "docling"})
     try:
         converter.start()
         pid = converter._process.pid
@@ -599,6 +653,15 @@ def test_a_file_that_vanishes_or_grows_after_matching(tmp_path):
 @pytest.mark.parametrize(
     "argv_tail, message",
     [
+        (["--format-for", "mdx"], "--format-for: expected EXT=FORMAT (e.g. mdx=markdown), got 'mdx'"),
+        (["--format-for", "mdx=markdown,"], "--format-for: expected EXT=FORMAT (e.g. mdx=markdown), got ''"),
+        (["--format-for", "mdx=markdown,MDX=text"], "--format-for: .mdx is given twice in 'mdx=markdown,MDX=text'"),
+        (
+            ["--format-for", "md=latex"],
+            "--format-for md=latex: the format must be one of markdown, text, rst, html, docling",
+        ),
+        (["--format-for", "docx=text"], "--format-for docx=text: .docx files are always converted"),
+        (["--format-for", "a", "--format-for", "b"], "--format-for is given 2 times; give it once"),
         (["--output", "OTHER"], "--output is given 2 times; give it once"),
         (["--input=OTHER"], "--input is given 2 times; give it once"),
         (["--max-file-seconds", "0"], "--max-file-seconds must be a positive number of seconds, got '0'"),

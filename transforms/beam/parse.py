@@ -1,12 +1,14 @@
 """The thin Beam layer of ``rechunk parse``: match raw files, convert each, write both outputs.
 
 ``ParseFiles`` matches a file pattern with Beam's ``fileio.MatchFiles`` (any Beam filesystem),
-opens each match with ``fileio.ReadMatches`` and converts it with a :class:`ConverterProcess` (a
-``FileConverter`` in a child process, each file bounded in time) started once per worker in
-``setup()``. Converted files are contract input rows (``PARSED_SCHEMA``) on the main output; the
-rest are dead-letter rows (``PARSE_DEAD_LETTER_SCHEMA``) on the ``dead_letter`` tagged output.
-Metrics (namespace ``rechunk_parse``) count files by format, dead-letter rows by reason, and the
-milliseconds spent converting each format.
+opens each match with ``fileio.ReadMatches`` and converts it: a text file (Markdown, text, reST,
+HTML) in the worker itself (:func:`~transforms.parsing.text_row`), any other with a
+:class:`ConverterProcess` (a ``FileConverter`` in a child process, each file bounded in time),
+started once per worker at its first such file. Converted files are contract input rows
+(``PARSED_SCHEMA``) on the main output; the rest are dead-letter rows
+(``PARSE_DEAD_LETTER_SCHEMA``) on the ``dead_letter`` tagged output. Metrics (namespace
+``rechunk_parse``) count files by format, documents by content format, dead-letter rows by
+reason, and the microseconds spent converting each format.
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ from transforms.parsing import (
     PARSE_DEAD_LETTER_SCHEMA,
     PARSED_SCHEMA,
     ConverterProcess,
+    FileFormats,
     ParseFailure,
     document_id,
-    file_format,
     pattern_base,
+    text_row,
 )
 
 __all__ = ["PARSE_METRICS_NAMESPACE", "ParseFiles", "WriteParseDeadLetter", "WriteParsed"]
@@ -81,7 +84,7 @@ class _ParseFile(beam.DoFn):
 
     def setup(self) -> None:
         self._converter = ConverterProcess(**self._converter_args)
-        self._converter.start()  # Docling's import is not timed as the first file's conversion
+        self._formats = FileFormats(self._converter_args.get("format_for"))
 
     def teardown(self) -> None:
         self._converter.close()
@@ -90,13 +93,20 @@ class _ParseFile(beam.DoFn):
         path = readable.metadata.path
         size = readable.metadata.size_in_bytes
         doc_id = document_id(path, self._base)
-        fmt = file_format(path) or "other"
+        found = self._formats.of(path)
+        fmt = found[0] if found else "other"
         _counter(f"files_by_format.{fmt}").inc()
         started = time.perf_counter()
         try:
-            self._converter.check(path, size)
+            _, conversion = self._converter.check(path, size)
             data = _read_at_most(readable, self._converter_args["max_file_bytes"])
-            row = self._converter.convert(path=path, doc_id=doc_id, data=data)
+            if conversion == "text":
+                row = text_row(path=path, doc_id=doc_id, data=data, fmt=fmt)
+            else:
+                starting = time.perf_counter()
+                self._converter.start()  # Docling's import is not timed as this file's conversion
+                started += time.perf_counter() - starting
+                row = self._converter.convert(path=path, doc_id=doc_id, data=data)
         except ParseFailure as failure:
             _counter("files_dead_lettered").inc()
             _counter(f"dead_letter.{failure.reason}").inc()
@@ -113,9 +123,10 @@ class _ParseFile(beam.DoFn):
             )
             return
         finally:
-            _counter(f"convert_ms.{fmt}").inc(int((time.perf_counter() - started) * 1000))
+            _counter(f"convert_us.{fmt}").inc(int((time.perf_counter() - started) * 1_000_000))
         _counter("files_parsed").inc()
         _counter(f"parsed_by_format.{fmt}").inc()
+        _counter(f"parsed_by_content_format.{row['content_format']}").inc()
         _counter("bytes_parsed").inc(size)
         yield row
 
@@ -131,11 +142,14 @@ class ParseFiles(beam.PTransform):
     Args:
         file_pattern: A file pattern on any Beam filesystem (absolute for local paths, so that
             ids do not depend on a worker's working directory).
-        content_format: ``docling`` or ``markdown``.
+        content_format: ``docling`` or ``markdown``: the content of the files Docling converts,
+            and of PDFs (text files keep their own format).
         max_file_bytes: Larger files are dead-lettered as ``file_too_large``.
         max_file_seconds: A conversion still running after this many seconds is stopped (its
             converter process killed) and the file dead-lettered as ``conversion_timeout``.
-        pdf_artifacts_path: Local folder of Docling's PDF models, or None (PDFs dead-lettered).
+        pdf_artifacts_path: Local folder of Docling's PDF models, or None (PDFs read from their
+            text layer).
+        format_for: Extension -> format overrides (:class:`~transforms.parsing.FileFormats`).
     """
 
     def __init__(
@@ -146,6 +160,7 @@ class ParseFiles(beam.PTransform):
         max_file_bytes: int,
         max_file_seconds: float = DEFAULT_MAX_FILE_SECONDS,
         pdf_artifacts_path: str | None = None,
+        format_for: dict[str, str] | None = None,
     ) -> None:
         super().__init__()
         self._pattern = file_pattern
@@ -154,6 +169,7 @@ class ParseFiles(beam.PTransform):
             "max_file_bytes": max_file_bytes,
             "max_file_seconds": max_file_seconds,
             "pdf_artifacts_path": pdf_artifacts_path,
+            "format_for": dict(format_for or {}),
         }
 
     def expand(self, pbegin):
@@ -161,7 +177,7 @@ class ParseFiles(beam.PTransform):
             pbegin
             | "Match files" >> fileio.MatchFiles(self._pattern)
             | "Open files" >> fileio.ReadMatches()
-            | "Convert with Docling"
+            | "Convert files"
             >> beam.ParDo(_ParseFile(pattern_base(self._pattern), self._converter_args)).with_outputs(
                 DEAD_LETTER, main="documents"
             )
