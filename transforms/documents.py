@@ -244,8 +244,9 @@ class Document:
         previous_run: With ``--previous``, ``new`` for a document the previous manifest does not
             list (counted as ``documents_new`` once it is chunked); else empty.
         previous: With ``--previous``, the previous manifest's row for this id as
-            ``(unchanged_key, chunk_count)`` (``transforms.incremental``), joined to the document
-            by its id before it is read; ``None`` when the manifest lists none.
+            ``(unchanged_key, chunk_count)`` packed in 20 bytes (``transforms.incremental``'s
+            ``pack_entry``), joined to the document by its id before it is read; ``None`` when
+            the manifest lists none.
     """
 
     id: str
@@ -253,7 +254,7 @@ class Document:
     content_format: str = "text"
     metadata: Mapping[str, Any] = field(default_factory=dict)
     previous_run: str = ""
-    previous: tuple[int, int] | None = None
+    previous: bytes | None = None
 
     @property
     def document_hash(self) -> str:

@@ -256,7 +256,7 @@ def test_kept_chunks_are_the_kept_documents_rows_in_order_and_the_rest_are_liste
     from apache_beam.pvalue import TaggedOutput
 
     from transforms.beam import PREVIOUS_IDS
-    from transforms.beam.incremental import _kept_rows_found, split_kept
+    from transforms.beam.incremental import _FOUND_VALUE, _kept_rows_found, split_kept
     from transforms.documents import CHUNK_SCHEMA, chunk_id, chunk_key
     from transforms.integrity import digest_key, index_set_digest
 
@@ -284,7 +284,7 @@ def test_kept_chunks_are_the_kept_documents_rows_in_order_and_the_rest_are_liste
     assert kept[0].to_pylist() == [r for r in rows if r["document_id"] in ("a", "c")]
     assert others == [(d, (i, chunk_id(d, i, f"text {i}"))) for d, i in (("b", 2), ("b", 6), ("d", 7))]
     # per kept document: its rows in this table, counted, and the digest of their indexes
-    assert list(_kept_rows_found(kept[0])) == [
+    assert [(i, _FOUND_VALUE.unpack(found)) for i, found in _kept_rows_found(kept[0])] == [
         ("a", (3, index_set_digest([0, 1, 3]))),
         ("c", (2, index_set_digest([4, 5]))),
     ]
@@ -676,3 +676,33 @@ def _incremental_graph(tmp_path: Path):
     pipeline = beam.Pipeline(options=PipelineOptions())
     build_pipeline(pipeline, job)
     return pipeline
+
+
+def test_a_manifest_entry_packs_into_20_bytes_and_back():
+    from transforms.incremental import pack_entry, unpack_entry
+
+    key = (1 << 127) + 5
+    assert pack_entry(key, 7) == key.to_bytes(16, "big") + b"\x00\x00\x00\x07"
+    assert unpack_entry(pack_entry(key, 7)) == (key, 7)
+    assert unpack_entry(pack_entry(0, (1 << 32) - 1)) == (0, (1 << 32) - 1)
+    with pytest.raises(OverflowError):
+        pack_entry(1 << 128, 1)
+
+
+def test_the_kept_count_join_adds_up_a_documents_rows_found_in_several_tables():
+    """A kept document's rows counted in two tables (any order) pass as one whole; one row short,
+    or an index repeated, stops the run."""
+    from transforms.beam.incremental import _FOUND_VALUE, _KEPT_VALUE, _check_kept_counts
+    from transforms.integrity import DamagedPreviousOutput, index_set_digest
+
+    expected = [_KEPT_VALUE.pack(9, 3)]
+    first, second = _FOUND_VALUE.pack(2, index_set_digest([0, 2])), _FOUND_VALUE.pack(1, index_set_digest([1]))
+    for found in ([first, second], [second, first]):
+        assert list(_check_kept_counts(("a", {"expected": expected, "found": found}))) == []
+    with pytest.raises(DamagedPreviousOutput, match="1 chunk rows in chunks/, its manifest row says 3"):
+        list(_check_kept_counts(("a", {"expected": expected, "found": [second]})))
+    repeated = _FOUND_VALUE.pack(1, index_set_digest([0]))
+    with pytest.raises(DamagedPreviousOutput, match="not chunks 0 to 2"):
+        list(_check_kept_counts(("a", {"expected": expected, "found": [first, repeated]})))
+    with pytest.raises(DamagedPreviousOutput, match="0 chunk rows"):
+        list(_check_kept_counts(("a", {"expected": expected, "found": []})))

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterable, Iterator, Mapping
+import struct
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import apache_beam as beam
@@ -33,7 +34,14 @@ from transforms.chunkers.base import ChunkingError
 from transforms.chunkers.registry import build_router
 from transforms.chunkers.router import ChunkerRouter
 from transforms.documents import CHUNK_SCHEMA, Document
-from transforms.incremental import manifest_row, previous_files, stale_chunk_ids, unchanged_key
+from transforms.incremental import (
+    manifest_row,
+    pack_entry,
+    previous_files,
+    stale_chunk_ids,
+    unchanged_key,
+    unpack_entry,
+)
 from transforms.integrity import (
     DamagedPreviousOutput,
     add_index_set_digests,
@@ -65,17 +73,26 @@ _WHERE = "where"
 #: one): a unit's reader holds the kept ids of its own rows only.
 UNIT_ROWS = 65_536
 
+#: A kept document's value in the joins, packed (bytes, not a tuple of Python integers: a keyed
+#: join holds every value, encoded and decoded): its :func:`~transforms.integrity.digest_key`
+#: and its manifest chunk count.
+_KEPT_VALUE = struct.Struct(">QI")
+#: Rows of one kept document found in one table: their count and
+#: :func:`~transforms.integrity.index_set_digest`.
+_FOUND_VALUE = struct.Struct(">IQ")
 
-def _manifest_entries(table: pa.Table) -> Iterator[tuple[str, tuple[int, int]]]:
-    """``(document_id, (unchanged_key, chunk_count))`` for each row of a manifest table. A row with a
-    null field or a chunk count out of range (a hand-edited manifest) gives nothing: its document
-    is chunked afresh."""
+
+def _manifest_entries(table: pa.Table) -> Iterator[tuple[str, bytes]]:
+    """``(document_id, entry)`` for each row of a manifest table, ``entry`` its ``unchanged_key``
+    and ``chunk_count`` packed (:func:`~transforms.incremental.pack_entry`). A row with a null
+    field or a chunk count out of range (a hand-edited manifest) gives nothing: its document is
+    chunked afresh."""
     rows = table.select(["document_id", "document_hash", "input_fingerprint", "chunk_count"]).to_pylist()
     for row in rows:
         count = row["chunk_count"]
         if None in row.values() or not 0 < count < 1 << 32:
             continue
-        yield row["document_id"], (unchanged_key(row), count)
+        yield row["document_id"], pack_entry(unchanged_key(row), count)
 
 
 def _row_id(element) -> Iterator[tuple[str, int]]:
@@ -86,7 +103,7 @@ def _row_id(element) -> Iterator[tuple[str, int]]:
         yield text, key
 
 
-def _notes_by_range(element) -> Iterator[tuple[int, tuple[str, tuple[int, int]]]]:
+def _notes_by_range(element) -> Iterator[tuple[int, tuple[str, bytes]]]:
     """``(range key, (id, entry))`` for each range that holds an id the manifest lists once
     (several differing rows of one id, a hand edit, give no note: the document is chunked afresh)."""
     document_id, groups = element
@@ -102,8 +119,9 @@ class PreviousManifestNotes(beam.PTransform):
     """The previous manifest's entry of each input id, joined by id and sent to the id's range.
 
     Input: ``(range key, {"id": value})`` pairs (``ReadDocumentsAndIds``'s ids read). Output:
-    ``(range key, (document_id, (unchanged_key, chunk_count)))`` for each id the manifest lists
-    (``CoGroupByKey`` by document id of the ids and the manifest's rows, reduced to two integers),
+    ``(range key, (document_id, entry))`` for each id the manifest lists (``CoGroupByKey`` by
+    document id of the ids and the manifest's rows, each reduced to its ``unchanged_key`` and
+    ``chunk_count`` packed in 20 bytes: :func:`~transforms.incremental.pack_entry`),
     for ``ReadDocumentsAndIds(row_notes=...)`` to hand each document its entry as it is read.
 
     Args:
@@ -163,7 +181,7 @@ class _SelectChangedDoFn(beam.DoFn):
         if document.previous is None:  # counted as new once chunked (a dead-lettered one is not new)
             yield dataclasses.replace(document, previous_run="new")
             return
-        key, chunk_count = document.previous
+        key, chunk_count = unpack_entry(document.previous)
         document = dataclasses.replace(document, previous=None)
         try:
             _, chunker = router.select(document)
@@ -188,7 +206,7 @@ class _SelectChangedDoFn(beam.DoFn):
         self._chunked.inc()
         progress.add(documents=1, chunks=chunk_count)  # (chunks_written counts the rows copied)
         yield TaggedOutput(KEPT_MANIFEST, row)
-        yield TaggedOutput(_KEPT, (document.id, (digest_key(row["document_hash"]), chunk_count)))
+        yield TaggedOutput(_KEPT, (document.id, _KEPT_VALUE.pack(digest_key(row["document_hash"]), chunk_count)))
 
 
 def split_kept(table: pa.Table, hashes: Mapping[str, int]) -> Iterator[Any]:
@@ -261,9 +279,9 @@ class _ChunkUnitsDoFn(beam.DoFn):
 def _kept_by_unit(element) -> Iterator[tuple[int, tuple[str, int]]]:
     """``(unit key, (document_id, digest))`` for each unit holding rows of a kept document."""
     document_id, groups = element
-    kept = list(groups["kept"])
-    if kept:
-        digest = kept[0][0]
+    kept = next(iter(groups["kept"]), None)
+    if kept is not None:
+        digest, _ = _KEPT_VALUE.unpack(kept)
         for unit in set(groups["where"]):
             yield unit, (document_id, digest)
 
@@ -286,34 +304,30 @@ class _KeptChunksDoFn(beam.DoFn):
                 raise DamagedPreviousOutput(path, f"{type(err).__name__}: {err}") from err
 
 
-def _kept_rows_found(table) -> Iterator[tuple[str, tuple[int, int]]]:
-    """Per kept document in one table of kept chunks (a pyarrow table): ``(document_id, (rows,
-    digest))``, its rows' count and :func:`~transforms.integrity.index_set_digest` of their
-    ``chunk_index`` values."""
+def _kept_rows_found(table) -> Iterator[tuple[str, bytes]]:
+    """Per kept document in one table of kept chunks (a pyarrow table): ``(document_id, found)``,
+    ``found`` its rows' count and :func:`~transforms.integrity.index_set_digest` of their
+    ``chunk_index`` values, packed (:data:`_FOUND_VALUE`)."""
     # (``table`` has no type hint: Beam would hold the kept-chunks ParDo's other outputs to it.)
     found: dict[str, list[int]] = {}
     for document_id, index in zip(table.column("document_id").to_pylist(), table.column("chunk_index").to_pylist()):
         found.setdefault(document_id, []).append(index)
     for document_id, indexes in found.items():
-        yield document_id, (len(indexes), index_set_digest(indexes))
-
-
-def _add_found(parts: Iterable[tuple[int, int]]) -> tuple[int, int]:
-    """One kept document's rows counted in several tables, added up (a combiner: any order)."""
-    rows, digest = 0, 0
-    for part_rows, part_digest in parts:
-        rows, digest = rows + part_rows, add_index_set_digests(digest, part_digest)
-    return rows, digest
+        yield document_id, _FOUND_VALUE.pack(len(indexes), index_set_digest(indexes))
 
 
 def _check_kept_counts(element) -> Iterator[None]:
     """Raise :class:`~transforms.integrity.DamagedPreviousOutput` when a kept document's rows in
-    ``chunks/`` are not its manifest row's ``chunk_count`` chunks (none found included)."""
+    ``chunks/`` are not its manifest row's ``chunk_count`` chunks (none found included). The rows
+    found in each table are added up here, in the join (digests add in any order), streamed from
+    the grouped values, not held."""
     document_id, groups = element
-    for _, chunk_count in groups["expected"]:
-        rows, digest = 0, 0
-        for found_rows, found_digest in groups["found"]:
-            rows, digest = found_rows, found_digest
+    rows, digest = 0, 0
+    for found in groups["found"]:
+        part_rows, part_digest = _FOUND_VALUE.unpack(found)
+        rows, digest = rows + part_rows, add_index_set_digests(digest, part_digest)
+    for expected in groups["expected"]:
+        _, chunk_count = _KEPT_VALUE.unpack(expected)
         problem = kept_count_problem(document_id, chunk_count, rows, digest)
         if problem is not None:
             raise DamagedPreviousOutput("chunks/", problem)
@@ -427,12 +441,9 @@ class CompareWithPrevious(beam.PTransform):
             pa.Table,
         )
         # (Counted in a step of its own: Beam's runtime type check holds every output of a ParDo
-        # to the input hints of all its consumers, and CombinePerKey's hint is a tuple.)
-        found = (
-            kept.chunks
-            | "Count kept rows" >> beam.FlatMap(_kept_rows_found)
-            | "Add up kept rows" >> beam.CombinePerKey(_add_found)
-        )
+        # to the input hints of all its consumers. The counts of a document's tables are added up
+        # in the join itself: a combine before it would be one more shuffle of every kept id.)
+        found = kept.chunks | "Count kept rows" >> beam.FlatMap(_kept_rows_found)
         _ = (
             {"expected": selected[_KEPT], "found": found}
             | "Join kept counts" >> beam.CoGroupByKey()
