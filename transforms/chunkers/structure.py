@@ -50,6 +50,7 @@ from transforms.structure.packing import (
     distinct_titles,
     heading_prefix,
 )
+from transforms.structure.packing.whole import WholeDocument
 from transforms.structure.tree import Node, NormalizationError, NormalizedDocument, StreamedChildren, map_blocks
 from transforms.tokenizers import Tokenizer
 
@@ -239,6 +240,9 @@ class StructureAwareChunker(_StructureChunker):
 
     #: ``semantic_refiner`` is built from ``{llm: MODEL_NAME, ...}`` in a configuration file.
     model_parameters: ClassVar[tuple[str, ...]] = ("semantic_refiner",)
+    #: Whether a document that fits whole skips the packing run (``packing.whole``; the same
+    #: chunk either way: tests turn it off to compare with the full packer).
+    whole_document_path: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -304,6 +308,7 @@ class StructureAwareChunker(_StructureChunker):
             split_oversized=oversized_block_policy == "split_with_context",
             cuts=cuts,
         )
+        self._whole = WholeDocument(self._packer)
 
     @classmethod
     def budget_parameter(cls, params: Mapping[str, Any]) -> str | None:
@@ -340,6 +345,11 @@ class StructureAwareChunker(_StructureChunker):
         source, verbatim = normalized.text, normalized.verbatim
         flattened = self._flatten(normalized)
         if self.semantic_refiner is None:
+            # A document that fits whole is its one chunk, without a packing run (equal to it).
+            whole = self._whole.chunk(flattened) if self.whole_document_path else None
+            if whole is not None:
+                yield _piece(source, verbatim, whole)
+                return
             # Packed a top-level section at a time: the document's chunks are never all held.
             chunks = self._packer.stream(flattened)
             del normalized, flattened
