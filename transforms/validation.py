@@ -42,6 +42,25 @@ def _is_slice(content: str, start: int, end: int, text: str) -> bool:
     return end - start == len(text) and content.startswith(text, start)
 
 
+def _spans_problem(source: str, spans: object, text: str) -> str:
+    """Why ``spans`` (``[[start, end], ...]`` of ``source``) do not give ``text``; ``""`` when they do."""
+    if not isinstance(spans, list) or not spans:
+        return f"source_spans must be a non-empty list of [start, end], got {str(spans)[:80]}"
+    pieces = []
+    for span in spans:
+        if not (
+            isinstance(span, list)
+            and len(span) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in span)
+            and 0 <= span[0] <= span[1] <= len(source)
+        ):
+            return f"source_spans holds {str(span)[:80]}, not [start, end] within the {len(source)}-character rendering"
+        pieces.append(source[span[0] : span[1]])
+    if "".join(pieces) != text:
+        return f"the rendering's source_spans {str(spans)[:80]} are not the chunk's text ({len(text)} characters)"
+    return ""
+
+
 def _problem(
     chunk: Chunk, content: str, *, tokenizer: Tokenizer, tokenizer_identity: str, max_tokens: int
 ) -> tuple[str, str, int]:
@@ -116,6 +135,8 @@ class DocumentValidator:
         self._identity = tokenizer_identity
         self._max_tokens = max_tokens
         self._source = document.content if source is None else source
+        # Chunks cut from a rendering (not the content) name their spans of it: checked here.
+        self._rendered = source is not None and source is not document.content
         self._limits = dict(structure_limits or {})
         self._structure: StructureValidator | None = None
         self._chunker: str | None = None
@@ -146,6 +167,9 @@ class DocumentValidator:
             )
             if problems and not reason:
                 reason, detail = problems[0].reason, problems[0].detail
+        elif not reason and self._rendered and chunk.start_offset is None and "source_spans" in chunk.metadata:
+            detail = _spans_problem(self._source, chunk.metadata["source_spans"], chunk.text)
+            reason = "offset_mismatch" if detail else ""
         if not reason and self._store is not None:
             problem = _store_problem(self._store, chunk)
             if problem:
@@ -201,7 +225,9 @@ def validate_chunks(
     whitespace only), ``offset_mismatch`` (only one offset set, or
     ``document.content[start_offset:end_offset] != text``), ``token_budget_exceeded``
     (``tokenizer.count(embedding_text) > max_tokens``), then for structure chunks the checks of
-    :class:`~transforms.structure.validation.StructureValidator`. The chunks are fed to a
+    :class:`~transforms.structure.validation.StructureValidator`, and for other chunks cut from
+    ``source`` (null offsets, a ``source_spans`` metadata key) ``offset_mismatch`` when those
+    spans of ``source`` are not the chunk's text. The chunks are fed to a
     :class:`DocumentValidator`; the job does that itself, a chunk at a time.
 
     Args:
@@ -211,7 +237,7 @@ def validate_chunks(
         tokenizer_identity: The job's tokenizer identity (the side input).
         max_tokens: The hard budget, in tokens of ``tokenizer``.
         source: The text the chunks were cut from when it is not ``document.content`` (a
-            rendering of HTML or a DoclingDocument); used for structure chunks.
+            rendering of HTML or a DoclingDocument); used for structure chunks and ``source_spans``.
         structure_limits: ``max_overlap_tokens`` and ``min_preferred_tokens`` of the structure
             chunker, for :func:`validate_structure_chunks` (its defaults otherwise).
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from transforms.chunkers.base import Chunker, ChunkingError, Piece
@@ -36,6 +36,7 @@ from transforms.chunkers.structure_options import (
     checked_budgets,
     checked_overlap,
     flag,
+    html_exclude_registry,
     normalizer_registry,
 )
 from transforms.documents import Chunk, Document
@@ -62,7 +63,10 @@ __all__ = ["HeadingChunker", "StructureAwareChunker"]
 #:    Chinese and Japanese 。！？ end a sentence with no whitespace after them.
 #: 4: content-defined cuts (``cuts``); a chunk whose start an overlap moved back offers its first
 #:    block's start to the next chunk's overlap.
-ENGINE_VERSION = 4
+#: 5: HTML page chrome left out (a page's banner header, footer and sidebar, skip links,
+#:    permalink marks, buttons, DocBook navigation tables), layout tables read as their cells'
+#:    blocks, a pre's alternative code children made separate code blocks.
+ENGINE_VERSION = 5
 _FLATTEN = {"code": "preserve_code_blocks", "table": "preserve_table_rows", "list": "preserve_list_hierarchy"}
 
 
@@ -237,6 +241,10 @@ class StructureAwareChunker(_StructureChunker):
             later chunks keep their text and ``chunk_key``. ``"greedy"``: every chunk is filled
             as far as ``target_tokens`` allows (an edit moves every later cut of its top-level
             section). See ``transforms.structure.packing``.
+        html_exclude_selectors: CSS selectors of HTML elements to leave out besides the
+            navigation and page chrome the HTML normalizer leaves out (type, class, id and
+            attribute selectors joined by descendant and child combinators:
+            ``transforms.structure.normalizers.html_exclude``); default none.
 
     Raises:
         ValueError: A parameter is out of range or of the wrong type (the message names it and
@@ -270,6 +278,7 @@ class StructureAwareChunker(_StructureChunker):
         semantic_refiner: Any = None,
         oversized_block_policy: str = "split_with_context",
         cuts: str = "content_defined",
+        html_exclude_selectors: Sequence[str] | None = None,
     ) -> None:
         if tokenizer is None:
             raise ValueError("StructureAwareChunker needs a tokenizer, got None")
@@ -284,7 +293,8 @@ class StructureAwareChunker(_StructureChunker):
             raise ValueError(f"cuts must be one of {CUTS}, got {cuts!r}")
         self.cuts = cuts
         self.tokenizer = tokenizer
-        self.normalizers = normalizer_registry(normalizers)
+        self.normalizers = html_exclude_registry(normalizer_registry(normalizers), html_exclude_selectors)
+        self.html_exclude_selectors = list(html_exclude_selectors or [])
         self.target_tokens = target_tokens
         self.max_tokens = max_tokens
         self.min_preferred_tokens = min_preferred_tokens
@@ -337,6 +347,8 @@ class StructureAwareChunker(_StructureChunker):
             "semantic_mode": self.semantic_mode,
             "oversized_block_policy": self.oversized_block_policy,
             "cuts": self.cuts,
+            # Only when set, so configurations without it keep their config_hash.
+            **({"html_exclude_selectors": self.html_exclude_selectors} if self.html_exclude_selectors else {}),
             # Only with a refiner, so heuristic configurations keep their config_hash.
             **({"semantic_refiner": self.semantic_refiner.config()} if self.semantic_refiner else {}),
         }
@@ -510,16 +522,24 @@ class HeadingChunker(_StructureChunker):
 
     Args:
         normalizers: Content format -> normalizer (default: every built-in one).
+        html_exclude_selectors: CSS selectors of HTML elements to leave out, as for
+            :class:`StructureAwareChunker`.
+
+    Raises:
+        ValueError: A selector is refused (one line naming it).
     """
 
-    def __init__(self, *, normalizers: NormalizerRegistry | None = None) -> None:
-        self.normalizers = normalizer_registry(normalizers)
+    def __init__(
+        self, *, normalizers: NormalizerRegistry | None = None, html_exclude_selectors: Sequence[str] | None = None
+    ) -> None:
+        self.normalizers = html_exclude_registry(normalizer_registry(normalizers), html_exclude_selectors)
+        self.html_exclude_selectors = list(html_exclude_selectors or [])
 
     def to_dict(self) -> dict[str, Any]:
-        return {}
+        return {"html_exclude_selectors": self.html_exclude_selectors} if self.html_exclude_selectors else {}
 
     def config(self) -> dict[str, Any]:
-        return {"formats": sorted(self.normalizers.formats), "engine": ENGINE_VERSION}
+        return {**self.to_dict(), "formats": sorted(self.normalizers.formats), "engine": ENGINE_VERSION}
 
     def split_normalized(self, normalized: NormalizedDocument) -> Iterator[Piece]:
         """One piece per section (and one for text before the first heading)."""

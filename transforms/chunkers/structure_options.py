@@ -17,6 +17,7 @@ __all__ = [
     "checked_budgets",
     "checked_overlap",
     "flag",
+    "html_exclude_registry",
     "normalizer_registry",
     "positive_int",
 ]
@@ -125,3 +126,20 @@ def normalizer_registry(normalizers: Any) -> NormalizerRegistry:
     if normalizers is not None and not isinstance(normalizers, NormalizerRegistry):
         raise ValueError(f"normalizers must be a NormalizerRegistry, got {normalizers!r}")
     return normalizers if normalizers is not None else default_normalizers()
+
+
+def html_exclude_registry(registry: NormalizerRegistry, html_exclude_selectors: Any) -> NormalizerRegistry:
+    """``registry`` with its ``html`` normalizer leaving out what ``html_exclude_selectors`` (CSS
+    selectors) match too; ``registry`` itself when the list is empty or it has no ``html``.
+
+    Raises:
+        ValueError: ``html_exclude_selectors`` is not a list of accepted selectors (one line).
+    """
+    from transforms.structure.normalizers.html import html_normalizer
+
+    if html_exclude_selectors is None:
+        html_exclude_selectors = []
+    normalizer = html_normalizer(html_exclude_selectors)
+    if not html_exclude_selectors or "html" not in registry:
+        return registry
+    return NormalizerRegistry({**registry, "html": normalizer})

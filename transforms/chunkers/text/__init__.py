@@ -7,8 +7,10 @@ splitting known from LangChain's ``from_tiktoken_encoder``, but with every chunk
 
 The separator semantics follow LangChain's ``CharacterTextSplitter`` and
 ``RecursiveCharacterTextSplitter`` (``langchain_text_splitters/character.py``): separators are
-literal strings, the recursive splitter keeps each separator at the start of the piece that
-follows it, and chunks are stripped of surrounding whitespace. In characters both merge pieces
+literal strings, or regular expressions with ``is_separator_regex`` (a separator occurs where a
+match starts: :mod:`~transforms.chunkers.text.separators`), the recursive splitter keeps each
+separator at the start of the piece that follows it, and chunks are stripped of surrounding
+whitespace. In characters both merge pieces
 greedily up to ``chunk_size`` with up to ``chunk_overlap`` carried over, and the recursive splitter
 gives exactly LangChain's chunks. In tokens the recursive splitter does not merge pieces: it
 encodes the document once and, from each chunk's start, searches back from where the budget runs
@@ -21,7 +23,12 @@ too long is cut further when ``""`` allows it, so a token-sized chunk never exce
 slices (``CharacterTextSplitter`` keeps a doubled separator inside a chunk instead of dropping
 the empty piece); and a chunk equal to the one before it is not repeated.
 
-Modules: :mod:`~transforms.chunkers.text.spans` (sizes, stripping, token indices and the
+A DoclingDocument is split through its Markdown rendering, with null offsets and the chunk's
+span of the rendering in its metadata (:mod:`~transforms.chunkers.text.source`).
+
+Modules: :mod:`~transforms.chunkers.text.source` (the text split: content or rendering),
+:mod:`~transforms.chunkers.text.separators` (literal and regular-expression separators),
+:mod:`~transforms.chunkers.text.spans` (sizes, stripping, token indices and the
 longest-fit search shared by all three), :mod:`~transforms.chunkers.text.merging` (the greedy
 merge of the separator splitters), :mod:`~transforms.chunkers.text.character`,
 :mod:`~transforms.chunkers.text.recursive` and :mod:`~transforms.chunkers.text.token_windows`.

@@ -9,11 +9,11 @@ whole stripped text.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from transforms.chunkers.base import Chunker
-from transforms.chunkers.text.spans import LENGTHS, PLAIN_FORMATS, Count, check_sizes, slice_counter, strip
+from transforms.chunkers.text.source import TextSplitter
+from transforms.chunkers.text.spans import LENGTHS, Count, check_sizes, slice_counter, strip
 from transforms.tokenizers import Tokenizer
 
 __all__ = ["ATOM_SECTION_CHARS", "MergingSplitter"]
@@ -23,13 +23,27 @@ __all__ = ["ATOM_SECTION_CHARS", "MergingSplitter"]
 ATOM_SECTION_CHARS = 1 << 16
 
 
-class MergingSplitter(Chunker):
+class MergingSplitter(TextSplitter):
     """Shared length measure, ``""`` atoms and greedy merge of the two separator splitters."""
 
-    accepted_content_formats = PLAIN_FORMATS
-
-    def __init__(self, *, chunk_size: int, chunk_overlap: int, length: str, tokenizer: Tokenizer | None) -> None:
+    def __init__(
+        self,
+        *,
+        chunk_size: int,
+        chunk_overlap: int,
+        length: str,
+        tokenizer: Tokenizer | None,
+        is_separator_regex: bool = False,
+    ) -> None:
         check_sizes(chunk_size, chunk_overlap)
+        if not isinstance(is_separator_regex, bool):
+            raise ValueError(f"is_separator_regex must be a bool, got {is_separator_regex!r}")
+        self.is_separator_regex = is_separator_regex
+        if is_separator_regex:
+            # The package that matches the separators can change the chunks: this instance's
+            # documents name its version in their input fingerprint (the class keeps none).
+            # (Chunker declares it a ClassVar: set in the instance's own dict.)
+            vars(self)["fingerprint_libraries"] = ("regex",)
         if length not in LENGTHS:
             raise ValueError(f"length must be one of {LENGTHS}, got {length!r}")
         if length == "tokens" and tokenizer is None:
@@ -101,7 +115,7 @@ class MergingSplitter(Chunker):
         self,
         text: str,
         pieces: list[tuple[int, int, int]],
-        gap: int,
+        gap: int | Sequence[int],
         *,
         cut: bool,
         count: Count,
@@ -111,7 +125,9 @@ class MergingSplitter(Chunker):
         Args:
             text: The whole document.
             pieces: ``(start, end, length)`` in order; each piece fits ``chunk_size``.
-            gap: The length of what separates two consecutive pieces (0 when they touch).
+            gap: The length of what separates two consecutive pieces (0 when they touch), or
+                per piece the length of what separates it from the one before (a separator
+                that is a regular expression: its matches differ in length).
             cut: Whether a chunk may be cut anywhere safe (``""`` is among the separators).
             count: ``count(a, b)``, the exact length of ``text[a:b]`` (:meth:`_counter`).
 
@@ -125,10 +141,12 @@ class MergingSplitter(Chunker):
         """
         out: list[tuple[int, int]] = []
         lo, n = 0, len(pieces)
+        gaps = None if isinstance(gap, int) else gap
+        g = gap if isinstance(gap, int) else 0
         while lo < n:
             hi, total = lo + 1, pieces[lo][2]
-            while hi < n and total + gap + pieces[hi][2] <= self.chunk_size:
-                total += gap + pieces[hi][2]
+            while hi < n and total + (g if gaps is None else gaps[hi]) + pieces[hi][2] <= self.chunk_size:
+                total += (g if gaps is None else gaps[hi]) + pieces[hi][2]
                 hi += 1
             while True:
                 start, end = strip(text, pieces[lo][0], pieces[hi - 1][1])
@@ -147,14 +165,15 @@ class MergingSplitter(Chunker):
             lo = self._carried_start(pieces, lo, hi, gap)
         return out
 
-    def _carried_start(self, pieces: list[tuple[int, int, int]], lo: int, hi: int, gap: int) -> int:
+    def _carried_start(self, pieces: list[tuple[int, int, int]], lo: int, hi: int, gap: int | Sequence[int]) -> int:
         """The first piece of the chunk after ``pieces[lo:hi]``: trailing pieces worth at most
         ``chunk_overlap`` are carried into it, always leaving room for ``pieces[hi]`` and always
-        moving forward (``lo < result <= hi``)."""
+        moving forward (``lo < result <= hi``). ``gap`` as :meth:`_merge`'s."""
         nxt, carried = hi, 0
+        before = (lambda k: gap) if isinstance(gap, int) else gap.__getitem__
         while nxt - 1 > lo:
-            size = pieces[nxt - 1][2] + (gap if nxt < hi else 0)
-            if carried + size > self.chunk_overlap or (carried + size + gap + pieces[hi][2] > self.chunk_size):
+            size = pieces[nxt - 1][2] + (before(nxt) if nxt < hi else 0)
+            if carried + size > self.chunk_overlap or (carried + size + before(hi) + pieces[hi][2] > self.chunk_size):
                 break
             carried += size
             nxt -= 1

@@ -12,6 +12,13 @@ from typing import Any
 
 from transforms.chunkers.base import Piece
 from transforms.chunkers.text.merging import MergingSplitter
+from transforms.chunkers.text.separators import (
+    Occurrences,
+    RegexClock,
+    check_pattern,
+    literal_occurrences,
+    regex_occurrences,
+)
 from transforms.chunkers.text.spans import (
     DEFAULT_SEPARATORS,
     Count,
@@ -22,7 +29,6 @@ from transforms.chunkers.text.spans import (
     strip,
     token_index,
 )
-from transforms.documents import Document
 from transforms.tokenizers import Tokenizer
 
 __all__ = ["RecursiveCharacterTextSplitter"]
@@ -63,9 +69,15 @@ class RecursiveCharacterTextSplitter(MergingSplitter):
     Args:
         chunk_size: Maximum chunk length, in code points or in tokens (see ``length``).
         chunk_overlap: Maximum length shared by consecutive chunks, same unit (see above).
-        separators: Literal separators in priority order; default ``["\\n\\n", "\\n", " ", ""]``.
+        separators: Separators in priority order; default ``["\\n\\n", "\\n", " ", ""]``.
         length: ``"characters"`` (code points) or ``"tokens"`` (of ``tokenizer``).
         tokenizer: The tokenizer that measures ``length="tokens"``.
+        is_separator_regex: Every separator but ``""`` is a regular expression (``re`` syntax),
+            as LangChain's option of that name: a separator occurs where a match starts
+            (:mod:`~transforms.chunkers.text.separators`), e.g. ``(?<=\\. )`` right after a
+            full stop and a space. In characters each piece is searched on its own, as LangChain
+            does (a lookbehind does not see before the piece); in tokens the whole text is
+            searched once.
 
     Raises:
         ValueError: As :class:`CharacterTextSplitter`, or ``separators`` empty or not strings.
@@ -79,12 +91,25 @@ class RecursiveCharacterTextSplitter(MergingSplitter):
         separators: Sequence[str] | None = None,
         length: str = "characters",
         tokenizer: Tokenizer | None = None,
+        is_separator_regex: bool = False,
     ) -> None:
-        super().__init__(chunk_size=chunk_size, chunk_overlap=chunk_overlap, length=length, tokenizer=tokenizer)
+        super().__init__(
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+            length=length,
+            tokenizer=tokenizer,
+            is_separator_regex=is_separator_regex,
+        )
         separators = list(DEFAULT_SEPARATORS if separators is None else separators)
         if not separators or not all(isinstance(s, str) for s in separators):
             raise ValueError(f"separators must be a non-empty list of strings, got {separators!r}")
         self.separators = separators
+        # The compiled pattern of each regular-expression separator ("" stays "cut anywhere").
+        self._patterns: dict[str, Any] = {}
+        if is_separator_regex:
+            for i, sep in enumerate(separators):
+                if sep and sep not in self._patterns:
+                    self._patterns[sep] = check_pattern(sep, f"separators[{i}]")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -92,17 +117,32 @@ class RecursiveCharacterTextSplitter(MergingSplitter):
             "chunk_overlap": self.chunk_overlap,
             "separators": list(self.separators),
             "length": self.length,
+            # Only when set, so literal configurations keep their config_hash.
+            **({"is_separator_regex": True} if self.is_separator_regex else {}),
         }
 
-    def split(self, document: Document) -> Iterator[Piece]:
-        """Yield chunks of ``document.content`` as verbatim slices with offsets."""
-        text = document.content
+    def split_text(self, text: str) -> Iterator[Piece]:
+        """Yield chunks of ``text`` as verbatim slices with offsets.
+
+        Raises:
+            ChunkingError: ``chunker_error`` when the separators' regular expressions run out
+                of time on the text (:data:`~transforms.chunkers.text.separators.DOCUMENT_SECONDS`).
+        """
         if self.tokenizer is not None:
             for start, end in self._search_back(text):
                 yield fast_piece(text[start:end], start, end)
             return
-        for start, end in self._split(text, 0, len(text), self.separators, self._counter(text)):
+        clock = RegexClock() if self._patterns else None
+        for start, end in self._split(text, 0, len(text), self.separators, self._counter(text), clock):
             yield Piece(text=text[start:end], start_offset=start, end_offset=end)
+
+    def _occurrences(self, text: str, searched: list[str]) -> list[Occurrences]:
+        """Where each separator of ``searched`` occurs in ``text`` (a regular expression's
+        matches found once, on the whole text)."""
+        if not self._patterns:
+            return [literal_occurrences(text, sep) for sep in searched]
+        clock = RegexClock()
+        return [regex_occurrences(text, self._patterns[sep], clock) for sep in searched]
 
     def _search_back(self, text: str) -> Iterator[tuple[int, int]]:
         """Token-sized chunks of ``text``: where the budget runs out, search back for a separator.
@@ -129,6 +169,7 @@ class RecursiveCharacterTextSplitter(MergingSplitter):
         overlap = self.chunk_overlap
         searched, anywhere = self._searched()
         assert self.tokenizer is not None  # split() calls this only for length="tokens"
+        found = self._occurrences(text, searched)
         index = token_index(self.tokenizer, text)
         ends, tokens_before, count, tokens_from = index.ends, index.tokens_before, index.count, index.tokens_from
         s = skip_space(text, 0, n)
@@ -137,7 +178,7 @@ class RecursiveCharacterTextSplitter(MergingSplitter):
         while s < n:
             # A cut must lie after lo: after s, and after the first non-space past the previous chunk.
             lo = s if s >= floor else skip_space(text, floor, n)
-            cut, first, b, tb = self._fitting_cut(text, index, s, ts, lo)
+            cut, first, b, tb = self._fitting_cut(text, index, s, ts, lo, found)
             if cut is None:
                 if s < floor:  # started inside the previous chunk: start after it instead
                     s = skip_space(text, after, n)
@@ -146,13 +187,13 @@ class RecursiveCharacterTextSplitter(MergingSplitter):
                 if anywhere:
                     cut = self._local_fit(text, s, first if first is not None else n, count)
                 else:
-                    cut = min((h for sep in searched if (h := text.find(sep, s + 1)) != -1), default=n)
+                    cut = min((h for where in found if (h := where.first_after(s)) != -1), default=n)
                 b, tb = strip(text, s, cut)[1], None
             yield s, b
             floor, after = b, cut
             nxt = cut
             if overlap and cut < n:
-                shared = self._overlap_start(text, s, b, searched, anywhere, ends, tokens_before, count)
+                shared = self._overlap_start(text, s, b, found, anywhere, ends, tokens_before, count)
                 if shared is not None:
                     nxt, tb = shared, None
             s = skip_space(text, nxt, n)
@@ -166,7 +207,7 @@ class RecursiveCharacterTextSplitter(MergingSplitter):
         return list(self.separators[: self.separators.index("")] if anywhere else self.separators), anywhere
 
     def _fitting_cut(
-        self, text: str, index: Any, s: int, ts: int, lo: int
+        self, text: str, index: Any, s: int, ts: int, lo: int, found: list[Occurrences]
     ) -> tuple[int | None, int | None, int, int | None]:
         """Search back for the end of the chunk that starts at ``s`` (not whitespace; ``ts`` tokens before it).
 
@@ -181,7 +222,7 @@ class RecursiveCharacterTextSplitter(MergingSplitter):
             ``tokens_before`` of the offset its count reached (both meaningful with a cut).
         """
         n, size = len(text), self.chunk_size
-        searched, anywhere = self._searched()
+        anywhere = "" in self.separators
         ends, total = index.ends, len(index.ends)
         t = ts + size - 1
         limit = n if t >= total else int(ends[t])
@@ -193,8 +234,8 @@ class RecursiveCharacterTextSplitter(MergingSplitter):
                 c = n
             else:
                 c = limit if anywhere else None
-                for sep in searched:
-                    hit = text.rfind(sep, lo + 1, min(n, limit + len(sep)))
+                for where in found:
+                    hit = where.last_start(lo, limit)
                     if hit != -1:
                         c = hit
                         break
@@ -213,7 +254,7 @@ class RecursiveCharacterTextSplitter(MergingSplitter):
             limit = int(ends[t]) if t >= 0 else -1
         return None, first, 0, None
 
-    def _overlap_start(self, text, a, b, searched, anywhere, ends, tokens_before, count) -> int | None:
+    def _overlap_start(self, text, a, b, found, anywhere, ends, tokens_before, count) -> int | None:
         """Where the chunk after ``text[a:b]`` starts inside it (``chunk_overlap``), or ``None``."""
         overlap = self.chunk_overlap
         t = tokens_before(b) - overlap - 1
@@ -223,8 +264,8 @@ class RecursiveCharacterTextSplitter(MergingSplitter):
             if lo >= b:
                 return None
             p = None
-            for sep in searched:
-                hit = text.find(sep, lo, b)
+            for where in found:
+                hit = where.first_within(lo, b)
                 if hit != -1:
                     p = hit
                     break
@@ -252,14 +293,36 @@ class RecursiveCharacterTextSplitter(MergingSplitter):
             k -= 1
         return cuts[k]
 
-    def _split(self, text: str, start: int, end: int, separators: Sequence[str], count: Count) -> list[tuple[int, int]]:
-        """Chunk intervals of ``text[start:end]``, using ``separators`` in order (LangChain's ``_split_text``)."""
+    def _split(
+        self,
+        text: str,
+        start: int,
+        end: int,
+        separators: Sequence[str],
+        count: Count,
+        clock: RegexClock | None = None,
+    ) -> list[tuple[int, int]]:
+        """Chunk intervals of ``text[start:end]``, using ``separators`` in order (LangChain's ``_split_text``).
+
+        ``clock``: the document's time for regular-expression separators (``None`` for literal ones).
+        """
         # As LangChain: the first separator found in the text; when none is, the last one (which
         # then splits nothing, so an oversized text is kept whole unless "" is in the list).
         sep: str = separators[-1]
         rest: Sequence[str] = ()
+        hits: list[int] | None = None  # a regular expression's match starts in the piece
         for i, candidate in enumerate(separators):
-            if candidate == "" or text.find(candidate, start, end) != -1:
+            if candidate == "":
+                sep, rest = candidate, separators[i + 1 :]
+                break
+            if clock is not None:
+                # As LangChain's re.split of the piece: matched on the piece alone.
+                piece = text[start:end] if start or end != len(text) else text
+                hits = [start + a for a in clock.matches(self._patterns[candidate], piece)[0]]
+                if hits:
+                    sep, rest = candidate, separators[i + 1 :]
+                    break
+            elif text.find(candidate, start, end) != -1:
                 sep, rest = candidate, separators[i + 1 :]
                 break
         cut = "" in separators
@@ -267,10 +330,15 @@ class RecursiveCharacterTextSplitter(MergingSplitter):
             return self._cut_anywhere(text, start, end, count)
         # Pieces keep their separator at the start: [start, hit1), [hit1, hit2), ..., [hitN, end).
         cuts, pos = [start], start
-        while (hit := text.find(sep, pos, end)) != -1:
-            if hit > cuts[-1]:
-                cuts.append(hit)
-            pos = hit + len(sep)
+        if hits is not None:
+            for hit in hits:  # ascending (the matches do not overlap); an empty one may share a start
+                if cuts[-1] < hit < end:
+                    cuts.append(hit)
+        else:
+            while (hit := text.find(sep, pos, end)) != -1:
+                if hit > cuts[-1]:
+                    cuts.append(hit)
+                pos = hit + len(sep)
         cuts.append(end)
         out: list[tuple[int, int]] = []
         good: list[tuple[int, int, int]] = []
@@ -282,7 +350,7 @@ class RecursiveCharacterTextSplitter(MergingSplitter):
                 out.extend(self._merge(text, good, 0, cut=cut, count=count))
                 good = []
             if rest:
-                out.extend(self._split(text, s, e, rest, count))
+                out.extend(self._split(text, s, e, rest, count, clock))
             else:
                 out.extend(self._merge(text, [(s, e, size)], 0, cut=False, count=count))
         if good:

@@ -8,15 +8,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from transforms.chunkers.base import Chunker, Piece
-from transforms.chunkers.text.spans import PLAIN_FORMATS, check_sizes, fast_piece, next_cut, slice_counter
-from transforms.documents import Document
+from transforms.chunkers.base import Piece
+from transforms.chunkers.text.source import TextSplitter
+from transforms.chunkers.text.spans import check_sizes, fast_piece, next_cut, slice_counter
 from transforms.tokenizers import SliceCounter, Tokenizer
 
 __all__ = ["TokenTextSplitter"]
 
 
-class TokenTextSplitter(Chunker):
+class TokenTextSplitter(TextSplitter):
     """Windows of ``chunk_size`` tokens with ``chunk_overlap`` tokens shared, cut at safe offsets.
 
     Encodes the document once; each window's character interval comes from per-token code-point
@@ -42,8 +42,6 @@ class TokenTextSplitter(Chunker):
         ValueError: Sizes out of range (as :class:`CharacterTextSplitter`) or no tokenizer.
     """
 
-    accepted_content_formats = PLAIN_FORMATS
-
     def __init__(self, *, chunk_size: int = 4000, chunk_overlap: int = 200, tokenizer: Tokenizer | None = None) -> None:
         check_sizes(chunk_size, chunk_overlap)
         if tokenizer is None:
@@ -60,15 +58,14 @@ class TokenTextSplitter(Chunker):
     def to_dict(self) -> dict[str, Any]:
         return {"chunk_size": self.chunk_size, "chunk_overlap": self.chunk_overlap}
 
-    def split(self, document: Document) -> Iterator[Piece]:
-        """Yield token windows of ``document.content`` as verbatim slices with offsets.
+    def split_text(self, text: str) -> Iterator[Piece]:
+        """Yield token windows of ``text`` as verbatim slices with offsets.
 
         With a tokenizer that gives a ``SliceCounter`` (cl100k_base), :meth:`_windows`. With
         another, its token starts (``boundaries``) are read once and each window is counted on its
         own; the starts stay numpy arrays, a block of a few windows at a time, of which only the
         entries a window looks at become Python ints (no per-token Python object).
         """
-        text = document.content
         make = getattr(self.tokenizer, "slice_counter", None)
         if make is not None:
             yield from self._windows(text, make(text))

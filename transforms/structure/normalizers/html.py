@@ -10,8 +10,9 @@ block was found).
 Rendered:
 
 - ``h1``-``h6``: ``"#" * n + " " + title`` (``heading``); inside a list item or a block quote
-  the same line is a ``paragraph`` (sections only nest at the top). Sphinx's ``¶`` permalinks
-  (``a.headerlink``) are dropped. ``<title>`` becomes a level-1 heading when the page has no
+  the same line is a ``paragraph`` (sections only nest at the top). Permalink marks are dropped
+  (Sphinx's ``a.headerlink``, an in-page link whose whole text is ``#``, ``¶``, ``§`` ...), and
+  so are skip links (an in-page link "Skip to ...", "Jump to ...") anywhere. ``<title>`` becomes a level-1 heading when the page has no
   ``h1`` outside what is left out (an ``h1`` in navigation or in a skipped element below, e.g.
   ``<noscript><h1>Enable JavaScript</h1></noscript>``, does not count; an ``h1`` anywhere else
   does, even one rendered as a paragraph or a table cell, or empty): see :func:`_holds_h1`.
@@ -24,7 +25,9 @@ Rendered:
   trailing blank lines dropped); the fence is three backticks, or one more than the longest run
   of three or more backticks in the code; ``language`` from a ``language-``/``lang-``/
   ``highlight-`` class on the ``pre``, its ``code`` child, or the ``pre``'s parent or
-  grandparent (Sphinx puts ``highlight-python3`` on a wrapper ``div``); ``fence`` is the opening
+  grandparent (Sphinx puts ``highlight-python3`` on a wrapper ``div``). A ``pre`` whose text is
+  all in two or more ``code`` children (alternatives a page shows as tabs) is one code block per
+  child, its language looked for on the child first; ``fence`` is the opening
   fence line without the ``> `` or indentation of an enclosing quote or item (as the Markdown
   normalizer records it).
 - ``table``: a pipe table (what is inside a table but not in a row, e.g. the rest of the page
@@ -35,7 +38,11 @@ Rendered:
   (nested tables and lists included), ``|`` escaped as ``\\|``, ``colspan`` padded with empty
   cells, rows padded to the widest row, rows without text dropped; ``rowspan`` is ignored. A
   ``caption`` is a paragraph before the table. Text in a table outside any cell is not rendered;
-  a table without any cell text is dropped.
+  a table without any cell text is dropped. A *layout* table (``html_blocks._is_layout``: role
+  ``presentation``/``none``; or no header row and a cell holding a table or heading, or one cell
+  a row holding blocks) is read as its cells' blocks, in order, as containers; in its rows of two
+  or more cells a cell that is half link text or more beside a cell with more other text (a menu)
+  is left out.
 - ``ul``/``ol`` (and ``menu``/``dir``): ``list`` of ``list_item``, ``- `` and ``1. ``
   markers (ordered lists count from ``start``), nested content indented by the marker's width
   (two spaces, three for ``1. ``), ``level`` the list nesting depth. An item's first paragraph
@@ -45,9 +52,13 @@ Rendered:
 - ``hr``: ``rule`` (``---``).
 
 Skipped with their content: ``head`` (but see ``<title>``), ``script``, ``style``,
-``noscript``, ``template``, ``svg``, comments, processing instructions and CDATA sections (the
-parser drops the last three), and site navigation: ``nav``, ``role="navigation"``, and Sphinx's
-``sphinxsidebar`` / ``related`` and DocBook's ``navheader`` / ``navfooter`` blocks. Not rendered: inline formatting (emphasis, links' targets, inline
+``noscript``, ``template``, ``svg``, ``button``, ``select``, comments, processing instructions
+and CDATA sections (the parser drops the last three), and site navigation and page chrome
+(``html_elements._is_navigation``): ``nav``; roles ``navigation``, ``banner``, ``contentinfo``,
+``search``; Sphinx's ``sphinxsidebar`` / ``related``, DocBook's ``navheader`` / ``navfooter``
+and Bootstrap's ``nav`` / ``navbar`` / ``breadcrumb`` classes; DocBook's navigation tables; a
+``header``, ``footer``, ``aside`` or element of class or id ``footer`` outside any sectioning
+element or ``main``; and what the caller's ``exclude`` selectors match. Not rendered: inline formatting (emphasis, links' targets, inline
 code backticks), images (no alt text), form controls' values, ``rowspan``. Elements nested
 deeper than 200 levels are flattened to plain text.
 
@@ -90,14 +101,19 @@ The modules of this normalizer:
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
+
 from lxml import etree
 
+from transforms.structure.normalizers import Normalizer
 from transforms.structure.normalizers.html_blocks import _Collector, _Heading, _Reader, _reader_notes
 from transforms.structure.normalizers.html_elements import _holds_h1, _parser, _prepared, _remove_navigation, _title
+from transforms.structure.normalizers.html_exclude import ExcludeSelectors
 from transforms.structure.normalizers.html_markdown import _Writer
 from transforms.structure.tree import NormalizationError, NormalizedDocument
 
-__all__ = ["normalize_html"]
+__all__ = ["html_normalizer", "normalize_html"]
 
 #: Pages of this many code points or more are read in windows (``html_stream._normalize_streamed``).
 STREAM_DOCUMENT_CHARS = 1 << 20
@@ -111,7 +127,7 @@ STREAM_BLOCK_CHARS = 1 << 16
 # -- entry point ------------------------------------------------------------------------------
 
 
-def normalize_html(content: str) -> NormalizedDocument:
+def normalize_html(content: str, *, exclude: ExcludeSelectors | None = None) -> NormalizedDocument:
     """Normalize HTML (a whole page or a fragment) by rendering it as Markdown.
 
     Never raises for bad markup: what the parser cannot read yields fewer blocks (maybe none) and
@@ -121,6 +137,8 @@ def normalize_html(content: str) -> NormalizedDocument:
 
     Args:
         content: The HTML source.
+        exclude: CSS selectors of more elements to leave out, with the navigation
+            (:class:`~transforms.structure.normalizers.html_exclude.ExcludeSelectors`).
 
     Returns:
         A non-verbatim :class:`NormalizedDocument` whose ``text`` is the Markdown rendering;
@@ -134,11 +152,11 @@ def normalize_html(content: str) -> NormalizedDocument:
     if len(content) >= STREAM_DOCUMENT_CHARS:
         from transforms.structure.normalizers.html_stream import _normalize_streamed
 
-        streamed = _normalize_streamed(content)
+        streamed = _normalize_streamed(content, exclude)
         if streamed is not None:
             return streamed
     diagnostics: list[str] = []
-    root = _parse(content, diagnostics)
+    root = _parse(content, diagnostics, exclude)
     blocks: list[object] = []
     reader = _Reader()
     if root is not None:
@@ -159,7 +177,27 @@ def normalize_html(content: str) -> NormalizedDocument:
     )
 
 
-def _parse(content: str, diagnostics: list[str]):
+def html_normalizer(exclude_selectors: Sequence[str]) -> Normalizer:
+    """:func:`normalize_html` that also leaves out the elements ``exclude_selectors`` match.
+
+    Args:
+        exclude_selectors: CSS selectors (type, class, id and attribute selectors joined by the
+            descendant and child combinators: :mod:`~transforms.structure.normalizers.html_exclude`).
+
+    Returns:
+        A normalizer (picklable: a worker compiles the selectors again); :func:`normalize_html`
+        itself when ``exclude_selectors`` is empty.
+
+    Raises:
+        ValueError: A selector is refused (one line naming it).
+    """
+    exclude = ExcludeSelectors(exclude_selectors)
+    if not exclude:
+        return normalize_html
+    return functools.partial(normalize_html, exclude=exclude)
+
+
+def _parse(content: str, diagnostics: list[str], exclude: ExcludeSelectors | None = None):
     """The document's root element, or ``None`` (with a diagnostic) when there is nothing to read."""
     source = _prepared(content)
     if not source.strip():
@@ -181,7 +219,7 @@ def _parse(content: str, diagnostics: list[str]):
     if root is None:
         diagnostics.append("HTML parser found no elements")
         return None
-    dropped = _remove_navigation(root)
+    dropped = _remove_navigation(root, exclude)
     if dropped:
         diagnostics.append(f"{dropped} navigation elements left out")
     return root

@@ -106,6 +106,8 @@ class _Reader:
     def __init__(self) -> None:
         self.headerless_tables = 0
         self.flattened = 0
+        self.layout_tables = 0
+        self.link_cells = 0
 
     def walk(self, element, out: _Collector, depth: int) -> None:
         """Add ``element``'s content (not its tail) to ``out``."""
@@ -128,7 +130,7 @@ class _Reader:
             elif kind == _INLINE:
                 self.walk(child, out, depth)
             elif kind == _LINK:
-                if "headerlink" not in (child.get("class") or ""):
+                if not _is_control_link(child):
                     self.walk(child, out, depth)
             elif kind == _BREAK:
                 out.inline.append(_LINE_BREAK_MARK)
@@ -147,9 +149,7 @@ class _Reader:
                         out.blocks.append(_Heading(level, title))
             elif kind == _CODE:
                 out.flush()
-                code = self.code(child, depth)
-                if code is not None:
-                    out.blocks.append(code)
+                out.blocks.extend(self.codes(child, depth))
             elif kind == _LIST:
                 out.flush()
                 listed = self.read_list(child, depth, ordered=tag == "ol")
@@ -186,7 +186,7 @@ class _Reader:
             tag = child.tag
             if isinstance(tag, str):
                 kind = _KINDS.get(tag, _INLINE)
-                if kind == _SKIP or (kind == _LINK and "headerlink" in (child.get("class") or "")):
+                if kind == _SKIP or (kind == _LINK and _is_control_link(child)):
                     pass
                 elif kind == _BREAK:
                     parts.append("\n" if verbatim else " ")
@@ -204,7 +204,31 @@ class _Reader:
             if tail:
                 parts.append(tail)
 
-    def code(self, pre, depth: int) -> _Code | None:
+    def codes(self, pre, depth: int) -> list[_Code]:
+        """The code blocks of a ``pre``: one, or one per ``code`` child when it holds two or more
+        and nothing else with text (alternatives shown as tabs, e.g. a sample as ES module and as
+        CommonJS, one of which a page shows at a time)."""
+        parts = [child for child in pre if child.tag == "code"]
+        if len(parts) > 1 and self._only_codes(pre, depth):
+            found = [self.code(part, depth + 1, pre) for part in parts]
+            return [code for code in found if code is not None]
+        code = self.code(pre, depth)
+        return [code] if code is not None else []
+
+    def _only_codes(self, pre, depth: int) -> bool:
+        """Whether the text of ``pre`` is all inside its ``code`` children."""
+        if (pre.text or "").strip():
+            return False
+        for child in pre:
+            if (child.tail or "").strip():
+                return False
+            if child.tag != "code" and _KINDS.get(child.tag) != _SKIP and self.flat_text(child, depth + 1).strip():
+                return False
+        return True
+
+    def code(self, pre, depth: int, block=None) -> _Code | None:
+        """One code block of ``pre``'s text; ``block``: the ``pre`` when ``pre`` is one of its
+        ``code`` children (the language is looked for on the child first)."""
         code = self.flat_text(pre, depth, verbatim=True)
         lines = code.replace("\r\n", "\n").replace("\r", "\n").split("\n")
         first, last = 0, len(lines)
@@ -214,7 +238,7 @@ class _Reader:
             last -= 1
         if first == last:
             return None
-        return _Code(_language(pre), lines[first:last])
+        return _Code(_language(pre) if block is None else (_language(pre, ()) or _language(block)), lines[first:last])
 
     def read_list(self, element, depth: int, *, ordered: bool) -> _List | None:
         items: list[list[object]] = []
@@ -228,6 +252,16 @@ class _Reader:
         return _List(ordered, _first_number(element, ordered), items)
 
     def table(self, table, out: _Collector, depth: int) -> None:
+        if _is_layout(table, depth):
+            # Read as the containers it stands for: each cell's blocks in order.
+            self.layout_tables += 1
+            for cell in _link_cells(table, depth):
+                self.link_cells += 1
+                _remove_keeping_tail(cell)
+            out.flush()
+            self.walk(table, out, depth)
+            out.flush()
+            return
         state = _TableState(self, out, depth)
         state.text(table.text)
         state.parts(table, "tbody", depth + 1)
@@ -347,6 +381,9 @@ class _TableState:
         self.stray: list = []
         self.stray_text: list[str] = []
         self.last_stray = False  # the last part seen went to ``stray``
+        # For the windowed path's layout test (``_is_layout``): a header row, a row of two or
+        # more cells, a row with a cell that holds a table or a heading, one with a block.
+        self.header_rows = self.wide_rows = self.layout_rows = self.block_rows = False
 
     def text(self, text: str | None) -> None:
         """Text that is in no cell, in document order (a table's or section's text, a part's tail)."""
@@ -467,12 +504,14 @@ def _deep_text(element) -> str:
     return " ".join(element.itertext())  # the element's own tail is not included
 
 
-def _language(pre) -> str:
+def _language(pre, around: tuple = (None,)) -> str:
+    """The language named by a class of ``pre``, its first child when a ``code``, its parent or
+    grandparent; only ``pre`` and that child when ``around`` is empty."""
     candidates = [pre]
     code = next(iter(pre), None)
     if code is not None and code.tag == "code":
         candidates.append(code)
-    parent = pre.getparent()
+    parent = pre.getparent() if around else None
     if parent is not None:
         candidates.append(parent)
         grandparent = parent.getparent()
@@ -489,6 +528,10 @@ def _reader_notes(reader: _Reader) -> list[str]:
     notes = []
     if reader.headerless_tables:
         notes.append(f"{reader.headerless_tables} table(s) without a header row: first row rendered as the header")
+    if reader.layout_tables:
+        notes.append(f"{reader.layout_tables} layout table(s) read as their cells' blocks")
+    if reader.link_cells:
+        notes.append(f"{reader.link_cells} layout-table cell(s) of links left out")
     if reader.flattened:
         notes.append(f"{reader.flattened} element(s) nested deeper than {_MAX_DEPTH} levels flattened to text")
     return notes
@@ -496,3 +539,136 @@ def _reader_notes(reader: _Reader) -> list[str]:
 
 def _table_line(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
+
+
+# -- page chrome inside the content -----------------------------------------------------------
+
+#: The whole text of an in-page link that is a permalink mark (Sphinx's ``¶``, the ``#`` of
+#: Node.js and many static-site generators, ``§``, link emoji).
+_PERMALINK_MARKS = frozenset({"#", "¶", "§", "🔗", "⚓", "¤"})
+#: The text of an in-page link that skips to the content ("Skip to content", "Jump to navigation").
+_SKIP_LINK = re.compile(r"(?:skip|jump)\s+to\b", re.IGNORECASE)
+
+
+def _is_control_link(a) -> bool:
+    """Whether the ``a`` element is a control, not content: Sphinx's ``headerlink``, or an in-page
+    link (``href`` starting ``#``) whose text is only a permalink mark or starts "Skip to"/"Jump to"
+    (under 40 characters)."""
+    names = a.get("class")
+    if names and "headerlink" in names:
+        return True
+    href = a.get("href")
+    if not href or not href.startswith("#"):
+        return False
+    text = _collapse("".join(a.itertext()))
+    return text in _PERMALINK_MARKS or (len(text) < 40 and _SKIP_LINK.match(text) is not None)
+
+
+_CELLS = ("td", "th")
+_HEADING_TAGS = tuple(f"h{n}" for n in range(1, 7))
+_LAYOUT_ROLES = frozenset({"presentation", "none"})
+
+
+def _table_rows(container, level: int) -> Iterator:
+    """The rows of a table (or of one of its parts) as :class:`_TableState` reads them: in
+    sections, and in wrappers that hold rows (not in nested tables)."""
+    for part in container:
+        yield from _part_rows(part, level)
+
+
+def _part_rows(part, level: int) -> Iterator:
+    """The rows of one child of a table or of a table section (``_TableState.part``'s choice)."""
+    tag = part.tag
+    if not isinstance(tag, str) or tag in ("caption", "colgroup", "col"):
+        return
+    if tag == "tr":
+        yield part
+    elif tag in _SECTIONS or (part.find(".//tr") is not None and level < _MAX_DEPTH and _KINDS.get(tag) != _SKIP):
+        yield from _table_rows(part, level + 1)
+
+
+def _layout_row(tr) -> bool:
+    """A row one of whose cells holds a table or a heading: page layout, not data."""
+    return any(cell.tag in _CELLS and next(cell.iter("table", *_HEADING_TAGS), None) is not None for cell in tr)
+
+
+def _header_row(tr) -> bool:
+    """A row in a ``thead`` or with a header cell (``th``)."""
+    parent = tr.getparent()
+    return (parent is not None and parent.tag == "thead") or any(cell.tag == "th" for cell in tr)
+
+
+def _wide_row(tr) -> bool:
+    """A row of two or more cells."""
+    return sum(1 for cell in tr if cell.tag in _CELLS) > 1
+
+
+#: Elements that make a block (a paragraph, a list ...), table parts aside.
+_BLOCK_TAGS = tuple(
+    tag
+    for tag, kind in _KINDS.items()
+    if kind in (_CONTAINER, _HEADING, _CODE, _LIST, _TABLE, _QUOTE, _RULE)
+    and tag not in ("html", "body", "caption", "thead", "tbody", "tfoot", "tr", "td", "th")
+)
+
+
+def _block_row(tr) -> bool:
+    """A row one of whose cells holds a block (a paragraph, a list, a ``div`` ...)."""
+    return any(cell.tag in _CELLS and next(cell.iter(*_BLOCK_TAGS), None) is not None for cell in tr)
+
+
+def _is_layout(table, depth: int) -> bool:
+    """Whether ``table`` lays out a page rather than holding data: its role is ``presentation`` or
+    ``none``; or none of its rows is a header row (in ``thead`` or with a ``th``), and a cell
+    holds a table or a heading, or no row holds more than one cell and a cell holds a block (a
+    one-cell-per-row container)."""
+    if table.get("role") in _LAYOUT_ROLES:
+        return True
+    layout = wide = block = False
+    for tr in _table_rows(table, depth + 1):
+        if _header_row(tr):
+            return False
+        layout = layout or _layout_row(tr)
+        wide = wide or _wide_row(tr)
+        block = block or _block_row(tr)
+    return layout or (block and not wide)
+
+
+def _link_text(cell) -> tuple[int, int]:
+    """(characters of text, characters of link text) of a cell, whitespace collapsed."""
+    total = len(_collapse("".join(cell.itertext())))
+    links = sum(len(_collapse("".join(a.itertext()))) for a in cell.iter("a"))
+    return total, links
+
+
+def _link_cells(table, depth: int) -> list:
+    """The cells of a layout table's rows of two or more cells that are a menu: at least half of
+    their text is link text, and another cell of the row has more text outside links (link
+    density, as in Kohlschütter et al., "Boilerplate Detection using Shallow Text Features",
+    WSDM 2010, and readability)."""
+    found = []
+    for tr in _table_rows(table, depth + 1):
+        cells = [cell for cell in tr if cell.tag in _CELLS]
+        if len(cells) < 2:
+            continue
+        counts = [_link_text(cell) for cell in cells]
+        for index, (total, links) in enumerate(counts):
+            if total and links * 2 >= total:
+                plain = total - links
+                if any(other - other_links > plain for i, (other, other_links) in enumerate(counts) if i != index):
+                    found.append(cells[index])
+    return found
+
+
+def _remove_keeping_tail(element) -> None:
+    parent = element.getparent()
+    if parent is None:
+        return
+    tail = element.tail
+    if tail:
+        previous = element.getprevious()
+        if previous is not None:
+            previous.tail = (previous.tail or "") + tail
+        else:
+            parent.text = (parent.text or "") + tail
+    parent.remove(element)

@@ -14,11 +14,14 @@ import threading
 
 from lxml import etree
 
+from transforms.structure.normalizers.html_exclude import ExcludeSelectors
+
 # Element kinds.
 _INLINE, _SKIP, _BREAK, _CONTAINER, _HEADING, _CODE, _LIST, _TABLE, _QUOTE, _RULE, _LINK = range(11)
 
 _KINDS: dict[str, int] = {
-    **dict.fromkeys(("head", "script", "style", "noscript", "template", "svg"), _SKIP),
+    # (``button`` and ``select``: a control's label, e.g. a code block's "copy", is not content.)
+    **dict.fromkeys(("head", "script", "style", "noscript", "template", "svg", "button", "select"), _SKIP),
     "br": _BREAK,
     **dict.fromkeys(
         (
@@ -113,11 +116,11 @@ def _joined_tail(before: str | None, tail: str) -> str:
     return merged
 
 
-def _remove_navigation(root) -> int:
-    """Remove the navigation elements under ``root`` (not ``root`` itself), keeping their tails
-    (the text after an element is not part of it); the number removed."""
+def _remove_navigation(root, exclude: ExcludeSelectors | None = None) -> int:
+    """Remove the navigation elements under ``root`` (not ``root`` itself), and those ``exclude``
+    matches, keeping their tails (the text after an element is not part of it); the number removed."""
     dropped = 0
-    for element in _navigation(root):
+    for element in _navigation(root, exclude):
         parent = element.getparent()
         if parent is None or element is root:
             continue
@@ -133,38 +136,63 @@ def _remove_navigation(root) -> int:
     return dropped
 
 
-#: Site navigation, not the page's content: ``nav``, ARIA ``role="navigation"``, and the
-#: navigation blocks of the two documentation generators that make most HTML docs (Sphinx's
-#: sidebar and "related" bars, DocBook's navheader/navfooter), as classes.
-_NAVIGATION_CLASSES = frozenset({"sphinxsidebar", "related", "navheader", "navfooter"})
+#: Site navigation and page chrome, not the page's content: ``nav``; the ARIA landmark roles
+#: ``navigation``, ``banner`` (the site's header), ``contentinfo`` (its footer) and ``search``;
+#: the navigation blocks of the documentation generators that make most HTML docs (Sphinx's
+#: sidebar and "related" bars, DocBook's navheader/navfooter, Bootstrap's nav, navbar and
+#: breadcrumb), as classes in any ASCII letter case (as a browser matches them in quirks mode); DocBook's navigation tables (``summary="Navigation header"`` /
+#: ``"Navigation footer"``); and a ``header``, ``footer`` or ``aside``, or an element of class or
+#: id ``footer`` (Sphinx's page footer ...), that belongs to the page rather than to a part of it (no ``article``, ``aside``, ``main``, ``nav`` or ``section``
+#: ancestor and no ancestor of role ``main`` or ``article``: the HTML-ARIA mapping of ``banner``
+#: and ``contentinfo``; an ``aside`` so placed is a sidebar).
+_NAVIGATION_CLASSES = frozenset(
+    {"sphinxsidebar", "related", "navheader", "navfooter", "nav", "navbar", "breadcrumb", "breadcrumbs"}
+)
+_NAVIGATION_ROLES = frozenset({"navigation", "banner", "contentinfo", "search"})
+_PAGE_PARTS = frozenset({"header", "footer", "aside"})
+_SCOPES = ("article", "aside", "main", "nav", "section")
+_SCOPE_ROLES = frozenset({"main", "article"})
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 # What XPath's normalize-space() collapses: XML whitespace, not all that str.split() splits on.
 _XML_SPACE = re.compile(r"[ \t\r\n]+")
 
 
-def _is_navigation(element) -> bool:
-    if element.tag == "nav" or element.get("role") == "navigation":
+def _is_navigation(element, exclude: ExcludeSelectors | None = None) -> bool:
+    """Whether ``element`` is navigation (see :data:`_NAVIGATION_CLASSES`) or matched by
+    ``exclude``; decided from its tag, its attributes and its ancestors only (the windowed path
+    asks when the start tag is read)."""
+    tag = element.tag
+    if tag == "nav" or element.get("role") in _NAVIGATION_ROLES:
         return True
     names = element.get("class")
-    return bool(names) and not _NAVIGATION_CLASSES.isdisjoint(_XML_SPACE.split(names))
+    classes = _XML_SPACE.split(names.translate(_ASCII_LOWER)) if names else ()  # (DocBook's jade writes NAVHEADER)
+    if not _NAVIGATION_CLASSES.isdisjoint(classes):
+        return True
+    page_part = tag in _PAGE_PARTS or element.get("id") == "footer" or "footer" in classes
+    if page_part and _unscoped(element):
+        return True
+    if tag == "table" and (element.get("summary") or "").startswith("Navigation"):
+        return True
+    return exclude is not None and exclude.matches(element)
 
 
-def _navigation(root) -> list:
-    """The elements under ``root`` (itself included) that are navigation, in document order.
+def _unscoped(element) -> bool:
+    """Whether no ancestor of ``element`` is a sectioning element or has role ``main``/``article``."""
+    for ancestor in element.iterancestors():
+        if ancestor.tag in _SCOPES or ancestor.get("role") in _SCOPE_ROLES:
+            return False
+    return True
 
-    The same elements, in the same order, as the XPath ``//nav | //*[@role='navigation'] |
-    //*[contains(concat(' ', normalize-space(@class), ' '), ' sphinxsidebar ') or ...]`` (a class
-    is one of the attribute's whitespace-separated names), which ``tests/test_normalize_html.py``
-    checks; one walk over the elements costs about a third of that expression's evaluation (lxml 6).
+
+def _navigation(root, exclude: ExcludeSelectors | None = None) -> list:
+    """The elements under ``root`` (itself included) that are navigation (:func:`_is_navigation`),
+    in document order; nested ones too.
+
+    For the rules without ``exclude``, the same elements in the same order as the XPath
+    expression ``tests/transforms/structure/normalizers/test_html.py`` compares it with; one walk
+    over the elements costs about a third of such an expression's evaluation (lxml 6).
     """
-    found = []
-    for element in root.iter(etree.Element):
-        if element.tag == "nav" or element.get("role") == "navigation":
-            found.append(element)
-            continue
-        names = element.get("class")
-        if names and not _NAVIGATION_CLASSES.isdisjoint(_XML_SPACE.split(names)):
-            found.append(element)
-    return found
+    return [element for element in root.iter(etree.Element) if _is_navigation(element, exclude)]
 
 
 def _holds_h1(element) -> bool:

@@ -20,13 +20,19 @@ from lxml import etree
 
 from transforms.structure.normalizers import html
 from transforms.structure.normalizers.html_blocks import (
+    _LAYOUT_ROLES,
     _SECTIONS,
+    _block_row,
     _Collector,
     _first_number,
+    _header_row,
+    _layout_row,
     _ListState,
+    _part_rows,
     _Reader,
     _reader_notes,
     _TableState,
+    _wide_row,
 )
 from transforms.structure.normalizers.html_elements import (
     _CONTAINER,
@@ -43,6 +49,7 @@ from transforms.structure.normalizers.html_elements import (
     _prepared,
     _remove_navigation,
 )
+from transforms.structure.normalizers.html_exclude import ExcludeSelectors
 from transforms.structure.normalizers.html_markdown import _Writer
 from transforms.structure.tree import Node, NormalizedDocument, StreamedChildren, streamed_document
 
@@ -194,7 +201,9 @@ class _Frame:
         keep = False
         tail = child.tail
         if self.pending_nav:
-            stream.dropped += 1 + _remove_navigation(child)  # (as the whole tree's path does: see _check_merge)
+            stream.dropped += 1 + _remove_navigation(
+                child, stream.exclude
+            )  # (as the whole tree's path does: see _check_merge)
             if tail:
                 self.before = _check_merge(self.before, tail)
                 self.merge(tail)
@@ -205,7 +214,7 @@ class _Frame:
                 keep = self.pending_frame.holds_stray()
             else:
                 if len(child):  # (navigation inside it; not the child itself)
-                    stream.dropped += _remove_navigation(child)
+                    stream.dropped += _remove_navigation(child, stream.exclude)
                 stream.saw(child, self)
                 keep = self.unit(child)
         # Free what was read; the last settled child stays (cleared, its tail kept) so the parser
@@ -328,6 +337,8 @@ class _TableFrame(_Frame):
         self, stream: _Stream, element, depth: int, state: _TableState | None = None, section: str = "tbody"
     ) -> None:
         super().__init__(stream, element, depth)
+        if state is None and element.get("role") in _LAYOUT_ROLES:
+            raise ValueError("a layout table")
         self.state = state or _TableState(stream.reader, stream.top, depth)
         self.section = section
         self.is_section = state is not None
@@ -348,6 +359,14 @@ class _TableFrame(_Frame):
         return None
 
     def unit(self, child) -> bool:
+        # A layout table (``html_blocks._is_layout``) is read as its cells' blocks: the page is
+        # then read whole (raising here ends the windowed reading).
+        state = self.state
+        for tr in _part_rows(child, self.level):
+            state.header_rows = state.header_rows or _header_row(tr)
+            state.wide_rows = state.wide_rows or _wide_row(tr)
+            state.layout_rows = state.layout_rows or _layout_row(tr)
+            state.block_rows = state.block_rows or _block_row(tr)
         stray = self.state.stray
         count = len(stray)
         self.state.part(child, self.section, self.level)
@@ -362,6 +381,8 @@ class _TableFrame(_Frame):
         if self.is_section:
             return  # its table writes the rows
         state = self.state
+        if not state.header_rows and (state.layout_rows or (state.block_rows and not state.wide_rows)):
+            raise ValueError("a layout table")
         state.finish(self.emit)
 
     def emit(self) -> None:
@@ -378,7 +399,8 @@ class _TableFrame(_Frame):
 class _Stream:
     """The state of one page read in windows (see :func:`_normalize_streamed`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, exclude: ExcludeSelectors | None = None) -> None:
+        self.exclude = exclude
         self.reader = _Reader()
         self.writer = _Writer()
         self.top = _Collector(nested=False)
@@ -402,7 +424,7 @@ class _Stream:
             if frame.pending_frame is not None:
                 self.advance(frame.pending_frame, True)
             frame.before_child()
-            nav = _is_navigation(following)
+            nav = _is_navigation(following, self.exclude)
             frame.pending, frame.pending_nav, frame.cursor = following, nav, following
             frame.pending_frame = None if nav else frame.open(following)
             if self.top.blocks:
@@ -479,12 +501,12 @@ def _source_windows(content: str) -> Iterator[str]:
         start = end
 
 
-def _normalize_streamed(content: str) -> NormalizedDocument | None:
+def _normalize_streamed(content: str, exclude: ExcludeSelectors | None = None) -> NormalizedDocument | None:
     """:func:`normalize_html` reading the page in windows with libxml2's push parser (see the
     module docstring); ``None`` when the page must be read whole instead (the parser refuses it,
     stops early, or finds no element, or lxml refuses a string the whole path would set).
     """
-    stream = _Stream()
+    stream = _Stream(exclude)
     # Only the root's start event: the tree itself shows what is complete (an element with a later
     # sibling); an event per element would cost more than the parse.
     parser = etree.HTMLPullParser(events=("start",), tag="html", **_PARSER_OPTIONS)

@@ -494,11 +494,19 @@ def test_blocks_inside_pre_keep_their_lines_apart():
     )
 
 
+_LOWER_CLASS = "translate(@class, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
 _NAVIGATION_XPATH = (
-    "//nav | //*[@role='navigation'] | //*[contains(concat(' ', normalize-space(@class), ' '), ' sphinxsidebar ')"
-    " or contains(concat(' ', normalize-space(@class), ' '), ' related ')"
-    " or contains(concat(' ', normalize-space(@class), ' '), ' navheader ')"
-    " or contains(concat(' ', normalize-space(@class), ' '), ' navfooter ')]"
+    "//nav | //*[@role='navigation' or @role='banner' or @role='contentinfo' or @role='search']"
+    " | //*["
+    + " or ".join(
+        f"contains(concat(' ', normalize-space({_LOWER_CLASS}), ' '), ' {name} ')"
+        for name in ("sphinxsidebar", "related", "navheader", "navfooter", "nav", "navbar", "breadcrumb", "breadcrumbs")
+    )
+    + "] | //table[starts-with(@summary, 'Navigation')]"
+    " | //*[(self::header or self::footer or self::aside or @id='footer'"
+    f" or contains(concat(' ', normalize-space({_LOWER_CLASS}), ' '), ' footer '))"
+    " and not(ancestor::article or ancestor::aside"
+    " or ancestor::main or ancestor::nav or ancestor::section or ancestor::*[@role='main' or @role='article'])]"
 )
 _CLASS_VALUES = [
     "related",
@@ -513,9 +521,17 @@ _CLASS_VALUES = [
     "sphinxsidebar wide",
     "navfooter",
     "RELATED",
+    "NAVHEADER",
+    "x Footer",
+    "\u212aNAV",
     "related\f",
     "",
     "nav",
+    "navbar x",
+    "breadcrumbs",
+    "navigation",
+    "footer",
+    "x footer",
 ]
 
 
@@ -524,10 +540,27 @@ _CLASS_VALUES = [
 @given(
     st.lists(
         st.tuples(
-            st.sampled_from(["div", "nav", "p", "section", "ul", "li", "span"]),
-            st.sampled_from([None, "navigation", "Navigation", "main"]),
+            st.sampled_from(
+                [
+                    "div",
+                    "nav",
+                    "p",
+                    "section",
+                    "ul",
+                    "li",
+                    "span",
+                    "header",
+                    "footer",
+                    "aside",
+                    "article",
+                    "main",
+                    "table",
+                ]
+            ),
+            st.sampled_from([None, "navigation", "Navigation", "main", "banner", "contentinfo", "search", "article"]),
             st.one_of(st.none(), st.sampled_from(_CLASS_VALUES)),
             st.integers(min_value=0, max_value=2),
+            st.sampled_from([None, "Navigation header", "navigation", "Data"]),
         ),
         min_size=1,
         max_size=12,
@@ -535,14 +568,16 @@ _CLASS_VALUES = [
 )
 def test_navigation_elements_are_those_of_the_xpath_expression(elements):
     """The walk that finds navigation elements finds the XPath expression's elements, in its order
-    (nested ones, classes with XML and other whitespace, a role of another case)."""
+    (nested ones, classes with XML and other whitespace, a role of another case, page headers,
+    footers and sidebars inside and outside sectioning elements, DocBook's navigation tables)."""
     from lxml import etree
 
     from transforms.structure.normalizers.html_elements import _navigation, _parser
 
     html, open_tags = "<html><body>", []
-    for tag, role, names, closes in elements:
+    for tag, role, names, closes, summary in elements:
         attributes = (f' role="{role}"' if role else "") + (f' class="{names}"' if names is not None else "")
+        attributes += f' summary="{summary}"' if summary else ""
         html += f"<{tag}{attributes}>text<!-- c -->"
         open_tags.append(tag)
         for _ in range(min(closes, len(open_tags))):

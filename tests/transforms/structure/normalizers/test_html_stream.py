@@ -307,7 +307,8 @@ _TITLE_KEPT = [
 _TITLE_DROPPED = [
     ("<title>T</title><svg></svg><h1>x</h1><p>after</p>", "# x\n\nafter\n"),
     ("<title>T</title><ul><li><h1>x</h1></li></ul>", "- # x\n"),
-    ("<title>T</title><table><tr><td><h1>x</h1></td></tr></table>", "| x |\n| --- |\n"),
+    # (A header row keeps the table a data table: without it, a heading in a cell is page layout.)
+    ("<title>T</title><table><tr><th>h</th></tr><tr><td><h1>x</h1></td></tr></table>", "| h |\n| --- |\n| x |\n"),
     ("<title>T</title><table><tr><td>a</td></tr><div><h1>x</h1></div></table>", "| a |\n| --- |\n\n# x\n"),
     ("<title>T</title><h1></h1><p>after</p>", "after\n"),
     ("<title>T</title>" + "<div>" * 210 + "<h1>x</h1>" + "</div>" * 210, "x\n"),
