@@ -115,17 +115,33 @@ def input_fingerprint(
     ``fingerprint_libraries``): a new release of any of them chunks the documents that depend on
     it once more, since it may cut differently.
     """
-    parts = [
-        "rechunk-input/2",
+    # The JSON of the list of parts ``["rechunk-input/2", transforms.__version__, *library
+    # versions, content format, metadata, chunker_config_hash, tokenizer, str(max_tokens)]``:
+    # what the job's parts share is encoded once (_fingerprint_frame), the document's own two here.
+    head, tail = _fingerprint_frame(
         transforms.__version__,
-        *_library_versions(CHUNKING_LIBRARIES + tuple(libraries)),
-        document.content_format,
-        dumps_metadata(document.metadata),
+        _library_versions(CHUNKING_LIBRARIES + tuple(libraries)),
         chunker_config_hash,
         tokenizer,
-        str(max_tokens),
-    ]
-    return hashlib.sha256(_PARTS_ENCODER.encode(parts).encode("utf-8")).hexdigest()
+        max_tokens,
+    )
+    text = f"{head}{_json_string(document.content_format)}, {_json_string(dumps_metadata(document.metadata))}{tail}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+#: A string as ``_PARTS_ENCODER`` writes it inside a list (JSON, non-ASCII characters as they are).
+_json_string = json.encoder.encode_basestring
+
+
+@functools.lru_cache(maxsize=64)
+def _fingerprint_frame(
+    version: str, library_versions: tuple[str, ...], chunker_config_hash: str, tokenizer: str, max_tokens: int
+) -> tuple[str, str]:
+    """The JSON text of :func:`input_fingerprint`'s list of parts before the document's own two
+    (with the separator after it) and after them (with the separator before it and the ``]``)."""
+    head = _PARTS_ENCODER.encode(["rechunk-input/2", version, *library_versions])
+    tail = _PARTS_ENCODER.encode([chunker_config_hash, tokenizer, str(max_tokens)])
+    return head[:-1] + ", ", ", " + tail[1:]
 
 
 def manifest_row(

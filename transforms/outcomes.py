@@ -124,7 +124,8 @@ def _output_chars(output: ChunkOutput) -> int:
     """Characters of an output's strings (a dead-letter row: of its payload)."""
     if isinstance(output, DeadLetter):
         return len(output.payload or "")
-    return sum(len(v) for v in output.values() if isinstance(v, str))
+    # (A list, not a generator: a chunk row's dozen values are summed in one call.)
+    return sum([len(v) for v in output.values() if isinstance(v, str)])
 
 
 class HeldOutputs:

@@ -11,6 +11,8 @@ import pyarrow as pa
 import pyarrow.compute
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipelines.rechunk import main
 from tests.conftest import read_output, recommit, write_documents
@@ -209,6 +211,54 @@ def test_fingerprint_covers_every_input_of_the_chunks():
     row = manifest_row(document, chunker="X", chunk_count=3, **base)
     changed = manifest_row(Document(id="d", content="text!", metadata={"a": 1}), chunker="X", chunk_count=3, **base)
     assert unchanged_key(row) == unchanged_key(dict(row)) and unchanged_key(row) != unchanged_key(changed)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    content_format=st.text(),
+    metadata=st.dictionaries(st.text(max_size=5), st.one_of(st.text(), st.integers(), st.none()), max_size=3),
+    config_hash=st.text(),
+    tokenizer=st.text(),
+    max_tokens=st.integers(1, 10**6),
+    libraries=st.lists(st.sampled_from(["torch", "not-installed-x", "tiktoken"]), max_size=2),
+)
+def test_fingerprint_is_the_sha256_of_its_parts_json(
+    content_format, metadata, config_hash, tokenizer, max_tokens, libraries
+):
+    """The definition, spelled out: sha256 of the JSON list of the parts (non-ASCII as it is)."""
+    import hashlib
+
+    import transforms
+    from transforms.documents import dumps_metadata
+    from transforms.incremental import CHUNKING_LIBRARIES, _library_versions
+
+    document = Document(id="d", content="text", content_format=content_format, metadata=metadata)
+    parts = [
+        "rechunk-input/2",
+        transforms.__version__,
+        *_library_versions(CHUNKING_LIBRARIES + tuple(libraries)),
+        content_format,
+        dumps_metadata(metadata),
+        config_hash,
+        tokenizer,
+        str(max_tokens),
+    ]
+    try:
+        expected = hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()
+    except UnicodeEncodeError:  # a lone surrogate: neither can encode it
+        with pytest.raises(UnicodeEncodeError):
+            input_fingerprint(
+                document,
+                chunker_config_hash=config_hash,
+                tokenizer=tokenizer,
+                max_tokens=max_tokens,
+                libraries=libraries,
+            )
+        return
+    got = input_fingerprint(
+        document, chunker_config_hash=config_hash, tokenizer=tokenizer, max_tokens=max_tokens, libraries=libraries
+    )
+    assert got == expected
 
 
 def test_fingerprint_covers_the_chunking_libraries_versions(monkeypatch):

@@ -17,6 +17,7 @@ from typing import Any
 
 import apache_beam as beam
 from apache_beam.pvalue import AsDict, AsSingleton, TaggedOutput
+from apache_beam.transforms.combiners import CountCombineFn
 
 from transforms.admission import id_as_text, row_to_document
 from transforms.beam.coders import typed_main_output, typed_output
@@ -129,8 +130,9 @@ class AdmitDocuments(beam.PTransform):
     def expand(self, rows):
         duplicates = (
             (rows if self._ids is None else self._ids)
-            | "Document ids" >> beam.FlatMap(lambda row: [i] if (i := id_as_text(row.get("id"))[0]) else [])
-            | "Count ids" >> beam.combiners.Count.PerElement()
+            # Each id paired with one here (Count.PerElement's own pairing step, fused into this one).
+            | "Document ids" >> beam.FlatMap(lambda row: [(i, 1)] if (i := id_as_text(row.get("id"))[0]) else [])
+            | "Count ids" >> beam.CombinePerKey(CountCombineFn())
             | "Duplicate ids" >> beam.Filter(lambda kv: kv[1] > 1)
         )
         admitted = rows | "Admit" >> beam.ParDo(

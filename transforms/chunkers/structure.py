@@ -27,7 +27,6 @@ import dataclasses
 import gc
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from transforms.chunkers.base import Chunker, ChunkingError, Piece
@@ -51,6 +50,7 @@ from transforms.structure.packing import (
     distinct_titles,
     heading_prefix,
 )
+from transforms.structure.packing.whole import WholeDocument
 from transforms.structure.tree import Node, NormalizationError, NormalizedDocument, StreamedChildren, map_blocks
 from transforms.tokenizers import Tokenizer
 
@@ -70,25 +70,31 @@ ENGINE_VERSION = 5
 _FLATTEN = {"code": "preserve_code_blocks", "table": "preserve_table_rows", "list": "preserve_list_hierarchy"}
 
 
-@contextmanager
-def _cycle_collector_paused() -> Iterator[None]:
-    """Pause Python's cycle collector while one document is chunked.
+class _CycleCollectorPaused:
+    """Pause Python's cycle collector while one document is chunked (a context manager).
 
     Chunking a document builds many objects that all stay alive until it is done (blocks,
     chunks, their metadata) and makes no reference cycles; each full collection walks every one
     of them, so with the collector on, a document ten times longer cost about 11 to 12 times as
     much (measured on Markdown, 2 M and 20 M characters) and about 9 times with it paused.
     Nothing is left uncollected: the collector runs again afterwards. When it is already off
-    (another thread chunking), it is left alone.
+    (another thread chunking, or an outer pause), it is left alone. (A class rather than a
+    ``contextmanager`` generator: entered four times per document, a tiny one's cost shows.)
     """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+
+    __slots__ = ("_paused",)
+
+    def __enter__(self) -> None:
+        self._paused = gc.isenabled()
+        if self._paused:
+            gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._paused:
+            gc.enable()
+
+
+_cycle_collector_paused = _CycleCollectorPaused
 
 
 def _normalize(registry: NormalizerRegistry, document: Document) -> NormalizedDocument:
@@ -247,6 +253,9 @@ class StructureAwareChunker(_StructureChunker):
 
     #: ``semantic_refiner`` is built from ``{llm: MODEL_NAME, ...}`` in a configuration file.
     model_parameters: ClassVar[tuple[str, ...]] = ("semantic_refiner",)
+    #: Whether a document that fits whole skips the packing run (``packing.whole``; the same
+    #: chunk either way: tests turn it off to compare with the full packer).
+    whole_document_path: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -314,6 +323,7 @@ class StructureAwareChunker(_StructureChunker):
             split_oversized=oversized_block_policy == "split_with_context",
             cuts=cuts,
         )
+        self._whole = WholeDocument(self._packer)
 
     @classmethod
     def budget_parameter(cls, params: Mapping[str, Any]) -> str | None:
@@ -352,6 +362,11 @@ class StructureAwareChunker(_StructureChunker):
         source, verbatim = normalized.text, normalized.verbatim
         flattened = self._flatten(normalized)
         if self.semantic_refiner is None:
+            # A document that fits whole is its one chunk, without a packing run (equal to it).
+            whole = self._whole.chunk(flattened) if self.whole_document_path else None
+            if whole is not None:
+                yield _piece(source, verbatim, whole)
+                return
             # Packed a top-level section at a time: the document's chunks are never all held.
             chunks = self._packer.stream(flattened)
             del normalized, flattened

@@ -78,6 +78,12 @@ def _spans(structure: dict[str, Any], limit: int) -> list[tuple[int, int]] | Non
         return None
     out = []
     for span in spans:
+        # The common case first: a list of two ints (as the chunkers write them) in range.
+        if type(span) is list and len(span) == 2:
+            start, end = span
+            if type(start) is int and type(end) is int and 0 <= start < end <= limit:
+                out.append((start, end))
+                continue
         if (
             not isinstance(span, (list, tuple))
             or len(span) != 2
@@ -100,6 +106,7 @@ for _c in _WHITESPACE:
         _WIDE_WHITESPACE.setdefault(_c.encode()[0], ())
         _WIDE_WHITESPACE[_c.encode()[0]] += (_c.encode()[1:],)
 del _c
+_new = object.__new__
 #: Code points of a text counted at a time (bounds the UTF-8 copy and the byte masks).
 _PART_CHARS = 1 << 20
 
@@ -243,7 +250,8 @@ class StructureValidator:
         excluded = 0
         position = 0
         # Spans by start (ties in any order give the same union).
-        for k in sorted(range(len(starts)), key=starts.__getitem__):
+        order = range(len(starts)) if len(starts) < 2 else sorted(range(len(starts)), key=starts.__getitem__)
+        for k in order:
             start, end = starts[k], ends[k]
             if start > position:
                 excluded += _non_space(source[position:start])
@@ -260,7 +268,10 @@ class StructureValidator:
                 )
             )
         counts = tuple(self._counts)
-        return ChunkValidation(
+        # ChunkValidation(**fields) without the frozen dataclass's __init__ (an object.__setattr__
+        # per field, a few microseconds a document): the same object, every field set.
+        validation = _new(ChunkValidation)
+        validation.__dict__.update(
             chunk_count=len(counts),
             source_characters=total,
             retained_characters=total - excluded,
@@ -275,6 +286,7 @@ class StructureValidator:
             max_overlap=self._max_overlap,
             problems=tuple(problems),
         )
+        return validation
 
 
 def validate_structure_chunks(

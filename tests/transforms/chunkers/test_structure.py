@@ -6,6 +6,7 @@ hand, and in cl100k_base tokens where the tokenizer matters.
 
 from __future__ import annotations
 
+import dataclasses
 from itertools import pairwise
 
 import pytest
@@ -808,3 +809,30 @@ def test_a_dropped_part_asked_again_is_encoded_again_exactly(tokenizer):
     for s, e in [(0, len(content)), (3, 5000), (100, 101), (17, 4000)]:
         assert whole.at_least(s, e) <= whole.span(s, e)
         assert whole.exceeds(s, e, 10) == (whole.span(s, e) > 10)
+
+
+@pytest.mark.parametrize(
+    ("spans", "ok"),
+    [
+        ([[0, 4]], True),
+        (((0, 4),), False),  # not a list
+        ([(0, 4)], True),  # a span may be a tuple
+        ([[0, 4, 5]], False),
+        ([[True, 4]], False),  # a bool is not an offset
+        ([[0.0, 4]], False),
+        ([[0, "4"]], False),
+        ([[4, 4]], False),  # empty
+        ([[3, 2]], False),
+        ([[-1, 4]], False),
+        ([[0, 99]], False),  # past the source
+        ([], False),
+        (None, False),
+    ],
+)
+def test_validation_reads_only_well_formed_spans_in_range(spans, ok):
+    text = "one\n"
+    (chunk,) = _chunks(_bytes(max_tokens=600), text)
+    structure = {**chunk.metadata["structure"], "spans": spans}
+    tampered = dataclasses.replace(chunk, metadata={**chunk.metadata, "structure": structure})
+    problems = validate_structure_chunks(text, [tampered], tokenizer=BYTES, max_tokens=600).problems
+    assert [p.reason for p in problems] == ([] if ok else ["offset_mismatch", "incomplete_coverage"])

@@ -55,6 +55,10 @@ def normalize_text(content: str) -> NormalizedDocument:
         A verbatim :class:`NormalizedDocument` (``text`` is ``content``) whose blocks are the
         paragraphs in order; intervals in code points.
     """
+    if "\n" not in content and "\r" not in content:
+        # One line (a title, a short note): one paragraph of all of it, or none if it is blank.
+        one = (Node("paragraph", 0, len(content)),) if _NON_SPACE.search(content) else ()
+        return NormalizedDocument(text=content, blocks=one, content_format="text", verbatim=True)
     blocks: list[Node] = []
     run_start = -1  # start of the open paragraph, or -1
     run_end = 0  # end of its last line so far

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from transforms.structure.normalizers.text import normalize_text, split_lines
 from transforms.structure.tree import Node, NormalizedDocument, check_blocks
@@ -139,3 +141,35 @@ def test_corpus_text_documents(shared_data):
         assert doc.text == content
         assert_well_formed(doc)
         assert_no_text_lost(doc)
+
+
+def _reference_paragraphs(text: str) -> list[tuple[int, int]]:
+    """Runs of lines holding a non-whitespace character, from the lines themselves."""
+    lines, starts = split_lines(text)
+    runs: list[tuple[int, int]] = []
+    open_start = None
+    for line, start in zip(lines, starts, strict=True):
+        if any(not c.isspace() for c in line):
+            if open_start is None:
+                open_start = start
+            end = start + len(line)
+        elif open_start is not None:
+            runs.append((open_start, end))
+            open_start = None
+    if open_start is not None:
+        runs.append((open_start, end))
+    return runs
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.text(alphabet=st.characters(blacklist_characters="\r\n"), max_size=40),  # one line
+        st.text(alphabet=st.sampled_from(["a", " ", "\t", "\u00a0", "\u3000", "\x0b", "\x1c", "\n", "\r", "é"])),
+    )
+)
+def test_paragraphs_are_the_runs_of_non_blank_lines(text):
+    doc = normalize_text(text)
+    assert doc.text is text and type(doc.blocks) is tuple
+    assert [(b.start, b.end) for b in doc.blocks] == _reference_paragraphs(text)
+    assert all(b.kind == "paragraph" and not b.children for b in doc.blocks)
