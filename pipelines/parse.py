@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import apache_beam as beam
+from apache_beam.io.filesystem import FileMetadata
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
@@ -129,7 +130,9 @@ def parse_job(argv: Sequence[str]) -> ParseJob:
         for flag, path in (("--input", own.input), ("--output", own.output)):
             if "://" not in path or path.startswith("file://"):
                 raise OptionError(f"{flag} {path}: DataflowRunner workers cannot reach local paths; use gs://")
-    pattern, output = _checked_input_and_output(own.input, own.output)
+    pattern, output = _checked_input_and_output(
+        own.input, own.output, formats=FileFormats(format_for), pdf_artifacts_path=pdf_artifacts_path
+    )
     return ParseJob(
         input=pattern,
         output=output,
@@ -240,15 +243,18 @@ def _max_file_seconds(value: str | None) -> float:
 
 
 def _checked_pdf_artifacts(pdf: str | None) -> str | None:
-    """``--pdf-artifacts-path`` made absolute (a non-empty local folder), once Docling is found."""
+    """``--pdf-artifacts-path`` made absolute (a non-empty local folder), once Docling is found
+    (asked for by this option whatever the input holds)."""
     if pdf is not None and not os.path.isdir(pdf):
         raise OptionError(f"--pdf-artifacts-path {pdf}: no such local directory (Docling's PDF models)")
     if pdf is not None and not os.listdir(pdf):
         raise OptionError(
             f"--pdf-artifacts-path {pdf}: empty; fetch Docling's models there (docling-tools models download -o {pdf})"
         )
-    _check_docling(os.path.abspath(pdf) if pdf else None)
-    return os.path.abspath(pdf) if pdf else None
+    if pdf is None:
+        return None
+    _check_docling(os.path.abspath(pdf))
+    return os.path.abspath(pdf)
 
 
 def _check_docling(pdf_artifacts_path: str | None) -> None:
@@ -268,8 +274,12 @@ def _check_docling(pdf_artifacts_path: str | None) -> None:
         raise OptionError(f"{'--pdf-artifacts-path: ' if hint == PDF_MODELS_HINT else ''}{hint}") from None
 
 
-def _checked_input_and_output(given_input: str, given_output: str) -> tuple[str, str]:
-    """The input pattern the workers read, and the output folder (created), both checked."""
+def _checked_input_and_output(
+    given_input: str, given_output: str, *, formats: FileFormats, pdf_artifacts_path: str | None
+) -> tuple[str, str]:
+    """The input pattern the workers read, and the output folder (created), both checked; when a
+    matched file is converted (office formats, PDFs, ``--format-for EXT=docling``), Docling must
+    be installed (text files alone need no extra)."""
     check_utf8("--input", given_input, given_input)
     check_utf8("--output", given_output, given_output)
     check_filesystem("--input", given_input)  # as given: gs:/b/x made absolute would hide its missing slash
@@ -283,20 +293,27 @@ def _checked_input_and_output(given_input: str, given_output: str) -> tuple[str,
         )
     check_reachable("--input", pattern)
     check_reachable("--output", output)
-    _check_raw_input(given_input, pattern)
+    matched = _check_raw_input(given_input, pattern)
+    converted = next((m.path for m in matched if (formats.of(m.path) or ("", "text"))[1] != "text"), None)
+    if converted is not None and pdf_artifacts_path is None:
+        try:
+            _check_docling(None)
+        except OptionError as err:
+            raise OptionError(f"--input {given_input}: {converted} is converted by Docling; {err}") from None
     check_output_is_no_file(output)
     create_output(output)
     check_output_empty(output, ("parsed", "dead_letter"))
     return pattern, output
 
 
-def _check_raw_input(given: str, pattern: str) -> None:
-    """``--input`` (``given``; ``pattern`` as the workers read it) matches files with UTF-8 names."""
+def _check_raw_input(given: str, pattern: str) -> list[FileMetadata]:
+    """``--input`` (``given``; ``pattern`` as the workers read it) matches files with UTF-8 names:
+    their metadata."""
     if "://" not in pattern and os.path.isdir(worker_path(given)):
         raise OptionError(
             f"--input {given}: is a directory; give a file pattern such as {given.rstrip('/')}/** (all files below it)"
         )
-    matched_input(given, pattern)
+    return matched_input(given, pattern)
 
 
 def build_pipeline(pipeline: beam.Pipeline, job: ParseJob) -> None:

@@ -376,12 +376,34 @@ def test_gs_input_gives_the_same_ids_and_content_as_local(raw, parsed, gcs):
     assert sorted((r["document_id"], r["reason"]) for r in rows("dead_letter")) == sorted(EXPECTED_DEAD.items())
 
 
-def test_without_docling_the_job_says_what_to_install(capsys, raw, tmp_path, monkeypatch):
+def test_without_docling_a_file_it_converts_is_an_option_error_naming_it(capsys, tmp_path, monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "docling.backend.html_backend", None)  # import fails as if not installed
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "notes.md").write_text("# Notes\n\nText.\n")
+    (raw / "slides.pptx").write_bytes(b"PK")
     line = _error(capsys, ["parse", "--input", f"{raw}/*", "--output", str(tmp_path / "o")])
-    assert line == f"rechunk parse: error: {PARSE_INSTALL_HINT}" and "pip install -e '.[parse]'" in line
+    assert line == (
+        f"rechunk parse: error: --input {raw}/*: {raw}/slides.pptx is converted by Docling; {PARSE_INSTALL_HINT}"
+    )
+    assert "pip install -e '.[parse]'" in line and not (tmp_path / "o").exists()
+
+
+def test_without_docling_text_files_are_parsed(tmp_path, monkeypatch):
+    import sys
+
+    for module in ("docling", "docling.backend.html_backend", "docling.document_converter"):
+        monkeypatch.setitem(sys.modules, module, None)  # import fails as if not installed
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "notes.md").write_text("# Notes\n\nText.\n")
+    (raw / "readme.txt").write_text("Plain words.\n")
+    out = tmp_path / "o"
+    assert main(["parse", "--input", f"{raw}/*", "--output", str(out)]) == 0
+    rows = {r["id"]: (r["content"], r["content_format"]) for r in read_output(out, "parsed")}
+    assert rows == {"notes.md": ("# Notes\n\nText.\n", "markdown"), "readme.txt": ("Plain words.\n", "text")}
 
 
 def test_pdf_artifacts_path_without_the_pdf_pipeline_is_an_option_error(capsys, raw, tmp_path, monkeypatch):
