@@ -62,7 +62,12 @@ __all__ = ["HeadingChunker", "StructureAwareChunker"]
 #:    Chinese and Japanese 。！？ end a sentence with no whitespace after them.
 #: 4: content-defined cuts (``cuts``); a chunk whose start an overlap moved back offers its first
 #:    block's start to the next chunk's overlap.
-ENGINE_VERSION = 4
+#: 5: a chunk holding a section whole carries the path of its first text; a split table's header
+#:    travels with its first body row and is repeated whenever it fits with a row; a split code
+#:    block's fence travels with its first line, and every part says ``split: code``; a block cut
+#:    inside (prose, a line of code) makes no part under half of what a part aims at, and its
+#:    first part may top up the chunk before it.
+ENGINE_VERSION = 5
 _FLATTEN = {"code": "preserve_code_blocks", "table": "preserve_table_rows", "list": "preserve_list_hierarchy"}
 
 
