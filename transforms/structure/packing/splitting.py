@@ -1,11 +1,13 @@
 """One document's packing, third layer: splitting a block that does not fit the budget alone.
 
 A list is cut between items, a quote between its blocks, a table between rows (its header rows
-repeated at the top of every part), a code block between lines (its opening fence repeated), any
+travel with the first body row and are repeated at the top of every later part), a code block
+between lines (its opening fence travels with the first line and is repeated; a line too long
+is cut inside like prose, with no sentence level, ``split="code"``), any
 other block first between its own paragraphs (an rST directive's line repeated like a fence), and
 prose at sentence ends, line starts, word starts and finally the tokenizer's own token boundaries
-(:mod:`~transforms.structure.packing.prose`). A repeated header or fence never takes more than
-half the budget. Positions are code points of the normalized text; counts are tokens of the
+(:mod:`~transforms.structure.packing.prose`). A repeated header or fence is repeated when it fits
+the budget with the first row or line it introduces, or takes at most half the budget. Positions are code points of the normalized text; counts are tokens of the
 budget tokenizer.
 """
 
