@@ -308,16 +308,21 @@ LITERAL = (
 
 
 def test_a_long_line_of_code_is_cut_into_balanced_code_parts():
-    _, chunks = _run(LITERAL, "rst", 512)
-    _check_invariants(LITERAL, chunks, 512)
-    counts = [TOK.count(c.embedding_text) for c in chunks]
-    # Without the rules: 7 (the title and "Run this::" alone), 483, 93 (a sentence end), 510, 295,
-    # every part of the line "split: prose".
-    assert [c.metadata["structure"]["split"] for c in chunks] == ["code"] * 3
-    assert chunks[0].text.startswith("Build\n=====\n\nRun this::\n\n    a0 a1")  # the intro travels with it
-    assert min(counts) >= 512 // 2, counts
-    # Cut at word starts (a code line has no sentences): every part ends with a whole word.
-    assert all(c.text.rstrip()[-1].isdigit() for c in chunks)
+    # Without the rules (512 tokens): 7 (the title and "Run this::" alone), 483, 93 (cut at a
+    # sentence end), 510, 295, every part of the line "split: prose".
+    for target, counts in ((512, [7, 510, 511, 359]), (400, [404, 398, 292, 293])):
+        chunker = StructureAwareChunker(tokenizer=TOK, target_tokens=target, max_tokens=512)
+        document = Document(id="d", content=LITERAL, content_format="rst", metadata={})
+        chunks = chunker.chunk(document, tokenizer_identity=TOK.identity)
+        _check_invariants(LITERAL, chunks, 512)
+        assert [TOK.count(c.embedding_text) for c in chunks] == counts
+        line_parts = [c for c in chunks if "a0" in c.text or c.metadata["structure"]["split"]]
+        assert [c.metadata["structure"]["split"] for c in line_parts] == ["code"] * len(line_parts)
+        # Cut at word starts (a code line has no sentences): every part ends with a whole word.
+        assert all(c.text.rstrip()[-1].isdigit() for c in line_parts)
+    # With room for a part after it, the introduction travels with the line's first part (at 512
+    # a full part does not fit after it: the parts are cut where they are cut alone).
+    assert chunks[0].text.startswith("Build\n=====\n\nRun this::\n\n    a0 a1")
 
 
 def test_a_split_fenced_code_block_says_code_in_every_part_and_repeats_its_fence():

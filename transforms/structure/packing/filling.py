@@ -219,18 +219,20 @@ class ChunkFilling:
 
     # -- the chunk being filled --------------------------------------------------------------
 
-    def _tops_up(self, cur: OpenChunk, start: int) -> bool:
-        """Whether the open chunk ``cur``, which has text, takes the first part of a block from
+    def _tops_up(self, cur: OpenChunk, start: int, *, inside: bool = False) -> bool:
+        """Whether the open chunk ``cur``, which has text, may take the first part of a block from
         ``start`` that does not fit even alone (the block is split; blocks that fit never are):
-        it ends there, is not itself a part cut inside a line, and holds less than
-        ``MIN_PART_SHARE`` of the target, so that it is not left a sliver before the parts (a
-        chunk that holds more closes, so that the parts start where the block starts whatever
-        the chunks before it hold: better edit locality)."""
+        it ends there, is not itself a part cut inside a line, and has room for
+        ``MIN_PART_SHARE`` of the target, so that it is not left a sliver before the parts. For
+        a block cut ``inside`` (prose, a line of code), only while it holds less than that share
+        (``_split_prose`` then joins the first part, cut as it is cut alone, if the two fit)."""
         p = self.p
         if not p.split_oversized or cur.exact_count is not None or cur.end != start:
             return False
         least = int(min(p.target_tokens, p.max_tokens) * MIN_PART_SHARE)
-        return self._total(cur, start) < least
+        if inside:
+            return self._total(cur, start) < least
+        return self._total(cur, start) + least <= p.max_tokens
 
     def _can_join(self, top: int) -> bool:
         """Whether a tile of top-level section ``top`` may join the open chunk."""

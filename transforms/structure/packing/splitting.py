@@ -268,8 +268,9 @@ class BlockSplitting(TilePacking):
         :meth:`_release`).
 
         The first part may join the open chunk: open headings (a chunk with no body yet), or a
-        chunk with room for a part of at least ``MIN_PART_SHARE`` of the target (it is not left
-        a sliver before the parts). Every other part is a chunk of its own, at most
+        chunk under ``MIN_PART_SHARE`` of the target (``_tops_up``), which takes the first part
+        as it is cut alone when the two fit ``max_tokens`` (so the cuts do not depend on what
+        the chunks before hold). Every other part is a chunk of its own, at most
         ``max_tokens`` unless one token alone is over it, with ``context`` before its text (with
         ``shown``, not before the first part, whose text holds it). Outer titles of the path
         are dropped before the context is.
@@ -292,7 +293,14 @@ class BlockSplitting(TilePacking):
         while position < end:
             keep = self.cur if first else None
             part_context = None if first and shown else context
-            head = self._embedding(keep, keep.end) if keep is not None else self._prose_head(titles, part_context)
+            # A chunk with text takes the first part as it would be cut alone (so the cuts do not
+            # depend on what the chunks before hold), when the two fit the budget together.
+            topping = keep is not None and keep.has_body
+            head = (
+                self._embedding(keep, keep.end)
+                if keep is not None and not topping
+                else self._prose_head(titles, part_context)
+            )
             cut, count = prose.longest_part(head, position, end, levels)
             if cut == position and keep is None:
                 if titles or part_context is not None:
@@ -303,6 +311,13 @@ class BlockSplitting(TilePacking):
                 # budget, which validation dead-letters with its text. The loop always moves on.
                 cut, count = prose.single_step(position)
             part_end, count = prose.trimmed_end(head, position, cut, end, count)
+            if keep is not None and topping and cut > position:
+                joined = counter.exact(self._embedding(keep, keep.end) + self.text[position:part_end])
+                if joined <= self.p.max_tokens:
+                    count = joined
+                else:
+                    self._flush()
+                    keep = None
             if keep is not None and cut == position:
                 # Even one step does not fit after the open headings: close them first.
                 self._flush()
@@ -332,10 +347,10 @@ class BlockSplitting(TilePacking):
 
     def _prose_start(self, start: int, end: int) -> int:
         """Where prose in ``[start, end)`` starts its first part: a chunk with a body is flushed
-        first unless it has room for a part (:meth:`_tops_up`); open headings (no body) or that
+        first unless it is small (:meth:`_tops_up`); open headings (no body) or that
         chunk take the part from ``start``, else leading blank lines are not a part of their own
         (the chunks need not touch; only whitespace lies between them)."""
-        if self.cur is not None and self.cur.has_body and not self._tops_up(self.cur, start):
+        if self.cur is not None and self.cur.has_body and not self._tops_up(self.cur, start, inside=True):
             self._flush()
         if self.cur is not None:
             return start
