@@ -344,3 +344,17 @@ def test_a_split_fenced_code_block_says_code_in_every_part_and_repeats_its_fence
     assert all(c.text.startswith("```sh\narg") for c in chunks[1:])
     counts = [TOK.count(c.embedding_text) for c in chunks]
     assert min(counts) >= 64 // 2, counts
+
+
+def test_a_list_parent_travels_with_its_first_child_items():
+    text = (
+        "# Setup\n\n- Install the tools:\n"
+        + "".join(f"  - tool number {i} with its options\n" for i in range(12))
+        + "- Done.\n"
+    )
+    for budget in (24, 64):
+        _, chunks = _run(text, "markdown", budget)
+        _check_invariants(text, chunks, budget)
+        # Without the rule: "# Setup\n\n- Install the tools:\n" alone (8 tokens), then the items.
+        assert chunks[0].text.startswith("# Setup\n\n- Install the tools:\n  - tool number 0 with its options\n")
+        assert all(c.metadata["structure"]["split"] is not None for c in chunks)
