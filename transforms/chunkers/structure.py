@@ -66,6 +66,11 @@ __all__ = ["HeadingChunker", "StructureAwareChunker"]
 #: 5: HTML page chrome left out (a page's banner header, footer and sidebar, skip links,
 #:    permalink marks, buttons, DocBook navigation tables), layout tables read as their cells'
 #:    blocks, a pre's alternative code children made separate code blocks.
+#:    A chunk holding a section whole carries the path of its first text; a split table's header
+#:    travels with its first body row and is repeated whenever it fits with a row; a split code
+#:    block's fence travels with its first line, and every part says ``split: code``; a block cut
+#:    inside (prose, a line of code) makes no part under half of what a part aims at, and its
+#:    first part may top up the chunk before it.
 ENGINE_VERSION = 5
 _FLATTEN = {"code": "preserve_code_blocks", "table": "preserve_table_rows", "list": "preserve_list_hierarchy"}
 

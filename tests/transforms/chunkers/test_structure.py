@@ -141,7 +141,7 @@ def test_oversized_code_is_split_between_lines_and_the_fence_reopened():
     chunks = _chunks(_bytes(max_tokens=50, target_tokens=45, cuts="greedy"), text)
     assert _table(chunks) == [
         ("# Guide\n\nIntro.\n\n", "", ("Guide",), 0, None, None),
-        ("## Code\n\n```python\nline_one = 1\n", "Guide\n\n", ("Guide", "Code"), 17, None, None),
+        ("## Code\n\n```python\nline_one = 1\n", "Guide\n\n", ("Guide", "Code"), 17, None, "code"),
         ("```python\nline_two = 2\n", "Guide > Code\n\n", ("Guide", "Code"), None, "code_fence", "code"),
         ("```python\nline_three = 3\n```\n", "Guide > Code\n\n", ("Guide", "Code"), None, "code_fence", "code"),
     ]
@@ -155,11 +155,11 @@ def test_a_closing_fence_is_never_a_part_of_its_own():
     # on nothing (and 21 bytes a part "```\n"). The closing fence goes with the last line of code.
     text = "## Code\n\n```python\nline_one = 1\nline_two = 2\n```\n"
     assert _table(_chunks(_bytes(max_tokens=32, target_tokens=32, cuts="greedy"), text)) == [
-        ("## Code\n\n```python\nline_one = 1\n", "", ("Code",), 0, None, None),
+        ("## Code\n\n```python\nline_one = 1\n", "", ("Code",), 0, None, "code"),
         ("```python\nline_two = 2\n```\n", "", ("Code",), None, "code_fence", "code"),
     ]
     assert _table(_chunks(_bytes(max_tokens=21, target_tokens=21, cuts="greedy"), text)) == [
-        ("## Code\n\n```python\n", "", ("Code",), 0, None, None),
+        ("## Code\n\n```python\n", "", ("Code",), 0, None, "code"),
         ("line_one = 1\n", "Code\n\n", ("Code",), 19, None, "code"),
         ("line_two = 2\n```\n", "", ("Code",), 32, None, "code"),
     ]
@@ -183,16 +183,25 @@ def test_oversized_table_is_split_between_rows_with_the_header_repeated():
     chunks = _chunks(_bytes(max_tokens=100, target_tokens=90, cuts="greedy"), TABLE)
     header = "| key | value |\n|-----|-------|\n"
     assert _table(chunks) == [
-        ("## Data\n\n" + header + "| k0 | v0 |\n| k1 | v1 |\n| k2 | v2 |\n| k3 | v3 |\n", "", ("Data",), 0, None, None),
+        (
+            "## Data\n\n" + header + "| k0 | v0 |\n| k1 | v1 |\n| k2 | v2 |\n| k3 | v3 |\n",
+            "",
+            ("Data",),
+            0,
+            None,
+            "table",
+        ),
         (header + "| k4 | v4 |\n| k5 | v5 |\n", "Data\n\n", ("Data",), None, "table_header", "table"),
     ]
     assert all(BYTES.count(c.embedding_text) <= 100 for c in chunks)
 
 
 def test_a_header_too_large_to_repeat_still_splits_between_rows():
-    chunks = _chunks(_bytes(max_tokens=60, target_tokens=60), TABLE)
-    assert [c.metadata["structure"]["context"] for c in chunks] == [None, None, None]
-    assert all(c.text.endswith("|\n") for c in chunks)  # every cut is between rows
+    # The header (32 bytes) and a row (12) do not fit 40 together, and the header is over half of it.
+    chunks = _chunks(_bytes(max_tokens=40, target_tokens=40), TABLE)
+    assert [c.metadata["structure"]["context"] for c in chunks] == [None] * 5
+    assert chunks[0].text == "## Data\n\n"  # (the heading, the header and a row do not fit 40 either)
+    assert all(c.text.endswith("|\n") for c in chunks[1:])  # every cut is between rows
     assert "".join(c.text for c in chunks) == TABLE
 
 
@@ -249,7 +258,7 @@ def test_a_section_that_repeats_its_parents_title_is_one_heading_with_it():
     text = "# Guide\n\nIntro.\n\n## Guide\n\n```python\nline_one = 1\nline_two = 2\nline_three = 3\n```\n"
     assert _table(_chunks(_bytes(max_tokens=50, target_tokens=45, cuts="greedy"), text)) == [
         ("# Guide\n\nIntro.\n\n", "", ("Guide",), 0, None, None),
-        ("## Guide\n\n```python\nline_one = 1\n", "", ("Guide",), 17, None, None),
+        ("## Guide\n\n```python\nline_one = 1\n", "", ("Guide",), 17, None, "code"),
         ("```python\nline_two = 2\n", "Guide\n\n", ("Guide",), None, "code_fence", "code"),
         ("```python\nline_three = 3\n```\n", "Guide\n\n", ("Guide",), None, "code_fence", "code"),
     ]

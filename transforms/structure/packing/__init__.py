@@ -18,7 +18,15 @@ How a document is cut
     block between lines with its opening fence (or directive) repeated at the top of every part,
     any other block first between its own paragraphs (blank lines inside, as in an rST
     directive, whose directive line is repeated like a fence), and prose, in this order, at
-    sentence ends, line starts, word starts and finally the tokenizer's own token boundaries. Repeated headers and fences are copied from the source, so
+    sentence ends, line starts, word starts and finally the tokenizer's own token boundaries (a
+    line of code: line starts, word starts, token boundaries). A table's header rows travel with
+    its first body row and a code block's fence with its first line (one tile, when they fit the
+    budget), and are repeated whenever they fit it with that row or line; a row or line that fits
+    alone but not after them is kept whole without them. A cut inside a block gives its part at
+    least ``MIN_PART_SHARE`` of what it aims at and leaves no smaller rest (the last two parts
+    share a small rest), and its first part tops up a chunk holding less than that share of the
+    target. Every chunk holding a part of a split block says its kind (``split``). A chunk
+    holding a section whole carries the path of its first text. Repeated headers and fences are copied from the source, so
     a chunk's text is always the concatenation of its ``spans`` (source intervals); it is a
     verbatim slice exactly when it has one span.
 

@@ -19,6 +19,7 @@ from transforms.structure.packing.chunk import OpenChunk, PackedChunk, distinct_
 from transforms.structure.packing.counting import TokenCounter
 from transforms.structure.packing.lines import Lines
 from transforms.structure.packing.merging import is_mergeable, merge_small
+from transforms.structure.packing.prose import MIN_PART_SHARE
 from transforms.structure.tree import Node, NormalizedDocument, StreamedChildren
 
 if TYPE_CHECKING:
@@ -46,6 +47,20 @@ def own_heading(node: Node | None, path: tuple[Node, ...]) -> bool:
         # the one block that starts where it starts, the others all lie after the heading.)
         return node.start == path[-1].start
     return children[0] is node
+
+
+def body_path(path: tuple[Node, ...]) -> tuple[Node, ...]:
+    """``path`` extended through the first subsections of a section with no text of its own (its
+    heading line followed directly by a subsection): the path of the first text under it. A chunk
+    holding such a section whole carries the path it would carry were the section split."""
+    while path:
+        children = path[-1].children
+        if isinstance(children, StreamedChildren) or len(children) < 2:
+            break
+        if children[0].kind != "heading" or children[1].kind != "section":
+            break
+        path = path + (children[1],)
+    return path
 
 
 def _headings_in(section: Node) -> int:
@@ -78,6 +93,7 @@ class ChunkFilling:
         self.merging = packer.merge_small_sections and bool(packer.min_preferred_tokens) and not packer.overlap_tokens
         self.last: PackedChunk | None = None  # the last chunk flushed (a new chunk's overlap starts from it)
         self.last_tiles: list[int] = []  # tile starts of the last flushed chunk (for overlap)
+        self.last_cut_inside = False  # whether the last flushed chunk ends a part cut inside a line
         self.tiles_in_cur: list[int] = []
         self.titles: dict[tuple[int, int], tuple[tuple[Node, ...], tuple[str, ...]]] = {}
 
@@ -203,6 +219,21 @@ class ChunkFilling:
 
     # -- the chunk being filled --------------------------------------------------------------
 
+    def _tops_up(self, cur: OpenChunk, start: int, *, inside: bool = False) -> bool:
+        """Whether the open chunk ``cur``, which has text, may take the first part of a block from
+        ``start`` that does not fit even alone (the block is split; blocks that fit never are):
+        it ends there, is not itself a part cut inside a line, and has room for
+        ``MIN_PART_SHARE`` of the target, so that it is not left a sliver before the parts. For
+        a block cut ``inside`` (prose, a line of code), only while it holds less than that share
+        (``_split_prose`` then joins the first part, cut as it is cut alone, if the two fit)."""
+        p = self.p
+        if not p.split_oversized or cur.exact_count is not None or cur.end != start:
+            return False
+        least = int(min(p.target_tokens, p.max_tokens) * MIN_PART_SHARE)
+        if inside:
+            return self._total(cur, start) < least
+        return self._total(cur, start) + least <= p.max_tokens
+
     def _can_join(self, top: int) -> bool:
         """Whether a tile of top-level section ``top`` may join the open chunk."""
         cur = self.cur
@@ -223,7 +254,9 @@ class ChunkFilling:
         assert cur is not None  # (callers open a chunk first)
         self.tiles_in_cur.append(cur.end)
         if not cur.has_body and path is not None:
-            cur.path = path  # headings so far travel with what follows: it names the chunk
+            # Headings so far travel with what follows: it names the chunk (a whole section by
+            # the path of its first text).
+            cur.path = body_path(path) if section else path
         cur.end = end
         cur.has_body = cur.has_body or body
         kind = "section" if section else BLOCK_OF_PART.get(node.kind, node.kind) if node is not None else "paragraph"
@@ -306,7 +339,7 @@ class ChunkFilling:
                 self._apply_overlap(cur, end, limit)
                 self.tiles_in_cur = []
                 own = displayed == 1 and node is not None and node.kind == "heading"
-                self._extend(node, end, body=not own, section=section)
+                self._extend(node, end, body=not own, section=section, path=path if section else None)
                 # (The tile's own start too when an overlap moved the chunk's start before it: the
                 # next chunk's overlap may start there.)
                 self.tiles_in_cur = [cur.start] if cur.start == start else [cur.start, start]
@@ -321,9 +354,9 @@ class ChunkFilling:
         """
         budget = self.p.overlap_tokens
         last = self.last
-        if not budget or last is None or cur.context is not None or cur.split == "prose":
+        if not budget or last is None or cur.context is not None or cur.exact_count is not None:
             return
-        if last.spans[-1][1] != cur.start or last.split == "prose" or last.headings != self._titles(cur.path):
+        if last.spans[-1][1] != cur.start or self.last_cut_inside or last.headings != self._titles(cur.path):
             return
         best = cur.start
         for tile in reversed(self.last_tiles):
@@ -369,6 +402,7 @@ class ChunkFilling:
             top=cur.top,
         )
         self.last = chunk
+        self.last_cut_inside = cur.exact_count is not None
         self.out.append(chunk)
         self._advance_final(chunk)
         self.last_tiles = self.tiles_in_cur

@@ -15,7 +15,7 @@ from transforms.structure.packing.counting import TokenCounter
 from transforms.structure.tree import LINE_BREAK
 from transforms.tokenizers import Tokenizer
 
-__all__ = ["CutCandidates", "ProseCutter"]
+__all__ = ["MIN_PART_SHARE", "CutCandidates", "ProseCutter"]
 
 # A sentence ends at . ! ? or an ellipsis, with closing quotes or brackets, before whitespace; or
 # at a full-width 。！？ or a half-width ｡ with closing quotes or brackets (」』）】), where no
@@ -27,6 +27,9 @@ _WORD_START = re.compile(r"\s+")
 # Tokens by which a count from the whole-document encoding may differ from a whole recount of a
 # slice cut inside a line (measured: -3 to +2); estimates further off than this are trusted.
 _ESTIMATE_SLACK = 16
+#: The least share of what a part aims at that a cut at a coarse level (a sentence end, a line
+#: start, a word start) must give it; and the least share of it the rest after a cut must keep.
+MIN_PART_SHARE = 0.5
 
 
 class CutCandidates:
@@ -78,51 +81,106 @@ class ProseCutter:
         self.target_tokens = target_tokens
         self.max_tokens = max_tokens
 
-    def candidates(self, start: int, end: int) -> list[CutCandidates]:
-        """Cut positions inside ``(start, end)``: sentence starts, line starts, word starts.
+    def candidates(self, start: int, end: int, *, code: bool = False) -> list[CutCandidates]:
+        """Cut positions inside ``(start, end)``: sentence starts, line starts, word starts (for
+        ``code``, a line of a code block: line starts and word starts only).
 
         Each level is found lazily, as far as the parts need it, so a long paragraph never has
         all its word starts in memory at once.
         """
         text = self.text
+        patterns = (LINE_BREAK, _WORD_START) if code else (_SENTENCE_END, LINE_BREAK, _WORD_START)
         return [
-            CutCandidates((m.end() for m in pattern.finditer(text, start, end)), start, end)
-            for pattern in (_SENTENCE_END, LINE_BREAK, _WORD_START)
+            CutCandidates((m.end() for m in pattern.finditer(text, start, end)), start, end) for pattern in patterns
         ]
 
     def longest_part(self, head: str, position: int, end: int, levels: list[CutCandidates]) -> tuple[int, int]:
-        """The farthest cut after ``position`` whose part fits, by level; with its exact count.
+        """Where the part of ``[position, end)`` that follows ``head`` ends, by level; with the
+        exact count of ``head + text[position:cut]``.
 
-        Tries the end of the tile, then each level's candidates by bisection on exact counts of
-        ``head + text[position:cut]``, aiming at ``target_tokens`` (a part never passes
-        ``max_tokens``), and finally the tokenizer's token boundaries. Returns ``(position, 0)``
-        only when ``head`` alone leaves no room for a single token.
+        The rest of the tile, when it fits ``max_tokens``. Otherwise each level's candidates in
+        turn (then the tokenizer's token boundaries) are searched, by exact counts, for the
+        largest part within ``target_tokens``; a level's cut is taken only when the part's own
+        text holds at least :data:`MIN_PART_SHARE` of what it aims at (else a sentence end a few
+        tokens in would make a sliver: the next level, with more candidates, cuts nearer the
+        aim), and never so near the end that the rest would be under that share. When the rest
+        after a full part would be that small, the part aims at half the rest instead: the last
+        two parts share it. Returns ``(position, 0)`` only when ``head`` alone leaves no room
+        for a single token.
         """
         text, counter = self.text, self.counter
-        target, limit = self.target_tokens, self.max_tokens
+        limit = self.max_tokens
+        rest: int | None = None  # tokens of text[position:end], when near the budget
         if not counter.additive or not counter.exceeds(
             position, end, limit
         ):  # the rest may fit: count it whole (with an additive tokenizer only when it is near)
             whole = counter.exact(head + text[position:end])
             if whole <= limit:
                 return end, whole
+            if not counter.additive:
+                rest = whole - counter.exact(head)
+        head_tokens = counter.exact(head)
+        room = limit - head_tokens
+        aim = min(self.target_tokens, limit) - head_tokens
+        if aim < 1:
+            aim = room
+        least = int(aim * MIN_PART_SHARE)
+        if rest is None and counter.additive and not counter.exceeds(position, end, aim + least):
+            rest = counter.span(position, end)  # (mid-line ends: off by a token or two)
+        goal, low, high = aim, least, room
+        if rest is not None:
+            if rest < aim + least:
+                # The last two parts share what is left: neither is a sliver.
+                goal, low, high = (rest + 1) // 2, max(rest - room, rest // 4), min(room, rest - rest // 4)
+            else:
+                high = min(room, rest - least)
+        window = (head_tokens + goal, head_tokens + low, head_tokens + high)
         # No part can hold more code points than this (a token is rarely longer than a few dozen):
         # the candidates looked at stay near the part, so a long paragraph costs linear time.
         reach = min(end, position + 64 * limit + 1024)
         for candidates in levels:
             level = candidates.through(position, reach)
-            lo = bisect_right(level, position)
-            best = self._bisect(head, position, level, lo, bisect_left(level, reach), target)
+            best = self._pick(head, position, level, bisect_right(level, position), bisect_left(level, reach), window)
             if best is not None:
                 return best
         # Token boundaries of a window that holds at least the budget.
         window_end = min(end, position + 8 * limit + 64)
         boundaries = [position + b for b in self.tokenizer.boundaries(text[position:window_end])]
         boundaries = [b for b in boundaries if position < b < end]
-        best = self._bisect(head, position, boundaries, 0, len(boundaries), limit)
+        best = self._pick(head, position, boundaries, 0, len(boundaries), window)
+        if best is None:
+            # (Token boundaries are dense: only a rest whose counts jump past the window.)
+            best = self._pick(head, position, boundaries, 0, len(boundaries), (limit, 0, limit))
         if best is not None:
             return best
         return position, 0
+
+    def _pick(
+        self, head: str, position: int, candidates: list[int], first: int, stop: int, window: tuple[int, int, int]
+    ) -> tuple[int, int] | None:
+        """The cut of ``candidates[first:stop]`` for the part after ``head``, or ``None``.
+
+        ``window`` is ``(goal, low, high)`` in tokens of ``head + text[position:cut]``: the
+        largest candidate within ``goal`` when it holds at least ``low``, else the first one past
+        ``goal`` when it is within ``high``.
+        """
+        goal, low, high = window
+        found = self._bisect(head, position, candidates, first, stop, goal)
+        if found is not None and found[1] >= low:
+            return found[0], found[1]
+        after = found[2] + 1 if found is not None else first
+        if after >= stop:
+            return None
+        counter = self.counter
+        if counter.additive and (
+            counter.exact(head) + counter.tokens_before(candidates[after]) - counter.tokens_before(position)
+            > high + _ESTIMATE_SLACK
+        ):  # (already far over by the encoding: not counted whole)
+            return None
+        count = counter.exact(head + self.text[position : candidates[after]])
+        if low <= count <= high:
+            return candidates[after], count
+        return None
 
     def single_step(self, position: int) -> tuple[int, int]:
         """The shortest part from ``position``: one token of the tokenizer (or one code point),
@@ -170,10 +228,9 @@ class ProseCutter:
 
     def _bisect(
         self, head: str, position: int, candidates: list[int], first: int, stop: int, goal: int
-    ) -> tuple[int, int] | None:
-        """Largest of ``candidates[first:stop]`` whose part counts at most ``goal``, or ``None``.
-
-        (A part never counts more than ``max_tokens``.)
+    ) -> tuple[int, int, int] | None:
+        """Largest of ``candidates[first:stop]`` whose part counts at most ``goal``, as ``(cut,
+        count, index)``, or ``None``.
 
         Every answer is an exact count of the whole ``head + text[position:cut]``. With an
         additive tokenizer the whole-document encoding first proposes a candidate (its counts
@@ -192,25 +249,14 @@ class ProseCutter:
             for i in range(guess, max(guess - 3, first - 1), -1):
                 count = exact(i)
                 if count <= goal:
-                    return candidates[i], count
+                    return candidates[i], count, i
             lo, hi = first, max(guess - 3, first - 1)
-        best: tuple[int, int] | None = None
+        best: tuple[int, int, int] | None = None
         while lo <= hi:
             mid = (lo + hi) // 2
             count = exact(mid)
             if count <= goal:
-                best, lo = (candidates[mid], count), mid + 1
+                best, lo = (candidates[mid], count, mid), mid + 1
             else:
                 hi = mid - 1
-        if best is None and goal < self.max_tokens:
-            # Nothing reaches the target at this level: accept the first candidate within max,
-            # unless the encoding already shows it is far over (then it is not counted whole).
-            if counter.additive and (
-                counter.exact(head) + counter.tokens_before(candidates[first]) - counter.tokens_before(position)
-                > self.max_tokens + _ESTIMATE_SLACK
-            ):
-                return None
-            count = exact(first)
-            if count <= self.max_tokens:
-                best = (candidates[first], count)
         return best

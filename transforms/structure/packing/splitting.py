@@ -1,11 +1,13 @@
 """One document's packing, third layer: splitting a block that does not fit the budget alone.
 
 A list is cut between items, a quote between its blocks, a table between rows (its header rows
-repeated at the top of every part), a code block between lines (its opening fence repeated), any
+travel with the first body row and are repeated at the top of every later part), a code block
+between lines (its opening fence travels with the first line and is repeated; a line too long
+is cut inside like prose, with no sentence level, ``split="code"``), any
 other block first between its own paragraphs (an rST directive's line repeated like a fence), and
 prose at sentence ends, line starts, word starts and finally the tokenizer's own token boundaries
-(:mod:`~transforms.structure.packing.prose`). A repeated header or fence never takes more than
-half the budget. Positions are code points of the normalized text; counts are tokens of the
+(:mod:`~transforms.structure.packing.prose`). A repeated header or fence is repeated when it fits
+the budget with the first row or line it introduces, or takes at most half the budget. Positions are code points of the normalized text; counts are tokens of the
 budget tokenizer.
 """
 
@@ -97,6 +99,24 @@ class BlockSplitting(TilePacking):
                 parts = self._table_parts(node, own, start, end, path)
             elif node.kind == "code":
                 parts = self._code_parts(node, own, start, end, path)
+                if parts is None:
+                    # One line of code (with its fences): cut inside it, its opening fence, if the
+                    # tile holds it, in the first part's text and repeated before the others.
+                    if self._fence(node, own) is not None:
+                        context, context_kind = self._fence(node, own), "code_fence"
+                    shown = context is not None and context[0] >= start
+                    yield from self._split_prose(
+                        node,
+                        start,
+                        end,
+                        path,
+                        top,
+                        context=context,
+                        context_kind=context_kind,
+                        split="code",
+                        shown=shown,
+                    )
+                    return
         if parts is None:
             parts = self._paragraph_parts(node, own, start, end, path, context, context_kind)
         if parts is None:
@@ -113,31 +133,48 @@ class BlockSplitting(TilePacking):
         head = list(islice(tiles, max(rows + 1, 2)))  # the header rows and the first body row
         header_end = head[rows][1] if 0 < rows < len(head) else None
         header = (own, header_end) if header_end is not None and own < header_end else None
-        if header is not None and not self._fits_context(path, header):
+        if header is not None and not self._repeats(path, header, head[rows][2]):
             header = None  # a header this large is not repeated; rows are still kept whole
         if len(head) < 2:
             return None
-        # Tiles from the first body row on (row ``rows``: its start is ``header_end``) repeat the header.
-        contexts = (
-            (rows, _NO_CONTEXT, (header, "table_header")) if header is not None else (0, _NO_CONTEXT, _NO_CONTEXT)
-        )
-        return chain(head, tiles), contexts, "table"
+        if header is None:
+            return chain(head, tiles), (0, _NO_CONTEXT, _NO_CONTEXT), "table"
+        # The header rows travel with the first body row (one tile, when the two fit the budget:
+        # never a part of header alone); the tiles after it repeat the header.
+        if self.counter.prefix(()) + self.counter.span(head[0][1], head[rows][2]) <= self.p.max_tokens:
+            first: list[Tile] = [(head[rows][0], head[0][1], head[rows][2])]
+            return chain(first, tiles), (1, _NO_CONTEXT, (header, "table_header")), "table"
+        return chain(head, tiles), (rows, _NO_CONTEXT, (header, "table_header")), "table"
 
     def _code_parts(self, node: Node, own: int, start: int, end: int, path: tuple[Node, ...]) -> _Parts | None:
         """A code block's lines, its opening fence line repeated at the top of every later part;
         ``None`` for a block of one line."""
         lines = self.lines.stable_after(own, end)
-        first_line = next(lines, None)
-        if first_line is None:
-            return None
-        # The fence line is repeated only from this tile: a tile that starts past it (its line was
-        # packed with the block before) has no fence line to repeat.
-        fence = (own, first_line) if node.fence and own == self.lines.line_start(node.start) else None
-        if fence is not None and not self._fits_context(path, fence):
-            fence = None
-        # The closing fence stays with the last line of code, never a part of its own.
-        tiles = self._cut_tiles(node, start, end, chain((first_line,), lines), closing=node.fence)
+        fence = own_fence = self._fence(node, own)
+        # Line starts after the first line of code (after the fence line and the line after it).
+        cuts = list(islice(lines, 3 if own_fence else 2))
+        if own_fence is not None:
+            cuts = cuts[1:]
+        if not cuts or (len(cuts) == 1 and _closes(self.text[cuts[0] : end], node.fence)):
+            return None  # one line of code (and its fences)
+        if own_fence is not None:
+            first_line_end = cuts[0]
+            if self.counter.prefix(()) + self.counter.span(start, first_line_end) > self.p.max_tokens:
+                cuts.insert(0, own_fence[1])  # a first line too long to go with the fence line
+            if not self._repeats(path, own_fence, first_line_end):
+                fence = None
+        # The fence line travels with the first line of code (one tile, when the two fit the
+        # budget); the closing fence stays with the last line of code, never a part of its own.
+        tiles = self._cut_tiles(node, start, end, chain(cuts, lines), closing=node.fence)
         return tiles, (1, _NO_CONTEXT, (fence, "code_fence") if fence else _NO_CONTEXT), "code"
+
+    def _fence(self, node: Node, own: int) -> tuple[int, int] | None:
+        """The opening fence line (or code directive and its blank line) of the code block
+        ``node``, as a span, when a tile from ``own`` holds it; else ``None``."""
+        if not node.fence or own != self.lines.line_start(node.start):
+            return None
+        first_line = next(self.lines.stable_after(own, node.end), None)
+        return (own, first_line) if first_line is not None else None
 
     def _paragraph_parts(
         self,
@@ -192,6 +229,15 @@ class BlockSplitting(TilePacking):
         """Whether a repeated header or fence leaves at least half the budget for rows or lines."""
         return self.counter.context(context) + self.counter.prefix(self._titles(path)) <= self.p.max_tokens // 2
 
+    def _repeats(self, path: tuple[Node, ...], context: tuple[int, int], unit_end: int) -> bool:
+        """Whether a header or fence is repeated before the parts of its block: when it fits the
+        budget with the first row or line it introduces (``[context end, unit_end)``; outer
+        titles of the path are dropped for it, :meth:`_open`), or leaves half the budget."""
+        counter = self.counter
+        if counter.context(context) + counter.prefix(()) + counter.span(context[1], unit_end) <= self.p.max_tokens:
+            return True
+        return self._fits_context(path, context)
+
     # -- prose -----------------------------------------------------------------------------
 
     def _prose_titles(self, path: tuple[Node, ...], displayed: int) -> tuple[tuple[str, ...], int]:
@@ -213,12 +259,21 @@ class BlockSplitting(TilePacking):
         *,
         context: tuple[int, int] | None,
         context_kind: str | None,
+        split: str = "prose",
+        shown: bool = False,
     ) -> Iterator[PackedChunk]:
-        """Cut ``[start, end)`` at sentence ends, then line starts, words, tokens; each part counted
-        whole. Yields the chunks that become final meanwhile (see :meth:`_release`).
+        """Cut ``[start, end)`` at sentence ends, then line starts, words, tokens (a line of code,
+        ``split="code"``: line starts, words, tokens); each part counted whole (see
+        ``ProseCutter.longest_part``). Yields the chunks that become final meanwhile (see
+        :meth:`_release`).
 
-        The first part may join open headings (a chunk with no body yet); every part is a chunk
-        of its own, at most ``max_tokens`` unless one token alone is over it.
+        The first part may join the open chunk: open headings (a chunk with no body yet), or a
+        chunk under ``MIN_PART_SHARE`` of the target (``_tops_up``), which takes the first part
+        as it is cut alone when the two fit ``max_tokens`` (so the cuts do not depend on what
+        the chunks before hold). Every other part is a chunk of its own, at most
+        ``max_tokens`` unless one token alone is over it, with ``context`` before its text (with
+        ``shown``, not before the first part, whose text holds it). Outer titles of the path
+        are dropped before the context is.
         """
         counter = self.counter
         position = self._prose_start(start, end)
@@ -226,17 +281,29 @@ class BlockSplitting(TilePacking):
         # the heading line); its later parts carry the title in the prefix like any block's.
         heading = own_heading(node, path)
         titles, dropped = self._prose_titles(path, 1 if heading else 0)
-        if context is not None and counter.context(context) + counter.prefix(titles) > self.p.max_tokens // 2:
-            context, context_kind = None, None
+        if context is not None:
+            half = self.p.max_tokens // 2
+            while titles and counter.context(context) + counter.prefix(titles) > half:
+                titles, dropped = titles[1:], dropped + 1
+            if counter.context(context) + counter.prefix(titles) > half:
+                context, context_kind = None, None
         prose = self.prose
-        levels = prose.candidates(position, end)
+        levels = prose.candidates(position, end, code=split == "code")
         first = True
         while position < end:
             keep = self.cur if first else None
-            head = self._embedding(keep, keep.end) if keep is not None else self._prose_head(titles, context)
+            part_context = None if first and shown else context
+            # A chunk with text takes the first part as it would be cut alone (so the cuts do not
+            # depend on what the chunks before hold), when the two fit the budget together.
+            topping = keep is not None and keep.has_body
+            head = (
+                self._embedding(keep, keep.end)
+                if keep is not None and not topping
+                else self._prose_head(titles, part_context)
+            )
             cut, count = prose.longest_part(head, position, end, levels)
             if cut == position and keep is None:
-                if titles or context is not None:
+                if titles or part_context is not None:
                     # Not one step fits after the path and context: give them up for the rest.
                     titles, dropped, context, context_kind = (), dropped + len(titles), None, None
                     continue
@@ -244,16 +311,31 @@ class BlockSplitting(TilePacking):
                 # budget, which validation dead-letters with its text. The loop always moves on.
                 cut, count = prose.single_step(position)
             part_end, count = prose.trimmed_end(head, position, cut, end, count)
+            if keep is not None and topping and cut > position:
+                joined = counter.exact(self._embedding(keep, keep.end) + self.text[position:part_end])
+                if joined <= self.p.max_tokens:
+                    count = joined
+                else:
+                    self._flush()
+                    keep = None
             if keep is not None and cut == position:
                 # Even one step does not fit after the open headings: close them first.
                 self._flush()
                 first = False
                 continue
             if keep is not None:
-                self._add_prose(keep, node, part_end, count)
+                self._add_prose(keep, node, part_end, count, split)
             else:
                 self.cur = self._prose_part(
-                    node, position, part_end, count, path, top, (titles, dropped), (context, context_kind)
+                    node,
+                    position,
+                    part_end,
+                    count,
+                    path,
+                    top,
+                    (titles, dropped),
+                    (part_context, context_kind if part_context else None),
+                    split,
                 )
             self._flush()
             if self.final:
@@ -265,9 +347,10 @@ class BlockSplitting(TilePacking):
 
     def _prose_start(self, start: int, end: int) -> int:
         """Where prose in ``[start, end)`` starts its first part: a chunk with a body is flushed
-        first; open headings (no body) take the part from ``start``, else leading blank lines are
-        not a part of their own (the chunks need not touch; only whitespace lies between them)."""
-        if self.cur is not None and self.cur.has_body:
+        first unless it is small (:meth:`_tops_up`); open headings (no body) or that
+        chunk take the part from ``start``, else leading blank lines are not a part of their own
+        (the chunks need not touch; only whitespace lies between them)."""
+        if self.cur is not None and self.cur.has_body and not self._tops_up(self.cur, start, inside=True):
             self._flush()
         if self.cur is not None:
             return start
@@ -279,12 +362,13 @@ class BlockSplitting(TilePacking):
         return heading_prefix(titles) + (self.text[context[0] : context[1]] if context else "")
 
     @staticmethod
-    def _add_prose(keep: OpenChunk, node: Node | None, end: int, count: int) -> None:
-        """Give the open headings ``keep`` the first part of prose, up to ``end``, of ``count`` tokens."""
+    def _add_prose(keep: OpenChunk, node: Node | None, end: int, count: int, split: str) -> None:
+        """Give the open chunk ``keep`` the first part of prose, up to ``end``, of ``count``
+        tokens, a part of a ``split`` block (``"prose"`` or ``"code"``)."""
         keep.end = end
         keep.has_body = True
         keep.exact_count = count
-        keep.split = "prose"
+        keep.split = keep.split or split
         if "paragraph" not in keep.kinds:
             keep.kinds.append(node.kind if node is not None else "paragraph")
 
@@ -298,9 +382,11 @@ class BlockSplitting(TilePacking):
         top: int,
         prefix: tuple[tuple[str, ...], int],
         context: Context,
+        split: str,
     ) -> OpenChunk:
         """A chunk holding the part ``[start, end)`` of prose, of ``count`` tokens (counted whole),
-        with ``prefix`` (its titles, and how many outer ones were dropped) and ``context``."""
+        with ``prefix`` (its titles, and how many outer ones were dropped) and ``context``, a part
+        of a ``split`` block (``"prose"`` or ``"code"``)."""
         (titles, dropped), (span, kind) = prefix, context
         return OpenChunk(
             start=start,
@@ -315,6 +401,6 @@ class BlockSplitting(TilePacking):
             page_no=node.page_no if node is not None else None,
             context=span,
             context_kind=kind,
-            split="prose",
+            split=split,
             exact_count=count,
         )

@@ -147,11 +147,17 @@ class TilePacking(ChunkFilling):
                 context, context_kind = (
                     (None, None) if contexts is None else contexts[1] if offset + i < contexts[0] else contexts[2]
                 )
-                if not self._block(node, s, e, path, top, context=context, context_kind=context_kind, split=split):
+                if not self._block(node, s, e, path, top, context=context, context_kind=context_kind, split=split) and (
+                    context is None or not self._block(node, s, e, path, top, split=split)
+                ):
+                    # (A row or line that fits the budget alone, not after its header or fence, is
+                    # kept whole without it: only a unit that does not fit alone is cut inside.)
                     yield from self._split(node, s, e, path, top, context=context, context_kind=context_kind)
                 i += 1
                 continue
             self._extend_by_run(cur, tiles[i:j])
+            if split is not None and cur.split is None:
+                cur.split = split  # (it holds a part of the split block)
             i = j
 
     def _fitting_run(self, cur: OpenChunk, tiles: list[Tile], i: int) -> int:
@@ -222,11 +228,13 @@ class TilePacking(ChunkFilling):
             total = self._total(cur, end, max(p.fill_tokens, p.max_tokens))
             if total <= p.fill_tokens or (not cur.has_body and total <= p.max_tokens):
                 self._extend(node, end, body=not heading, path=path)
+                if split is not None and cur.split is None:
+                    cur.split = split  # (it holds a part of the split block)
                 return True
         displayed = 1 if heading else 0
         limit = p.max_tokens
         if cur is not None and (
-            cur.has_body
+            (cur.has_body and not self._tops_up(cur, start))
             or cur.exact_count is not None
             # Open headings alone would force a split of a block that fits on its own: a block
             # that fits is never split, so the headings become a chunk of their own.
