@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+import hypothesis
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -15,6 +16,10 @@ import pytest
 from tests.support.stores import milvus_spec, pgvector_spec, pgvector_uri, store_spec  # noqa: F401
 
 REPO = Path(__file__).resolve().parent.parent
+
+# Property tests try the same cases on every run and in CI (a failure is reproducible, never luck).
+hypothesis.settings.register_profile("rechunk", derandomize=True)
+hypothesis.settings.load_profile("rechunk")
 #: The larger test corpora: $RECHUNK_TEST_DATA, or the folder ``shared/data`` beside the repository.
 SHARED_DATA = Path(os.environ.get("RECHUNK_TEST_DATA") or REPO.parent / "shared" / "data")
 INPUT_SCHEMA = pa.schema([(c, pa.string()) for c in ("id", "content", "content_format", "metadata")])
