@@ -3,8 +3,9 @@
 A row of ``chunks/*.parquet`` (``CHUNK_SCHEMA``) becomes an ``apache_beam.ml.rag.types.Chunk``
 (``EmbeddableItem`` in Beam 2.77):
 
-- ``id`` = ``chunk_id`` (stable: the same chunk keeps its id run after run, so a vector store
-  upserts it in place);
+- ``id`` = ``chunk_id`` (stable: the same chunk keeps its id run after run), or with
+  ``id_column="chunk_key"`` the chunk's key (it survives edits elsewhere in the document, so a
+  store keyed by it re-embeds only the chunks an edit touched);
 - ``content.text`` = ``embedding_text`` (exactly what the budget was checked on: the text with its
   heading prefix where the chunker added one);
 - ``index`` = ``chunk_index``;
@@ -32,15 +33,22 @@ import apache_beam as beam
 from apache_beam.ml.rag.types import Chunk as RagChunk
 from apache_beam.ml.rag.types import Content
 
-__all__ = ["ToRagChunks", "rag_chunk"]
+__all__ = ["ID_COLUMNS", "ToRagChunks", "rag_chunk"]
+
+#: The chunk columns a RAG ``Chunk``'s ``id`` may come from.
+ID_COLUMNS = ("chunk_id", "chunk_key")
 
 
-def rag_chunk(row: Mapping[str, Any]) -> RagChunk:
+def rag_chunk(row: Mapping[str, Any], id_column: str = "chunk_id") -> RagChunk:
     """One chunk row (a dict with ``CHUNK_SCHEMA``'s columns) as a Beam RAG ``Chunk``.
+
+    Args:
+        row: The chunk row.
+        id_column: ``chunk_id`` or ``chunk_key``: the column the ``Chunk``'s ``id`` is.
 
     Raises:
         KeyError: a required column (``chunk_id``, ``embedding_text``, ``chunk_index``,
-            ``document_id``) is missing.
+            ``document_id``, or ``id_column``) is missing.
         ValueError: ``metadata`` is neither null (empty, or JSON ``null``: no metadata) nor a JSON
             object.
     """
@@ -56,7 +64,7 @@ def rag_chunk(row: Mapping[str, Any]) -> RagChunk:
     headings = row.get("headings")
     return RagChunk(
         content=Content(text=row["embedding_text"]),
-        id=row["chunk_id"],
+        id=row[id_column],
         index=int(row["chunk_index"]),
         metadata={
             "document_id": row["document_id"],
@@ -78,7 +86,21 @@ def rag_chunk(row: Mapping[str, Any]) -> RagChunk:
 
 class ToRagChunks(beam.PTransform):
     """Chunk rows (dicts, e.g. from ``beam.io.ReadFromParquet('OUT/chunks/*.parquet')``) into
-    ``apache_beam.ml.rag.types.Chunk``: see :func:`rag_chunk` for the mapping."""
+    ``apache_beam.ml.rag.types.Chunk``: see :func:`rag_chunk` for the mapping.
+
+    Args:
+        id_column: ``chunk_id`` (default) or ``chunk_key`` (what a store that should re-embed only
+            edited chunks is keyed by).
+
+    Raises:
+        ValueError: ``id_column`` is neither.
+    """
+
+    def __init__(self, id_column: str = "chunk_id") -> None:
+        super().__init__()
+        if id_column not in ID_COLUMNS:
+            raise ValueError(f"id_column must be one of {ID_COLUMNS}, got {id_column!r:.80}")
+        self.id_column = id_column
 
     def expand(self, rows):
-        return rows | "To RAG chunks" >> beam.Map(rag_chunk).with_output_types(RagChunk)
+        return rows | "To RAG chunks" >> beam.Map(rag_chunk, self.id_column).with_output_types(RagChunk)

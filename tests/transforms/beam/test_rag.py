@@ -181,3 +181,11 @@ def test_embedding_example_mistakes_are_one_line(capsys, tmp_path, sample_chunks
         assert embed_main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("embed_chunks: error: ") and message in err[0], err
+
+
+def test_rag_chunk_takes_its_id_from_the_chunk_key_when_asked():
+    row = {**ROW, "chunk_key": "k" * 64}
+    assert rag_chunk(row).id == ROW["chunk_id"]
+    assert rag_chunk(row, "chunk_key").id == "k" * 64
+    with pytest.raises(ValueError, match="id_column must be one of"):
+        ToRagChunks(id_column="document_id")
