@@ -70,7 +70,7 @@ __all__ = ["HeadingChunker", "StructureAwareChunker"]
 #:    travels with its first body row and is repeated whenever it fits with a row; a split code
 #:    block's fence travels with its first line, and every part says ``split: code``; a block cut
 #:    inside (prose, a line of code) makes no part under half of what a part aims at, and its
-#:    first part may top up the chunk before it.
+#:    first part may top up the chunk before it. A Markdown heading's title drops a trailing ¶.
 ENGINE_VERSION = 5
 _FLATTEN = {"code": "preserve_code_blocks", "table": "preserve_table_rows", "list": "preserve_list_hierarchy"}
 

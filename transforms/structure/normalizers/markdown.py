@@ -231,6 +231,14 @@ def _inline_text(node) -> str:
     return _SPACE.sub(" ", " ".join(parts)).strip()
 
 
+def _heading_title(node) -> str:
+    """A heading's title: its inline text without a trailing pilcrow, the permalink mark that
+    HTML converted to Markdown keeps from Sphinx (``# textwrap — Text wrapping and filling¶``).
+    Only the title (the heading path) drops it; the chunk's text keeps the line as written."""
+    title = _inline_text(node)
+    return title[:-1].rstrip() if title.endswith("\u00b6") and len(title) > 1 else title
+
+
 # A character that is not whitespace (re's \s for str is str.isspace's set): found without a copy.
 _NOT_SPACE = re.compile(r"\S")
 
@@ -272,7 +280,7 @@ def _convert(node, pos: _Positions, list_depth: int) -> Node | None:
     if kind is None:
         return Node("paragraph", start, end)
     if kind == "heading":
-        return Node("heading", start, end, level=int(node.meta.get("level", 1)), title=_inline_text(node))
+        return Node("heading", start, end, level=int(node.meta.get("level", 1)), title=_heading_title(node))
     if kind == "list":
         return Node(
             "list",

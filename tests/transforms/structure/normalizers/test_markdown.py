@@ -29,6 +29,19 @@ def test_atx_and_setext_headings_levels_may_skip():
     ]
 
 
+def test_a_headings_trailing_pilcrow_permalink_is_left_out_of_its_title_only():
+    doc = normalize_markdown("# `textwrap` \u2014 Text wrapping\u00b6\n\n## \u00b6\n\n## Mid \u00b6 mark\n")
+    assert outline(doc) == [
+        (
+            "heading",
+            "# `textwrap` \u2014 Text wrapping\u00b6",
+            {"level": 1, "title": "`textwrap` \u2014 Text wrapping"},
+        ),
+        ("heading", "## \u00b6", {"level": 2, "title": "\u00b6"}),
+        ("heading", "## Mid \u00b6 mark", {"level": 2, "title": "Mid \u00b6 mark"}),
+    ]
+
+
 def test_headings_inside_code_are_code_and_an_unclosed_fence_runs_to_the_end():
     doc = normalize_markdown("# Real\n\n```python\n# not a heading\n\n    # nor this\n")
     assert outline(doc) == [
