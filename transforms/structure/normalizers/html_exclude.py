@@ -25,6 +25,9 @@ __all__ = ["ExcludeSelectors"]
 #: At most this many selectors, each at most this many characters (a configuration is read by a person).
 MAX_SELECTORS = 100
 MAX_SELECTOR_CHARS = 500
+#: The most comma-separated alternatives all the selectors together may hold: each is tried on
+#: every element of a page.
+MAX_ALTERNATIVES = 200
 
 
 class ExcludeSelectors:
@@ -46,9 +49,13 @@ class ExcludeSelectors:
             raise ValueError(f"html_exclude_selectors must be a list of CSS selectors, got {_shown(selectors)}")
         if len(selectors) > MAX_SELECTORS:
             raise ValueError(f"html_exclude_selectors holds {len(selectors)} selectors, at most {MAX_SELECTORS}")
-        chains: list[tuple[tuple[Any, str], ...]] = []
+        chains: list[tuple[tuple[str | None, Any, str], ...]] = []
         for selector in selectors:
             chains.extend(_compiled(selector))
+        if len(chains) > MAX_ALTERNATIVES:
+            raise ValueError(
+                f"html_exclude_selectors holds {len(chains)} comma-separated alternatives, at most {MAX_ALTERNATIVES}"
+            )
         self.selectors: tuple[str, ...] = tuple(selectors)
         self._chains = tuple(chains)
 
@@ -60,16 +67,29 @@ class ExcludeSelectors:
         return bool(self._chains)
 
     def matches(self, element) -> bool:
-        """Whether ``element`` is matched by a selector, from itself and its ancestors."""
-        return any(_chain_matches(element, chain, len(chain) - 1) for chain in self._chains)
+        """Whether ``element`` is matched by a selector, from itself and its ancestors.
+
+        Each alternative is matched right to left over the element's ancestor path, every
+        (step, ancestor) pair decided once: at most steps x depth tests an alternative, whatever
+        the nesting (a backtracking matcher takes time exponential in the page's depth)."""
+        path: list | None = None
+        for chain in self._chains:
+            tag, _, _ = chain[-1]
+            if tag is not None and element.tag != tag:  # most elements fail here, cheaply
+                continue
+            if path is None:
+                path = [element, *element.iterancestors()]
+            if _chain_matches(path, chain):
+                return True
+        return False
 
 
 def _shown(value: object) -> str:
     return " ".join(repr(value).split())[:120]
 
 
-def _compiled(selector: object) -> Iterable[tuple[tuple[Any, str], ...]]:
-    """The chains of one selector string: per alternative, (test, combinator to the left) pairs."""
+def _compiled(selector: object) -> Iterable[tuple[tuple[str | None, Any, str], ...]]:
+    """The chains of one selector string: per alternative, (element name, test, combinator to the left) steps, leftmost first."""
     if not isinstance(selector, str) or not selector.strip():
         raise ValueError(f"html_exclude_selectors: each selector must be a non-empty string, got {_shown(selector)}")
     if len(selector) > MAX_SELECTOR_CHARS:
@@ -87,21 +107,22 @@ def _compiled(selector: object) -> Iterable[tuple[tuple[Any, str], ...]]:
     for alternative in parsed:
         if alternative.pseudo_element is not None:
             raise _refused(selector, f"the pseudo-element ::{alternative.pseudo_element}")
-        steps: list[tuple[Any, str]] = []
+        steps: list[tuple[str | None, Any, str]] = []
         node, combinator = alternative.parsed_tree, ""
         while isinstance(node, cssselect.parser.CombinedSelector):
             if node.combinator not in (" ", ">"):
                 raise _refused(selector, f"the combinator {node.combinator!r}")
-            steps.append((_test(translator, node.subselector, selector), node.combinator))
+            steps.append((*_test(translator, node.subselector, selector), node.combinator))
             node = node.selector
-        steps.append((_test(translator, node, selector), combinator))
+        steps.append((*_test(translator, node, selector), combinator))
         steps.reverse()  # leftmost first; each step's combinator joins it to the step before
         chains.append(tuple(steps))
     return chains
 
 
-def _test(translator, compound, selector: str):
-    """A compiled XPath test of one element against a compound selector (no combinator)."""
+def _test(translator, compound, selector: str) -> tuple[str | None, Any]:
+    """One compound selector (no combinator) as its element name in lower case (``None`` for
+    any) and a compiled XPath test of one element against the whole compound."""
     import cssselect
 
     node = compound
@@ -109,6 +130,7 @@ def _test(translator, compound, selector: str):
         if isinstance(node, cssselect.parser.Element):
             if node.namespace is not None:
                 raise _refused(selector, "a namespace")
+            tag = node.element.lower() if node.element else None
             break
         if isinstance(node, cssselect.parser.Attrib):
             if node.namespace is not None:
@@ -120,7 +142,7 @@ def _test(translator, compound, selector: str):
         expression = translator.xpath(compound)
     except cssselect.SelectorError as err:
         raise ValueError(f"html_exclude_selectors: {_shown(selector)} is refused: {_shown(str(err))}") from None
-    return etree.XPath(f"boolean(self::{expression})")
+    return tag, etree.XPath(f"boolean(self::{expression})")
 
 
 def _refused(selector: str, what: str) -> ValueError:
@@ -130,14 +152,26 @@ def _refused(selector: str, what: str) -> ValueError:
     )
 
 
-def _chain_matches(element, chain: tuple[tuple[Any, str], ...], index: int) -> bool:
-    """Whether ``element`` matches ``chain[index]`` and its ancestors the steps before (right to left)."""
-    test, combinator = chain[index]
-    if not test(element):
-        return False
-    if index == 0:
-        return True
-    if combinator == ">":
-        parent = element.getparent()
-        return parent is not None and _chain_matches(parent, chain, index - 1)
-    return any(_chain_matches(ancestor, chain, index - 1) for ancestor in element.iterancestors())
+def _chain_matches(path: list, chain: tuple[tuple[str | None, Any, str], ...]) -> bool:
+    """Whether ``path[0]`` matches the chain's last step, and ``path[1:]`` (its ancestors, nearest
+    first) the steps before it as their combinators say; each (step, position) decided once."""
+    decided: dict[tuple[int, int], bool] = {}
+    depth = len(path)
+
+    def matched(index: int, position: int) -> bool:
+        key = (index, position)
+        found = decided.get(key)
+        if found is not None:
+            return found
+        tag, test, combinator = chain[index]
+        element = path[position]
+        found = (tag is None or element.tag == tag) and bool(test(element))
+        if found and index > 0:
+            if combinator == ">":
+                found = position + 1 < depth and matched(index - 1, position + 1)
+            else:
+                found = any(matched(index - 1, above) for above in range(position + 1, depth))
+        decided[key] = found
+        return found
+
+    return matched(len(chain) - 1, 0)

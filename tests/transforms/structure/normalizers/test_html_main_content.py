@@ -230,6 +230,34 @@ def test_exclude_selectors_match_from_the_element_and_its_ancestors(monkeypatch)
     assert both_paths(page, monkeypatch, exclude=ExcludeSelectors(["body > p"])) == "ad\n\nad2\n\npromo\n\nkept gone\n"
 
 
+def test_a_descendant_chain_on_a_deep_page_is_matched_in_steps_times_depth_tests(monkeypatch):
+    """Each (step, ancestor) pair is decided once: a chain of 62 steps on a page 60 elements deep
+    (which a backtracking matcher would not finish) takes at most 62 x 61 tests an element."""
+    depth = 60
+    page = "<span>" + "<div>" * depth + "<p>deep</p><i>kept</i>" + "</div>" * depth + "</span><p>end</p>"
+    chain = "span " + "div " * depth + "p"
+    calls = []
+    exclude = ExcludeSelectors([chain])
+    real = exclude._chains[0]
+    counted = tuple((tag, _counting(test, calls), combinator) for tag, test, combinator in real)
+    exclude._chains = (counted,)
+    assert both_paths(page, monkeypatch, exclude=exclude) == "kept\n\nend\n"
+    elements = depth + 5  # html, body, span, the divs, p, i, p
+    assert 0 < len(calls) <= 2 * elements * len(real) * (depth + 3)
+    # Not matched when one step is missing (one div too many in the chain).
+    assert both_paths(page, monkeypatch, exclude=ExcludeSelectors(["span " + "div " * (depth + 1) + "p"])) == (
+        "deep\n\nkept\n\nend\n"
+    )
+
+
+def _counting(test, calls):
+    def counted(element):
+        calls.append(1)
+        return test(element)
+
+    return counted
+
+
 @pytest.mark.parametrize(
     "selectors, message",
     [
@@ -242,6 +270,7 @@ def test_exclude_selectors_match_from_the_element_and_its_ancestors(monkeypatch)
         (["p::first-line"], "html_exclude_selectors: 'p::first-line' uses the pseudo-element ::first-line; only"),
         (["x|p"], "html_exclude_selectors: 'x|p' uses a namespace; only type"),
         (["p"] * 101, "html_exclude_selectors holds 101 selectors, at most 100"),
+        ([", ".join(["p"] * 90)] * 3, "html_exclude_selectors holds 270 comma-separated alternatives, at most 200"),
     ],
 )
 def test_a_refused_selector_is_one_line_naming_it(selectors, message):
