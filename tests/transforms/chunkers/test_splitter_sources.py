@@ -115,16 +115,31 @@ def test_lookbehind_separator_in_tokens():
 
 
 def test_character_splitter_keeps_a_matched_separator_verbatim():
-    # Pieces "alpha", "beta", "gamma" between matches of 5 and 7 characters: 5 + 5 + 4 = 14 fit.
-    # LangChain would join the pieces with the pattern itself ("alpha\\n-{3,}\\nbeta").
+    # A match holding more than whitespace starts the piece after it: "alpha", "\n---\nbeta",
+    # "\n-----\ngamma"; 5 + 9 = 14 fit, and the rule line after the cut starts the next chunk.
+    # LangChain would join the pieces with the pattern itself ("alpha\\n-{3,}\\nbeta") and drop
+    # the rule line at the cut.
     splitter = CharacterTextSplitter(chunk_size=14, chunk_overlap=0, separator=r"\n-{3,}\n", is_separator_regex=True)
-    assert slices(splitter, "alpha\n---\nbeta\n-----\ngamma") == [("alpha\n---\nbeta", 0, 14), ("gamma", 21, 26)]
+    assert slices(splitter, "alpha\n---\nbeta\n-----\ngamma") == [("alpha\n---\nbeta", 0, 14), ("-----\ngamma", 15, 26)]
     zero_width = CharacterTextSplitter(chunk_size=12, chunk_overlap=0, separator=r"(?<=\. )", is_separator_regex=True)
     assert slices(zero_width, "One two. Three four. Five.") == [
         ("One two.", 0, 8),
         ("Three four.", 9, 20),
         ("Five.", 21, 26),
     ]
+
+
+@pytest.mark.parametrize("is_separator_regex", [True, False])
+def test_a_separator_that_holds_text_is_never_dropped_at_a_cut(is_separator_regex):
+    text = "# Install\n\nRun pip.\n\n## Configure\n\nEdit the file.\n"
+    separator = r"(?m)^#+ .*$" if is_separator_regex else "## Configure"
+    splitter = CharacterTextSplitter(
+        chunk_size=20, chunk_overlap=0, separator=separator, is_separator_regex=is_separator_regex
+    )
+    chunks = slices(splitter, text)
+    assert all(text[start:end] == chunk for chunk, start, end in chunks)
+    assert "".join(chunk for chunk, _, _ in chunks).replace("\n", "") == text.replace("\n", "")
+    assert [chunk for chunk, _, _ in chunks][-1] == "## Configure\n\nEdit the file."
 
 
 def test_regex_flag_leaves_literal_configurations_unchanged():

@@ -15,11 +15,18 @@ from transforms.tokenizers import Tokenizer
 __all__ = ["CharacterTextSplitter"]
 
 
+def _holds_text(separator: str) -> bool:
+    """Whether a separator (or a match of one) holds more than whitespace: such a separator is
+    kept, at the start of the piece after it, instead of being dropped between two chunks."""
+    return bool(separator) and not separator.isspace()
+
+
 class CharacterTextSplitter(MergingSplitter):
     """Split on one separator only, then merge pieces up to ``chunk_size``.
 
     Chunks are verbatim slices of the text: a separator between two pieces of a chunk stays in
-    it as it is in the text (LangChain joins the pieces with the separator instead, which with a
+    it as it is in the text, and one that holds more than whitespace (``---``, a heading line a
+    regular expression matched) starts the chunk after a cut, so no text is dropped (LangChain joins the pieces with the separator instead, which with a
     regular expression writes the pattern itself into the chunk). Never descends to a smaller separator: a piece longer than ``chunk_size`` becomes one chunk
     as it is (and the job's validation rejects it if it exceeds the token budget). Right when the
     source's own structure guarantees short pieces at one boundary.
@@ -88,26 +95,29 @@ class CharacterTextSplitter(MergingSplitter):
             for start, end in self._merge(text, pieces, gaps, cut=False, count=count):
                 yield Piece(text=text[start:end], start_offset=start, end_offset=end)
             return
+        kept = _holds_text(sep)
         if sep:
-            bounds, pos = [], 0
-            while (hit := text.find(sep, pos)) != -1:
+            bounds, pos, search = [], 0, 0
+            while (hit := text.find(sep, search)) != -1:
                 bounds.append((pos, hit))
-                pos = hit + len(sep)
+                search = hit + len(sep)
+                pos = hit if kept else search
             bounds.append((pos, len(text)))
             pieces = [(s, e, count(s, e)) for s, e in bounds if s < e]
         else:
             pieces = self._atoms(text, 0, len(text), count)
-        gap = self._measure(sep) if sep else 0
+        gap = self._measure(sep) if sep and not kept else 0
         for start, end in self._merge(text, pieces, gap, cut=not sep, count=count):
             yield Piece(text=text[start:end], start_offset=start, end_offset=end)
 
     def _regex_pieces(self, text: str, count: Count) -> tuple[list[tuple[int, int, int]], list[int]]:
         """The non-empty stretches between the separator's matches, and per piece the length of
-        what lies between it and the piece before (``0`` for the first)."""
+        what lies between it and the piece before (``0`` for the first). A match that holds more
+        than whitespace starts the piece after it (it is text, never dropped)."""
         bounds, pos = [], 0
         for a, b in zip(*RegexClock().matches(self._pattern, text), strict=True):
             bounds.append((pos, a))
-            pos = max(pos, b)
+            pos = max(pos, a if _holds_text(text[a:b]) else b)
         bounds.append((pos, len(text)))
         pieces = [(s, e, count(s, e)) for s, e in bounds if s < e]
         gaps = [0] + [count(prev[1], nxt[0]) if nxt[0] > prev[1] else 0 for prev, nxt in itertools.pairwise(pieces)]
