@@ -311,6 +311,19 @@ def _page_paragraphs(textpage: Any) -> list[tuple[str, tuple[float, float, float
     return [(" ".join(words), (box[0], box[1], box[2], box[3])) for words, box in paragraphs]
 
 
+def _check_opens(data: bytes) -> None:
+    """Raise ``encrypted_file`` when PDFium needs a password to open the PDF (a PDF with only an
+    owner password opens without one), ``conversion_failed`` when it cannot open it at all."""
+    import pypdfium2 as pdfium
+
+    try:
+        pdfium.PdfDocument(data).close()
+    except pdfium.PdfiumError as err:
+        if "password" in str(err).lower():
+            raise ParseFailure("encrypted_file", "the PDF needs a password") from None
+        raise ParseFailure("conversion_failed", f"PDFium: {_one_line(err)}") from None
+
+
 def pdf_text_document(name: str, data: bytes):
     """A PDF's text layer as a DoclingDocument: one ``text`` item per paragraph in page order,
     each with its provenance (page number from 1, bounding box in points, bottom-left origin, kept
@@ -551,12 +564,11 @@ class FileConverter:
                 "encrypted_file",
                 "an OLE compound file, not Office Open XML: a password-protected (encrypted) file, or a legacy .doc/.ppt/.xls renamed",
             )
-        if fmt == "pdf" and b"/Encrypt" in data[-4096:]:
-            raise ParseFailure("encrypted_file", "the PDF's trailer has an /Encrypt dictionary")
         name = path.rsplit("/", 1)[-1]
         if fmt != "pdf":
             document = self._convert_simple(fmt, name, data)
         elif self._pdf_converter is not None:
+            _check_opens(data)  # PDFium decides what needs a password (an owner password alone does not)
             document = self._convert_pdf(name, data)
         else:
             document = pdf_text_document(name, data)

@@ -169,6 +169,17 @@ def test_a_broken_pdf_is_a_conversion_failure(data):
     assert failure.value.reason == "conversion_failed" and failure.value.detail.startswith("PDFium: ")
 
 
+def test_a_pdf_that_names_encrypt_in_its_text_is_read():
+    """PDFium decides whether a PDF needs a password, never a search of its bytes."""
+    from transforms.parsing import FileConverter
+
+    converter = FileConverter.__new__(FileConverter)  # the text-layer path needs no Docling
+    FileConverter._check_args(converter)
+    converter._pdf_converter = None
+    row = converter.convert(path="/raw/notes.pdf", doc_id="notes.pdf", data=text_pdf([["See the /Encrypt entry."]]))
+    assert "See the /Encrypt entry." in row["content"]
+
+
 def test_chunks_of_a_pdf_text_layer_carry_their_page_numbers():
     """The default route (StructureAwareChunker) keeps each paragraph's page in its chunk."""
     from transforms.chunkers import StructureAwareChunker
