@@ -12,7 +12,8 @@ Bounds, so that a separator cannot hang a job:
 * a pattern is compiled by ``re`` when the splitter is built, and one that ``re`` refuses is a
   ``ValueError`` naming it (an option error in a configuration);
 * a pattern that matches the empty string (``re.fullmatch(pattern, "")``: ``\\s*``, ``x?``,
-  ``^``, ``$``) is refused: it would cut before every character, which ``""`` says plainly.
+  ``^``, ``$``), or matches no characters between every two letters and digits of a word (``\\B``,
+  ``(?<=.)``, ``(?=.)``), is refused: it would cut inside every word, which ``""`` says plainly.
   Zero-width patterns that need text around them (lookarounds such as ``(?<=\\. )``, ``\\b``)
   are accepted;
 * matching runs on the ``regex`` package (tiktoken's own dependency; its version-0 syntax is
@@ -82,6 +83,14 @@ def check_pattern(pattern: Any, where: str) -> Any:
         raise ValueError(
             f"{where}: {_shown(pattern)} matches the empty string, so it would cut before every character; "
             'use "" to cut anywhere, or a lookaround such as (?<=\\. ) for a zero-width separator'
+        )
+    probe = "ab12cd"
+    cuts = {m.start() for m in compiled.finditer(probe) if m.start() == m.end()}
+    if cuts.issuperset(range(1, len(probe))):
+        raise ValueError(
+            f"{where}: {_shown(pattern)} matches the empty string between every two characters of "
+            f'{probe!r}, so it would cut inside every word; use "" to cut anywhere, or a lookaround '
+            "that needs punctuation or space, such as (?<=\\. )"
         )
     try:
         fast = regex.compile(pattern, flags=regex.VERSION0)
