@@ -568,3 +568,9 @@ def test_autorag_configuration_holds_the_reference_defaults():
     assert spec["max_tokens"] >= reference["chunk_size"]
     router = build_router(spec, tokenizer=TOK)
     assert isinstance(router.chunkers["recursive"], CHUNKERS["RecursiveCharacterTextSplitter"])
+
+
+@pytest.mark.parametrize("separators", ["\n\n", {"\n": 1}, 7])
+def test_separators_given_as_a_string_or_mapping_are_refused(separators):
+    with pytest.raises(ValueError, match="separators must be a non-empty list of strings, got "):
+        RecursiveCharacterTextSplitter(separators=separators)

@@ -100,9 +100,12 @@ class RecursiveCharacterTextSplitter(MergingSplitter):
             tokenizer=tokenizer,
             is_separator_regex=is_separator_regex,
         )
+        if separators is not None and not isinstance(separators, (list, tuple)):
+            # (a string or a mapping would be taken apart into its characters or keys)
+            raise ValueError(f"separators must be a non-empty list of strings, got {separators!r:.80}")
         separators = list(DEFAULT_SEPARATORS if separators is None else separators)
         if not separators or not all(isinstance(s, str) for s in separators):
-            raise ValueError(f"separators must be a non-empty list of strings, got {separators!r}")
+            raise ValueError(f"separators must be a non-empty list of strings, got {separators!r:.80}")
         self.separators = separators
         # The compiled pattern of each regular-expression separator ("" stays "cut anywhere").
         self._patterns: dict[str, Any] = {}
