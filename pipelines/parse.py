@@ -31,6 +31,7 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 import transforms
+from pipelines import commit
 from pipelines.console import error, say, use_escaping_formatter, version_line
 from pipelines.options import (
     OptionError,
@@ -71,6 +72,9 @@ PARSE_OUTPUT_FILES = (
     "parsed/parsed-00000-of-00001.parquet",
     "dead_letter/dead_letter-00000-of-00001.parquet",
 )
+
+#: The folders of the parse job's output.
+_OUTPUT_FOLDERS = ("parsed", "dead_letter")
 
 _USAGE = """usage: rechunk parse --input PATTERN --output DIR [--content-format docling|markdown]
                      [--format-for EXT=FORMAT,...] [--max-file-bytes N] [--max-file-seconds S]
@@ -302,7 +306,7 @@ def _checked_input_and_output(
             raise OptionError(f"--input {given_input}: {converted} is converted by Docling; {err}") from None
     check_output_is_no_file(output)
     create_output(output)
-    check_output_empty(output, ("parsed", "dead_letter"))
+    check_output_empty(output, _OUTPUT_FOLDERS)
     return pattern, output
 
 
@@ -424,12 +428,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     use_escaping_formatter()
     try:
         job = parse_job(argv)
+        run_id = _take_output(job.output)
     except OptionError as err:
         error("rechunk parse", err)
         return 2
-    report = run(job, started=started)
+    try:
+        report = run(job, started=started)
+    finally:
+        commit.release_lock(job.output, run_id)
     say(_summary(report, job.output))
     return 0
+
+
+def _take_output(output: str) -> str:
+    """Hold ``output`` for this run (the chunk job's lock, :func:`pipelines.commit.take_lock`), and
+    check under it that no other run has written there since the launch's checks; the run id.
+
+    Raises:
+        OptionError: Another run holds ``output`` or has written into it.
+    """
+    run_id = commit.take_lock(output, _OUTPUT_FOLDERS)
+    try:
+        check_output_empty(output, _OUTPUT_FOLDERS)
+    except OptionError:
+        commit.release_lock(output, run_id)
+        raise
+    return run_id
 
 
 if __name__ == "__main__":

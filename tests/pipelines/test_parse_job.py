@@ -754,3 +754,27 @@ def test_output_that_cannot_be_a_directory_is_an_option_error(capsys, raw, tmp_p
     assert f"--output {tmp_path}/afile/sub: cannot create the directory" in line
     line = _error(capsys, ["parse", "--input", f"{raw}/*", "--output", str(tmp_path / "afile")])
     assert f"--output {tmp_path}/afile: is a file, not a directory" in line
+
+
+def test_a_second_run_into_an_output_another_run_holds_is_refused(capsys, tmp_path):
+    from pipelines import commit
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "notes.md").write_text("# Notes\n\nText.\n")
+    out = tmp_path / "o"
+    out.mkdir()
+    run_id = commit.take_lock(str(out), ("parsed", "dead_letter"))  # held by this live process
+    line = _error(capsys, ["parse", "--input", f"{raw}/*", "--output", str(out)])
+    assert line.startswith(f"rechunk parse: error: --output {out}: another run is writing there")
+    assert not list((out / "parsed").iterdir())
+    commit.release_lock(str(out), run_id)
+    assert main(["parse", "--input", f"{raw}/*", "--output", str(out)]) == 0
+    assert not (out / commit.LOCK_NAME).exists()  # released when the run ends
+    assert [r["id"] for r in read_output(out, "parsed")] == ["notes.md"]
+    # Once a run has written there, the output is another run's, lock or not.
+    line = _error(capsys, ["parse", "--input", f"{raw}/*", "--output", str(out)])
+    assert (
+        line
+        == f"rechunk parse: error: --output {out}: parsed/ already holds files from another run; choose an empty directory"
+    )
