@@ -295,6 +295,7 @@ BAD_PATTERNS = [
     ),
     (r"\s*", r"separators[1]: '\\s*' matches the empty string, so it would cut before every character"),
     ("^", "separators[1]: '^' matches the empty string"),
+    ("[[:space:]]+", "separators[1]: '[[:space:]]+' holds a POSIX character class"),
     (r"\B", r"separators[1]: '\\B' matches the empty string between every two characters of 'ab12cd'"),
     ("(?<=.)", "separators[1]: '(?<=.)' matches the empty string between every two characters"),
     ("(?=[a-z0-9])", "separators[1]: '(?=[a-z0-9])' matches the empty string between every two characters"),

@@ -75,6 +75,12 @@ def check_pattern(pattern: Any, where: str) -> Any:
     """
     import regex
 
+    if isinstance(pattern, str) and "[[:" in pattern:
+        # re reads [[:alpha:]] as a set and a "]", the regex package as a POSIX class: refused.
+        raise ValueError(
+            f"{where}: {_shown(pattern)} holds a POSIX character class ([[:...:]]), which regular "
+            "expression engines read differently; write the class out, e.g. [A-Za-z] or \\w"
+        )
     try:
         compiled = re.compile(pattern)
     except (re.error, RecursionError, OverflowError) as err:
