@@ -185,6 +185,11 @@ def _extension(path: str) -> str | None:
     return name.rsplit(".", 1)[1].lower() if "." in name else None
 
 
+#: The most extensions ``--format-for`` may name, and what an extension may be.
+MAX_FORMAT_OVERRIDES = 100
+_EXTENSION = re.compile(r"[a-z0-9_+-]{1,16}")
+
+
 class FileFormats:
     """Which format each file is, and how it is converted, by its name's extension.
 
@@ -204,11 +209,16 @@ class FileFormats:
 
     def __init__(self, overrides: dict[str, str] | None = None) -> None:
         self.overrides: dict[str, str] = {}
+        if len(overrides or {}) > MAX_FORMAT_OVERRIDES:
+            raise ValueError(f"{len(overrides or {})} extensions given, at most {MAX_FORMAT_OVERRIDES}")
         for given, target in (overrides or {}).items():
             extension = given.lower().removeprefix(".")
             shown = f"{given}={target}"
-            if not extension or any(c in extension for c in "./\\") or extension != "".join(extension.split()):
-                raise ValueError(f"{shown}: the extension is what follows a file name's last dot, e.g. md or txt")
+            if _EXTENSION.fullmatch(extension) is None:
+                raise ValueError(
+                    f"{shown[:80]}: the extension is what follows a file name's last dot, e.g. md or txt "
+                    "(letters, digits, _, + and -, at most 16)"
+                )
             if target not in FORMAT_TARGETS:
                 raise ValueError(f"{shown}: the format must be one of {', '.join(FORMAT_TARGETS)}")
             if FILE_FORMATS.get(extension) in _BINARY_FORMATS:

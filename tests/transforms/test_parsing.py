@@ -83,6 +83,9 @@ def test_overrides_add_an_extension_retype_one_or_send_it_to_docling():
             "txt=docling: Docling converts only these extensions' text formats: htm, html, markdown, md, xhtml",
         ),
         ({"md": "text", ".MD": "rst"}, ".MD=rst: .md is given twice"),
+        ({"*": "text"}, "*=text: the extension is what follows"),
+        ({"x" * 17: "text"}, "x" * 17 + "=text: the extension is what follows"),
+        ({f"e{i}": "text" for i in range(101)}, "101 extensions given, at most 100"),
     ],
 )
 def test_bad_overrides_are_one_line_errors(overrides, message):
