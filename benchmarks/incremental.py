@@ -360,6 +360,7 @@ _BUNDLE = int(os.environ.get("RECHUNK_BENCH_BUNDLE", "0"))
 _LOG = os.environ["RECHUNK_BENCH_LOG"]
 _DROP = os.environ.get("RECHUNK_BENCH_DROP_STREAMS") == "1"
 _TRACE = os.environ.get("RECHUNK_BENCH_TRACE") == "1"
+_WAIT, _PATIENCE = 0.1, 5.0
 
 
 class _Mallinfo2(ctypes.Structure):
@@ -385,12 +386,21 @@ def _glibc_in_use():
 
 
 def _manager(name):
-    """A split manager for a stage holding transform ``name``: split past ``_BUNDLE`` elements."""
+    """A split manager for a stage holding transform ``name``: split past ``_BUNDLE`` elements.
+
+    The runner pushes the bundle, calls this before it sends the input, and asks for each split
+    after sending it; a split the worker cannot place yet (its bundle not started) comes back
+    empty, after the runner's own retries (0.35 s). So it first waits ``_WAIT`` s (the worker
+    meanwhile starts the bundle and waits for the input), and asks again while the answer is
+    empty, for up to ``_PATIENCE`` s (a bundle that ended before the split is left whole)."""
 
     def bounded(num_elements):
         result = None
         if num_elements > _BUNDLE:
-            result = yield _BUNDLE / num_elements
+            time.sleep(_WAIT)
+            deadline = time.monotonic() + _PATIENCE
+            while result is None and time.monotonic() < deadline:
+                result = yield _BUNDLE / num_elements
         primary = num_elements
         if result is not None and result.channel_splits:
             primary = min(s.first_residual_element for s in result.channel_splits)
