@@ -442,7 +442,9 @@ def process_bundle(self, *args, **kwargs):
             for op in self.ops.values():
                 if isinstance(op, bundle_processor.DataOutputOperation):
                     op.output_stream = None
-        row = {"rss": _status("VmRSS"), "hwm": _status("VmHWM"), "glibc": _glibc_in_use()}
+        names = [t.unique_name for t in self.process_bundle_descriptor.transforms.values()]
+        row = {"stage": max(names, default=""), "rss": _status("VmRSS"), "hwm": _status("VmHWM")}
+        row["glibc"] = _glibc_in_use()
         if _TRACE:
             import tracemalloc
             row["traced"], row["traced_peak"] = tracemalloc.get_traced_memory()
