@@ -50,7 +50,9 @@ run's on every unedited document (its ``documents_skipped_unchanged``), or the s
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -157,6 +159,21 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--scale-documents", type=int, help="memory by corpus size: tiny documents at scale 1")
     parser.add_argument("--scale", type=int, nargs="+", default=[1, 2, 4, 8], help="the corpus sizes (factors)")
     parser.add_argument("--other-code", help="another checkout of rechunk whose incremental runs are measured too")
+    parser.add_argument(
+        "--bounded-bundles",
+        type=int,
+        metavar="N",
+        help="with --scale-documents: measure each incremental run also with every bundle split past N elements "
+        "(the FnApiRunner's split managers; give --direct_running_mode=multi_processing --direct_num_workers=1)",
+    )
+    parser.add_argument(
+        "--drop-output-streams",
+        action="store_true",
+        help="with --bounded-bundles: a third variant that also drops each data output's kept stream after a bundle",
+    )
+    parser.add_argument(
+        "--trace-heap", action="store_true", help="with --bounded-bundles: trace the workers' Python heap (tracemalloc)"
+    )
     parser.add_argument("job_options", nargs=argparse.REMAINDER, help="after --: options for every job run")
     return parser.parse_args(argv)
 
@@ -192,6 +209,7 @@ def _write_corpus(folder: Path, files: int, per_file: int, edited: bool) -> str:
 def memory_by_size(args: argparse.Namespace, workdir: Path, options: list[str]) -> list[str]:
     """The ``--scale-documents`` table: each size's incremental run, by code (see the docstring)."""
     codes = {"this code": REPO} | ({"other code": Path(args.other_code).resolve()} if args.other_code else {})
+    variants = _variants(args, workdir)
     rows = []
     for factor in args.scale:
         n = args.scale_documents * factor
@@ -202,14 +220,16 @@ def memory_by_size(args: argparse.Namespace, workdir: Path, options: list[str]) 
         first = measure_process(job_command("--input", v1, "--output", str(previous), *options), previous)
         if first["exit"] != 0:
             sys.exit(f"the first run on {n} documents exited {first['exit']}")
-        for label, code in codes.items():
-            out = workdir / f"inc-{factor}-{label.replace(' ', '-')}"
+        for (code_label, code), (variant, environment) in itertools.product(codes.items(), variants.items()):
+            label = f"{code_label}, {variant}" if variant else code_label
+            out = workdir / f"inc-{factor}-{label.replace(' ', '-').replace(',', '')}"
             argv = job_command("--input", v2, "--output", str(out), "--previous", str(previous), *options)
-            run = measure_process(argv, out, cwd=code)
+            run = _measure_hooked(argv, out, code, environment, workdir / "hook-log")
             report = json.loads((out / "report.json").read_text()) if run["exit"] == 0 else {}
             if report.get("documents_skipped_unchanged") != n - (n + 9) // 10:
                 sys.exit(f"{label}: {n} documents, skipped {report.get('documents_skipped_unchanged')}")
-            if factor == min(args.scale) and _rows(out / "chunks") != _rows_of_fresh(v2, workdir, factor, options):
+            check = factor == min(args.scale) or bool(args.bounded_bundles)
+            if check and _rows(out / "chunks") != _rows_of_fresh(v2, workdir, factor, options):
                 sys.exit(f"{label}: the incremental chunks differ from a fresh run's")
             rows.append((factor, n, label, first, run))
             shutil.rmtree(out, ignore_errors=True)
@@ -233,8 +253,207 @@ def memory_by_size(args: argparse.Namespace, workdir: Path, options: list[str]) 
             f"{run['high_water_mib']:.0f} | {run['workers_high_water_mib']:.0f} | "
             f"{first['high_water_mib']:.0f} | {first['workers_high_water_mib']:.0f} |"
         )
+    if args.bounded_bundles:
+        lines += _bundle_lines(rows)
     return lines
 
+
+def _variants(args: argparse.Namespace, workdir: Path) -> dict[str, dict[str, str]]:
+    """The incremental run's variants: a label and the environment of its job (``_HOOK``'s)."""
+    if not args.bounded_bundles:
+        return {"": {}}
+    site = workdir / "hook"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_HOOK)
+    common = {"PYTHONPATH": str(site), "RECHUNK_BENCH_TRACE": "1" if args.trace_heap else "0"}
+    bounded = {**common, "RECHUNK_BENCH_BUNDLE": str(args.bounded_bundles)}
+    variants = {
+        "whole partitions": common,
+        f"bundles of {args.bounded_bundles:,}": bounded,
+    }
+    if args.drop_output_streams:
+        variants[f"bundles of {args.bounded_bundles:,}, streams dropped"] = {
+            **bounded,
+            "RECHUNK_BENCH_DROP_STREAMS": "1",
+        }
+    return variants
+
+
+def _measure_hooked(argv: list[str], out: Path, code: Path, environment: dict[str, str], log: Path) -> dict:
+    """``measure_process`` with ``environment`` set for the job (and its workers); with the hook,
+    its logs summed up: ``bundles``, ``split``, ``largest_bundle`` (elements the worker processed
+    in one bundle), ``glibc_last_mib`` (the largest over the workers of glibc's bytes in use after
+    their last bundle), ``traced_last_mib`` and ``traced_peak_mib`` (the Python heap after the last
+    bundle, and its largest peak within one bundle)."""
+    if not environment:
+        return measure_process(argv, out, cwd=code)
+    shutil.rmtree(log, ignore_errors=True)
+    log.mkdir()
+    saved = {key: os.environ.get(key) for key in [*environment, "RECHUNK_BENCH_LOG"]}
+    os.environ.update(environment, RECHUNK_BENCH_LOG=str(log))
+    try:
+        run = measure_process(argv, out, cwd=code)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    splits = [json.loads(line) for path in log.glob("splits-*.jsonl") for line in path.read_text().splitlines()]
+    workers = [[json.loads(line) for line in path.read_text().splitlines()] for path in log.glob("bundles-*.jsonl")]
+    workers = [bundles for bundles in workers if bundles]
+    mib = 2**20
+    run.update(
+        bundles=sum(len(bundles) for bundles in workers),
+        split=sum(1 for s in splits if s["primary"] < s["elements"]),
+        largest_bundle=max((s["primary"] for s in splits), default=0),
+        glibc_last_mib=max((bundles[-1]["glibc"] / mib for bundles in workers), default=0.0),
+        traced_last_mib=max((bundles[-1].get("traced", 0) / mib for bundles in workers), default=0.0),
+        traced_peak_mib=max((b.get("traced_peak", 0) / mib for bundles in workers for b in bundles), default=0.0),
+    )
+    return run
+
+
+def _bundle_lines(rows: list[tuple]) -> list[str]:
+    """The hooked runs' bundles and a worker's bytes in use, and each variant's slope."""
+    lines = [
+        "",
+        "Bundles and a worker's bytes in use (the hook's logs): bundles processed, bundles split, the largest "
+        "bundle (elements), glibc's bytes in use after the worker's last bundle, the traced Python heap after "
+        "it and its largest peak within one bundle (with `--trace-heap`).",
+        "",
+        "| documents | variant | bundles | split | largest bundle | glibc in use MiB | Python heap MiB | "
+        "Python peak MiB |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for _, n, label, _, run in rows:
+        lines.append(
+            f"| {n:,} | {label} | {run.get('bundles', 0)} | {run.get('split', 0)} | {run.get('largest_bundle', 0):,} | "
+            f"{run.get('glibc_last_mib', 0):.0f} | {run.get('traced_last_mib', 0):.1f} | "
+            f"{run.get('traced_peak_mib', 0):.1f} |"
+        )
+    lines += ["", "| variant | worker peak, smallest to largest | B/doc | largest / smallest |", "|---|---|---:|---:|"]
+    for label in dict.fromkeys(label for _, _, label, _, _ in rows):
+        mine = [
+            (n, run["workers_high_water_mib"] or run["high_water_mib"]) for _, n, lab, _, run in rows if lab == label
+        ]
+        (n0, p0), (n1, p1) = mine[0], mine[-1]
+        slope = (p1 - p0) * 2**20 / max(n1 - n0, 1)
+        lines.append(f"| {label} | {p0:.0f} to {p1:.0f} MiB | {slope:,.0f} | {p1 / p0:.2f} |")
+    return lines
+
+
+#: The ``sitecustomize`` that ``--bounded-bundles`` writes into the work folder and puts first on the
+#: job's ``PYTHONPATH`` (a measurement harness: it changes Beam's behaviour in the measured
+#: processes only, never the shipped job). Runner side: it registers, through the FnApiRunner's
+#: ``split_manager`` facility, a split manager for every transform of the pipeline, which asks the
+#: worker to split each bundle of more than ``RECHUNK_BENCH_BUNDLE`` elements after about that
+#: many (the runner then sends the rest as further bundles, each split again), and records the
+#: splits. Worker side (the SDK harness, wherever it runs): after each bundle it appends the
+#: process's ``VmRSS``, ``VmHWM``, glibc's bytes in use (``mallinfo2``: ``uordblks + hblkhd``) and,
+#: with ``RECHUNK_BENCH_TRACE``, the traced Python heap and its peak within the bundle, to a log;
+#: with ``RECHUNK_BENCH_DROP_STREAMS`` it first drops each data output's kept output stream.
+_HOOK = r'''
+import contextlib, ctypes, json, os, time
+
+_BUNDLE = int(os.environ.get("RECHUNK_BENCH_BUNDLE", "0"))
+_LOG = os.environ["RECHUNK_BENCH_LOG"]
+_DROP = os.environ.get("RECHUNK_BENCH_DROP_STREAMS") == "1"
+_TRACE = os.environ.get("RECHUNK_BENCH_TRACE") == "1"
+_WAIT, _PATIENCE = 0.1, 5.0
+
+
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def _status(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _glibc_in_use():
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _Mallinfo2
+        info = libc.mallinfo2()
+        return info.uordblks + info.hblkhd
+    except (OSError, AttributeError):
+        return 0
+
+
+def _manager(name):
+    """A split manager for a stage holding transform ``name``: split past ``_BUNDLE`` elements.
+
+    The runner pushes the bundle, calls this before it sends the input, and asks for each split
+    after sending it; a split the worker cannot place yet (its bundle not started) comes back
+    empty, after the runner's own retries (0.35 s). So it first waits ``_WAIT`` s (the worker
+    meanwhile starts the bundle and waits for the input), and asks again while the answer is
+    empty, for up to ``_PATIENCE`` s (a bundle that ended before the split is left whole)."""
+
+    def bounded(num_elements):
+        result = None
+        if num_elements > _BUNDLE:
+            time.sleep(_WAIT)
+            deadline = time.monotonic() + _PATIENCE
+            while result is None and time.monotonic() < deadline:
+                result = yield _BUNDLE / num_elements
+        primary = num_elements
+        if result is not None and result.channel_splits:
+            primary = min(s.first_residual_element for s in result.channel_splits)
+        with open(os.path.join(_LOG, "splits-%d.jsonl" % os.getpid()), "a") as out:
+            out.write(json.dumps({"stage": name, "elements": num_elements, "primary": primary}) + "\n")
+
+    return bounded
+
+
+if _BUNDLE:
+    from apache_beam.runners.portability.fn_api_runner import fn_runner
+
+    _run_via_runner_api = fn_runner.FnApiRunner.run_via_runner_api
+
+    def run_via_runner_api(self, pipeline_proto, options):
+        with contextlib.ExitStack() as stack:
+            names = {t.unique_name for t in pipeline_proto.components.transforms.values()}
+            for name in sorted(names):
+                stack.enter_context(fn_runner.split_manager(name, _manager(name)))
+            return _run_via_runner_api(self, pipeline_proto, options)
+
+    fn_runner.FnApiRunner.run_via_runner_api = run_via_runner_api
+
+from apache_beam.runners.worker import bundle_processor
+
+_process_bundle = bundle_processor.BundleProcessor.process_bundle
+
+
+def process_bundle(self, *args, **kwargs):
+    if _TRACE:
+        import tracemalloc
+        if not tracemalloc.is_tracing():
+            tracemalloc.start()
+        tracemalloc.reset_peak()
+    try:
+        return _process_bundle(self, *args, **kwargs)
+    finally:
+        if _DROP:
+            for op in self.ops.values():
+                if isinstance(op, bundle_processor.DataOutputOperation):
+                    op.output_stream = None
+        names = [t.unique_name for t in self.process_bundle_descriptor.transforms.values()]
+        row = {"stage": max(names, default=""), "rss": _status("VmRSS"), "hwm": _status("VmHWM")}
+        row["glibc"] = _glibc_in_use()
+        if _TRACE:
+            import tracemalloc
+            row["traced"], row["traced_peak"] = tracemalloc.get_traced_memory()
+        with open(os.path.join(_LOG, "bundles-%d.jsonl" % os.getpid()), "a") as out:
+            out.write(json.dumps(row) + "\n")
+
+
+bundle_processor.BundleProcessor.process_bundle = process_bundle
+'''
 
 _FRESH: dict[int, list[tuple]] = {}
 

@@ -418,3 +418,37 @@ def test_vector_store_benchmark_embeds_in_the_nightly_run_exactly_the_new_keys(t
     table = out.read_text()
     assert "| first |" in table and "| incremental |" in table and "| full |" in table
     assert "(equal)" in table
+
+
+@pytest.mark.slow
+def test_incremental_bounded_bundles_splits_every_large_bundle_and_keeps_the_output(tmp_path):
+    """``--bounded-bundles``: the incremental run is measured whole, with bundles split by the
+    FnApiRunner's split managers, and with the kept output streams dropped; each run's chunks equal
+    a fresh run's (the script exits otherwise) and the split runs process no bundle of the stage's
+    whole input (600 documents; bundles of 100)."""
+    from benchmarks import incremental
+
+    out = tmp_path / "bounded.md"
+    options = ["--direct_running_mode=multi_processing", "--direct_num_workers=1"]
+    incremental.main(
+        [
+            *("--scale-documents", "600", "--scale", "1", "--bounded-bundles", "100", "--drop-output-streams"),
+            *("--workdir", str(tmp_path / "work"), "--out", str(out), "--", *options),
+        ]
+    )
+    rows = {
+        cells[1]: cells
+        for cells in (line.strip("| ").split(" | ") for line in out.read_text().splitlines())
+        if len(cells) == 8 and cells[0] == "600"
+    }
+    assert set(rows) == {
+        "this code, whole partitions",
+        "this code, bundles of 100",
+        "this code, bundles of 100, streams dropped",
+    }
+    whole = rows["this code, whole partitions"]
+    assert whole[3] == "0" and int(whole[2]) > 0  # no split, bundles logged by the worker
+    for label in ("this code, bundles of 100", "this code, bundles of 100, streams dropped"):
+        bundles, split, largest = (int(rows[label][i].replace(",", "")) for i in (2, 3, 4))
+        # no bundle held a stage's whole input (600 documents, 540 unedited ones)
+        assert split >= 4 and bundles > int(whole[2]) and 0 < largest < 540, label
