@@ -443,7 +443,7 @@ from transforms.beam.chunk import _ChunkDoFn
 from transforms.documents import Document
 
 # The launcher: every option checked, the default configuration's router built once.
-job = parse_job(["--input", "sample/docs.parquet", "--output", str(Path(tempfile.mkdtemp()) / "out")])
+job = parse_job(["--input", "sample/docs.parquet", "--output", str(Path(tempfile.mkdtemp()) / "out"), *sys.argv[1:]])
 after_launch = loaded()
 # A worker: the chunking DoFn set up, a Markdown document chunked (the docling route is not taken).
 dofn = _ChunkDoFn(job.spec)
@@ -466,17 +466,23 @@ print(json.dumps({"launch": after_launch, "markdown": after_markdown, "docling":
 def test_launcher_and_workers_import_docling_chunking_only_for_a_docling_document():
     """docling-core's chunker package imports transformers (and torch, with the semantic extra):
     seconds of start-up in the launcher and in every worker. Only the first DoclingDocument a
-    DoclingChunker chunks may import it."""
+    DoclingChunker chunks may import it; the default configuration never does."""
     import subprocess
     import sys
 
     from tests.conftest import REPO
 
-    out = subprocess.run(
-        [sys.executable, "-c", _LAZY_IMPORT_PROBE], cwd=REPO, capture_output=True, text=True, check=True
-    )
-    found = json.loads(out.stdout.strip().splitlines()[-1])
+    def probe(*options: str) -> dict:
+        out = subprocess.run(
+            [sys.executable, "-c", _LAZY_IMPORT_PROBE, *options], cwd=REPO, capture_output=True, text=True, check=True
+        )
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    found = probe("--config", "configs/docling.yaml")  # DoclingDocuments to DoclingChunker
     assert found["launch"] == []
     assert found["markdown"] == []
     assert "docling_core.transforms.chunker" in found["docling"]  # the probe sees the import when it happens
     assert found["chunks"] == ["d", "m"]
+    default = probe()  # DoclingDocuments to StructureAwareChunker: docling-core's chunker never loads
+    assert default["launch"] == default["markdown"] == default["docling"] == []
+    assert default["chunks"] == ["d", "m"]
