@@ -455,17 +455,18 @@ def process_bundle(self, *args, **kwargs):
 bundle_processor.BundleProcessor.process_bundle = process_bundle
 '''
 
-_FRESH: dict[int, list[tuple]] = {}
+_FRESH: dict[str, list[tuple]] = {}
 
 
 def _rows_of_fresh(v2: str, workdir: Path, factor: int, options: list[str]) -> list[tuple]:
     """The chunk rows of a fresh run on ``v2`` (run once per size)."""
-    if factor not in _FRESH:
+    key = str(Path(v2).resolve())  # the corpus itself: another call's size 1 is another corpus
+    if key not in _FRESH:
         out = workdir / f"fresh-{factor}"
         _run(["--input", v2, "--output", str(out), *options])
         _FRESH.clear()
-        _FRESH[factor] = _rows(out / "chunks")
-    return _FRESH[factor]
+        _FRESH[key] = _rows(out / "chunks")
+    return _FRESH[key]
 
 
 def _timed_runs(workdir: Path, v2: Path, tiny: Path, rounds: int, options: list[str]) -> dict[str, list[tuple]]:
