@@ -125,6 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _rate(n: int, seconds: float) -> str:
+    """``n`` a second, or ``n/a`` when the run took no longer than the start-up (a few documents
+    on a noisy machine)."""
+    return f"{n / seconds:,.0f}" if seconds > 0 else "n/a"
+
+
 def _table(n: int, best: dict[str, dict], plain: dict[str, float], extra: list[str]) -> str:
     tiny, start = best["tiny"], best["start-up"]
     wall, cpu = tiny["seconds"] - start["seconds"], tiny["cpu_total"] - start["cpu_total"]
@@ -139,7 +145,7 @@ def _table(n: int, best: dict[str, dict], plain: dict[str, float], extra: list[s
         "|---|---:|---:|---:|",
         f"| {n:,} tiny documents | {tiny['seconds']:.1f} | {tiny['cpu_total']:.1f} | {n / tiny['seconds']:,.0f} |",
         f"| one document (start-up) | {start['seconds']:.1f} | {start['cpu_total']:.1f} | |",
-        f"| beyond the start-up | {wall:.1f} | {cpu:.1f} | {n / wall:,.0f} ({n / cpu:,.0f} a CPU second) |",
+        f"| beyond the start-up | {wall:.1f} | {cpu:.1f} | {_rate(n, wall)} ({_rate(n, cpu)} a CPU second) |",
         "",
         "| per document, beyond the start-up | µs (CPU) | share |",
         "|---|---:|---:|",
