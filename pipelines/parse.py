@@ -298,7 +298,7 @@ def _checked_input_and_output(
     check_reachable("--input", pattern)
     check_reachable("--output", output)
     matched = _check_raw_input(given_input, pattern)
-    converted = next((m.path for m in matched if (formats.of(m.path) or ("", "text"))[1] != "text"), None)
+    converted = next((m.path for m in matched if _converted(formats, m.path)), None)
     if converted is not None and pdf_artifacts_path is None:
         try:
             _check_docling(None)
@@ -308,6 +308,12 @@ def _checked_input_and_output(
     create_output(output)
     check_output_empty(output, _OUTPUT_FOLDERS)
     return pattern, output
+
+
+def _converted(formats: FileFormats, path: str) -> bool:
+    """Whether Docling or PDFium converts ``path`` (not read as text, nor of no known format)."""
+    found = formats.of(path)
+    return found is not None and found[1] != "text"
 
 
 def _check_raw_input(given: str, pattern: str) -> list[FileMetadata]:
