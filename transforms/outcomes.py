@@ -31,7 +31,7 @@ from transforms.chunkers.router import ChunkerRouter
 from transforms.chunkers.structure import StructureAwareChunker
 from transforms.documents import Chunk, DeadLetter, Document
 from transforms.incremental import manifest_row
-from transforms.tokenizers import Tokenizer
+from transforms.tokenizers import Tokenizer, recount_tokenizer
 from transforms.validation import DocumentValidator
 
 __all__ = [
@@ -202,7 +202,9 @@ class DocumentChunking:
     Args:
         router: The chunker router (``transforms.chunkers.registry.build_router``); its
             ``models`` (if any) are the models its chunkers share.
-        tokenizer: The budget tokenizer (recounts every chunk's ``embedding_text``).
+        tokenizer: The budget tokenizer. Every chunk's ``embedding_text`` is recounted by
+            :func:`~transforms.tokenizers.recount_tokenizer` of it: the same vocabulary on an
+            engine of another implementation where there is one.
         max_tokens: The hard budget for ``embedding_text``, in tokens of ``tokenizer``.
         store: The configured vector store's type (``"milvus"``, ``"pgvector"``) or ``None``: a
             chunk that store cannot hold is rejected as ``exceeds_store_limit``.
@@ -214,6 +216,7 @@ class DocumentChunking:
         self._router = router
         self._store = store
         self._tokenizer = tokenizer
+        self._recount = recount_tokenizer(tokenizer)
         self._max_tokens = max_tokens
         self._models = list(router.models.values())
         self._usage_seen = (0, 0)
@@ -251,7 +254,7 @@ class DocumentChunking:
             return
         validator = DocumentValidator(
             document,
-            tokenizer=self._tokenizer,
+            tokenizer=self._recount,
             tokenizer_identity=tokenizer_identity,
             max_tokens=self._max_tokens,
             source=None if source is document.content else source,

@@ -1,5 +1,5 @@
 """cl100k_base exactness at two corners: the long-run check sees a symbol run through
-U+001C..U+001F, and encode agrees with count on a surrogate pair (known not to, xfail)."""
+U+001C..U+001F, and encode agrees with count on a surrogate pair."""
 
 from __future__ import annotations
 
@@ -29,17 +29,12 @@ def test_may_hold_long_run_sees_symbol_runs_through_information_separators(separ
     assert segments.may_hold_long_run(text)
 
 
-# Shows: TiktokenTokenizer.encode disagrees with count (and
-# with token_ends / slice_counter, which the chunkers and validation use) on a surrogate pair
-# held as two code points: below _DIRECT_CHARS encode is tiktoken's encode_ordinary, whose own
-# fallback joins the pair into one character (U+1F600: 2 tokens), while count and _ids turn each
-# lone surrogate into U+FFFD (one token for both here). encode of a longer text goes through
-# _ids, so encode is not even consistent with itself by length. The same root cause is the known
-# xfail test_structure_properties.py::test_a_surrogate_pair_is_counted_as_tiktoken_counts_it
-# (Parquet strings cannot hold surrogates); encode is not used by the job. Left failing (strict).
-@pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="known: encode keeps tiktoken's surrogate-pair join; count uses U+FFFD each")
-def test_encode_agrees_with_count_on_a_surrogate_pair(cl100k):
+# A surrogate pair held as two code points (possible in a Python string, never in Parquet): every
+# path turns each lone surrogate into U+FFFD, so encode, count and the ids behind token_ends and
+# slice_counter agree (tiktoken's own fallback would join the pair into one character, U+1F600).
+@pytest.mark.parametrize("engine", ["bpe-openai", "tiktoken"])
+def test_encode_agrees_with_count_on_a_surrogate_pair(engine):
+    tokenizer = TiktokenTokenizer("cl100k_base", engine=engine)
     text = "\ud83d\ude00"
-    assert cl100k.encode(text) == cl100k._ids(text).tolist()
-    assert len(cl100k.encode(text)) == cl100k.count(text)
+    assert tokenizer.encode(text) == tokenizer._ids(text).tolist()
+    assert len(tokenizer.encode(text)) == tokenizer.count(text) == tokenizer.count("\ufffd\ufffd")

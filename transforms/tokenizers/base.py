@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Tokenizer", "TokenizerError"]
+__all__ = ["Tokenizer", "TokenizerError", "recount_tokenizer"]
 
 
 class TokenizerError(ValueError):
@@ -34,3 +34,12 @@ class Tokenizer(Protocol):
         a token of the whole text's encoding starts.
         """
         ...
+
+
+def recount_tokenizer(tokenizer: Tokenizer) -> Tokenizer:
+    """The tokenizer that recounts chunks in validation: ``tokenizer.independent()`` where the
+    tokenizer offers one (the same vocabulary and identity on an engine of another
+    implementation: a fault of the engine the chunker counted with is not confirmed by itself),
+    else ``tokenizer``."""
+    independent = getattr(tokenizer, "independent", None)
+    return independent() if independent is not None else tokenizer

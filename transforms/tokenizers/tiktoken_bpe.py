@@ -1,14 +1,17 @@
-"""cl100k_base counts, token offsets and cut points with tiktoken, loaded offline.
+"""OpenAI BPE encodings (``cl100k_base``, ``o200k_base``): counts, token offsets and cut points, offline.
 
-Beam-free. :class:`TiktokenTokenizer` builds a ``tiktoken.Encoding`` from the hash-checked ranks
-file of :mod:`transforms.tokenizers.tiktoken_ranks`, encodes long texts in bounded segments
-(:mod:`transforms.tokenizers.segments`), and derives code-point offsets from per-token tables
-instead of decoding. Text is counted as ordinary text: a literal ``<|endoftext|>`` in a document
-is just characters.
+Beam-free. :class:`BpeTokenizer` counts any offline encoding exactly, on an engine of
+:mod:`transforms.tokenizers.engines` (bpe-openai, or tiktoken itself), and derives code-point
+offsets from per-token tables instead of decoding. :class:`TiktokenTokenizer` adds, for
+``cl100k_base``, whose pattern's safe cuts :mod:`transforms.tokenizers.cuts` proves, the encoding
+of long texts in bounded segments (:mod:`transforms.tokenizers.segments`) and exact counts of
+slices from one encoding (``token_ends``, ``slice_counter``). Text is counted as ordinary text: a
+literal ``<|endoftext|>`` in a document is just characters.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterator, Sequence
 from functools import cached_property
@@ -16,14 +19,19 @@ from itertools import accumulate
 from typing import Any
 
 from transforms.tokenizers import segments
+from transforms.tokenizers.base import TokenizerError
 from transforms.tokenizers.cuts import SAFE_CUT, cut_at
+from transforms.tokenizers.engines import BpeEngine, independent_engine, load_engine
 from transforms.tokenizers.slices import SliceCounter
-from transforms.tokenizers.tiktoken_ranks import load_checked_ranks
+from transforms.tokenizers.tiktoken_ranks import ENCODINGS, load_checked_ranks
 
-__all__ = ["TiktokenTokenizer"]
+__all__ = ["CUT_RULE_ENCODINGS", "BpeTokenizer", "TiktokenTokenizer"]
 
 #: UTF-8 continuation bytes (``10xxxxxx``), deleted from a token's bytes to count the code points starting in it.
 _CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
+#: Encodings whose safe cuts :mod:`transforms.tokenizers.cuts` proves from their pattern: only
+#: these get :class:`TiktokenTokenizer`'s segments and slice counts.
+CUT_RULE_ENCODINGS = frozenset({"cl100k_base"})
 
 
 def _without_surrogates(text: str) -> str:
@@ -32,27 +40,35 @@ def _without_surrogates(text: str) -> str:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_NO_SPECIAL: frozenset = frozenset()  # allowed special tokens of every encode: none
 #: Texts shorter than this (code points) have their token ends summed in Python, not numpy.
 _SHORT_CHARS = 256
 
 
-class TiktokenTokenizer:
-    """Exact ordinary-text BPE counts for a named tiktoken encoding, loaded offline.
+class BpeTokenizer:
+    """Exact ordinary-text counts for an offline OpenAI encoding, on the fastest exact engine.
+
+    Every count is one whole encoding of the text (no cut rules are assumed), so a chunker
+    measures each slice on its own; :class:`TiktokenTokenizer` counts slices of ``cl100k_base``
+    from one encoding instead. Memory: one encoding of the text at a time (``boundaries`` holds
+    its ids, 4 bytes a token, and offsets).
 
     Args:
-        encoding: The encoding's name; ``cl100k_base`` is the one that ships offline.
+        encoding: ``cl100k_base`` or ``o200k_base`` (:data:`~transforms.tokenizers.tiktoken_ranks.ENCODINGS`).
+        engine: ``auto`` (bpe-openai when installed, else tiktoken), ``bpe-openai`` or
+            ``tiktoken`` (see :mod:`transforms.tokenizers.engines`). Every engine gives the same
+            counts, so the identity does not name it.
 
     Attributes:
         identity: ``tiktoken:ENCODING:DIGEST8`` (the first 8 hex digits of the ranks file's sha256).
+        engine: The engine's name.
         max_token_chars: The most code points that start inside one token (cl100k_base: 128).
 
     Raises:
-        TokenizerError: The encoding is unknown, its ranks file is not installed, or the file's
-            sha256 is not the published one.
+        TokenizerError: The encoding is unknown, its ranks file is not installed or its sha256
+            is not the published one, or the engine is unknown, missing or disagrees with tiktoken.
     """
 
-    def __init__(self, encoding: str = "cl100k_base") -> None:
+    def __init__(self, encoding: str = "cl100k_base", *, engine: str = "auto") -> None:
         import tiktoken
 
         spec, digest, ranks = load_checked_ranks(encoding)
@@ -64,6 +80,8 @@ class TiktokenTokenizer:
             mergeable_ranks=ranks,
             special_tokens=spec["special_tokens"],
         )
+        self._engine: BpeEngine = load_engine(engine, encoding, spec, self._encoding)
+        self.engine = self._engine.name
         # Per token id: how many code points start inside its bytes, and whether its first byte
         # starts a code point. Offsets then come from running sums, never from decoding.
         size = max(ranks.values()) + 1
@@ -78,6 +96,15 @@ class TiktokenTokenizer:
         #: least ``(e - s) // max_token_chars`` of its token ends: a lower bound on a count that
         #: needs no encoding (``transforms.structure.packing`` uses it).
         self.max_token_chars = max(self._starts_in_token)
+
+    def independent(self) -> BpeTokenizer:
+        """This tokenizer on an engine of another implementation (tiktoken for bpe-openai,
+        bpe-openai for tiktoken when installed, else the same engine), sharing its tables: the
+        validation recount uses it, so that no count is checked by the code that made it."""
+        twin = copy.copy(self)
+        twin._engine = independent_engine(self._engine, self._encoding)
+        twin.engine = twin._engine.name
+        return twin
 
     @cached_property
     def _starts_array(self):
@@ -95,50 +122,35 @@ class TiktokenTokenizer:
 
     @property
     def encoding(self):
-        """The underlying ``tiktoken.Encoding``."""
+        """The encoding's ``tiktoken.Encoding`` (the reference engine's)."""
         return self._encoding
 
     def encode(self, text: str) -> list[int]:
         """Return the token ids of ``text`` as ordinary text (special-token spellings included)."""
-        if len(text) < segments.DIRECT_CHARS:
-            return self._encoding.encode_ordinary(text)
-        return [token for ids in self._encode_segments(text) for token in ids.tolist()]
+        try:
+            return self._engine.encode(text)
+        except UnicodeEncodeError:  # lone surrogates: as _ids does
+            return self._engine.encode(_without_surrogates(text))
 
     def count(self, text: str) -> int:
         """Return the number of tokens of ``text`` encoded as ordinary text.
 
         A lone surrogate (possible in a Python string, never in Parquet) counts as U+FFFD, one
-        code point each, as in :meth:`token_ends`. A text longer than :data:`~transforms.tokenizers.segments.SEGMENT_CHARS` is
-        encoded in segments, with the same count.
+        code point each, as in :meth:`token_offsets`.
         """
-        if len(text) < segments.DIRECT_CHARS:
-            try:
-                # tiktoken's core without its Python wrapper, and the ids as a buffer of uint32
-                # (4 bytes each) instead of a list of Python ints: about a fifth less time per
-                # 512-token chunk, which adds up over the recount of every chunk. With no special
-                # token allowed, encode is encode_ordinary (as in _ids).
-                return memoryview(self._encoding._core_bpe.encode_to_tiktoken_buffer(text, _NO_SPECIAL)).nbytes >> 2
-            except UnicodeEncodeError:  # lone surrogates: as _ids does
-                return len(self._ids(text))
-        return sum(len(ids) for ids in self._encode_segments(text))
+        try:
+            return self._engine.count(text)
+        except UnicodeEncodeError:
+            return self._engine.count(_without_surrogates(text))
 
     def _ids(self, text: str):
-        """Token ids of ``text`` (one tiktoken call) as a numpy ``uint32`` array."""
+        """Token ids of ``text`` (one engine call) as a numpy ``uint32`` array."""
         try:
-            # encode with no special token allowed is encode_ordinary; as an array, no list is made.
-            return self._encoding.encode_to_numpy(text, allowed_special=set(), disallowed_special=())
+            return self._engine.encode_array(text)
         except UnicodeEncodeError:
             # Lone surrogates: each becomes U+FFFD, so code points stay where they are (tiktoken's
             # own fallback would join a high and a low surrogate into one character).
-            return self._encoding.encode_to_numpy(
-                _without_surrogates(text), allowed_special=set(), disallowed_special=()
-            )
-
-    def _encode_segments(self, text: str) -> Iterator[Any]:
-        """Token ids of ``text`` in consecutive numpy ``uint32`` arrays whose concatenation is the
-        whole encoding, no call to tiktoken longer than a segment (see
-        :func:`transforms.tokenizers.segments.encode_segments`)."""
-        return segments.encode_segments(text, self._ids, self._starts_array, self._begins_array)
+            return self._engine.encode_array(_without_surrogates(text))
 
     def token_offsets(self, tokens: Sequence[int]) -> list[int | None]:
         """Return, for each token of an encoding, the code-point offset where it starts.
@@ -152,6 +164,68 @@ class TiktokenTokenizer:
         offsets: list[int | None] = [running[i] if begins[t] else None for i, t in enumerate(tokens)]
         offsets.append(running[-1])
         return offsets
+
+    def boundaries(self, text: str) -> list[int]:
+        """Return the code-point offsets where a token of ``text``'s encoding starts, plus the end."""
+        if not text:
+            return [0]
+        import numpy as np
+
+        ids = self._ids(text).astype(np.intp)
+        ends = self._starts_array.take(ids).cumsum()
+        starts = np.concatenate(([0], ends[:-1]))[self._begins_array.take(ids)]
+        return [*starts.tolist(), int(ends[-1])]
+
+
+class TiktokenTokenizer(BpeTokenizer):
+    """``cl100k_base`` counted exactly, with slices counted from one encoding of a text.
+
+    Besides :class:`BpeTokenizer`: a text longer than
+    :data:`~transforms.tokenizers.segments.DIRECT_CHARS` is encoded in bounded segments cut where
+    the encoding cannot change (and long runs of one character class in windows), so an engine
+    call never holds more than a segment; and :meth:`token_ends`, :meth:`slice_counter` and
+    :meth:`part_cut` let chunkers count any slice from one encoding of the document. These rest on
+    cl100k_base's pattern (:mod:`transforms.tokenizers.cuts`); other encodings take
+    :class:`BpeTokenizer`.
+
+    Args:
+        encoding: ``cl100k_base`` (:data:`CUT_RULE_ENCODINGS`).
+        engine: As :class:`BpeTokenizer`.
+
+    Raises:
+        TokenizerError: As :class:`BpeTokenizer`, or an encoding without proven cut rules.
+    """
+
+    def __init__(self, encoding: str = "cl100k_base", *, engine: str = "auto") -> None:
+        if encoding in ENCODINGS and encoding not in CUT_RULE_ENCODINGS:
+            raise TokenizerError(f"cut rules are proven for {sorted(CUT_RULE_ENCODINGS)} only, not {encoding!r}")
+        super().__init__(encoding, engine=engine)
+
+    def encode(self, text: str) -> list[int]:
+        """Return the token ids of ``text`` as ordinary text (special-token spellings included)."""
+        if len(text) < segments.DIRECT_CHARS:
+            return super().encode(text)
+        return [token for ids in self._encode_segments(text) for token in ids.tolist()]
+
+    def count(self, text: str) -> int:
+        """Return the number of tokens of ``text`` encoded as ordinary text.
+
+        A lone surrogate (possible in a Python string, never in Parquet) counts as U+FFFD, one
+        code point each, as in :meth:`token_ends`. A text longer than
+        :data:`~transforms.tokenizers.segments.DIRECT_CHARS` is encoded in segments, with the same count.
+        """
+        if len(text) < segments.DIRECT_CHARS:
+            try:
+                return self._engine.count(text)
+            except UnicodeEncodeError:  # lone surrogates: as _ids does
+                return len(self._ids(text))
+        return sum(len(ids) for ids in self._encode_segments(text))
+
+    def _encode_segments(self, text: str) -> Iterator[Any]:
+        """Token ids of ``text`` in consecutive numpy ``uint32`` arrays whose concatenation is the
+        whole encoding, no call to tiktoken longer than a segment (see
+        :func:`transforms.tokenizers.segments.encode_segments`)."""
+        return segments.encode_segments(text, self._ids, self._starts_array, self._begins_array)
 
     def token_ends(self, text: str):
         """Return, as a numpy integer array, the code-point offset where each token of ``text`` ends.
@@ -180,7 +254,7 @@ class TiktokenTokenizer:
         if len(text) < _SHORT_CHARS:
             # A short text: numpy's per-call cost (about 6 µs a cumsum) outweighs the loop.
             try:
-                ids = self._encoding._core_bpe.encode_ordinary(text)
+                ids = self._engine.encode(text)
             except UnicodeEncodeError:  # lone surrogates: as _ids does
                 return ends_of(self._ids(text))
             starts = self._starts_in_token
