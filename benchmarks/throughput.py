@@ -39,6 +39,7 @@ beside it.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import json
 import os
@@ -149,8 +150,15 @@ def _structure_limits(chunker: Any) -> dict[str, int] | None:
     return {"max_overlap_tokens": chunker.max_overlap_tokens, "min_preferred_tokens": chunker.min_preferred_tokens}
 
 
-def _project_rows(documents, tokenizer, *, docling: bool) -> dict[str, Callable[[], int]]:
-    """This project's chunkers, alone and with the job's validation."""
+def _project_rows(
+    documents, tokenizer, *, docling: bool, recount=None, tag: str = "", same_engine_rows: bool = False
+) -> dict[str, Callable[[], int]]:
+    """This project's chunkers, alone and with the job's validation, counting with ``tokenizer``.
+
+    The validation recount runs on ``recount`` (default: ``recount_tokenizer(tokenizer)``, the
+    job's own choice: the other engine). Row names end with ``tag`` (the engines). With
+    ``same_engine_rows``, a third row per chunker recounts on the chunker's own engine.
+    """
     from transforms.chunkers import (
         CharacterTextSplitter,
         DoclingChunker,
@@ -158,9 +166,11 @@ def _project_rows(documents, tokenizer, *, docling: bool) -> dict[str, Callable[
         StructureAwareChunker,
         TokenTextSplitter,
     )
+    from transforms.tokenizers import recount_tokenizer
     from transforms.validation import validate_chunks
 
     identity = tokenizer.identity
+    recount = recount_tokenizer(tokenizer) if recount is None else recount
     if docling:
         chunkers = {
             "StructureAwareChunker": StructureAwareChunker(tokenizer=tokenizer, max_tokens=MAX_TOKENS),
@@ -184,14 +194,14 @@ def _project_rows(documents, tokenizer, *, docling: bool) -> dict[str, Callable[
         def alone(chunker=chunker) -> int:
             return sum(len(chunker.chunk(d, tokenizer_identity=identity)) for d in documents)
 
-        def validated(chunker=chunker, limits=limits) -> int:
+        def validated(chunker=chunker, limits=limits, recount=recount) -> int:
             n = 0
             for d in documents:
                 chunks, source = chunker.chunk_with_source(d, tokenizer_identity=identity)
                 result = validate_chunks(
                     d,
                     chunks,
-                    tokenizer=tokenizer,
+                    tokenizer=recount,
                     tokenizer_identity=identity,
                     max_tokens=MAX_TOKENS,
                     source=None if source is d.content else source,
@@ -200,8 +210,12 @@ def _project_rows(documents, tokenizer, *, docling: bool) -> dict[str, Callable[
                 n += len(result.accepted)
             return n
 
-        rows[name] = alone
-        rows[f"{name} + validation"] = validated
+        rows[f"{name}{tag}"] = alone
+        rows[f"{name}{tag} + validation (recount on {recount.engine if hasattr(recount, 'engine') else 'it'})"] = validated
+        if same_engine_rows and getattr(recount, "engine", None) != getattr(tokenizer, "engine", None):
+            rows[f"{name}{tag} + validation (recount on {tokenizer.engine})"] = functools.partial(
+                validated, recount=tokenizer
+            )
     return rows
 
 
@@ -594,6 +608,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
+        "--engines",
+        default="bpe-openai,tiktoken",
+        help="BPE engines of the chunker rows, comma-separated (the first also gets same-engine recount rows)",
+    )
+    parser.add_argument(
         "--max-chars", type=int, default=None, help="stop loading text documents after this many characters"
     )
     parser.add_argument("--workers", type=int, default=2, help="multi_processing workers of the job row")
@@ -624,6 +643,42 @@ class _Report:
         self.job_bars: list[tuple[str, float]] = []
 
 
+def _engine_rows(texts: list[str], engines: list[str]) -> dict[str, Callable[[], int]]:
+    """One pass of each engine over the texts: ``encode`` (the ids as a list) and ``count``."""
+    from transforms.tokenizers.engines import load_engine
+    from transforms.tokenizers.tiktoken_ranks import ENCODINGS
+
+    rows: dict[str, Callable[[], int]] = {}
+    reference = _tokenizers(["tiktoken"])["tiktoken"].encoding
+    for name in engines:
+        engine = load_engine(name, "cl100k_base", ENCODINGS["cl100k_base"], reference)
+        rows[f"engine {name}: encode"] = lambda e=engine: sum(len(e.encode(t)) for t in texts)
+        rows[f"engine {name}: count"] = lambda e=engine: sum(e.count(t) for t in texts)
+    return rows
+
+
+@functools.cache
+def _tokenizer(engine: str):
+    from transforms.tokenizers import TiktokenTokenizer
+
+    return TiktokenTokenizer("cl100k_base", engine=engine)
+
+
+def _tokenizers(engines: list[str]) -> dict[str, Any]:
+    """cl100k_base on each engine (``TiktokenTokenizer``), one instance per engine."""
+    return {name: _tokenizer(name) for name in engines}
+
+
+def _chunker_rows(documents, engines: list[str], *, docling: bool) -> dict[str, Callable[[], int]]:
+    """:func:`_project_rows` on each engine, the recount on the other one (as the job does); with
+    more than one engine, the first one's rows also recount on its own engine."""
+    rows: dict[str, Callable[[], int]] = {}
+    for k, (name, tokenizer) in enumerate(_tokenizers(engines).items()):
+        tag = f" [{name}]" if len(engines) > 1 else ""
+        rows.update(_project_rows(documents, tokenizer, docling=docling, tag=tag, same_engine_rows=k == 0))
+    return rows
+
+
 def _text_section(args: argparse.Namespace, skip: set[str], tokenizer, report: _Report) -> list:
     encoding = tokenizer.encoding
     documents = _load(args.input, args.max_chars, docling=False)
@@ -635,9 +690,11 @@ def _text_section(args: argparse.Namespace, skip: set[str], tokenizer, report: _
         "encode_ordinary": lambda: sum(len(encoding.encode_ordinary(t)) for t in texts),
         "encode_ordinary_batch": lambda: sum(len(ids) for ids in encoding.encode_ordinary_batch(texts)),
     }
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     prefixes = ("encode_ordinary", *(p.strip() for p in args.rows.split(",") if p.strip()))
     wanted = (lambda name: name.startswith(prefixes)) if args.rows.strip() else (lambda name: True)
-    rows.update({k: v for k, v in _project_rows(documents, tokenizer, docling=False).items() if wanted(k)})
+    rows.update({k: v for k, v in _engine_rows(texts, engines).items() if wanted(k)})
+    rows.update({k: v for k, v in _chunker_rows(documents, engines, docling=False).items() if wanted(k)})
     checks: dict[str, dict] = {}
     if "peers" not in skip:
         peer_rows, checks = _peer_rows({k: v for k, v in _text_peers(encoding).items() if wanted(k)}, texts, encoding)
@@ -671,7 +728,8 @@ def _docling_section(args: argparse.Namespace, skip: set[str], tokenizer, report
     rows: dict[str, Callable[[], int]] = {
         "encode_ordinary of the Markdown export": lambda: sum(len(encoding.encode_ordinary(t)) for t in markdown),
     }
-    rows.update(_project_rows(documents, tokenizer, docling=True))
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    rows.update(_chunker_rows(documents, engines, docling=True))
     checks: dict[str, dict] = {}
     if "peers" not in skip:
         peer, checks = _docling_peer(documents, encoding)
@@ -770,7 +828,7 @@ def main(argv: list[str] | None = None) -> int:
 
     tokenizer = TiktokenTokenizer("cl100k_base")
     _register_offline_encoding(tokenizer.encoding)
-    report = _Report(header("tiktoken", "apache-beam", "pyarrow", "numpy", *PEER_PACKAGES, "matplotlib"))
+    report = _Report(header("tiktoken", "bpe-openai", "tokenizers", "apache-beam", "pyarrow", "numpy", *PEER_PACKAGES, "matplotlib"))
     documents = _text_section(args, skip, tokenizer, report)
     _docling_section(args, skip, tokenizer, report)
     if "job" not in skip:

@@ -59,7 +59,21 @@ MAX_CONFIG_DEPTH = 64
 #: aliases would otherwise stand for billions).
 MAX_CONFIG_NODES = 100_000
 
-_TOP_KEYS = {"tokenizer", "max_tokens", "models", "chunkers", "routes", "default", "embedding", "vector_store"}
+_TOP_KEYS = {
+    "tokenizer",
+    "max_tokens",
+    "recount",
+    "models",
+    "chunkers",
+    "routes",
+    "default",
+    "embedding",
+    "vector_store",
+}
+#: ``recount:`` values: validation recounts every chunk on an engine of another implementation
+#: than the chunkers' (``independent``, the default), or on the same one (``same-engine``: faster;
+#: the recount then checks the chunkers' slice arithmetic, not the engine).
+RECOUNT_MODES = ("independent", "same-engine")
 _WHEN_KEYS = {"content_format", "metadata"}
 
 
@@ -193,7 +207,7 @@ def resolve_config(
 
     Returns:
         ``{"tokenizer", "max_tokens", "chunkers", "routes", "default"}`` with every chunker's
-        budget filled in, plus ``models``, ``embedding`` (:func:`_resolve_embedding`) and
+        budget filled in, plus ``recount`` when it is ``same-engine``, ``models``, ``embedding`` (:func:`_resolve_embedding`) and
         ``vector_store`` when configured; JSON-able, for ``transforms.chunkers.registry.build_router``.
         With ``embedding``, ``tokenizer`` and ``max_tokens`` default to the model's own.
 
@@ -227,6 +241,9 @@ def resolve_config(
     default = data.get("default")
     if default is not None and (not isinstance(default, str) or default not in chunkers):
         raise ConfigError(f"{source}: default names chunker {default!r}, not one of {sorted(chunkers)}")
+    recount = data.get("recount", RECOUNT_MODES[0])
+    if recount not in RECOUNT_MODES:
+        raise ConfigError(f"{source}: recount must be one of {', '.join(RECOUNT_MODES)}, got {recount!r:.60}")
     spec = {
         "tokenizer": spec_tokenizer,
         "max_tokens": budget,
@@ -234,6 +251,8 @@ def resolve_config(
         "routes": routes,
         "default": default,
     }
+    if recount != RECOUNT_MODES[0]:  # only then: configurations without it keep their exact spec
+        spec["recount"] = recount
     if models:  # only then: configurations without models keep their exact spec
         spec["models"] = models
     if embedding is not None:

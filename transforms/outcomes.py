@@ -203,20 +203,28 @@ class DocumentChunking:
         router: The chunker router (``transforms.chunkers.registry.build_router``); its
             ``models`` (if any) are the models its chunkers share.
         tokenizer: The budget tokenizer. Every chunk's ``embedding_text`` is recounted by
-            :func:`~transforms.tokenizers.recount_tokenizer` of it: the same vocabulary on an
-            engine of another implementation where there is one.
+            :func:`~transforms.tokenizers.recount_tokenizer` of it (the same vocabulary on an
+            engine of another implementation, where there is one) or, with ``recount`` set to
+            ``"same-engine"``, by ``tokenizer`` itself.
         max_tokens: The hard budget for ``embedding_text``, in tokens of ``tokenizer``.
+        recount: ``"independent"`` or ``"same-engine"`` (the configuration's ``recount:``).
         store: The configured vector store's type (``"milvus"``, ``"pgvector"``) or ``None``: a
             chunk that store cannot hold is rejected as ``exceeds_store_limit``.
     """
 
     def __init__(
-        self, router: ChunkerRouter, *, tokenizer: Tokenizer, max_tokens: int, store: str | None = None
+        self,
+        router: ChunkerRouter,
+        *,
+        tokenizer: Tokenizer,
+        max_tokens: int,
+        store: str | None = None,
+        recount: str = "independent",
     ) -> None:
         self._router = router
         self._store = store
         self._tokenizer = tokenizer
-        self._recount = recount_tokenizer(tokenizer)
+        self._recount = tokenizer if recount == "same-engine" else recount_tokenizer(tokenizer)
         self._max_tokens = max_tokens
         self._models = list(router.models.values())
         self._usage_seen = (0, 0)

@@ -96,3 +96,13 @@ def test_a_route_naming_no_format_is_refused():
 def test_config_max_tokens_out_of_range_is_refused(budget):
     with pytest.raises(ConfigError, match="max_tokens must be"):
         resolve_config({**DEFAULT_CONFIG, "max_tokens": budget}, tokenizer=None, max_tokens=None)
+
+
+def test_recount_is_independent_unless_the_configuration_says_same_engine():
+    assert "recount" not in resolve_config(dict(DEFAULT_CONFIG), tokenizer=None, max_tokens=None)
+    explicit = resolve_config({**DEFAULT_CONFIG, "recount": "independent"}, tokenizer=None, max_tokens=None)
+    assert explicit == resolve_config(dict(DEFAULT_CONFIG), tokenizer=None, max_tokens=None)
+    same = resolve_config({**DEFAULT_CONFIG, "recount": "same-engine"}, tokenizer=None, max_tokens=None)
+    assert same["recount"] == "same-engine"
+    with pytest.raises(ConfigError, match=r"^config: recount must be one of independent, same-engine, got 'x{59}$"):
+        resolve_config({**DEFAULT_CONFIG, "recount": "x" * 500}, tokenizer=None, max_tokens=None)

@@ -270,3 +270,43 @@ def test_select_changed_dofn_teardown_closes_the_models_setup_built(monkeypatch)
     (model,) = _FakeModel.instances
     dofn.teardown()
     assert (model.closed, dofn._router, dofn._progress) == (1, None, None)
+
+
+class _OneEngineWrong:
+    """utf8-bytes counting, whose ``independent()`` twin (another engine) counts one token more
+    a word: an engine that disagrees with the one the chunks were made with."""
+
+    identity = IDENTITY
+
+    def __init__(self, extra: int = 0) -> None:
+        self.extra = extra
+
+    def count(self, text: str) -> int:
+        return TOKENIZER.count(text) + self.extra
+
+    def boundaries(self, text: str):
+        return TOKENIZER.boundaries(text)
+
+    def independent(self) -> _OneEngineWrong:
+        return _OneEngineWrong(extra=1)
+
+
+@pytest.mark.parametrize(
+    ("recount", "expected"),
+    [
+        # The other engine's count decides: "abcd" is 5 tokens to it, over the budget of 4.
+        ("independent", [("row", "ab"), ("dead", "token_budget_exceeded", "5 tokens > max 4"), ("row", "ij")]),
+        # The chunkers' own engine recounts: "abcd" fits.
+        ("same-engine", [("row", "ab"), ("row", "abcd"), ("row", "ij")]),
+    ],
+)
+def test_the_recount_runs_on_the_engine_the_configuration_names(recount, expected):
+    router = ChunkerRouter(chunkers={"w": _Words()}, default="w")
+    chunking = DocumentChunking(router, tokenizer=_OneEngineWrong(), max_tokens=4, recount=recount)
+    outcomes = list(chunking.outcomes(Document(id="doc", content="ab abcd ij"), IDENTITY))
+    shaped = [
+        ("dead", o.reason, o.detail) if isinstance(o, DeadLetter) else ("row", o["text"])
+        for o in outcomes
+        if not isinstance(o, DocumentSummary)
+    ]
+    assert shaped == expected

@@ -167,7 +167,11 @@ class _ChunkDoFn(beam.DoFn):
         router = build_router(self._spec, tokenizer=self._tokenizer)
         store = (self._spec.get("vector_store") or {}).get("type")
         self._chunking = DocumentChunking(
-            router, tokenizer=self._tokenizer, max_tokens=self._spec["max_tokens"], store=store
+            router,
+            tokenizer=self._tokenizer,
+            max_tokens=self._spec["max_tokens"],
+            store=store,
+            recount=self._spec.get("recount", "independent"),
         )
 
     def teardown(self) -> None:

@@ -30,7 +30,7 @@ from typing import Any
 from transforms.tokenizers.base import TokenizerError
 from transforms.tokenizers.tiktoken_ranks import EncodingSpec, bundled_ranks_path, read_ranks_file
 
-__all__ = ["ENGINES", "BpeEngine", "PROBE_TEXT", "independent_engine", "load_engine"]
+__all__ = ["ENGINES", "PROBE_TEXT", "BpeEngine", "independent_engine", "load_engine"]
 
 #: Engine names a ``TiktokenTokenizer`` accepts (``auto`` is the first one installed).
 ENGINES = ("auto", "bpe-openai", "tiktoken")
