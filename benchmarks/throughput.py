@@ -211,7 +211,9 @@ def _project_rows(
             return n
 
         rows[f"{name}{tag}"] = alone
-        rows[f"{name}{tag} + validation (recount on {recount.engine if hasattr(recount, 'engine') else 'it'})"] = validated
+        rows[f"{name}{tag} + validation (recount on {recount.engine if hasattr(recount, 'engine') else 'it'})"] = (
+            validated
+        )
         if same_engine_rows and getattr(recount, "engine", None) != getattr(tokenizer, "engine", None):
             rows[f"{name}{tag} + validation (recount on {tokenizer.engine})"] = functools.partial(
                 validated, recount=tokenizer
@@ -652,9 +654,17 @@ def _engine_rows(texts: list[str], engines: list[str]) -> dict[str, Callable[[],
     reference = _tokenizers(["tiktoken"])["tiktoken"].encoding
     for name in engines:
         engine = load_engine(name, "cl100k_base", ENCODINGS["cl100k_base"], reference)
-        rows[f"engine {name}: encode"] = lambda e=engine: sum(len(e.encode(t)) for t in texts)
-        rows[f"engine {name}: count"] = lambda e=engine: sum(e.count(t) for t in texts)
+        rows[f"engine {name}: encode"] = functools.partial(_encode_all, engine, texts)
+        rows[f"engine {name}: count"] = functools.partial(_count_all, engine, texts)
     return rows
+
+
+def _encode_all(engine: Any, texts: list[str]) -> int:
+    return sum(len(engine.encode(t)) for t in texts)
+
+
+def _count_all(engine: Any, texts: list[str]) -> int:
+    return sum(engine.count(t) for t in texts)
 
 
 @functools.cache
@@ -828,7 +838,9 @@ def main(argv: list[str] | None = None) -> int:
 
     tokenizer = TiktokenTokenizer("cl100k_base")
     _register_offline_encoding(tokenizer.encoding)
-    report = _Report(header("tiktoken", "bpe-openai", "tokenizers", "apache-beam", "pyarrow", "numpy", *PEER_PACKAGES, "matplotlib"))
+    report = _Report(
+        header("tiktoken", "bpe-openai", "tokenizers", "apache-beam", "pyarrow", "numpy", *PEER_PACKAGES, "matplotlib")
+    )
     documents = _text_section(args, skip, tokenizer, report)
     _docling_section(args, skip, tokenizer, report)
     if "job" not in skip:

@@ -45,11 +45,11 @@ def _write(path: Path, text: str) -> str:
         (["--max-tokens", "100000000000"], "--max-tokens must be at most 1,000,000, got 100,000,000,000"),
         (
             ["--tokenizer", "nope"],
-            "--tokenizer: tokenizer must be 'tiktoken:cl100k_base', 'utf8-bytes', 'hf:PATH' or 'hf-model:PATH', got 'nope'",
+            "--tokenizer: tokenizer must be 'tiktoken:cl100k_base', 'tiktoken:o200k_base', 'utf8-bytes', 'hf:PATH' or 'hf-model:PATH', got 'nope'",
         ),
         (
             ["--tokenizer", "tiktoken:o999k"],
-            "--tokenizer: tiktoken encoding must be one of ['cl100k_base'] (offline), got 'o999k'",
+            "--tokenizer: tiktoken encoding must be one of ['cl100k_base', 'o200k_base'] (offline), got 'o999k'",
         ),
         (["--tokenizer", "hf:/no/such/dir"], "--tokenizer: no tokenizer.json at '/no/such/dir'"),
         (

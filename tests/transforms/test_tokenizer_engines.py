@@ -244,3 +244,15 @@ def test_the_bpe_openai_package_init_is_not_run():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "True"]
+
+
+@pytest.mark.parametrize("engine", ["bpe-openai", "tiktoken"])
+def test_a_pickled_tokenizer_counts_on_the_same_engine(engine):
+    import pickle
+
+    tokenizer = TiktokenTokenizer("cl100k_base", engine=engine)
+    for copy in (pickle.loads(pickle.dumps(tokenizer)), pickle.loads(pickle.dumps(tokenizer.independent()))):
+        assert copy.identity == tokenizer.identity
+        assert copy.count("pickled and loaded on a worker") == tokenizer.count("pickled and loaded on a worker")
+    assert pickle.loads(pickle.dumps(tokenizer)).engine == engine
+    assert pickle.loads(pickle.dumps(tokenizer.independent())).engine != engine

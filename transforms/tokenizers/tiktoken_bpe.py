@@ -97,6 +97,16 @@ class BpeTokenizer:
         #: needs no encoding (``transforms.structure.packing`` uses it).
         self.max_token_chars = max(self._starts_in_token)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the engine (a compiled object), which is built again on load by name."""
+        state = dict(self.__dict__)
+        del state["_engine"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._engine = load_engine(self.engine, self.encoding_name, ENCODINGS[self.encoding_name], self._encoding)
+
     def independent(self) -> BpeTokenizer:
         """This tokenizer on an engine of another implementation (tiktoken for bpe-openai,
         bpe-openai for tiktoken when installed, else the same engine), sharing its tables: the
