@@ -278,3 +278,28 @@ def test_tokens_of_a_model_budget_are_recounted_with_the_models_prompt_and_speci
         "not the run's tokenizer",
         ["--input", str(SAMPLE), "--output", str(out), "--tokenizer-json", str(model)],
     )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recount", ["independent", "same-engine"])
+def test_an_o200k_run_is_recounted_with_o200k(tmp_path, capsys, recount):
+    """A run with ``tiktoken:o200k_base`` (either recount) passes the check, which counts with its
+    own tiktoken encoding of the bpe-openai wheel's file; one wrong ``token_count`` is found."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    config = tmp_path / "config.yaml"
+    config.write_text(f"recount: {recount}\nchunkers: {{s: {{type: StructureAwareChunker}}}}\ndefault: s\n")
+    out = tmp_path / "out"
+    argv = ["--input", str(SAMPLE), "--output", str(out), "--config", str(config)]
+    assert rechunk([*argv, "--tokenizer", "tiktoken:o200k_base", "--max-tokens", "200"]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["tokenizer"] == "tiktoken:o200k_base:446a9538"
+    assert check(["--input", str(SAMPLE), "--output", str(out)]) == 0
+    (shard, *_) = sorted((out / "chunks").glob("*.parquet"))
+    table = pq.read_table(shard)
+    i = table.schema.get_field_index("token_count")
+    pq.write_table(table.set_column(i, "token_count", pc.add(table.column(i), 1)), shard)
+    capsys.readouterr()
+    assert check(["--input", str(SAMPLE), "--output", str(out)]) == 1
+    assert "token_count" in capsys.readouterr().out
