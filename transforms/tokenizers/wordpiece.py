@@ -24,6 +24,7 @@ encoding; ``tests/transforms/test_model_tokenizers.py`` checks it against whole 
 from __future__ import annotations
 
 import json
+import re
 from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any
@@ -96,6 +97,7 @@ class WordPieceTokenizer(HuggingFaceTokenizer):
 
     _contents: list[str]
     _separators: dict[str, bool]
+    _words: Any
     constant: int
 
     @classmethod
@@ -111,6 +113,22 @@ class WordPieceTokenizer(HuggingFaceTokenizer):
         for code in range(128):
             self.is_separator(chr(code))
         self.constant = self.special_tokens + self.own_count(self.prompt)
+        # Words cut before and after whitespace separators (every cut next to a separator is
+        # safe) and encoded once each; without a post-processor, which adds no token to a text's
+        # own encoding.
+        self._words = None
+        if self.is_separator(" ") and check:
+            from tokenizers import Tokenizer as _HFTokenizer
+
+            from transforms.tokenizers.words import WHITESPACE_CHARS, WordEncoder
+
+            config = json.loads(plain._json)
+            config["post_processor"] = None
+            bare = _HFTokenizer.from_str(json.dumps(config))
+            bare.no_truncation()
+            bare.no_padding()
+            cut = "".join(re.escape(c) for c in WHITESPACE_CHARS if self.is_separator(c))
+            self._words = WordEncoder(lambda words: bare.encode_batch(words, add_special_tokens=False), None, cut, True)
         return self
 
     def is_separator(self, c: str) -> bool:
@@ -180,13 +198,22 @@ class WordPieceTokenizer(HuggingFaceTokenizer):
 
         Between two safe cuts ``s < e`` (every line start is one: a line break is a separator),
         ``text[s:e]`` has ``searchsorted(ends, e, "right") - searchsorted(ends, s, "right")`` own
-        tokens. A text longer than :data:`SEGMENT_CHARS` is encoded in segments cut at safe cuts.
+        tokens. The text is encoded a word at a time, words cut next to whitespace separators, each distinct word
+        once (:class:`~transforms.tokenizers.words.WordEncoder`): the same token ends as one
+        encoding of the whole text (a space is a separator). Where it is not, a text longer than
+        :data:`SEGMENT_CHARS` is encoded in segments cut at safe cuts.
         """
         import numpy as np
 
         dtype = np.int32 if len(text) < 2**31 else np.int64
         if spans is None:
             spans = self.added_spans(text)
+        if self._words is not None:
+            if any("\ud800" <= c <= "\udfff" for c in set(text)):
+                from transforms.tokenizers.huggingface import _without_surrogates
+
+                text = _without_surrogates(text)
+            return self._words.ends(text, spans)[1].astype(dtype)
         parts, start, n = [], 0, len(text)
         while start < n:
             end = self._segment_end(text, start, spans)
