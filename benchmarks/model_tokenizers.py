@@ -26,6 +26,7 @@ import gc
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -105,7 +106,7 @@ def measure(
     chars = sum(len(d.content) for d in documents)
     fast = load_tokenizer(f"hf-model:{model or bundled_model_path()}")
     bpe_fast = load_tokenizer("hf:" + (bpe or train_byte_level_bpe(documents, tempfile.mkdtemp())))
-    tokenizers = {}
+    tokenizers: dict[str, Any] = {}
     if whole:
         tokenizers["MiniLM whole encodes"] = WholeEncodes(fast)
     tokenizers["MiniLM one encoding"] = fast
