@@ -13,7 +13,9 @@ same with its one-encoding-per-document path (``WordPieceTokenizer``: ``slice_co
 encodes and by its one-encoding path (``SpaceCutTokenizer``: ``slice_counter``), and
 ``tiktoken:cl100k_base``. ``--no-whole`` leaves out the whole-encode rows (they take minutes). Chunkers: ``StructureAwareChunker`` and the token-sized
 ``RecursiveCharacterTextSplitter``, ``--max-tokens`` each (MiniLM's window: 256), no overlap, on
-the documents of ``--input`` that are not ``docling`` up to ``--max-chars`` code points. Outside
+the documents of ``--input`` that are not ``docling`` up to ``--max-chars`` code points (the
+whole-encode rows of the recursive splitter read token ends from one whole encode of the document,
+as hints, and count every candidate whole). Outside
 the timing, the whole-encode and the fast path's chunks are compared (they must be the same) and
 every chunk is recounted with the tokenizer (none may pass the budget). Prints millions of code points a second and the
 ratios.
@@ -42,6 +44,25 @@ class WholeEncodes:
         self.identity = tokenizer.identity
         self.count = tokenizer.count
         self.boundaries = tokenizer.boundaries
+        self.tokenizer = tokenizer
+
+    def with_ends(self) -> WholeEncodes:
+        """The same, with ``token_ends`` from one whole encode of the document by the library
+        (the plain-text splitters read them as hints, where several tokens may end at one
+        offset); the structure packer would take ``token_ends`` for additive counts, so it gets
+        the protocol only."""
+        import numpy as np
+
+        other = WholeEncodes(self.tokenizer)
+        library = getattr(self.tokenizer, "_offsets_tokenizer", None) or self.tokenizer._tokenizer
+
+        def token_ends(text: str):
+            clean = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
+            offsets = library.encode(clean, add_special_tokens=False).offsets
+            return np.asarray([e for _, e in offsets], dtype=np.int64)
+
+        other.token_ends = token_ends  # type: ignore[attr-defined]
+        return other
 
 
 def load_documents(path: str, max_chars: int) -> list:
@@ -119,7 +140,10 @@ def measure(
         return {
             "StructureAwareChunker": StructureAwareChunker(tokenizer=tokenizer, max_tokens=max_tokens),
             "RecursiveCharacterTextSplitter (tokens)": RecursiveCharacterTextSplitter(
-                tokenizer=tokenizer, length="tokens", chunk_size=max_tokens, chunk_overlap=0
+                tokenizer=tokenizer.with_ends() if isinstance(tokenizer, WholeEncodes) else tokenizer,
+                length="tokens",
+                chunk_size=max_tokens,
+                chunk_overlap=0,
             ),
         }
 

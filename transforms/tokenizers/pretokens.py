@@ -255,11 +255,7 @@ class SpaceCutTokenizer(HuggingFaceTokenizer):
         """
         import numpy as np
 
-        if any("\ud800" <= c <= "\udfff" for c in set(text)):
-            from transforms.tokenizers.huggingface import _without_surrogates
-
-            text = _without_surrogates(text)
-        starts, ends = self._words.ends(text, self.added_spans(text))
+        starts, ends = self._starts_ends(text)
         begins = None
         zero: frozenset[int] = frozenset()
         if len(ends):
@@ -272,6 +268,28 @@ class SpaceCutTokenizer(HuggingFaceTokenizer):
             if empty.any():
                 zero = frozenset(ends[empty].tolist())
         return ends, begins, zero
+
+    def boundaries(self, text: str) -> list[int]:
+        """Return the code-point offsets where a token of the text's own encoding starts, plus 0
+        and ``len(text)``: :meth:`HuggingFaceTokenizer.boundaries`, from offsets no
+        post-processor moved off a token's spaces (``trim_offsets``), as :meth:`encoding_ends`
+        reads them (a token that starts inside a code point, or where an earlier token reaches
+        past, offers no cut)."""
+        import numpy as np
+
+        starts, ends = self._starts_ends(text)
+        keep = np.ones(len(starts), dtype=np.bool_)
+        if len(starts):
+            keep[1:] = starts[1:] >= np.maximum.accumulate(ends)[:-1]
+        found = starts[keep & (starts > 0) & (starts < len(text))]
+        return [0, *np.unique(found).tolist(), len(text)] if len(text) else [0]
+
+    def _starts_ends(self, text: str):
+        if any("\ud800" <= c <= "\udfff" for c in set(text)):
+            from transforms.tokenizers.huggingface import _without_surrogates
+
+            text = _without_surrogates(text)
+        return self._words.ends(text, self.added_spans(text))
 
     def slice_counter(self, text: str) -> SpaceCutSlices:
         """Encode ``text`` once; then count any slice of it exactly (see :class:`SpaceCutSlices`).
@@ -330,3 +348,8 @@ class SpaceCutSlices(WordPieceSlices):
         return self._space.safe_cut(self.text, p, self._spans, self._zero)
 
     _safe = safe_cut
+
+    def count_from(self, a: int, tokens_a: int, a_safe: bool, b: int) -> tuple[int, int]:
+        """``(count(a, b), t)`` as :meth:`WordPieceSlices.count_from`; ``a_safe`` is looked at
+        again (a caller may take an offset after a line feed as safe, which is no space cut)."""
+        return super().count_from(a, tokens_a, self.safe_cut(a), b)
