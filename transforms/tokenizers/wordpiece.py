@@ -128,7 +128,17 @@ class WordPieceTokenizer(HuggingFaceTokenizer):
             bare.no_truncation()
             bare.no_padding()
             cut = "".join(re.escape(c) for c in WHITESPACE_CHARS if self.is_separator(c))
-            self._words = WordEncoder(lambda words: bare.encode_batch(words, add_special_tokens=False), None, cut, True)
+            # Words met in a document for the first time are encoded together, joined by a
+            # space: a separator with no token of its own, next to which every cut is safe.
+            join = self.own_count(" ") == 0
+            self._words = WordEncoder(
+                lambda words: bare.encode_batch(words, add_special_tokens=False),
+                None,
+                cut,
+                True,
+                (lambda word: True) if join else None,
+                " ",
+            )
         return self
 
     def is_separator(self, c: str) -> bool:
