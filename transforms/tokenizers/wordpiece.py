@@ -120,7 +120,7 @@ class WordPieceTokenizer(HuggingFaceTokenizer):
         if self.is_separator(" ") and check:
             from tokenizers import Tokenizer as _HFTokenizer
 
-            from transforms.tokenizers.words import WHITESPACE_CHARS, WordEncoder
+            from transforms.tokenizers.words import WHITESPACE_CHARS, WordEncoder, every_word
 
             config = json.loads(plain._json)
             config["post_processor"] = None
@@ -136,7 +136,7 @@ class WordPieceTokenizer(HuggingFaceTokenizer):
                 None,
                 cut,
                 True,
-                (lambda word: True) if join else None,
+                every_word if join else None,
                 " ",
             )
         return self

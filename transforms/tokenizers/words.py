@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from itertools import chain
 from typing import Any
 
-__all__ = ["WordEncoder"]
+__all__ = ["WordEncoder", "every_word"]
 
 #: Distinct words remembered per tokenizer; the memory is emptied when it is full.
 WORDS_MEMO = 1 << 17
@@ -38,7 +38,9 @@ class WordEncoder:
     A text is cut before every character of ``cut_chars`` that follows a character which is not
     whitespace (Python's ``str.isspace``) and which ``allowed`` accepts, and, with ``after``,
     after every character of ``cut_chars`` that precedes one which is not whitespace: the
-    caller's proof says its encoding cannot change at those cuts.
+    caller's proof says its encoding cannot change at those cuts. With ``after`` and no
+    ``allowed`` (every cut next to a cut character is good), the text is cut after every run of
+    cut characters instead: a word and the run after it.
 
     Args:
         encode_batch: The library's ``encode_batch`` of words, own tokens only (no special
@@ -73,6 +75,13 @@ class WordEncoder:
 
     def _split(self, text: str) -> list[str]:
         """``text`` cut into words (see the class docstring)."""
+        if self._allowed is None and self._after:
+            # Every cut next to a cut character is good: a word and the run of cut characters
+            # after it (one match per word, and a last empty one).
+            runs = self._patterns.get("")
+            if runs is None:
+                runs = self._patterns[""] = re.compile("[^" + self._cut + "]*[" + self._cut + "]*")
+            return runs.findall(text)
         banned = ""
         if self._allowed is not None:
             allowed = self._allowed
@@ -144,9 +153,17 @@ class WordEncoder:
         """
         import numpy as np
 
+        if "" in todo:  # (the end of a text: no tokens)
+            out[""] = ([], [])
+            todo = [w for w in todo if w]
         joinable = self._joinable
-        together = [w for w in todo if w and joinable(w)] if joinable is not None else []
-        alone = [w for w in todo if not w or joinable is None or not joinable(w)]
+        if joinable is None:
+            together, alone = [], todo
+        elif joinable is every_word:
+            together, alone = todo, []
+        else:
+            together = [w for w in todo if joinable(w)]
+            alone = [w for w in todo if not joinable(w)]
         if together:
             joiner = self._joiner
             lengths = np.fromiter(map(len, together), dtype=np.int64, count=len(together))
@@ -162,13 +179,17 @@ class WordEncoder:
                 base = word_starts[np.minimum(owner, len(together) - 1)]
                 rel_starts, rel_ends = (starts - base).tolist(), (ends - base).tolist()
                 bounds = np.searchsorted(owner, np.arange(len(together) + 1), "left").tolist()
-                for k, word in enumerate(together):
-                    a, b = bounds[k], bounds[k + 1]
+                for word, a, b in zip(together, bounds, bounds[1:]):
                     out[word] = (rel_starts[a:b], rel_ends[a:b])
         if alone:
             for word, encoding in zip(alone, self._encode_batch(alone), strict=True):
                 offsets = encoding.offsets
                 out[word] = ([s for s, _ in offsets], [e for _, e in offsets])
+
+
+def every_word(word: str) -> bool:
+    """``joinable`` for a tokenizer whose ``joiner`` is a cut next to any word."""
+    return True
 
 
 def _join_at(words: list[str], spans: Sequence[tuple[int, int]]) -> list[str]:
