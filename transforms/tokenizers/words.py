@@ -19,8 +19,9 @@ from typing import Any
 
 __all__ = ["WordEncoder", "every_word"]
 
-#: Distinct words remembered per tokenizer; the memory is emptied when it is full.
-WORDS_MEMO = 1 << 17
+#: Distinct words remembered per tokenizer (a few hundred bytes each: about 10 MB when full);
+#: the memory is emptied when it is full.
+WORDS_MEMO = 1 << 15
 #: Words longer than this (code points) are encoded without being remembered.
 MEMO_CHARS = 64
 
@@ -120,7 +121,11 @@ class WordEncoder:
                     memo[word] = value
         index: dict[str, int] = {}
         ids = [index.setdefault(w, len(index)) for w in words]
-        table = [memo.get(w) or local[w] for w in index]
+        found = [local.get(w) or memo.get(w) for w in index]
+        missing = [w for w, value in zip(index, found, strict=True) if value is None]
+        if missing:  # (emptied by another thread meanwhile)
+            self._encode_words(missing, local)
+        table = [local[w] if value is None else value for w, value in zip(index, found, strict=True)]
         starts_table = [st for st, _ in table]
         ends_table = [en for _, en in table]
         counts = np.fromiter(map(len, ends_table), dtype=np.int64, count=len(table))
