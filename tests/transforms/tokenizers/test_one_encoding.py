@@ -374,3 +374,17 @@ def test_ends_are_a_numpy_array_per_token(kinds):
     assert np.all(np.diff(ends) >= 0)
     assert begins is None or begins.dtype == np.bool_
     assert zero == frozenset()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=texts)
+def test_boundaries_are_token_starts_no_token_reaches_past(kinds, text):
+    clean = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
+    for plain, _, _ in kinds.values():
+        offsets = plain._offsets_tokenizer.encode(clean, add_special_tokens=False).offsets
+        expected, reach = {0, len(text)}, 0
+        for start, end in offsets:
+            if 0 < start < len(text) and start >= reach:
+                expected.add(start)
+            reach = max(reach, end)
+        assert plain.boundaries(text) == sorted(expected)
