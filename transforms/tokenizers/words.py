@@ -22,6 +22,8 @@ __all__ = ["WordEncoder", "every_word"]
 #: Distinct words remembered per tokenizer (a few hundred bytes each: about 10 MB when full);
 #: the memory is emptied when it is full.
 WORDS_MEMO = 1 << 15
+#: About how many code points of words are encoded in one text (see ``_encode_words``).
+GROUP_CHARS = 1 << 18
 #: Words longer than this (code points) are encoded without being remembered.
 MEMO_CHARS = 64
 
@@ -156,7 +158,6 @@ class WordEncoder:
         call). The rest, and all when that text has a token with no text (which word would own
         it?), are encoded one by one.
         """
-        import numpy as np
 
         if "" in todo:  # (the end of a text: no tokens)
             out[""] = ([], [])
@@ -169,27 +170,46 @@ class WordEncoder:
         else:
             together = [w for w in todo if joinable(w)]
             alone = [w for w in todo if not joinable(w)]
-        if together:
-            joiner = self._joiner
-            lengths = np.fromiter(map(len, together), dtype=np.int64, count=len(together))
-            word_starts = np.zeros(len(together), dtype=np.int64)
-            np.cumsum(lengths[:-1] + len(joiner), out=word_starts[1:])
-            encoding = self._encode_batch([joiner.join(together)])[0]
-            pairs = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)
-            starts, ends = pairs[:, 0], pairs[:, 1]
-            if np.any(starts == ends):
-                alone += together
-            else:
-                owner = np.searchsorted(word_starts + lengths, ends, "left")
-                base = word_starts[np.minimum(owner, len(together) - 1)]
-                rel_starts, rel_ends = (starts - base).tolist(), (ends - base).tolist()
-                bounds = np.searchsorted(owner, np.arange(len(together) + 1), "left").tolist()
-                for word, a, b in zip(together, bounds, bounds[1:]):
-                    out[word] = (rel_starts[a:b], rel_ends[a:b])
+        # In groups of about GROUP_CHARS code points: the library's encoding of a long text holds
+        # far more than its offsets (ids, token strings, masks), so a huge document's new words
+        # are not given to it at once.
+        group: list[str] = []
+        size = 0
+        for word in together:
+            group.append(word)
+            size += len(word)
+            if size >= GROUP_CHARS:
+                alone += self._encode_joined(group, out)
+                group, size = [], 0
+        if group:
+            alone += self._encode_joined(group, out)
         if alone:
             for word, encoding in zip(alone, self._encode_batch(alone), strict=True):
                 offsets = encoding.offsets
                 out[word] = ([s for s, _ in offsets], [e for _, e in offsets])
+
+    def _encode_joined(self, together: list[str], out: dict[str, tuple[list[int], list[int]]]) -> list[str]:
+        """Encode ``together`` in one text joined by ``joiner``, put each word's ``(starts,
+        ends)`` into ``out``; return the words left to encode alone (all of them when the text
+        has a token with no text)."""
+        import numpy as np
+
+        joiner = self._joiner
+        lengths = np.fromiter(map(len, together), dtype=np.int64, count=len(together))
+        word_starts = np.zeros(len(together), dtype=np.int64)
+        np.cumsum(lengths[:-1] + len(joiner), out=word_starts[1:])
+        encoding = self._encode_batch([joiner.join(together)])[0]
+        pairs = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)
+        starts, ends = pairs[:, 0], pairs[:, 1]
+        if np.any(starts == ends):
+            return together
+        owner = np.searchsorted(word_starts + lengths, ends, "left")
+        base = word_starts[np.minimum(owner, len(together) - 1)]
+        rel_starts, rel_ends = (starts - base).tolist(), (ends - base).tolist()
+        bounds = np.searchsorted(owner, np.arange(len(together) + 1), "left").tolist()
+        for word, a, b in zip(together, bounds, bounds[1:]):
+            out[word] = (rel_starts[a:b], rel_ends[a:b])
+        return []
 
 
 def every_word(word: str) -> bool:

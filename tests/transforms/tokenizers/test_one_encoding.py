@@ -388,3 +388,17 @@ def test_boundaries_are_token_starts_no_token_reaches_past(kinds, text):
                 expected.add(start)
             reach = max(reach, end)
         assert plain.boundaries(text) == sorted(expected)
+
+
+def test_new_words_are_encoded_in_bounded_groups(kinds, minilm, monkeypatch):
+    from transforms.tokenizers import words
+
+    monkeypatch.setattr(words, "GROUP_CHARS", 7)
+    text = " ".join(f"w{k} naïve\n\n{k * 7}, 中文 <s>x" for k in range(300)) + "  end"
+    for plain, _, _ in kinds.values():
+        plain._words.clear()
+        whole = [e for _, e in plain._offsets_tokenizer.encode(text, add_special_tokens=False).offsets]
+        assert plain.encoding_ends(text)[0].tolist() == whole
+    wp = minilm[0]
+    wp._words.clear()
+    assert wp.token_ends(text).tolist() == [e for _, e in wp._tokenizer.encode(text, add_special_tokens=False).offsets]
