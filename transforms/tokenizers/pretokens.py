@@ -141,7 +141,7 @@ class SpaceCutTokenizer(HuggingFaceTokenizer):
     """A :class:`HuggingFaceTokenizer` that :func:`is_space_local` accepts, which also counts
     slices of a document from one encoding of it (:meth:`slice_counter`).
 
-    ``count`` is :class:`HuggingFaceTokenizer`'s (whole encodes, the independent check). No
+    ``count`` is :class:`HuggingFaceTokenizer`'s, a long text's from its words (:meth:`count`). No
     ``token_ends``: the structure packer adds token ends between line starts, and a line start
     is not a space cut for these tokenizers (``"a\\n\\nb"`` pre-tokenizes ``\\n\\n`` apart in
     GPT-2's pattern), so it counts every candidate chunk whole.
@@ -204,6 +204,22 @@ class SpaceCutTokenizer(HuggingFaceTokenizer):
         self._steps = _normalizer_steps(plain._tokenizer.normalizer, config.get("normalizer"))
         self.constant = self.special_tokens
         return self
+
+    def count(self, text: str) -> int:
+        """Return the tokens of ``text`` (as :meth:`HuggingFaceTokenizer.count`): a text of 64
+        code points or more as :attr:`constant` plus the tokens of its words (cut at space cuts,
+        each distinct word encoded once and remembered), which are the tokens of its own
+        encoding; a shorter one by a whole encode. The structure packer, which counts its
+        candidate chunks whole with these tokenizers, pays for the words it has not seen."""
+        if len(text) >= 64:
+            if any("\ud800" <= c <= "\udfff" for c in set(text)):
+                from transforms.tokenizers.huggingface import _without_surrogates
+
+                text = _without_surrogates(text)
+            own = self._words.count(text, self.added_spans(text))
+            if own is not None:
+                return self.constant + own
+        return super().count(text)
 
     def _left_ok(self, c: str) -> bool:
         """Whether ``c`` may precede a space cut: not whitespace, and every prefix of the

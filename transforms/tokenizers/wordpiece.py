@@ -82,8 +82,8 @@ class WordPieceTokenizer(HuggingFaceTokenizer):
     """A word-local :class:`HuggingFaceTokenizer` (see :func:`is_word_local`) that also counts
     slices of a document from one encoding of it.
 
-    Counts are those of :class:`HuggingFaceTokenizer` (``count``: whole encodes, the independent
-    check). What the chunkers use besides:
+    Counts are those of :class:`HuggingFaceTokenizer`; ``count`` adds the tokens of a text's words
+    (:meth:`count`; tests check it against whole encodes). What the chunkers use besides:
 
     * :meth:`slice_counter` -- a :class:`WordPieceSlices` for the plain-text splitters;
     * :meth:`token_ends` and :meth:`part_cut` -- for the structure packer, which adds the token
@@ -140,6 +140,22 @@ class WordPieceTokenizer(HuggingFaceTokenizer):
                 " ",
             )
         return self
+
+    def count(self, text: str) -> int:
+        """Return the tokens of ``text`` (as :meth:`HuggingFaceTokenizer.count`): a text of 64
+        code points or more as :attr:`constant` plus the tokens of its words (cut next to
+        whitespace separators, each distinct word encoded once and remembered), which are the
+        tokens of its own encoding; a shorter one by a whole encode."""
+        words = self._words
+        if words is not None and len(text) >= 64:
+            if any("\ud800" <= c <= "\udfff" for c in set(text)):
+                from transforms.tokenizers.huggingface import _without_surrogates
+
+                text = _without_surrogates(text)
+            own = words.count(text, self.added_spans(text))
+            if own is not None:
+                return self.constant + own
+        return super().count(text)
 
     def is_separator(self, c: str) -> bool:
         """Whether the character ``c`` is a separator: the tokenizer's normalizer and

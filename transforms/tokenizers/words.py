@@ -149,6 +149,30 @@ class WordEncoder:
         shift = np.repeat(word_starts, per_word)
         return flat_starts[source] + shift, flat_ends[source] + shift
 
+    def count(self, text: str, spans: Sequence[tuple[int, int]] = ()) -> int | None:
+        """Tokens of ``text``: the sum of its words' (``spans`` as in :meth:`ends`), or ``None``
+        when a word was emptied from the memory meanwhile by another thread."""
+        words = self._split(text)
+        if spans and len(words) > 1:
+            words = _join_at(words, spans)
+        memo = self._memo
+        todo = [w for w in dict.fromkeys(words) if w not in memo]
+        local: dict[str, tuple[list[int], list[int]]] = {}
+        if todo:
+            if len(memo) + len(todo) > WORDS_MEMO:
+                memo.clear()
+            self._encode_words(todo, local)
+            for word, value in local.items():
+                if len(word) <= MEMO_CHARS:
+                    memo[word] = value
+        total = 0
+        for word in words:
+            found = local.get(word) or memo.get(word)
+            if found is None:
+                return None
+            total += len(found[1])
+        return total
+
     def _encode_words(self, todo: list[str], out: dict[str, tuple[list[int], list[int]]]) -> None:
         """Put the ``(starts, ends)`` of each word of ``todo`` encoded alone into ``out``.
 

@@ -172,15 +172,21 @@ _PIECES = [
 texts = st.lists(st.sampled_from(_PIECES) | st.text(max_size=6), max_size=90).map("".join)
 
 
+def _whole(tok, text: str) -> int:
+    """The reference count: one whole encode (``HuggingFaceTokenizer.count``)."""
+    return HuggingFaceTokenizer.count(tok, text)
+
+
 def _check(tok, text, data) -> None:
+    assert tok.count(text) == _whole(tok, text)
     counter = tok.slice_counter(text)
     n = len(text)
     for _ in range(10):
         a = data.draw(st.integers(0, n))
         b = data.draw(st.integers(a, n))
-        assert counter.count(a, b) == tok.count(text[a:b]), (a, b)
+        assert counter.count(a, b) == _whole(tok, text[a:b]), (a, b)
     points = sorted({0, n, *data.draw(st.lists(st.integers(0, n), max_size=8))})
-    assert counter.counts(points) == [tok.count(text[a:b]) for a, b in itertools.pairwise(points)]
+    assert counter.counts(points) == [_whole(tok, text[a:b]) for a, b in itertools.pairwise(points)]
 
 
 def test_every_kind_takes_the_one_encoding_path(kinds, minilm):
@@ -219,8 +225,10 @@ def test_minilm_slice_counts_equal_whole_encodes(minilm, text, data):
 
 
 def test_model_counts_add_the_post_processors_special_tokens(kinds):
-    text = "the cat <mask> sat"
     for name, (plain, model, raw) in kinds.items():
+        long = "the cat <mask> sat, ﬁne naïve 中文\n\n" * 9  # counted from its words
+        assert model.count(long) == len(raw.encode(long, add_special_tokens=True).ids), name
+        text = "the cat <mask> sat"  # counted by a whole encode
         assert model.count(text) == len(raw.encode(text, add_special_tokens=True).ids), name
         assert plain.count(text) == len(raw.encode(text, add_special_tokens=False).ids), name
         assert model.count(text) - plain.count(text) == {"byte-level": 2, "byte-level-prefix": 2}.get(
@@ -302,7 +310,8 @@ def test_real_text_slices_equal_whole_encodes(kinds, minilm):
             for _ in range(15):
                 a = rnd.randrange(len(text))
                 b = min(len(text), a + rnd.choice([3, 40, 300, 2500]))
-                assert counter.count(a, b) == tok.count(text[a:b])
+                assert counter.count(a, b) == _whole(tok, text[a:b])
+            assert tok.count(text) == _whole(tok, text)
 
 
 class _WholeEncodes:
@@ -360,11 +369,11 @@ def test_chunkers_cut_as_with_whole_encodes(kinds, name):
             fast = _chunks(chunker, tok)
             assert fast == _chunks(chunker, whole)
             assert len(fast) > 5
-            assert all(tok.count(embedding_text or text) <= 48 for text, _, embedding_text in fast)
+            assert all(_whole(tok, embedding_text or text) <= 48 for text, _, embedding_text in fast)
         windows = _chunks(lambda t: TokenTextSplitter(tokenizer=t, chunk_size=48, chunk_overlap=6), tok)
         assert len(windows) > 5
         for text, start, embedding_text in windows:
-            assert tok.count(embedding_text or text) <= 48
+            assert _whole(tok, embedding_text or text) <= 48
             assert _DOC[start : start + len(text)] == text
 
 
