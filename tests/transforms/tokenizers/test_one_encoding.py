@@ -318,7 +318,8 @@ class _WholeEncodes:
     """The tokenizer through the protocol only: every candidate counted by a whole encode."""
 
     def __init__(self, tokenizer) -> None:
-        self.identity, self.count, self.boundaries = tokenizer.identity, tokenizer.count, tokenizer.boundaries
+        self.identity, self.boundaries = tokenizer.identity, tokenizer.boundaries
+        self.count = lambda text: HuggingFaceTokenizer.count(tokenizer, text)  # one whole encode
 
 
 class _WholeEncodesWithEnds(_WholeEncodes):
