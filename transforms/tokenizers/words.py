@@ -70,11 +70,14 @@ class WordEncoder:
         self._joinable = joinable
         self._joiner = joiner
         self._memo: dict[str, tuple[list[int], list[int]]] = {}
+        self._lengths: dict[str, int] = {}  # tokens per remembered word, for count()
+        self._known: set[str] = set()  # characters that may end a word, or are whitespace
         self._patterns: dict[str, re.Pattern[str]] = {}
 
     def clear(self) -> None:
         """Forget the remembered words."""
         self._memo.clear()
+        self._lengths.clear()
 
     def _split(self, text: str) -> list[str]:
         """``text`` cut into words (see the class docstring)."""
@@ -87,8 +90,11 @@ class WordEncoder:
             return runs.findall(text)
         banned = ""
         if self._allowed is not None:
-            allowed = self._allowed
-            banned = "".join(sorted(c for c in set(text) if not c.isspace() and not allowed(c)))
+            allowed, known = self._allowed, self._known
+            unknown = set(text) - known
+            if unknown:
+                banned = "".join(sorted(c for c in unknown if not c.isspace() and not allowed(c)))
+                known.update(c for c in unknown if c.isspace() or allowed(c))
         pattern = self._patterns.get(banned)
         if pattern is None:
             if len(self._patterns) > 64:
@@ -155,22 +161,22 @@ class WordEncoder:
         words = self._split(text)
         if spans and len(words) > 1:
             words = _join_at(words, spans)
-        memo = self._memo
-        todo = [w for w in dict.fromkeys(words) if w not in memo]
-        local: dict[str, tuple[list[int], list[int]]] = {}
+        lengths = self._lengths
+        todo = [w for w in dict.fromkeys(words) if w not in lengths]
         if todo:
-            if len(memo) + len(todo) > WORDS_MEMO:
-                memo.clear()
+            if len(lengths) + len(todo) > WORDS_MEMO:
+                lengths.clear()
+            local: dict[str, tuple[list[int], list[int]]] = {}
             self._encode_words(todo, local)
             for word, value in local.items():
-                if len(word) <= MEMO_CHARS:
-                    memo[word] = value
-        total = 0
-        for word in words:
-            found = local.get(word) or memo.get(word)
-            if found is None:
-                return None
-            total += len(found[1])
+                lengths[word] = len(value[1])
+        try:
+            total: int | None = sum(map(lengths.__getitem__, words))
+        except KeyError:  # (emptied by another thread meanwhile)
+            total = None
+        for word in todo:
+            if len(word) > MEMO_CHARS:
+                lengths.pop(word, None)
         return total
 
     def _encode_words(self, todo: list[str], out: dict[str, tuple[list[int], list[int]]]) -> None:
