@@ -50,7 +50,7 @@ from typing import Any
 
 from transforms.tokenizers.huggingface import HuggingFaceTokenizer
 from transforms.tokenizers.wordpiece import WordPieceSlices, _inside
-from transforms.tokenizers.words import WHITESPACE, WHITESPACE_CHARS, WordEncoder
+from transforms.tokenizers.words import SURROGATE, WHITESPACE, WHITESPACE_CHARS, WordEncoder
 
 __all__ = ["SpaceCutSlices", "SpaceCutTokenizer", "is_space_local"]
 
@@ -212,7 +212,7 @@ class SpaceCutTokenizer(HuggingFaceTokenizer):
         encoding; a shorter one by a whole encode. The structure packer, which counts its
         candidate chunks whole with these tokenizers, pays for the words it has not seen."""
         if len(text) >= 64:
-            if any("\ud800" <= c <= "\udfff" for c in set(text)):
+            if SURROGATE.search(text):
                 from transforms.tokenizers.huggingface import _without_surrogates
 
                 text = _without_surrogates(text)
@@ -318,7 +318,7 @@ class SpaceCutTokenizer(HuggingFaceTokenizer):
         return [0, *np.unique(found).tolist(), len(text)] if len(text) else [0]
 
     def _starts_ends(self, text: str):
-        if any("\ud800" <= c <= "\udfff" for c in set(text)):
+        if SURROGATE.search(text):
             from transforms.tokenizers.huggingface import _without_surrogates
 
             text = _without_surrogates(text)

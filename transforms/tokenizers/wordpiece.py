@@ -31,6 +31,7 @@ from typing import Any
 
 from transforms.tokenizers.huggingface import HuggingFaceTokenizer
 from transforms.tokenizers.slices import SliceCounter
+from transforms.tokenizers.words import SURROGATE
 
 __all__ = ["SEGMENT_CHARS", "WordPieceSlices", "WordPieceTokenizer", "is_word_local"]
 
@@ -148,7 +149,7 @@ class WordPieceTokenizer(HuggingFaceTokenizer):
         tokens of its own encoding; a shorter one by a whole encode."""
         words = self._words
         if words is not None and len(text) >= 64:
-            if any("\ud800" <= c <= "\udfff" for c in set(text)):
+            if SURROGATE.search(text):
                 from transforms.tokenizers.huggingface import _without_surrogates
 
                 text = _without_surrogates(text)
@@ -235,7 +236,7 @@ class WordPieceTokenizer(HuggingFaceTokenizer):
         if spans is None:
             spans = self.added_spans(text)
         if self._words is not None:
-            if any("\ud800" <= c <= "\udfff" for c in set(text)):
+            if SURROGATE.search(text):
                 from transforms.tokenizers.huggingface import _without_surrogates
 
                 text = _without_surrogates(text)

@@ -28,6 +28,9 @@ GROUP_CHARS = 1 << 18
 MEMO_CHARS = 64
 
 
+#: A lone surrogate (counted as U+FFFD; the library refuses it).
+SURROGATE = re.compile("[\ud800-\udfff]")
+
 #: Unicode White_Space characters that the ``tokenizers`` normalizers keep as whitespace (no
 #: control characters: ``BertNormalizer`` drops U+000B, U+000C and U+0085).
 WHITESPACE = "\t\n\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
