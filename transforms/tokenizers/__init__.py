@@ -18,7 +18,10 @@ Implementations:
   from a local path or a URL fsspec opens (``gs://``, so that cluster workers read the same file):
   ``hf:PATH`` counts the text's own tokens, ``hf-model:PATH`` what an embedding model reads (its
   default prompt and special tokens included). A BERT-style WordPiece file gives a
-  :class:`WordPieceTokenizer`, which counts a document's slices from one encoding of it.
+  :class:`WordPieceTokenizer`, which counts a document's slices from one encoding of it; one whose
+  pre-tokenizer cuts at whitespace (byte-level BPE, Metaspace, whitespace splitters) a
+  :class:`~transforms.tokenizers.pretokens.SpaceCutTokenizer`, which does the same for the
+  plain-text splitters.
 
 Modules: :mod:`~transforms.tokenizers.base` (the protocol and its error),
 :mod:`~transforms.tokenizers.tiktoken_ranks` (offline vocabularies, hash-checked),
@@ -27,7 +30,9 @@ Modules: :mod:`~transforms.tokenizers.base` (the protocol and its error),
 :mod:`~transforms.tokenizers.segments` (bounded-segment and windowed encoding of long texts),
 :mod:`~transforms.tokenizers.cuts` (safe cut offsets), :mod:`~transforms.tokenizers.slices`
 (slice counts from one encoding), :mod:`~transforms.tokenizers.utf8`,
-:mod:`~transforms.tokenizers.huggingface`, :mod:`~transforms.tokenizers.wordpiece` and :mod:`~transforms.tokenizers.specs`.
+:mod:`~transforms.tokenizers.huggingface`, :mod:`~transforms.tokenizers.wordpiece`,
+:mod:`~transforms.tokenizers.pretokens`, :mod:`~transforms.tokenizers.words` (a document encoded a
+word at a time) and :mod:`~transforms.tokenizers.specs`.
 
 :func:`load_tokenizer` turns the command line's ``--tokenizer`` spec into one of these.
 """

@@ -4,7 +4,9 @@ Two views of one file: ``hf:PATH`` counts the text's own tokens; ``hf-model:PATH
 embedding model reads, the model's default prompt and its special tokens included (see
 :class:`HuggingFaceTokenizer`). :func:`load_hf_tokenizer` returns a
 :class:`~transforms.tokenizers.wordpiece.WordPieceTokenizer` (one encoding per document, slices
-counted from it) when the file is a BERT-style WordPiece tokenizer, else a
+counted from it) when the file is a BERT-style WordPiece tokenizer, a
+:class:`~transforms.tokenizers.pretokens.SpaceCutTokenizer` (the same, with cuts before spaces)
+when its pre-tokenizer splits at spaces (byte-level BPE, Metaspace, ...), else a
 :class:`HuggingFaceTokenizer` (every slice encoded whole).
 """
 
@@ -122,16 +124,23 @@ def load_hf_tokenizer(path: str, *, model: bool = False) -> HuggingFaceTokenizer
     A BERT-style WordPiece ``tokenizer.json`` (see
     :func:`transforms.tokenizers.wordpiece.is_word_local`) gives a
     :class:`~transforms.tokenizers.wordpiece.WordPieceTokenizer`, which counts slices of a
-    document from one encoding; any other a :class:`HuggingFaceTokenizer`. Both count the same.
+    document from one encoding (and gives the structure packer token ends); one whose
+    pre-tokenizer splits at spaces (byte-level BPE, Metaspace, whitespace splitters; see
+    :func:`transforms.tokenizers.pretokens.is_space_local`) a
+    :class:`~transforms.tokenizers.pretokens.SpaceCutTokenizer`, which counts slices from one
+    encoding; any other a :class:`HuggingFaceTokenizer` (whole encodes). All count the same.
 
     Raises:
         TokenizerError: As :class:`HuggingFaceTokenizer`.
     """
+    from transforms.tokenizers.pretokens import SpaceCutTokenizer, is_space_local
     from transforms.tokenizers.wordpiece import WordPieceTokenizer, is_word_local
 
     plain = HuggingFaceTokenizer(path, model=model)
     if is_word_local(plain):
         return WordPieceTokenizer.of(plain)
+    if is_space_local(plain):
+        return SpaceCutTokenizer.of(plain)
     return plain
 
 

@@ -24,12 +24,14 @@ encoding; ``tests/transforms/test_model_tokenizers.py`` checks it against whole 
 from __future__ import annotations
 
 import json
+import re
 from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any
 
 from transforms.tokenizers.huggingface import HuggingFaceTokenizer
 from transforms.tokenizers.slices import SliceCounter
+from transforms.tokenizers.words import SURROGATE
 
 __all__ = ["SEGMENT_CHARS", "WordPieceSlices", "WordPieceTokenizer", "is_word_local"]
 
@@ -81,8 +83,8 @@ class WordPieceTokenizer(HuggingFaceTokenizer):
     """A word-local :class:`HuggingFaceTokenizer` (see :func:`is_word_local`) that also counts
     slices of a document from one encoding of it.
 
-    Counts are those of :class:`HuggingFaceTokenizer` (``count``: whole encodes, the independent
-    check). What the chunkers use besides:
+    Counts are those of :class:`HuggingFaceTokenizer`; ``count`` adds the tokens of a text's words
+    (:meth:`count`; tests check it against whole encodes). What the chunkers use besides:
 
     * :meth:`slice_counter` -- a :class:`WordPieceSlices` for the plain-text splitters;
     * :meth:`token_ends` and :meth:`part_cut` -- for the structure packer, which adds the token
@@ -96,6 +98,7 @@ class WordPieceTokenizer(HuggingFaceTokenizer):
 
     _contents: list[str]
     _separators: dict[str, bool]
+    _words: Any
     constant: int
 
     @classmethod
@@ -111,7 +114,49 @@ class WordPieceTokenizer(HuggingFaceTokenizer):
         for code in range(128):
             self.is_separator(chr(code))
         self.constant = self.special_tokens + self.own_count(self.prompt)
+        # Words cut before and after whitespace separators (every cut next to a separator is
+        # safe) and encoded once each; without a post-processor, which adds no token to a text's
+        # own encoding.
+        self._words = None
+        if self.is_separator(" ") and check:
+            from tokenizers import Tokenizer as _HFTokenizer
+
+            from transforms.tokenizers.words import WHITESPACE_CHARS, WordEncoder, every_word
+
+            config = json.loads(plain._json)
+            config["post_processor"] = None
+            bare = _HFTokenizer.from_str(json.dumps(config))
+            bare.no_truncation()
+            bare.no_padding()
+            cut = "".join(re.escape(c) for c in WHITESPACE_CHARS if self.is_separator(c))
+            # Words met in a document for the first time are encoded together, joined by a
+            # space: a separator with no token of its own, next to which every cut is safe.
+            join = self.own_count(" ") == 0
+            self._words = WordEncoder(
+                lambda words: bare.encode_batch(words, add_special_tokens=False),
+                None,
+                cut,
+                True,
+                every_word if join else None,
+                " ",
+            )
         return self
+
+    def count(self, text: str) -> int:
+        """Return the tokens of ``text`` (as :meth:`HuggingFaceTokenizer.count`): a text of 64
+        code points or more as :attr:`constant` plus the tokens of its words (cut next to
+        whitespace separators, each distinct word encoded once and remembered), which are the
+        tokens of its own encoding; a shorter one by a whole encode."""
+        words = self._words
+        if words is not None and len(text) >= 64:
+            if SURROGATE.search(text):
+                from transforms.tokenizers.huggingface import _without_surrogates
+
+                text = _without_surrogates(text)
+            own = words.count(text, self.added_spans(text))
+            if own is not None:
+                return self.constant + own
+        return super().count(text)
 
     def is_separator(self, c: str) -> bool:
         """Whether the character ``c`` is a separator: the tokenizer's normalizer and
@@ -180,13 +225,22 @@ class WordPieceTokenizer(HuggingFaceTokenizer):
 
         Between two safe cuts ``s < e`` (every line start is one: a line break is a separator),
         ``text[s:e]`` has ``searchsorted(ends, e, "right") - searchsorted(ends, s, "right")`` own
-        tokens. A text longer than :data:`SEGMENT_CHARS` is encoded in segments cut at safe cuts.
+        tokens. The text is encoded a word at a time, words cut next to whitespace separators, each distinct word
+        once (:class:`~transforms.tokenizers.words.WordEncoder`): the same token ends as one
+        encoding of the whole text (a space is a separator). Where it is not, a text longer than
+        :data:`SEGMENT_CHARS` is encoded in segments cut at safe cuts.
         """
         import numpy as np
 
         dtype = np.int32 if len(text) < 2**31 else np.int64
         if spans is None:
             spans = self.added_spans(text)
+        if self._words is not None:
+            if SURROGATE.search(text):
+                from transforms.tokenizers.huggingface import _without_surrogates
+
+                text = _without_surrogates(text)
+            return self._words.ends(text, spans)[1].astype(dtype)
         parts, start, n = [], 0, len(text)
         while start < n:
             end = self._segment_end(text, start, spans)
