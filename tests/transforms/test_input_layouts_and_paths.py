@@ -401,7 +401,7 @@ def test_gs_files_read_as_local_ones(gcs, mixed, tmp_path):
         gcs.upload(path, f"layouts/in x/{path.name}")
     remote = FileSystems.match([gcs.url("layouts/in x/big.parquet")])[0].metadata_list[0]
     local_ranges = [r[1:] for r in _RowGroupRangesDoFn().process(FileSystems.match([str(big)])[0].metadata_list[0])]
-    assert [r[1:] for r in _RowGroupRangesDoFn().process(remote)] == local_ranges and len(local_ranges) == 2
+    assert [r[1:] for r in _RowGroupRangesDoFn().process(remote)] == local_ranges and len(local_ranges) > 1
     with BeamTestPipeline(options=PipelineOptions(runner="DirectRunner")) as p:
         assert_that(p | ReadDocuments(gcs.url("layouts/in x/*.parquet")), equal_to(expected + rows))
 

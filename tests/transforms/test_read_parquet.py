@@ -16,7 +16,7 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from transforms.beam import ReadDocumentIds, ReadDocuments, ReadParquetRows
-from transforms.beam.read import _ReadRowGroupsDoFn, _RowGroupRangesDoFn
+from transforms.beam.read import _ReadRowGroupsDoFn, _RowGroupRangesDoFn, range_bytes
 from transforms.integrity import parquet_fingerprint
 
 
@@ -61,24 +61,29 @@ def _fingerprint(path):
         return parquet_fingerprint(f)
 
 
-def test_row_groups_are_cut_into_byte_ranges_as_beams_splits(files, tmp_path):
+def test_row_groups_are_cut_into_byte_ranges_of_a_quarter_of_beams_split(files, tmp_path):
     folder, _ = files
     a = folder / "a.parquet"
-    assert _ranges(a) == [(str(a), 0, 7, _fingerprint(a))]  # under 1 MiB: one range
+    assert _ranges(a) == [(str(a), 0, 7, _fingerprint(a))]  # under 256 KiB: one range
     assert _ranges(folder / "c.parquet") == [] and _ranges(folder / "d.parquet") == []
     # 12 row groups of 300,000 bytes: Beam's split size for 3.6 MB is 1000 * sqrt(size) bytes
-    # (1.9 MB), and each range holds the row groups that start in it.
+    # (1.9 MB); a range holds the row groups that start in one quarter of it (474,000 bytes).
     path = tmp_path / "big.parquet"
     rows = [{"id": f"{i:02d}", "content": f"{i:02d}" + "x" * 299_998} for i in range(12)]
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=2, compression="none", use_dictionary=False)
+    target = max(2**20, 1000 * math.isqrt(path.stat().st_size)) // 4
+    assert range_bytes(path.stat().st_size) == target
+    # Row groups of 2 rows, 600,000 bytes: each over the target, so each cut into its rows.
+    assert _ranges(path) == [(str(path), i // 2, i // 2 + 1, _fingerprint(path), i % 2, i % 2 + 1) for i in range(12)]
+    # Row groups of one row (300,000 bytes, not cut): as many as start in one quarter of the split.
     pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=1, compression="none", use_dictionary=False)
-    split = max(2**20, 1000 * math.isqrt(path.stat().st_size))
     starts = [pq.ParquetFile(path).metadata.row_group(i).column(0).data_page_offset for i in range(12)]
     expected, start = [], 0
     for i in range(1, 13):
-        if i == 12 or starts[i] // split != starts[start] // split:
+        if i == 12 or starts[i] // target != starts[start] // target:
             expected.append((str(path), start, i, _fingerprint(path)))
             start = i
-    assert _ranges(path) == expected and len(expected) == 2
+    assert _ranges(path) == expected and 6 <= len(expected) < 12
     read = [row for r in _ranges(path) for row in _ReadRowGroupsDoFn(None, {}).process(r)]
     assert read == rows
 

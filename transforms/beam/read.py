@@ -32,7 +32,9 @@ __all__ = [
     "ReadDocumentsAndIds",
     "ReadParquetRows",
     "ReadRowGroups",
+    "range_bytes",
     "range_key",
+    "row_ranges",
 ]
 
 
@@ -294,11 +296,14 @@ def _open_parquet(path: str):
 
 
 class _RowGroupRangesDoFn(beam.DoFn):
-    """``(path, start, stop, fingerprint)``: the row groups ``start <= i < stop`` of one matched
-    file that start in one byte range of Beam's split size, for each such range, in file order;
-    ``fingerprint`` is the file's :func:`~transforms.integrity.parquet_fingerprint`."""
+    """The ranges of one matched file, in file order (see :class:`ListRowGroupRanges`):
+    ``(path, start, stop, fingerprint)`` for the row groups ``start <= i < stop`` that start in one
+    byte range of :func:`range_bytes`, and ``(path, i, i + 1, fingerprint, first, stop_row)`` for
+    the rows ``first <= r < stop_row`` of a row group ``i`` larger than that, cut into ranges of
+    equal row counts; ``fingerprint`` is the file's
+    :func:`~transforms.integrity.parquet_fingerprint`."""
 
-    def process(self, metadata: FileMetadata) -> Iterator[tuple[str, int, int, str]]:
+    def process(self, metadata: FileMetadata) -> Iterator[tuple[Any, ...]]:
         if metadata.size_in_bytes == 0:  # as Beam's file sources: a file of 0 bytes holds no rows
             return
         path = metadata.path
@@ -307,15 +312,50 @@ class _RowGroupRangesDoFn(beam.DoFn):
                 fingerprint = parquet_fingerprint(f)
                 with pq.ParquetFile(f) as parquet:
                     footer = parquet.metadata
-                    offsets = [_row_group_offset(footer.row_group(i)) for i in range(footer.num_row_groups)]
+                    groups = [footer.row_group(i) for i in range(footer.num_row_groups)]
+                    offsets = [_row_group_offset(group) for group in groups]
+                    sizes = [_row_group_bytes(group) for group in groups]
+                    counts = [group.num_rows for group in groups]
         except (OSError, ValueError, pa.ArrowException) as err:
             raise _unreadable(path, "not a readable Parquet file", err) from err
-        chunk = iobase.Read.get_desired_chunk_size(int(fingerprint.partition(":")[0]))
-        start = 0
-        for index in range(1, len(offsets) + 1):
-            if index == len(offsets) or offsets[index] // chunk != offsets[start] // chunk:
+        target = range_bytes(int(fingerprint.partition(":")[0]))
+        start: int | None = None  # the first row group of the range being gathered
+        for index in range(len(offsets)):
+            cut = sizes[index] > target and counts[index] > 1
+            if start is not None and (cut or offsets[index] // target != offsets[start] // target):
                 yield path, start, index, fingerprint
+                start = None
+            if cut:
+                for first, stop in row_ranges(counts[index], -(-sizes[index] // target)):
+                    yield path, index, index + 1, fingerprint, first, stop
+            elif start is None:
                 start = index
+        if start is not None:
+            yield path, start, len(offsets), fingerprint
+
+
+def range_bytes(file_bytes: int) -> int:
+    """The target size of one range, in compressed bytes of a file of ``file_bytes`` bytes: a
+    quarter of Beam's split size for that file (``iobase.Read.get_desired_chunk_size``: 1 MiB, or
+    1,000 times the square root of the size when larger), so that even a file of one row group
+    gives a few ranges to each of several workers."""
+    return max(1, iobase.Read.get_desired_chunk_size(file_bytes) // _RANGES_PER_SPLIT)
+
+
+_RANGES_PER_SPLIT = 4
+
+
+def row_ranges(num_rows: int, pieces: int) -> list[tuple[int, int]]:
+    """``[(first, stop), ...]``: the rows ``0 <= r < num_rows`` cut into at most ``pieces``
+    consecutive ranges of ``ceil(num_rows / pieces)`` rows (the last may hold fewer), none empty;
+    ``[]`` for no rows."""
+    step = -(-num_rows // max(1, min(pieces, num_rows))) if num_rows > 0 else 1
+    return [(first, min(first + step, num_rows)) for first in range(0, num_rows, step)]
+
+
+def _row_group_bytes(row_group: pq.RowGroupMetaData) -> int:
+    """A row group's compressed size in bytes (its column chunks')."""
+    return sum(row_group.column(i).total_compressed_size for i in range(row_group.num_columns))
 
 
 def _unreadable(path: str, what: str, err: BaseException) -> Exception:
@@ -350,8 +390,8 @@ class _ReadRowGroupsDoFn(beam.DoFn):
         self._rename = rename
         self._text_limits = dict(text_limits or {})
 
-    def process(self, row_groups: tuple[str, int, int, str]) -> Iterator[dict[str, Any]]:
-        path, start, stop, listed = row_groups
+    def process(self, row_groups: tuple[Any, ...]) -> Iterator[dict[str, Any]]:
+        path, start, stop, listed, *rows = row_groups
         # The footer is parsed once per range, not once per row group: that would make a file
         # of n row groups cost n footers of n row groups each (8,000 row groups of one row:
         # 145 s, against about 1 s).
@@ -371,6 +411,12 @@ class _ReadRowGroupsDoFn(beam.DoFn):
             except (OSError, ValueError, pa.ArrowException) as err:
                 raise _unreadable(path, "not a readable Parquet file", err) from err
             with parquet:
+                if rows:  # some rows of one row group
+                    columns, num_rows = _read_row_range(
+                        path, parquet, start, (rows[0], rows[1]), self._columns, self._rename, self._text_limits
+                    )
+                    yield from release_rows(columns, num_rows)
+                    return
                 for index in range(start, stop):
                     columns, num_rows = _read_row_group(
                         path, parquet, index, self._columns, self._rename, self._text_limits
@@ -390,7 +436,7 @@ def range_key(row_groups: tuple) -> int:
 class _KeyedReadRowGroupsDoFn(_ReadRowGroupsDoFn):
     """``(range key, row)`` for each row of a range (as :class:`_ReadRowGroupsDoFn`; :func:`range_key`)."""
 
-    def process(self, row_groups: tuple[str, int, int, str]) -> Iterator[tuple[int, Any]]:  # type: ignore[override]
+    def process(self, row_groups: tuple[Any, ...]) -> Iterator[tuple[int, Any]]:  # type: ignore[override]
         key = range_key(row_groups)
         for row in super().process(row_groups):
             yield key, row
@@ -446,6 +492,56 @@ def _read_row_group(
     # values are made, and the table's and the conversions' casts before the rows go on.
     pool = pa.default_memory_pool()
     pool.release_unused()
+    num_rows = table.num_rows
+    values = table_columns(table, rename, text_limits=text_limits)
+    del table
+    pool.release_unused()
+    return values, num_rows
+
+
+def _read_row_range(
+    path: str,
+    parquet: pq.ParquetFile,
+    index: int,
+    rows: tuple[int, int],
+    columns: list[str] | None,
+    rename: Mapping[str, str],
+    text_limits: Mapping[str, int] | None = None,
+) -> tuple[dict[str, list[Any]], int]:
+    """The rows ``first <= r < stop`` of one row group as :func:`_read_row_group` gives a whole
+    one. The row group is decoded in record batches of ``stop - first`` rows
+    (``ParquetFile.iter_batches``), the batches before ``first`` dropped as they come, and the read
+    stops at ``stop``: at most one batch of Arrow data is held beyond the range's own, never the
+    whole row group decoded.
+
+    Raises:
+        InputUnreadable: A page fails its checksum, or cannot be decoded.
+    """
+    first, stop = rows
+    parts: list[pa.RecordBatch] = []
+    position = 0
+    try:
+        batches = parquet.iter_batches(
+            batch_size=max(1, stop - first), row_groups=[index], columns=columns, use_threads=False
+        )
+        for batch in batches:
+            end = position + batch.num_rows
+            if end > first:
+                skip = max(first - position, 0)
+                parts.append(batch.slice(skip, min(stop, end) - position - skip))
+            del batch
+            position = end
+            if position >= stop:
+                break
+        del batches
+    except (OSError, ValueError, pa.ArrowException) as err:
+        raise _unreadable(path, f"row group {index} cannot be read", err) from err
+    pool = pa.default_memory_pool()
+    pool.release_unused()
+    if not parts:
+        return {}, 0
+    table = pa.Table.from_batches(parts)
+    del parts
     num_rows = table.num_rows
     values = table_columns(table, rename, text_limits=text_limits)
     del table
