@@ -434,27 +434,48 @@ def _measure_job_process(argv: list[str], output: str) -> dict[str, Any]:
     return result
 
 
-def _job_rows(input_path: str, rounds: int, workers: int) -> dict[str, dict[str, Any]]:
-    """The plain loop and the job on each runner, interleaved over ``rounds``; the best of each.
+def _job_rows(
+    input_path: str,
+    rounds: int,
+    workers: int,
+    *,
+    one_row_group: str | None = None,
+    encode: Callable[[], int] | None = None,
+) -> tuple[dict[str, dict[str, Any]], float | None]:
+    """The plain loop and the job on each runner, interleaved over ``rounds``; the best of each;
+    with ``one_row_group`` (the same documents written as one row group), the job on each runner
+    on that file too; with ``encode``, one ``encode_ordinary`` pass over the same text timed in
+    this process in each round, its best seconds returned beside the rows (else ``None``).
 
     The best round by wall time gives a row's figures, but its peak memory is the largest of any
     round and its CPU seconds the least.
     """
     job = ("--input", job_input(input_path), "--progress-seconds", "0")
+    in_memory, multi = "--direct_running_mode=in_memory", "--direct_running_mode=multi_processing"
     runs = {
         "plain single-process loop (pyarrow read, chunk, validate, write)": lambda out: [
             *(sys.executable, str(Path(__file__).resolve())),
             *("--plain-loop", input_path, out),
         ],
-        "job, DirectRunner in_memory": lambda out: job_command(
-            *job, "--output", out, "--direct_running_mode=in_memory"
-        ),
+        "job, DirectRunner in_memory": lambda out: job_command(*job, "--output", out, in_memory),
         f"job, DirectRunner multi_processing, {workers} workers": lambda out: job_command(
-            *job, "--output", out, "--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"
+            *job, "--output", out, multi, f"--direct_num_workers={workers}"
         ),
     }
+    if one_row_group is not None:
+        one = ("--input", one_row_group, "--progress-seconds", "0")
+        runs[f"{ONE_ROW_GROUP}, DirectRunner in_memory"] = lambda out: job_command(*one, "--output", out, in_memory)
+        runs[f"{ONE_ROW_GROUP}, DirectRunner multi_processing, {workers} workers"] = lambda out: job_command(
+            *one, "--output", out, multi, f"--direct_num_workers={workers}"
+        )
     best: dict[str, dict[str, Any]] = {}
+    encode_seconds: float | None = None
     for _ in range(rounds):
+        if encode is not None:
+            started = time.perf_counter()
+            encode()
+            seconds = time.perf_counter() - started
+            encode_seconds = seconds if encode_seconds is None else min(encode_seconds, seconds)
         for name, argv in runs.items():
             with tempfile.TemporaryDirectory() as tmp:
                 out = os.path.join(tmp, "out")
@@ -465,7 +486,11 @@ def _job_rows(input_path: str, rounds: int, workers: int) -> dict[str, dict[str,
             best[name]["peak_mib"] = max(result["peak_mib"], previous.get("peak_mib", 0))
             best[name]["cpu_busiest"] = min(result["cpu_busiest"], previous.get("cpu_busiest", float("inf")))
             best[name]["cpu_total"] = min(result["cpu_total"], previous.get("cpu_total", float("inf")))
-    return best
+    return best, encode_seconds
+
+
+#: The name of the job rows on the documents rewritten as one row group.
+ONE_ROW_GROUP = "job on one row group"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -618,6 +643,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--max-chars", type=int, default=None, help="stop loading text documents after this many characters"
     )
     parser.add_argument("--workers", type=int, default=2, help="multi_processing workers of the job row")
+    parser.add_argument(
+        "--no-one-row-group",
+        action="store_true",
+        help="leave out the job rows on the documents rewritten as one row group",
+    )
     parser.add_argument("--linear-chars", type=int, default=500_000, help="the small document of the linear-time rows")
     parser.add_argument(
         "--skip",
@@ -761,7 +791,7 @@ def _docling_section(args: argparse.Namespace, skip: set[str], tokenizer, report
     report.bars += [(f"docling: {name}", base / best[name]) for name in best if not name.startswith("encode")]
 
 
-def _job_section(args: argparse.Namespace, documents: list, report: _Report) -> None:
+def _job_section(args: argparse.Namespace, documents: list, tokenizer, report: _Report) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -773,8 +803,22 @@ def _job_section(args: argparse.Namespace, documents: list, report: _Report) -> 
             table = table.filter(pa.array([i in ids for i in table.column("id").to_pylist()]))
             path = os.path.join(tmp, "input.parquet")
             pq.write_table(table, path, row_group_size=64)
-        job_mb = _megabytes(c for c in read_documents(path, columns=["content"]).column("content").to_pylist() if c)
-        job = _job_rows(path, args.rounds, args.workers)
+        texts = [c for c in read_documents(path, columns=["content"]).column("content").to_pylist() if c]
+        job_mb = _megabytes(texts)
+        one_row_group = None
+        if not args.no_one_row_group:  # the same documents written the usual way: one row group
+            table = read_documents(path)
+            one_row_group = os.path.join(tmp, "one-row-group.parquet")
+            pq.write_table(table, one_row_group, row_group_size=max(1, len(table)))
+            del table
+        encoding = tokenizer.encoding
+        job, encode_seconds = _job_rows(
+            path,
+            args.rounds,
+            args.workers,
+            one_row_group=one_row_group,
+            encode=lambda: sum(len(encoding.encode_ordinary(t)) for t in texts),
+        )
     loop = next(iter(job.values()))
     report.lines += [
         "",
@@ -782,24 +826,49 @@ def _job_section(args: argparse.Namespace, documents: list, report: _Report) -> 
         "",
         f"{job_mb:.1f} MB of content; each run a subprocess (interpreter start-up, imports, reading and "
         f"writing included); best of {args.rounds} interleaved rounds; peak memory of the process tree. "
+        f'"{ONE_ROW_GROUP}": the same documents written as a single row group. '
+        "Ratio to encode_ordinary: one single-core tiktoken `encode_ordinary` pass over the same text "
+        f"({encode_seconds or 0:.1f} s, in this process, best of the rounds) over the row's wall time. "
         "CPU: seconds of the busiest process (the job's own or one worker: on an idle machine the wall "
         "time cannot be less) and of all processes together; the last column is the loop's CPU time "
         "over the busiest process's, the speed-up over the loop that an idle machine would allow at most. "
         "CPU per process: the job's own process, then each worker process (of the round with the best wall time).",
         "",
-        "| row | seconds | MB/s | ratio to the plain loop | chunks | peak memory (MiB) | CPU s busiest / all "
-        "| CPU s per process (launcher, workers) | loop CPU / busiest CPU |",
-        "|---|---:|---:|---:|---:|---:|---|---|---:|",
+        "| row | seconds | MB/s | ratio to the plain loop | ratio to encode_ordinary | chunks | peak memory (MiB) "
+        "| CPU s busiest / all | CPU s per process (launcher, workers) | loop CPU / busiest CPU |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---|---:|",
     ]
     for name, result in job.items():
         report.lines.append(
             f"| {name} | {result['seconds']:.1f} | {job_mb / result['seconds']:.2f} | "
-            f"{loop['seconds'] / result['seconds']:.2f} | {result.get('chunks', 0):,} | {result['peak_mib']:.0f} | "
+            f"{loop['seconds'] / result['seconds']:.2f} | {(encode_seconds or 0) / result['seconds']:.3g} | "
+            f"{result.get('chunks', 0):,} | {result['peak_mib']:.0f} | "
             f"{result['cpu_busiest']:.1f} / {result['cpu_total']:.1f} | "
             f"{', '.join(f'{c:.1f}' for c in result['cpu_by_process'])} | "
             f"{loop['cpu_busiest'] / max(result['cpu_busiest'], 1e-9):.2f} |"
         )
         report.job_bars.append((name.split(" (")[0], loop["seconds"] / result["seconds"]))
+    speedups = [
+        f"{prefix}: {job[multi]['seconds']:.1f} s against {job[single]['seconds']:.1f} s, "
+        f"{job[single]['seconds'] / job[multi]['seconds']:.2f}x"
+        for prefix, single, multi in (
+            (
+                "the input as given",
+                "job, DirectRunner in_memory",
+                f"job, DirectRunner multi_processing, {args.workers} workers",
+            ),
+            (
+                ONE_ROW_GROUP,
+                f"{ONE_ROW_GROUP}, DirectRunner in_memory",
+                f"{ONE_ROW_GROUP}, DirectRunner multi_processing, {args.workers} workers",
+            ),
+        )
+        if single in job and multi in job
+    ]
+    report.lines += [
+        "",
+        f"{args.workers} worker processes against one process (wall time), " + "; ".join(speedups) + ".",
+    ]
 
 
 def _linear_section(args: argparse.Namespace, report: _Report) -> None:
@@ -844,7 +913,7 @@ def main(argv: list[str] | None = None) -> int:
     documents = _text_section(args, skip, tokenizer, report)
     _docling_section(args, skip, tokenizer, report)
     if "job" not in skip:
-        _job_section(args, documents, report)
+        _job_section(args, documents, tokenizer, report)
     if "linear" not in skip:
         _linear_section(args, report)
     table = "\n".join(report.lines)

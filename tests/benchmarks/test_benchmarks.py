@@ -104,12 +104,18 @@ def test_throughput_job_rows_alone_are_real_runs_of_the_job(tmp_path):
         for line in table.splitlines()
         if line.startswith("| plain") or line.startswith("| job")
     }
-    assert len(rows) == 3
-    chunks = {name: cells[4] for name, cells in rows.items()}
+    assert len(rows) == 5  # the loop, and the job on each runner on the input as given and as one row group
+    chunks = {name: cells[5] for name, cells in rows.items()}
     assert len(set(chunks.values())) == 1 and int(chunks["job, DirectRunner in_memory"].replace(",", "")) > 7
+    assert all(float(cells[4]) > 0 for name, cells in rows.items() if name.startswith("job"))  # to encode_ordinary
     # multi_processing: the launcher and its two workers each have a CPU figure
-    workers = rows["job, DirectRunner multi_processing, 2 workers"][7].split(", ")
-    assert len(workers) >= 3 and all(float(c) > 0 for c in workers)
+    for name in (
+        "job, DirectRunner multi_processing, 2 workers",
+        "job on one row group, DirectRunner multi_processing, 2 workers",
+    ):
+        workers = rows[name][8].split(", ")
+        assert len(workers) >= 3 and all(float(c) > 0 for c in workers)
+    assert "2 worker processes against one process (wall time), the input as given: " in table
 
 
 @pytest.mark.slow

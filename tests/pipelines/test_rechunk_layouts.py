@@ -120,7 +120,5 @@ def test_the_same_outputs_whatever_the_layout(in_process):
 
 @pytest.mark.slow
 def test_the_same_outputs_with_two_worker_processes(layouts, in_process, tmp_path):
-    two = _run(
-        tmp_path, layouts["one"], "--direct_running_mode=multi_processing", "--direct_num_workers=2"
-    )
+    two = _run(tmp_path, layouts["one"], "--direct_running_mode=multi_processing", "--direct_num_workers=2")
     assert _outputs(two) == in_process["one"]
