@@ -237,8 +237,8 @@ class ChunkDocuments(beam.PTransform):
             (``transforms.progress``); 0 never.
         documents_total: The job's documents to read, for the progress lines; ``None`` when unknown.
 
-    There is no Reshuffle of documents before chunking: work spreads over workers by row groups
-    (the read reshuffles ranges of row groups, see ``ReadParquetRows``). On
+    There is no Reshuffle of documents before chunking: work spreads over workers by ranges of the
+    input (the read reshuffles ranges of row groups and of rows, see ``ReadParquetRows``). On
     docs.parquet with two ``multi_processing`` workers both did the same CPU time without one
     (16.7 and 16.2 s), and a reshuffle made the runner hold every document (peak 1,025 MiB
     against 675; in ``in_memory`` mode memory grew with the corpus).

@@ -1,5 +1,6 @@
-"""Parquet input as row dicts, one row group at a time: :class:`ReadDocuments`, :class:`ReadDocumentIds`,
-and both from one listing, :class:`ReadDocumentsAndIds` (the chunk job's read).
+"""Parquet input as row dicts, one range (of row groups, or of the rows of one) at a time:
+:class:`ReadDocuments`, :class:`ReadDocumentIds`, and both from one listing,
+:class:`ReadDocumentsAndIds` (the chunk job's read).
 
 The rows' values are Python values made by ``transforms.columns`` (a string that is not valid
 UTF-8 stays ``bytes``, a value Python cannot hold is an ``Unreadable``), for admission
@@ -158,11 +159,13 @@ class ReadDocumentsAndIds(beam.PTransform):
 
 
 class ReadParquetRows(beam.PTransform):
-    """Rows of Parquet files as dicts, read a row group at a time and not held while processed.
+    """Rows of Parquet files as dicts, read a row group (or a range of its rows) at a time and not
+    held while processed.
 
-    :class:`ListRowGroupRanges` lists the files and cuts them into ranges of row groups, spread
-    over workers; :class:`ReadRowGroups` reads each range's row groups one at a time with pyarrow
-    (``ParquetFile.read_row_group``), converts one to Python values
+    :class:`ListRowGroupRanges` lists the files and cuts them into ranges of row groups, and a
+    large row group into ranges of its rows, spread over workers; :class:`ReadRowGroups` reads
+    each range's row groups one at a time with pyarrow (``ParquetFile.read_row_group``; a range
+    of rows with ``ParquetFile.iter_batches``, a batch at a time), converts one to Python values
     (``transforms.columns.table_columns``), drops the Arrow table and hands Arrow's unused memory
     back before it yields the row group's first row. (Beam's ``ReadFromParquetBatched`` keeps
     the table in its reader's frame while the rows are processed downstream in the same fused
@@ -170,7 +173,7 @@ class ReadParquetRows(beam.PTransform):
     +157 MiB RSS measured, held while the document is chunked.)
 
     A row's values are released as the row is yielded: the DoFn holds only the rows of its row
-    group not yet processed. Rows come in file order within a range; ranges come in the runner's
+    group (or range of rows) not yet processed. Rows come in file order within a range; ranges come in the runner's
     order. A file of 0 bytes holds no rows (as with Beam's file sources); a file with no row
     group, or empty ones, gives no rows.
 
@@ -206,17 +209,19 @@ class ReadParquetRows(beam.PTransform):
 
 
 class ListRowGroupRanges(beam.PTransform):
-    """The files of a pattern as ranges of row groups, spread over workers:
-    ``(path, start, stop, fingerprint)`` (the row groups ``start <= i < stop``), for
-    :class:`ReadRowGroups`.
+    """The files of a pattern as ranges, spread over workers, for :class:`ReadRowGroups`:
+    ``(path, start, stop, fingerprint)`` (the row groups ``start <= i < stop``) or
+    ``(path, i, i + 1, fingerprint, first, stop_row)`` (the rows ``first <= r < stop_row`` of the
+    row group ``i``).
 
     Beam's ``fileio.MatchFiles`` lists the files (any Beam filesystem). A DoFn reads each file's
     footer, takes its :func:`~transforms.integrity.parquet_fingerprint` and cuts the file into
-    byte ranges as Beam's Parquet source does (its split size,
-    ``iobase.Read.get_desired_chunk_size`` of the file's size, where Beam takes all files'
-    together: 1 MiB, or 1,000 times the square root of the size in bytes when larger), each range
-    holding the row groups that start in it, in file order. Each :class:`ReadRowGroups` spreads
-    them over workers (a ``ReshufflePerKey`` keyed by the ranges).
+    byte ranges of :func:`range_bytes` (a quarter of Beam's Parquet split size for the file,
+    ``iobase.Read.get_desired_chunk_size``), in file order: the row groups that start in one byte
+    range make one range, and a row group larger than a byte range is cut into ranges of equal row
+    counts (:func:`row_ranges`), as many as byte ranges it spans. So a file of one row group keeps
+    several workers busy, and the ranges depend on the footer alone. Each :class:`ReadRowGroups`
+    spreads them over workers (a ``ReshufflePerKey`` keyed by the ranges).
 
     Raises:
         IOError: When the pipeline is built, if ``file_pattern`` matches no file. On a worker,
@@ -271,8 +276,8 @@ class ReadRowGroups(beam.PTransform):
         return (
             ranges
             # Keyed by the range itself, not by Beam's random keys: the same spread on every run
-            # (the FnApiRunner deals keys to its workers in turn; ranges of about equal bytes, as
-            # Beam's splits, so that dealing them in turn balances the workers). Each read spreads
+            # (the FnApiRunner deals keys to its workers in turn; ranges of about equal
+            # compressed bytes, range_bytes, so that dealing them in turn balances the workers). Each read spreads
             # the listing's ranges itself: a shuffle shared by two reads would put both in one
             # stage, and a read whose rows meet a side input computed from the other could then
             # not be fused with that consumer (every row encoded between stages: +200 MiB to
