@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -19,8 +20,6 @@ from pipelines.rechunk import main
 from tests.conftest import read_output
 from transforms.beam.read import _RowGroupRangesDoFn
 
-_COLUMNS = ("doc_id", "text", "content_format", "metadata")
-
 
 def _documents() -> list[dict]:
     """80 documents of about 1,000 to 20,000 characters (0.6 MB), with rows each reason code of
@@ -28,7 +27,7 @@ def _documents() -> list[dict]:
     duplicated id; the bad ones also in the last rows (the last range of rows, partial)."""
     rng = random.Random(11)
     words = ["alpha", "beta", "gamma", "delta", "chunk", "token", "river", "stone", "light", "x7", "Über"]
-    rows = []
+    rows: list[dict[str, Any]] = []
     for i in range(80):
         paragraphs = [" ".join(rng.choices(words, k=rng.randint(40, 400))) for _ in range(rng.randint(3, 9))]
         body = "\n\n".join(paragraphs).encode()
