@@ -5,6 +5,7 @@ fingerprint checked, and no more than one range's Arrow data held."""
 
 from __future__ import annotations
 
+import math
 import random
 import weakref
 
@@ -14,7 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 from apache_beam.io.filesystems import FileSystems
 
-from transforms.beam.read import _ReadRowGroupsDoFn, _RowGroupRangesDoFn, range_bytes, row_ranges
+from transforms.beam import read
+from transforms.beam.read import MAX_ROW_RANGES, _ReadRowGroupsDoFn, _RowGroupRangesDoFn, range_bytes, row_ranges
 from transforms.columns import ArrowText
 from transforms.integrity import InputChanged, parquet_fingerprint
 
@@ -83,6 +85,20 @@ def test_a_large_row_group_is_listed_as_ranges_of_its_rows(one_row_group):
     pieces = -(-pq.ParquetFile(path).metadata.row_group(0).total_byte_size // range_bytes(size))
     assert range_bytes(size) == 2**20 // 4 and len(ranges) == pieces >= 3
     assert ranges == [(path, 0, 1, listed, first, stop) for first, stop in row_ranges(101, pieces)]
+
+
+def test_a_row_group_is_cut_into_at_most_max_row_ranges(tmp_path, monkeypatch):
+    """A row group of 40 rows of 300,000 bytes (12 MB, 13.9 times its file's 866,000-byte target)
+    is cut into 14 ranges, or into ``MAX_ROW_RANGES`` when that is fewer; every row read once."""
+    path = tmp_path / "wide.parquet"
+    rows = [{"id": f"{i:02d}", "content": f"{i:02d}" + "x" * 299_998} for i in range(40)]
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=40, compression="none", use_dictionary=False)
+    assert range_bytes(path.stat().st_size) == 1000 * math.isqrt(path.stat().st_size) // 4 == 866_000
+    assert MAX_ROW_RANGES == 32 and [r[4:] for r in _ranges(path)] == row_ranges(40, 14)
+    monkeypatch.setattr(read, "MAX_ROW_RANGES", 4)
+    ranges = _ranges(path)
+    assert [r[4:] for r in ranges] == [(0, 10), (10, 20), (20, 30), (30, 40)]
+    assert _read(ranges) == rows
 
 
 @pytest.mark.parametrize("pieces", [1, 2, 3, 7, 10, 100, 101])
