@@ -27,12 +27,12 @@ from transforms.columns import release_rows, table_columns
 from transforms.integrity import InputChanged, InputUnreadable, parquet_fingerprint
 
 __all__ = [
+    "MAX_ROW_RANGES",
     "ListRowGroupRanges",
     "ReadDocumentIds",
     "ReadDocuments",
     "ReadDocumentsAndIds",
     "ReadParquetRows",
-    "MAX_ROW_RANGES",
     "ReadRowGroups",
     "range_bytes",
     "range_key",
