@@ -174,8 +174,8 @@ class ReadParquetRows(beam.PTransform):
     +157 MiB RSS measured, held while the document is chunked.)
 
     A row's values are released as the row is yielded: the DoFn holds only the rows of its row
-    group (or range of rows) not yet processed. Rows come in file order within a range; ranges come in the runner's
-    order. A file of 0 bytes holds no rows (as with Beam's file sources); a file with no row
+    group (or range of rows) not yet processed. Rows come in file order within a range; ranges
+    come in the runner's order. A file of 0 bytes holds no rows (as with Beam's file sources); a file with no row
     group, or empty ones, gives no rows.
 
     Args:
@@ -222,8 +222,8 @@ class ListRowGroupRanges(beam.PTransform):
     range make one range, and a row group larger than a byte range is cut into ranges of equal row
     counts (:func:`row_ranges`), as many as byte ranges it spans (at most :data:`MAX_ROW_RANGES`).
     So a file of one row group keeps several workers busy, and the ranges depend on the footer
-    alone. Each :class:`ReadRowGroups`
-    spreads them over workers (a ``ReshufflePerKey`` keyed by the ranges).
+    alone. Each :class:`ReadRowGroups` spreads them over workers (a ``ReshufflePerKey`` keyed by
+    the ranges).
 
     Raises:
         IOError: When the pipeline is built, if ``file_pattern`` matches no file. On a worker,
@@ -278,9 +278,9 @@ class ReadRowGroups(beam.PTransform):
         return (
             ranges
             # Keyed by the range itself, not by Beam's random keys: the same spread on every run
-            # (the FnApiRunner deals keys to its workers in turn; ranges of about equal
-            # compressed bytes, range_bytes, so that dealing them in turn balances the workers). Each read spreads
-            # the listing's ranges itself: a shuffle shared by two reads would put both in one
+            # (the FnApiRunner deals keys to its workers in turn; ranges of about equal compressed
+            # bytes, range_bytes, so that dealing them in turn balances the workers). Each read
+            # spreads the listing's ranges itself: a shuffle shared by two reads would put both in one
             # stage, and a read whose rows meet a side input computed from the other could then
             # not be fused with that consumer (every row encoded between stages: +200 MiB to
             # chunk one 50 MB document, measured).
