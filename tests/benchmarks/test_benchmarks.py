@@ -59,11 +59,15 @@ def test_throughput_writes_a_row_for_each_chunker_and_peer_and_its_chart(tmp_pat
     for row in (
         "encode_ordinary",
         "encode_ordinary_batch",
-        "TokenTextSplitter + validation",
-        "RecursiveCharacterTextSplitter (tokens)",
-        "StructureAwareChunker + validation",
+        "engine bpe-openai: encode",
+        "engine tiktoken: count",
+        "TokenTextSplitter [bpe-openai] + validation (recount on tiktoken)",
+        "TokenTextSplitter [bpe-openai] + validation (recount on bpe-openai)",
+        "TokenTextSplitter [tiktoken] + validation (recount on bpe-openai)",
+        "RecursiveCharacterTextSplitter (tokens) [tiktoken]",
+        "StructureAwareChunker [bpe-openai] + validation (recount on tiktoken)",
         "encode_ordinary of the Markdown export",
-        "DoclingChunker (hybrid)",
+        "DoclingChunker (hybrid) [bpe-openai]",
     ):
         assert f"| {row} |" in table, row
     peers = {
@@ -191,7 +195,20 @@ def test_throughput_rows_option_measures_only_the_rows_named(tmp_path):
         == 0
     )
     names = [line.split(" | ")[0].lstrip("| ") for line in out.read_text().splitlines() if line.startswith("| ")]
-    expected = ["encode_ordinary", "encode_ordinary_batch", "TokenTextSplitter", "TokenTextSplitter + validation"]
+    expected = [
+        "encode_ordinary",
+        "encode_ordinary_batch",
+        *(
+            f"TokenTextSplitter {row}"
+            for row in (
+                "[bpe-openai]",
+                "[bpe-openai] + validation (recount on tiktoken)",
+                "[bpe-openai] + validation (recount on bpe-openai)",
+                "[tiktoken]",
+                "[tiktoken] + validation (recount on bpe-openai)",
+            )
+        ),
+    ]
     if importlib.util.find_spec("langchain_text_splitters") is not None:
         expected.append("LangChain TokenTextSplitter")
     assert names[names.index("encode_ordinary") :] == expected
