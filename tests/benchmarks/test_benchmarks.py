@@ -108,9 +108,16 @@ def test_throughput_job_rows_alone_are_real_runs_of_the_job(tmp_path):
         for line in table.splitlines()
         if line.startswith("| plain") or line.startswith("| job")
     }
-    assert len(rows) == 5  # the loop, and the job on each runner on the input as given and as one row group
+    # The loop; the job on each runner on the input as given and as one row group; recounting on
+    # the chunkers' engine; with the hf: tokenizer (all-MiniLM-L6-v2's, installed by the test
+    # extra), recounting either way.
+    assert len(rows) == 8
     chunks = {name: cells[5] for name, cells in rows.items()}
-    assert len(set(chunks.values())) == 1 and int(chunks["job, DirectRunner in_memory"].replace(",", "")) > 7
+    cl100k = {chunk for name, chunk in chunks.items() if "hf:" not in name}
+    assert len(cl100k) == 1 and int(chunks["job, DirectRunner in_memory"].replace(",", "")) > 7
+    hf = {chunk for name, chunk in chunks.items() if "hf:" in name}
+    assert len(hf) == 1 and hf != cl100k  # the same chunks either recount, other than cl100k_base's
+    assert "The job with hf: tokenizer against the same job with cl100k_base: independent recount: " in table
     assert all(float(cells[4]) > 0 for name, cells in rows.items() if name.startswith("job"))  # to encode_ordinary
     # multi_processing: the launcher and its two workers each have a CPU figure
     for name in (
