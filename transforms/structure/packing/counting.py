@@ -34,9 +34,11 @@ class TokenCounter:
         text: The normalized text.
         tokenizer: The budget tokenizer.
         lines: The text's line starts (where parts may be cut).
+        token_ends: ``tokenizer.token_ends(text)`` when the caller already has them: used for a
+            text encoded in one part instead of encoding it again (ignored otherwise).
     """
 
-    def __init__(self, text: str, tokenizer: Tokenizer, lines: Lines) -> None:
+    def __init__(self, text: str, tokenizer: Tokenizer, lines: Lines, token_ends: Any = None) -> None:
         self.text = text
         self.tokenizer = tokenizer
         self.lines = lines
@@ -46,6 +48,8 @@ class TokenCounter:
         self._context_cache: dict[tuple[int, int], int] = {}
         # The most code points that start in one token, if the tokenizer says (see ``exceeds``).
         self._token_chars: int | None = getattr(tokenizer, "max_token_chars", None) if self.additive else None
+        #: The most code points that start in one token (``at_least``'s divisor), or ``None``.
+        self.token_chars = self._token_chars
         self.encoded_again = 0  # parts encoded a second time after they were dropped (tests)
         if ends_of is not None:
             # A long text is encoded a part at a time, cut at stable line starts (pre-token
@@ -60,7 +64,9 @@ class TokenCounter:
             self._parts: list[Sequence[int] | None] = []
             self._forgotten = 0  # parts before this one are dropped
             self._reached, self._tokens = 0, 0  # where the encoded parts end; their tokens
+            self._given = token_ends  # the whole text's ends, if the caller has them
             self._next_part()
+            self._given = None
             self._single = self._parts[0] if self._reached == len(text) and len(self._parts) == 1 else None
 
     def _next_part(self) -> None:
@@ -76,7 +82,10 @@ class TokenCounter:
     def _encode(self, start: int, end: int) -> Sequence[int]:
         """The token ends of ``text[start:end]`` (a part), moved by ``start``: code points."""
         text = self.text
-        ends = self._ends_of(text[start:end] if (start, end) != (0, len(text)) else text)
+        if self._given is not None and (start, end) == (0, len(text)):
+            ends = self._given  # (the whole text's, already computed by the caller)
+        else:
+            ends = self._ends_of(text[start:end] if (start, end) != (0, len(text)) else text)
         if start:
             ends += start
         # A list bisects fastest, but holds a Python int per token (about 36 bytes); a long
