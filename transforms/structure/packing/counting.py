@@ -51,6 +51,9 @@ class TokenCounter:
         #: The most code points that start in one token (``at_least``'s divisor), or ``None``.
         self.token_chars = self._token_chars
         self.encoded_again = 0  # parts encoded a second time after they were dropped (tests)
+        #: The whole text's token ends when it is encoded in one part (then ``tokens_before`` is
+        #: one bisection of them), else ``None``.
+        self.single: Sequence[int] | None = None
         if ends_of is not None:
             # A long text is encoded a part at a time, cut at stable line starts (pre-token
             # boundaries, so each part's token ends, moved by its start, are the whole encoding's
@@ -67,7 +70,7 @@ class TokenCounter:
             self._given = token_ends  # the whole text's ends, if the caller has them
             self._next_part()
             self._given = None
-            self._single = self._parts[0] if self._reached == len(text) and len(self._parts) == 1 else None
+            self.single = self._parts[0] if self._reached == len(text) and len(self._parts) == 1 else None
 
     def _next_part(self) -> None:
         """Encode the next part (a text's first part may be all of it)."""
@@ -95,7 +98,7 @@ class TokenCounter:
     def forget_before(self, position: int) -> None:
         """Drop the token ends of parts that end at or before ``position``: no count asked from
         now on starts before it."""
-        if self.additive and self._single is None:
+        if self.additive and self.single is None:
             parts, starts = self._parts, self._part_starts
             k = self._forgotten
             while k < len(parts) - 1 and starts[k + 1] <= position:
@@ -126,8 +129,8 @@ class TokenCounter:
 
     def tokens_before(self, position: int) -> int:
         """Tokens of the whole encoding that end at or before ``position`` (additive tokenizers)."""
-        if self._single is not None:
-            return bisect_right(self._single, position)
+        if self.single is not None:
+            return bisect_right(self.single, position)
         while position >= self._reached and self._reached < len(self.text):
             self._next_part()
         k = bisect_right(self._part_starts, position) - 1
@@ -141,6 +144,9 @@ class TokenCounter:
 
     def span(self, start: int, end: int) -> int:
         """Tokens of ``text[start:end]``: exact when both ends are stable (or always, if not additive)."""
+        single = self.single
+        if single is not None:  # (tokens_before's first case, without two calls)
+            return bisect_right(single, end) - bisect_right(single, start)
         if self.additive:
             return self.tokens_before(end) - self.tokens_before(start)
         return self.tokenizer.count(self.text[start:end])

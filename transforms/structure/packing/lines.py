@@ -90,7 +90,8 @@ class Lines(LineStarts):
             if at_last < 0 and (at <= lo or not text[lo:at].strip()):
                 node, at_last = child, lo
                 continue
-            if not self.is_stable(at):
+            known = self._stable.get(at)  # (is_stable's memo first: a call less per block)
+            if not (known if known is not None else self.is_stable(at)):
                 # Its first line holds only spaces Python sees as such (e.g. U+00A0) that the
                 # parser read as text: cut at its first line with other text instead.
                 at = next(self.stable_after(at, child.end), hi)

@@ -5,7 +5,9 @@ Positions are code points of the normalized text; counts are tokens of the budge
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator
+from functools import partial
 from itertools import islice
 
 from transforms.structure.packing import limits
@@ -174,7 +176,9 @@ class TilePacking(ChunkFilling):
         # (:meth:`_content_cut`: it closes before an anchor from there).
         min_fill = self.p.min_fill
         floor = None if min_fill is None else room - self.p.fill_tokens + min_fill
-        tokens_before = counter.tokens_before
+        single = counter.single
+        # (tokens_before, one bisection without a call when the text is encoded in one part)
+        tokens_before = counter.tokens_before if single is None else partial(bisect_right, single)
         # (A bound on the code points the chunk may still take: ``at_least`` over more is over
         # ``room - base``; no bound when the tokenizer gives no ``max_token_chars``.)
         token_chars = counter.token_chars
