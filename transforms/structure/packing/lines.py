@@ -47,7 +47,8 @@ class Lines(LineStarts):
                 0 < position < self._end
                 and text[position - 1] in "\r\n"
                 and not (text[position - 1] == "\r" and text[position] == "\n")
-                and _CONTENT_AHEAD.match(text, position) is not None
+                # (a line that starts with its text needs no pattern: most lines)
+                and (not text[position].isspace() or _CONTENT_AHEAD.match(text, position) is not None)
             )
             if len(self._stable) >= limits.STABLE_MEMO:
                 # Every row of a huge table is asked about once: remember only the latest ones.
