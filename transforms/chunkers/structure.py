@@ -367,13 +367,15 @@ class StructureAwareChunker(_StructureChunker):
         source, verbatim = normalized.text, normalized.verbatim
         flattened = self._flatten(normalized)
         if self.semantic_refiner is None:
-            # A document that fits whole is its one chunk, without a packing run (equal to it).
-            whole = self._whole.chunk(flattened) if self.whole_document_path else None
+            # A document that fits whole is its one chunk, without a packing run (equal to it);
+            # one that does not, whose text that answer encoded, is not encoded again.
+            whole, ends = self._whole.chunk_or_ends(flattened) if self.whole_document_path else (None, None)
             if whole is not None:
                 yield _piece(source, verbatim, whole)
                 return
             # Packed a top-level section at a time: the document's chunks are never all held.
-            chunks = self._packer.stream(flattened)
+            chunks = self._packer.stream(flattened, token_ends=ends)
+            del ends
             del normalized, flattened
             for chunk in chunks:
                 yield _piece(source, verbatim, chunk)

@@ -34,9 +34,11 @@ class TokenCounter:
         text: The normalized text.
         tokenizer: The budget tokenizer.
         lines: The text's line starts (where parts may be cut).
+        token_ends: ``tokenizer.token_ends(text)`` when the caller already has them: used for a
+            text encoded in one part instead of encoding it again (ignored otherwise).
     """
 
-    def __init__(self, text: str, tokenizer: Tokenizer, lines: Lines) -> None:
+    def __init__(self, text: str, tokenizer: Tokenizer, lines: Lines, token_ends: Any = None) -> None:
         self.text = text
         self.tokenizer = tokenizer
         self.lines = lines
@@ -46,7 +48,12 @@ class TokenCounter:
         self._context_cache: dict[tuple[int, int], int] = {}
         # The most code points that start in one token, if the tokenizer says (see ``exceeds``).
         self._token_chars: int | None = getattr(tokenizer, "max_token_chars", None) if self.additive else None
+        #: The most code points that start in one token (``at_least``'s divisor), or ``None``.
+        self.token_chars = self._token_chars
         self.encoded_again = 0  # parts encoded a second time after they were dropped (tests)
+        #: The whole text's token ends when it is encoded in one part (then ``tokens_before`` is
+        #: one bisection of them), else ``None``.
+        self.single: Sequence[int] | None = None
         if ends_of is not None:
             # A long text is encoded a part at a time, cut at stable line starts (pre-token
             # boundaries, so each part's token ends, moved by its start, are the whole encoding's
@@ -60,8 +67,10 @@ class TokenCounter:
             self._parts: list[Sequence[int] | None] = []
             self._forgotten = 0  # parts before this one are dropped
             self._reached, self._tokens = 0, 0  # where the encoded parts end; their tokens
+            self._given = token_ends  # the whole text's ends, if the caller has them
             self._next_part()
-            self._single = self._parts[0] if self._reached == len(text) and len(self._parts) == 1 else None
+            self._given = None
+            self.single = self._parts[0] if self._reached == len(text) and len(self._parts) == 1 else None
 
     def _next_part(self) -> None:
         """Encode the next part (a text's first part may be all of it)."""
@@ -76,7 +85,10 @@ class TokenCounter:
     def _encode(self, start: int, end: int) -> Sequence[int]:
         """The token ends of ``text[start:end]`` (a part), moved by ``start``: code points."""
         text = self.text
-        ends = self._ends_of(text[start:end] if (start, end) != (0, len(text)) else text)
+        if self._given is not None and (start, end) == (0, len(text)):
+            ends = self._given  # (the whole text's, already computed by the caller)
+        else:
+            ends = self._ends_of(text[start:end] if (start, end) != (0, len(text)) else text)
         if start:
             ends += start
         # A list bisects fastest, but holds a Python int per token (about 36 bytes); a long
@@ -86,7 +98,7 @@ class TokenCounter:
     def forget_before(self, position: int) -> None:
         """Drop the token ends of parts that end at or before ``position``: no count asked from
         now on starts before it."""
-        if self.additive and self._single is None:
+        if self.additive and self.single is None:
             parts, starts = self._parts, self._part_starts
             k = self._forgotten
             while k < len(parts) - 1 and starts[k + 1] <= position:
@@ -117,8 +129,8 @@ class TokenCounter:
 
     def tokens_before(self, position: int) -> int:
         """Tokens of the whole encoding that end at or before ``position`` (additive tokenizers)."""
-        if self._single is not None:
-            return bisect_right(self._single, position)
+        if self.single is not None:
+            return bisect_right(self.single, position)
         while position >= self._reached and self._reached < len(self.text):
             self._next_part()
         k = bisect_right(self._part_starts, position) - 1
@@ -132,6 +144,9 @@ class TokenCounter:
 
     def span(self, start: int, end: int) -> int:
         """Tokens of ``text[start:end]``: exact when both ends are stable (or always, if not additive)."""
+        single = self.single
+        if single is not None:  # (tokens_before's first case, without two calls)
+            return bisect_right(single, end) - bisect_right(single, start)
         if self.additive:
             return self.tokens_before(end) - self.tokens_before(start)
         return self.tokenizer.count(self.text[start:end])

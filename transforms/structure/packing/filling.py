@@ -12,7 +12,7 @@ the budget tokenizer.
 from __future__ import annotations
 
 import zlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from transforms.structure.packing import limits
 from transforms.structure.packing.chunk import OpenChunk, PackedChunk, distinct_titles, heading_prefix
@@ -78,14 +78,15 @@ class ChunkFilling:
     Args:
         packer: The options.
         normalized: The document.
+        token_ends: The tokenizer's ``token_ends`` of its text, if already computed (see ``TokenCounter``).
     """
 
-    def __init__(self, packer: Packer, normalized: NormalizedDocument) -> None:
+    def __init__(self, packer: Packer, normalized: NormalizedDocument, *, token_ends: Any = None) -> None:
         self.p = packer
         self.text = normalized.text
         self.normalized = normalized
         self.lines = Lines(normalized.text)
-        self.counter = TokenCounter(normalized.text, packer.tokenizer, self.lines)
+        self.counter = TokenCounter(normalized.text, packer.tokenizer, self.lines, token_ends)
         self.cur: OpenChunk | None = None
         self.out: list[PackedChunk] = []  # flushed chunks not yet streamed out
         # How many chunks at the start of ``out`` no later step changes (see ``_flush``).

@@ -47,7 +47,8 @@ class Lines(LineStarts):
                 0 < position < self._end
                 and text[position - 1] in "\r\n"
                 and not (text[position - 1] == "\r" and text[position] == "\n")
-                and _CONTENT_AHEAD.match(text, position) is not None
+                # (a line that starts with its text needs no pattern: most lines)
+                and (not text[position].isspace() or _CONTENT_AHEAD.match(text, position) is not None)
             )
             if len(self._stable) >= limits.STABLE_MEMO:
                 # Every row of a huge table is asked about once: remember only the latest ones.
@@ -90,7 +91,8 @@ class Lines(LineStarts):
             if at_last < 0 and (at <= lo or not text[lo:at].strip()):
                 node, at_last = child, lo
                 continue
-            if not self.is_stable(at):
+            known = self._stable.get(at)  # (is_stable's memo first: a call less per block)
+            if not (known if known is not None else self.is_stable(at)):
                 # Its first line holds only spaces Python sees as such (e.g. U+00A0) that the
                 # parser read as text: cut at its first line with other text instead.
                 at = next(self.stable_after(at, child.end), hi)

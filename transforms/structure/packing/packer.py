@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from itertools import chain
+from typing import Any
 
 from transforms.structure.packing.chunk import PackedChunk
 from transforms.structure.packing.lines import Tile
@@ -99,11 +100,16 @@ class Packer:
         """Return the chunks of ``normalized`` in reading order (empty when it has no blocks)."""
         return list(self.stream(normalized))
 
-    def stream(self, normalized: NormalizedDocument) -> Iterator[PackedChunk]:
+    def stream(self, normalized: NormalizedDocument, *, token_ends: Any = None) -> Iterator[PackedChunk]:
         """:meth:`pack`'s chunks as an iterator: those of a top-level section come out once the
         packer is past the next one (a chunk changes only within its own top-level section), so
-        a long document's chunks are never all held at once."""
-        return PackingRun(self, normalized).stream()
+        a long document's chunks are never all held at once.
+
+        ``token_ends``: the tokenizer's ``token_ends(normalized.text)`` when the caller already
+        has them (``WholeDocument.chunk_or_ends``), used instead of encoding the text again when
+        it is encoded in one part (at most ``limits.PART_CHARS`` code points); ``None``: encoded here.
+        """
+        return PackingRun(self, normalized, token_ends=token_ends).stream()
 
 
 class PackingRun(BlockSplitting):

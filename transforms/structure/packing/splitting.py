@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from itertools import chain, islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from transforms.structure.packing.chunk import OpenChunk, PackedChunk, heading_prefix
 from transforms.structure.packing.filling import Context, own_heading
@@ -58,10 +58,11 @@ class BlockSplitting(TilePacking):
     Args:
         packer: The options.
         normalized: The document.
+        token_ends: The tokenizer's ``token_ends`` of its text, if already computed (see ``TokenCounter``).
     """
 
-    def __init__(self, packer: Packer, normalized: NormalizedDocument) -> None:
-        super().__init__(packer, normalized)
+    def __init__(self, packer: Packer, normalized: NormalizedDocument, *, token_ends: Any = None) -> None:
+        super().__init__(packer, normalized, token_ends=token_ends)
         self.prose = ProseCutter(self.text, self.counter, packer.tokenizer, packer.target_tokens, packer.max_tokens)
 
     def _split(

@@ -5,7 +5,9 @@ Positions are code points of the normalized text; counts are tokens of the budge
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator
+from functools import partial
 from itertools import islice
 
 from transforms.structure.packing import limits
@@ -174,16 +176,31 @@ class TilePacking(ChunkFilling):
         # (:meth:`_content_cut`: it closes before an anchor from there).
         min_fill = self.p.min_fill
         floor = None if min_fill is None else room - self.p.fill_tokens + min_fill
+        single = counter.single
+        # (tokens_before, one bisection without a call when the text is encoded in one part)
+        tokens_before = counter.tokens_before if single is None else partial(bisect_right, single)
+        # (A bound on the code points the chunk may still take: ``at_least`` over more is over
+        # ``room - base``; no bound when the tokenizer gives no ``max_token_chars``.)
+        token_chars = counter.token_chars
+        reach = None if not token_chars else cur.start + (room - base + 1) * token_chars
+        # The running count at the previous tile's end, which is this tile's start (tiles touch).
+        at_start, last_end = 0, -1
         j, n = i, len(tiles)
         while j < n:
             tile, s, e = tiles[j]
             if tile is not None and tile.kind in ("section", "heading"):
                 break
-            if floor is not None and counter.tokens_before(s) >= floor and self._is_anchor(tile, s, e):
-                break
+            if floor is not None:
+                if s != last_end:
+                    at_start = tokens_before(s)
+                if at_start >= floor and self._is_anchor(tile, s, e):
+                    break
             # (tokens_before(tile end) > room, without encoding far ahead for a huge tile)
-            if counter.at_least(cur.start, tiles[j][2]) > room - base or counter.tokens_before(tiles[j][2]) > room:
+            if (reach is not None and e >= reach and counter.at_least(cur.start, e) > room - base) or (
+                at_start := tokens_before(e)
+            ) > room:
                 break
+            last_end = e
             j += 1
         return j
 

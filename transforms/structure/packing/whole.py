@@ -27,6 +27,7 @@ Positions are code points of the normalized text; counts are tokens of the budge
 from __future__ import annotations
 
 from bisect import bisect_right
+from typing import Any
 
 from transforms.structure.packing import limits
 from transforms.structure.packing.chunk import PackedChunk
@@ -64,34 +65,45 @@ class WholeDocument:
         Raises:
             Whatever the tokenizer raises on the text (as the packer would).
         """
+        return self.chunk_or_ends(normalized)[0]
+
+    def chunk_or_ends(self, normalized: NormalizedDocument) -> tuple[PackedChunk | None, Any]:
+        """:meth:`chunk`, and the tokenizer's ``token_ends`` of the text when they were computed
+        for the answer (``None`` otherwise): a document that does not fit whole hands them to
+        ``Packer.stream(normalized, token_ends=...)``, which then does not encode the text again.
+
+        Raises:
+            Whatever the tokenizer raises on the text (as the packer would).
+        """
         blocks = normalized.blocks
         if type(blocks) is not tuple or not blocks:
-            return None
+            return None, None
         for block in blocks:
             if block.kind == "heading" or block.kind == "section":
-                return None
+                return None, None
         text = normalized.text
         n = len(text)
         if n > limits.PART_CHARS:
-            return None
+            return None, None
         packer = self.packer
         # More than one tile: several blocks, or text before the first block that is not blank.
         first = blocks[0].start
         several = len(blocks) > 1 or bool(first and text[:first].strip())
         ends_of = self._ends_of
+        ends = None
         if ends_of is None:
             if several:
-                return None
+                return None, None
             total = packer.tokenizer.count(text)
         else:
             if self._token_chars and n // self._token_chars > packer.max_tokens:
-                return None  # (as the packer knows it without encoding)
+                return None, None  # (as the packer knows it without encoding)
             ends = ends_of(text)
             if self._empty_prefix is None:
                 self._empty_prefix = packer.tokenizer.count("")
             total = self._empty_prefix + bisect_right(ends, n) - bisect_right(ends, 0)
         if total > packer.max_tokens or (several and total > self._several_limit):
-            return None
+            return None, ends
         if several:
             kinds: list[str] = []
             page_no = None
@@ -121,4 +133,4 @@ class WholeDocument:
             token_count=total,
             top=1,
         )
-        return chunk
+        return chunk, ends

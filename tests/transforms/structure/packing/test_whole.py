@@ -314,3 +314,39 @@ def test_tiny_documents_of_the_benchmark_take_the_path(monkeypatch):
     chunker = StructureAwareChunker(tokenizer=TOK, max_tokens=512)
     for row in tiny_documents(300).to_pylist():
         assert compare(chunker, row["content"], row["content_format"], monkeypatch)
+
+
+class _CountingEnds:
+    """A tokenizer that counts its ``token_ends`` calls, otherwise ``inner``'s."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.identity = inner.identity
+        self.ends_calls = 0
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def token_ends(self, text: str):
+        self.ends_calls += 1
+        return self.inner.token_ends(text)
+
+
+@pytest.mark.parametrize("whole", [True, False])
+def test_a_document_that_does_not_fit_whole_is_encoded_once(whole, monkeypatch):
+    """The fast path's encoding of a text it declines is handed to the packer: one encoding, the
+    same chunks as the packer encoding the text itself (``whole``: the path on, else off)."""
+    monkeypatch.setattr(StructureAwareChunker, "whole_document_path", whole)
+    tokenizer = _CountingEnds(TOK)
+    chunker = StructureAwareChunker(tokenizer=tokenizer, max_tokens=16, target_tokens=12)
+    content = "\n\n".join(f"Paragraph {i} holds a few words of plain text." for i in range(12))
+    document = Document("doc", content, "text", {})
+    normalized = chunker._flatten(chunker.normalize(document))
+    whole_chunk, ends = WholeDocument(chunker._packer).chunk_or_ends(normalized)
+    assert whole_chunk is None and ends is not None  # declined after encoding: the ends go on
+    tokenizer.ends_calls = 0
+    chunks = chunker.chunk(document, tokenizer_identity=tokenizer.identity)
+    assert tokenizer.ends_calls == 1
+    assert len(chunks) > 1
+    assert [c.text for c in chunks] == [chunk.text(normalized.text) for chunk in chunker._packer.pack(normalized)]
+    assert "".join(c.text for c in chunks) == content
