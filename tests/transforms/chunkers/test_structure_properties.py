@@ -720,6 +720,9 @@ def test_blocks_that_fit_are_never_split(recount, md, budget):
 @example(md="\n```\n" + "# not a heading\n" * 4 + "```\n", budget=(20, 6, 0, 0))
 @example(md="\n\n\t  \r\n| a \\| b |\n| --- |\na\na\na\na\na\n```\n", budget=(20, 6, 0, 0))
 @example(md="```\n" + "x = 1\n" * 4 + "```\n\xa0\nSome more text here, and more.\n", budget=(30, 30, 0, 0))
+# A table row of 11 tokens under a header of 10, at 20: header and row never fit together, so the
+# row's chunk holds it alone.
+@example(md="---\n---\n>>| a \\| b |\n>>| --- |\n>>| " + "a" * 46 + " |\n", budget=(20, 6, 0, 0))
 # A code block in a list item whose tile starts past its fence line (the fence line goes with the
 # item's first line): its code line must not be repeated as the "fence" of the closing part.
 @example(
@@ -787,6 +790,10 @@ def test_code_fences_and_table_headers(recount, md, budget):
             if not limit_ok:
                 continue
             for row in node.children[node.header_rows :]:
+                # The header is repeated with a row only where both fit in one chunk.
+                row_text = md[_line_start(md, row.start) : _next_stable(stable, row.end)]
+                if recount(heading_prefix(titles) + header + row_text) > m:
+                    continue
                 for (s, e), c in zip(mains, chunks):
                     # a row repeated by overlap_tokens at the top of the next chunk is not its home
                     own = max([s] + [pe for ps, pe in mains if ps < s])
