@@ -116,7 +116,7 @@ def _counter(identity: str, tokenizer_json: str | None):
         return lambda text: len(text.encode("utf-8", "surrogatepass"))
     if identity.startswith(("hf:", "hf-model:")):
         if not tokenizer_json:
-            raise SystemExit(f"the run counted with {identity}: give its tokenizer.json as --tokenizer-json")
+            raise CommandLineMistake(f"the run counted with {identity}: give its tokenizer.json as --tokenizer-json")
         data, found_at = _read_tokenizer_json(tokenizer_json)
         model = identity.startswith("hf-model:")
         # hf-model: what the model reads: its default prompt (beside tokenizer.json), then the text,
@@ -124,7 +124,7 @@ def _counter(identity: str, tokenizer_json: str | None):
         prompt = _default_prompt(found_at) if model else ""
         digest = hashlib.sha256(data + b"\0prompt\0" + prompt.encode("utf-8")) if model else hashlib.sha256(data)
         if digest.hexdigest()[:8] != identity.rsplit(":", 1)[1]:
-            raise SystemExit(f"--tokenizer-json {tokenizer_json}: not the run's tokenizer ({identity})")
+            raise CommandLineMistake(f"--tokenizer-json {tokenizer_json}: not the run's tokenizer ({identity})")
         from tokenizers import Tokenizer
 
         tokenizer = Tokenizer.from_str(data.decode("utf-8"))
@@ -178,7 +178,7 @@ def _read_tokenizer_json(given: str) -> tuple[bytes, str]:
                 return f.read(), path
         except Exception:  # no such file, or a folder: try the file in it
             continue
-    raise SystemExit(f"--tokenizer-json {given}: neither a tokenizer.json nor a folder holding one")
+    raise CommandLineMistake(f"--tokenizer-json {given}: neither a tokenizer.json nor a folder holding one")
 
 
 def _rows(pattern: str) -> list[dict]:
@@ -234,6 +234,11 @@ class _Findings:
     keys: dict[str, set[str]] = field(default_factory=lambda: collections.defaultdict(set))
 
 
+class CommandLineMistake(SystemExit):
+    """A mistake in the check's own options found while checking (``--tokenizer-json`` missing,
+    unreadable or not the run's file): exit status 2, as an option error."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Check a finished run (``--output``) against its input; return the exit status (0 no problem,
     1 a problem found or the check could not be made, 2 a command-line mistake). A mistake or the
@@ -249,6 +254,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return _check(args)
+    except CommandLineMistake as err:
+        error("rechunk check", err.code)
+        return 2
     except SystemExit as err:
         if isinstance(err.code, int) or err.code is None:
             raise
@@ -265,10 +273,17 @@ def _arguments(argv: Sequence[str]) -> argparse.Namespace:
     Raises:
         OptionError: An unknown or missing option (with the nearest known option's name when one is close).
     """
-    parser = OptionParser(prog="rechunk check", description=__doc__.split("\n\n")[0], allow_abbrev=False)
-    parser.add_argument("--input", required=True)
-    parser.add_argument("--output", required=True)
-    parser.add_argument("--column-map", default="", help="as the job's: NAME=COLUMN,... (id, content, content_format)")
+    parser = OptionParser(
+        prog="rechunk check",
+        description="A finished run's output checked against its input, independently of the job's code: "
+        "every chunk recounted and within the budget, its offsets and spans, every document accounted for.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("--input", required=True, help="the run's input, as the job's --input (a file pattern or DIR/)")
+    parser.add_argument("--output", required=True, help="the run's output folder (local)")
+    parser.add_argument(
+        "--column-map", default="", help="as the job's: NAME=COLUMN,... (id, content, content_format, metadata)"
+    )
     parser.add_argument(
         "--tokenizer-json", help="for a run with --tokenizer hf:PATH or hf-model:PATH: its tokenizer.json (or folder)"
     )
@@ -298,8 +313,15 @@ def _check(args: argparse.Namespace) -> int:
     found = _Findings()
     if unfinished is not None:
         found.problems.append(f"not a finished run: {unfinished}")
+    strangers = sorted({c["document_id"] for c in chunks} - set(documents))
+    if strangers:
+        found.problems.append(
+            f"chunks of {len(strangers)} documents that --input does not hold, e.g. {strangers[:3]} "
+            "(is --input the run's whole input?)"
+        )
     for chunk in chunks:
-        _check_chunk(chunk, documents[chunk["document_id"]], count, max_tokens, found)
+        if chunk["document_id"] in documents:
+            _check_chunk(chunk, documents[chunk["document_id"]], count, max_tokens, found)
     rejected = {d["document_id"] for d in dead}  # their text is in the dead letter's payloads
     _check_coverage(documents, found, rejected)
     accounted = {c["document_id"] for c in chunks} | rejected

@@ -57,8 +57,10 @@ Chunk parsed documents (Parquet) for RAG ingestion with Apache Beam.
 
   --input PATTERN      document Parquet files (local path, gs://, any Beam filesystem)
   --output DIR         writes DIR/chunks/, DIR/dead_letter/, DIR/documents/ (Parquet), DIR/report.json
+                       and report.html, then DIR/_SUCCESS when the run is committed
   --config FILE        YAML/JSON chunkers and routes (default: configs/default.yaml, in the README)
-  --tokenizer SPEC     tiktoken:cl100k_base (default) | utf8-bytes | hf:PATH (tokenizer.json, local or gs://)
+  --tokenizer SPEC     tiktoken:cl100k_base (default) | tiktoken:o200k_base | utf8-bytes
+                       | hf:PATH (tokenizer.json, local or gs://) | hf-model:PATH (what a model reads)
   --max-tokens N       hard budget for each chunk's embedding_text (default 512)
   --column-map MAP     input column names, e.g. content=text,id=doc_id
   --max-document-chars N  longer documents are dead-lettered as document_too_large (100,000,000)

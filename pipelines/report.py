@@ -98,6 +98,24 @@ def _bucketed(histogram: np.ndarray, max_tokens: int) -> dict[str, Any]:
     return {"bucket_tokens": width, "chunks": [int(n) for n in buckets]}
 
 
+def recount_engines(spec: Mapping[str, Any]) -> dict[str, str]:
+    """``{"mode", "chunk_engine", "recount_engine"}``: the configuration's ``recount`` and what
+    counted the chunkers' tokens and what recounted them in validation, as the launching process
+    builds the tokenizer (a BPE engine, ``bpe-openai`` or ``tiktoken``, else the tokenizer's class:
+    ``WordPieceTokenizer`` counts from remembered words, ``HuggingFaceTokenizer`` by whole encodes)."""
+    from transforms.beam import shared_tokenizer
+    from transforms.tokenizers import recount_tokenizer
+
+    mode = spec.get("recount", "independent")
+    tokenizer = shared_tokenizer(spec["tokenizer"])
+    recount = tokenizer if mode == "same-engine" else recount_tokenizer(tokenizer)
+    return {
+        "mode": mode,
+        "chunk_engine": getattr(tokenizer, "engine", type(tokenizer).__name__),
+        "recount_engine": getattr(recount, "engine", type(recount).__name__),
+    }
+
+
 def build_report(
     result,
     *,
@@ -117,7 +135,7 @@ def build_report(
     ``model`` (``calls``, ``cache_hits``, ``fallbacks`` of model-backed chunkers),
     ``token_count`` (``min``, ``p50``, ``p95``, ``max`` of accepted chunks), ``token_histogram``
     (their token counts in buckets, ``bucket_tokens`` wide: ``chunks``), ``tokenizer``,
-    ``max_tokens``, ``wall_seconds``, ``version``, ``output``, and ``incremental`` (``None``
+    ``recount`` (:func:`recount_engines`), ``max_tokens``, ``wall_seconds``, ``version``, ``output``, and ``incremental`` (``None``
     without ``--previous``; else the previous directory, the documents chunked because they
     were new or changed, the documents left without chunks and the chunk ids listed in
     ``deleted/``), and last ``verdict`` (:func:`pipelines.verdict.verdict` at
@@ -135,6 +153,7 @@ def build_report(
     report["incremental"] = None if previous is None else _incremental(counters, previous)
     report["token_count"], report["token_histogram"] = _token_stats(f"{output}/chunks/*.parquet", spec["max_tokens"])
     report["tokenizer"] = tokenizer_identity
+    report["recount"] = recount_engines(spec)
     report["max_tokens"] = spec["max_tokens"]
     report["wall_seconds"] = round(wall_seconds, 3)
     report["version"] = transforms.__version__

@@ -187,7 +187,7 @@ def test_input_files_are_listed_as_the_job_lists_them(tmp_path, capsys):
     out2 = tmp_path / "out2"
     assert rechunk(["--input", f"{tmp_path / 'in'}/**.parquet", "--output", str(out2)]) == 0
     assert check(["--input", f"{tmp_path / 'in'}/**.parquet", "--output", str(out2)]) == 0
-    _refused(capsys, "no document read", ["--input", f"{tmp_path / 'in'}/*.parquet", "--output", str(out2)])
+    _refused(capsys, "no document read", ["--input", f"{tmp_path / 'in'}/*.parquet", "--output", str(out2)], 1)
 
 
 @pytest.mark.slow
@@ -234,10 +234,11 @@ def test_rechunk_check_runs_through_the_command_line_entry_point(tmp_path):
     assert any(line.startswith("PROBLEM ") and "token_count" in line for line in proc.stdout.splitlines())
 
 
-def _refused(capsys, message: str, argv: list[str]) -> None:
-    """``rechunk check argv`` cannot be made: exit status 1 and one line on stderr matching ``message``."""
+def _refused(capsys, message: str, argv: list[str], status: int = 2) -> None:
+    """``rechunk check argv`` cannot be made: exit status 2 (a mistake in its options) or 1, and
+    one line on stderr matching ``message``."""
     capsys.readouterr()
-    assert check(argv) == 1
+    assert check(argv) == status
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and err.startswith("rechunk check: error: ") and re.search(message, err), err
 
@@ -295,6 +296,11 @@ def test_an_o200k_run_is_recounted_with_o200k(tmp_path, capsys, recount):
     assert rechunk([*argv, "--tokenizer", "tiktoken:o200k_base", "--max-tokens", "200"]) == 0
     report = json.loads((out / "report.json").read_text())
     assert report["tokenizer"] == "tiktoken:o200k_base:446a9538"
+    assert report["recount"] == {
+        "mode": recount,
+        "chunk_engine": "bpe-openai",
+        "recount_engine": "tiktoken" if recount == "independent" else "bpe-openai",
+    }
     assert check(["--input", str(SAMPLE), "--output", str(out)]) == 0
     (shard, *_) = sorted((out / "chunks").glob("*.parquet"))
     table = pq.read_table(shard)
@@ -303,3 +309,24 @@ def test_an_o200k_run_is_recounted_with_o200k(tmp_path, capsys, recount):
     capsys.readouterr()
     assert check(["--input", str(SAMPLE), "--output", str(out)]) == 1
     assert "token_count" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_chunks_of_documents_the_input_lacks_are_a_problem_not_an_error(tmp_path, capsys):
+    """Checked against part of its input, a run's other documents' chunks are one PROBLEM line."""
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "out"
+    assert rechunk(["--input", str(SAMPLE), "--output", str(out)]) == 0
+    part = tmp_path / "part.parquet"
+    table = pq.read_table(SAMPLE)
+    pq.write_table(table.slice(0, 3), part)
+    capsys.readouterr()
+    assert check(["--input", str(part), "--output", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    problems = [line for line in captured.out.splitlines() if line.startswith("PROBLEM ")]
+    assert problems == [
+        f"PROBLEM chunks of {len(table) - 3} documents that --input does not hold, e.g. "
+        f"{sorted(table.column('id').to_pylist()[3:])[:3]} (is --input the run's whole input?)"
+    ]
