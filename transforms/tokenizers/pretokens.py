@@ -101,7 +101,10 @@ def _normalizer_ok(normalizer: dict | None) -> bool:
     if kind == "Replace":
         pattern = normalizer.get("pattern") or {}
         text = pattern.get("String")
-        return text is not None and bool(text) and not _has_space(text) and not _has_space(normalizer.get("content"))
+        content = normalizer.get("content")
+        # A match erased (empty content) may leave a space cut's left side ending in whitespace:
+        # "x ab cd" with "ab" -> "" is "x  cd", whose spaces byte-level BPE may merge.
+        return text is not None and bool(text) and bool(content) and not _has_space(text) and not _has_space(content)
     return kind in _NORMALIZERS
 
 
