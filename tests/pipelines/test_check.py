@@ -303,3 +303,21 @@ def test_an_o200k_run_is_recounted_with_o200k(tmp_path, capsys, recount):
     capsys.readouterr()
     assert check(["--input", str(SAMPLE), "--output", str(out)]) == 1
     assert "token_count" in capsys.readouterr().out
+
+
+def test_a_truncated_gzip_ranks_file_is_a_one_line_error(tmp_path, monkeypatch):
+    """A truncated gzip raises EOFError, which is neither OSError nor ValueError: it must still be
+    the check's one-line error, not a traceback."""
+    import gzip
+
+    from pipelines import check as check_module
+
+    data = tmp_path / "ranksbox" / "data"
+    data.mkdir(parents=True)
+    (tmp_path / "ranksbox" / "__init__.py").write_text("")
+    (data / "o200k_base.tiktoken.gz").write_bytes(gzip.compress(b"IQ== 0\n" * 5000)[:200])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sha256, _, pattern = check_module._ENCODINGS["o200k_base"]
+    monkeypatch.setitem(check_module._ENCODINGS, "o200k_base", (sha256, ("ranksbox/data",), pattern))
+    with pytest.raises(SystemExit, match=r"^cannot read o200k_base\.tiktoken: EOFError"):
+        check_module._encoding("o200k_base")
