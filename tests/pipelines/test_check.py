@@ -315,7 +315,8 @@ def test_a_truncated_gzip_ranks_file_is_a_one_line_error(tmp_path, monkeypatch):
     data = tmp_path / "ranksbox" / "data"
     data.mkdir(parents=True)
     (tmp_path / "ranksbox" / "__init__.py").write_text("")
-    (data / "o200k_base.tiktoken.gz").write_bytes(gzip.compress(b"IQ== 0\n" * 5000)[:200])
+    whole = gzip.compress(b"".join(b"%d %d\n" % (i * 7919, i) for i in range(5000)))
+    (data / "o200k_base.tiktoken.gz").write_bytes(whole[: len(whole) // 2])
     monkeypatch.syspath_prepend(str(tmp_path))
     sha256, _, pattern = check_module._ENCODINGS["o200k_base"]
     monkeypatch.setitem(check_module._ENCODINGS, "o200k_base", (sha256, ("ranksbox/data",), pattern))
