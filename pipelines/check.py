@@ -76,9 +76,11 @@ def _encoding(name: str):
     never with the job's code or its bpe-openai engine.
 
     Raises:
-        SystemExit: No package ships the file, or its hash is not the published one.
+        SystemExit: No package ships the file, it cannot be read (a damaged gzip), or its hash
+            is not the published one.
     """
     import gzip
+    import zlib
 
     import tiktoken
 
@@ -88,12 +90,15 @@ def _encoding(name: str):
         spec = importlib.util.find_spec(package)
         for root in (spec.submodule_search_locations or []) if spec else []:
             path = Path(root) / sub / f"{name}.tiktoken"
-            if path.is_file():
-                data = path.read_bytes()
-            elif path.with_name(path.name + ".gz").is_file():
-                data = gzip.decompress(path.with_name(path.name + ".gz").read_bytes())
-            else:
-                continue
+            try:
+                if path.is_file():
+                    data = path.read_bytes()
+                elif path.with_name(path.name + ".gz").is_file():
+                    data = gzip.decompress(path.with_name(path.name + ".gz").read_bytes())
+                else:
+                    continue
+            except (OSError, EOFError, zlib.error) as err:  # a truncated gzip ends with EOFError
+                raise SystemExit(f"cannot read {path.name}: {type(err).__name__}: {err}") from err
             if hashlib.sha256(data).hexdigest() != sha256:
                 raise SystemExit(f"{path.name} has the wrong sha256")
             ranks = {base64.b64decode(t): int(r) for t, r in (line.split() for line in data.splitlines() if line)}

@@ -330,3 +330,22 @@ def test_chunks_of_documents_the_input_lacks_are_a_problem_not_an_error(tmp_path
         f"PROBLEM chunks of {len(table) - 3} documents that --input does not hold, e.g. "
         f"{sorted(table.column('id').to_pylist()[3:])[:3]} (is --input the run's whole input?)"
     ]
+
+
+def test_a_truncated_gzip_ranks_file_is_a_one_line_error(tmp_path, monkeypatch):
+    """A truncated gzip raises EOFError, which is neither OSError nor ValueError: it must still be
+    the check's one-line error, not a traceback."""
+    import gzip
+
+    from pipelines import check as check_module
+
+    data = tmp_path / "ranksbox" / "data"
+    data.mkdir(parents=True)
+    (tmp_path / "ranksbox" / "__init__.py").write_text("")
+    whole = gzip.compress(b"".join(b"%d %d\n" % (i * 7919, i) for i in range(5000)))
+    (data / "o200k_base.tiktoken.gz").write_bytes(whole[: len(whole) // 2])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sha256, _, pattern = check_module._ENCODINGS["o200k_base"]
+    monkeypatch.setitem(check_module._ENCODINGS, "o200k_base", (sha256, ("ranksbox/data",), pattern))
+    with pytest.raises(SystemExit, match=r"^cannot read o200k_base\.tiktoken: EOFError"):
+        check_module._encoding("o200k_base")

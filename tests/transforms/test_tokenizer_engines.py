@@ -273,3 +273,32 @@ def test_a_hugging_face_recount_encodes_each_chunk_whole():
     whole = len(tokenizer._tokenizer.encode(text, add_special_tokens=True).ids)
     assert recount.count(text) == tokenizer.count(text) == whole
     assert recount_tokenizer(recount) is recount
+
+
+def test_a_truncated_bpe_openai_module_is_an_option_error_not_a_crash(tmp_path):
+    """Loading a truncated shared object kills the process with SIGBUS: the job must refuse it
+    first (its size against the wheel's RECORD), as one line and exit status 2."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    bindings = engines_module._bindings()
+    package = Path(bindings.__file__).parent
+    shadow = tmp_path / "bpe_openai"
+    shutil.copytree(package, shadow, ignore=shutil.ignore_patterns("_bindings*", "__pycache__"))
+    (shadow / Path(bindings.__file__).name).write_bytes(Path(bindings.__file__).read_bytes()[:65536])
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), str(tmp_path)])}
+    run = subprocess.run(
+        [sys.executable, "-m", "pipelines.rechunk", "--input", str(repo / "sample" / "docs.parquet")]
+        + ["--output", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=repo,
+    )
+    assert run.returncode == 2, run.stderr[-500:]
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "damaged" in lines[0], lines

@@ -491,7 +491,8 @@ def _read_row_group(
     as :class:`~transforms.columns.ArrowText`), and the pool's unused memory is handed back.
 
     Raises:
-        InputUnreadable: A page fails its checksum, or cannot be decoded.
+        InputUnreadable: A page fails its checksum, or cannot be decoded, or the pages hold
+            another number of rows than the footer lists.
     """
     try:
         # One thread: with Arrow's thread pool some of the read's buffers (3 times a 5 MB
@@ -504,6 +505,9 @@ def _read_row_group(
     # Arrow's pool (mimalloc) keeps freed buffers resident: hand back the read's (the compressed
     # and decompressed pages, 2 times the table for one 50 MB document) before the Python
     # values are made, and the table's and the conversions' casts before the rows go on.
+    listed = parquet.metadata.row_group(index).num_rows
+    if table.num_rows != listed:  # (Arrow stops at the pages' end, silently)
+        raise InputUnreadable(path, f"row group {index} holds {table.num_rows} rows, its footer lists {listed}")
     pool = pa.default_memory_pool()
     pool.release_unused()
     num_rows = table.num_rows
@@ -529,7 +533,8 @@ def _read_row_range(
     whole row group decoded.
 
     Raises:
-        InputUnreadable: A page fails its checksum, or cannot be decoded.
+        InputUnreadable: A page fails its checksum, or cannot be decoded, or the pages hold fewer
+            rows than the footer lists.
     """
     first, stop = rows
     parts: list[pa.RecordBatch] = []
@@ -550,6 +555,8 @@ def _read_row_range(
         del batches
     except (OSError, ValueError, pa.ArrowException) as err:
         raise _unreadable(path, f"row group {index} cannot be read", err) from err
+    if position < stop:  # the pages end before the rows the footer lists (Arrow stops silently)
+        raise InputUnreadable(path, f"row group {index} holds {position} rows, its footer lists at least {stop}")
     pool = pa.default_memory_pool()
     pool.release_unused()
     if not parts:

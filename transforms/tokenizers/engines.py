@@ -111,6 +111,7 @@ def _bindings() -> Any:
         for suffix in importlib.machinery.EXTENSION_SUFFIXES:
             path = os.path.join(root, "_bindings" + suffix)
             if os.path.isfile(path):
+                _check_recorded_size(path, "bpe_openai/_bindings" + suffix)
                 loader = importlib.machinery.ExtensionFileLoader(name, path)
                 module_spec = importlib.util.spec_from_file_location(name, path, loader=loader)
                 if module_spec is None:
@@ -120,6 +121,28 @@ def _bindings() -> Any:
                 sys.modules[name] = module
                 return module
     raise ImportError("bpe_openai._bindings is not installed")
+
+
+def _check_recorded_size(path: str, record_name: str) -> None:
+    """Refuse a compiled module whose size is not the one its wheel's ``RECORD`` lists: loading a
+    truncated shared object kills the process with SIGBUS, no exception, no message.
+
+    Raises:
+        ImportError: The file's size differs from its ``RECORD`` entry (no entry: not checked).
+    """
+    import os
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        files = distribution("bpe-openai").files or []
+    except PackageNotFoundError:
+        return
+    for entry in files:
+        if str(entry) == record_name and entry.size is not None:
+            size = os.path.getsize(path)
+            if size != entry.size:
+                raise ImportError(f"{path} is damaged: {size} bytes, its wheel's RECORD lists {entry.size}")
+            return
 
 
 class _BpeOpenAI(BpeEngine):

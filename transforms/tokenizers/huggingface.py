@@ -52,7 +52,7 @@ class HuggingFaceTokenizer:
 
     Raises:
         TokenizerError: No such file, the file is not a tokenizer the ``tokenizers`` library
-            loads, or the prompts file is unreadable or names a prompt it does not define.
+            loads, its model is a BPE with dropout (random counts), or the prompts file is unreadable or names a prompt it does not define.
     """
 
     def __init__(self, path: str, *, model: bool = False) -> None:
@@ -64,6 +64,11 @@ class HuggingFaceTokenizer:
             tokenizer = _HFTokenizer.from_str(data.decode("utf-8"))
         except Exception as err:  # bad UTF-8, or the library's bare Exception on bad JSON
             raise TokenizerError(f"{file!r} is not a Hugging Face tokenizer.json: {err}") from err
+        # BPE dropout drops merges at random on every encode: no count of it is a budget, and the
+        # same input would give other chunks on every run.
+        dropout = getattr(tokenizer.model, "dropout", None)
+        if dropout:
+            raise TokenizerError(f"{file!r} has BPE dropout {dropout:.3g}: its token counts are random")
         # A tokenizer.json may switch on truncation or padding; either would make count() report
         # the truncated or padded length instead of the text's own.
         tokenizer.no_truncation()

@@ -32,8 +32,9 @@ starts at ``p``, and the normalizers leave the space and both sides as they are 
 Normalizers accepted: none, ``Lowercase`` (one character at a time), ``NFC``/``NFD``/``NFKC``/
 ``NFKD`` (U+0020 is a starter that composes with nothing before it, so a normalization form of a
 text is the forms of the two sides joined; Unicode UAX #15, section 9), ``StripAccents``,
-``BertNormalizer`` (one character at a time), ``Replace`` of a string with no whitespace by one
-with none (no match can hold the space), and a ``Sequence`` of these. Others (``Precompiled``,
+``BertNormalizer`` (one character at a time), ``Replace`` of a string with no whitespace by a
+non-empty one with none that the later steps keep non-empty and not ending in whitespace (no match
+can hold the space, nor erase the character before it), and a ``Sequence`` of these. Others (``Precompiled``,
 ``Prepend``, ``Strip``, regex ``Replace``) are not proven here: such a tokenizer counts every
 slice by a whole encode.
 
@@ -101,8 +102,33 @@ def _normalizer_ok(normalizer: dict | None) -> bool:
     if kind == "Replace":
         pattern = normalizer.get("pattern") or {}
         text = pattern.get("String")
-        return text is not None and bool(text) and not _has_space(text) and not _has_space(normalizer.get("content"))
+        content = normalizer.get("content")
+        # A match erased (empty content) may leave a space cut's left side ending in whitespace:
+        # "x ab cd" with "ab" -> "" is "x  cd", whose spaces byte-level BPE may merge.
+        return text is not None and bool(text) and bool(content) and not _has_space(text) and not _has_space(content)
     return kind in _NORMALIZERS
+
+
+def _replacements_kept(normalizer: Any, config: dict | None) -> bool:
+    """Whether the content of every ``Replace`` of a ``Sequence`` normalizer stays a non-empty
+    text that does not end with whitespace through the steps after it: a match of several
+    characters is not seen by :meth:`SpaceCutTokenizer._left_ok`, which probes one character,
+    so a content a later step erases (``StripAccents`` of a mark) would leave a space cut's left
+    side ending in whitespace."""
+    if config is None or config.get("type") != "Sequence":
+        return True
+    from tokenizers import normalizers
+
+    steps = config.get("normalizers") or []
+    for k, step in enumerate(steps):
+        if step.get("type") == "Sequence":
+            return False  # (nested: not probed here; counted by whole encodes)
+        if step.get("type") == "Replace":
+            rest = normalizers.Sequence([normalizer[i] for i in range(k + 1, len(steps))])
+            kept = rest.normalize_str(step.get("content") or "")
+            if not kept or kept[-1].isspace():
+                return False
+    return True
 
 
 def _post_ok(post: dict | None) -> bool:
@@ -127,7 +153,7 @@ def is_space_local(tokenizer: HuggingFaceTokenizer) -> bool:
     if not _pre_tokenizer_ok(config.get("pre_tokenizer")) or not _post_ok(config.get("post_processor")):
         return False
     normalizer = config.get("normalizer")
-    if not _normalizer_ok(normalizer):
+    if not _normalizer_ok(normalizer) or not _replacements_kept(tokenizer._tokenizer.normalizer, normalizer):
         return False
     for added in config.get("added_tokens") or []:
         if not added.get("content"):

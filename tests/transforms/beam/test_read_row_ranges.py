@@ -18,7 +18,7 @@ from apache_beam.io.filesystems import FileSystems
 from transforms.beam import read
 from transforms.beam.read import MAX_ROW_RANGES, _ReadRowGroupsDoFn, _RowGroupRangesDoFn, range_bytes, row_ranges
 from transforms.columns import ArrowText
-from transforms.integrity import InputChanged, parquet_fingerprint
+from transforms.integrity import InputChanged, InputUnreadable, parquet_fingerprint
 
 
 def _ranges(path) -> list[tuple]:
@@ -164,3 +164,40 @@ def test_a_range_holds_one_range_of_arrow_data_and_none_when_its_first_row_goes_
     assert [n for n, _ in seen] == [20, 20, 20, 20]  # up to the range's end, a range's rows at a time
     assert all(ref() is None for _, ref in seen)
     assert [r["n"] for r in rows] == list(range(61, 80))
+
+
+def _footer_lists_one_row_more(path, rows: int) -> None:
+    """Rewrite the footer's row counts (the file's, the row group's, the column chunks' values)
+    from ``rows`` to ``rows + 1``: Thrift compact i64 fields (header 0x16) whose zigzag varints
+    have the same length, so the footer keeps its size and the pages are untouched."""
+    import struct
+
+    def field(n: int) -> bytes:
+        return bytes([0x16, (2 * n) & 0x7F | 0x80, (2 * n) >> 7])
+
+    data = bytearray(path.read_bytes())
+    size = struct.unpack("<I", data[-8:-4])[0]
+    footer = bytes(data[-8 - size : -8])
+    assert footer.count(field(rows)) >= 2
+    data[-8 - size : -8] = footer.replace(field(rows), field(rows + 1))
+    path.write_bytes(bytes(data))
+    assert pq.ParquetFile(path).metadata.row_group(0).num_rows == rows + 1
+
+
+def test_a_range_past_the_rows_its_pages_hold_is_unreadable_not_short(one_row_group):
+    _footer_lists_one_row_more(one_row_group, 101)
+    ranges = _ranges(one_row_group)
+    assert len(ranges) > 1 and ranges[-1][-1] == 102
+    with pytest.raises(InputUnreadable, match="holds 101 rows, its footer lists at least 102"):
+        _read(ranges)
+
+
+def test_a_whole_row_group_of_fewer_rows_than_its_footer_lists_is_unreadable(tmp_path):
+    path = tmp_path / "small.parquet"
+    table = pa.table({"id": [f"d{i}" for i in range(70)], "content": ["x y"] * 70})
+    pq.write_table(table, path, use_dictionary=False, compression="none")
+    _footer_lists_one_row_more(path, 70)
+    (listed,) = _ranges(path)
+    assert listed[1:3] == (0, 1) and len(listed) == 4  # read whole, not in ranges of rows
+    with pytest.raises(InputUnreadable, match="holds 70 rows, its footer lists 71"):
+        _read([listed])

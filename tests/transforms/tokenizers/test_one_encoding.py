@@ -19,7 +19,7 @@ from tokenizers import AddedToken, Tokenizer, models, normalizers, pre_tokenizer
 
 from transforms.chunkers import RecursiveCharacterTextSplitter, StructureAwareChunker, TokenTextSplitter
 from transforms.documents import Document
-from transforms.tokenizers import HuggingFaceTokenizer, WordPieceTokenizer, load_tokenizer
+from transforms.tokenizers import HuggingFaceTokenizer, TokenizerError, WordPieceTokenizer, load_tokenizer
 from transforms.tokenizers.pretokens import SpaceCutTokenizer
 
 CORPUS = [
@@ -265,7 +265,6 @@ def test_added_tokens_and_their_stripped_spaces_are_never_cut(kinds):
 
 def test_unproven_tokenizers_are_counted_by_whole_encodes(tmp_path):
     cases = {
-        "dropout": lambda t: setattr(t, "model", models.BPE(dropout=0.5)),
         "no-pre-tokenizer": lambda t: setattr(t, "pre_tokenizer", None),
         "prepend": lambda t: setattr(t, "normalizer", normalizers.Prepend("▁")),
         "strip": lambda t: setattr(t, "normalizer", normalizers.Strip()),
@@ -412,3 +411,53 @@ def test_new_words_are_encoded_in_bounded_groups(kinds, minilm, monkeypatch):
     wp = minilm[0]
     wp._words.clear()
     assert wp.token_ends(text).tolist() == [e for _, e in wp._tokenizer.encode(text, add_special_tokens=False).offsets]
+
+
+def _double_space_byte_level(normalizer) -> Tokenizer:
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizer
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+    )
+    tok.train_from_iterator(["x   cd  ab   y\n    def f():\n        return 1\n"] * 50, trainer)
+    return tok
+
+
+@pytest.mark.parametrize(
+    "normalizer",
+    [
+        pytest.param(normalizers.Replace("ab", ""), id="erased"),
+        pytest.param(
+            normalizers.Sequence([normalizers.Replace("ab", "\u0301"), normalizers.StripAccents()]),
+            id="replaced-then-stripped",
+        ),
+    ],
+)
+def test_a_replace_that_erases_a_word_is_counted_as_whole_encodes(tmp_path, normalizer):
+    # "x ab ab cd" normalizes to "x   cd": its spaces form one pre-token, which a byte-level BPE
+    # with "ĠĠ" merges; encoded a word at a time they were three.
+    raw = _double_space_byte_level(normalizer)
+    raw.save(str(tmp_path / "tokenizer.json"))
+    tokenizer = load_tokenizer("hf:" + str(tmp_path))
+    text = "x ab ab cd " * 10
+    assert tokenizer.count(text) == len(raw.encode(text, add_special_tokens=False).ids)
+
+
+def test_a_replace_whose_content_is_kept_takes_the_one_encoding_path(tmp_path):
+    raw = _double_space_byte_level(normalizers.Sequence([normalizers.Replace("ab", "Q"), normalizers.Lowercase()]))
+    raw.save(str(tmp_path / "tokenizer.json"))
+    tokenizer = load_tokenizer("hf:" + str(tmp_path))
+    assert isinstance(tokenizer, SpaceCutTokenizer)
+    text = "x ab ab cd " * 10
+    assert tokenizer.count(text) == len(raw.encode(text, add_special_tokens=False).ids)
+
+
+def test_a_bpe_with_dropout_is_refused(tmp_path):
+    # Dropout skips merges at random on every encode: 20 counts of one text gave 18 values.
+    tok = _byte_level(False)
+    tok.model = models.BPE(dropout=0.5)
+    tok.save(str(tmp_path / "tokenizer.json"))
+    for spec in ("hf:", "hf-model:"):
+        with pytest.raises(TokenizerError, match=r"dropout 0\.5: its token counts are random"):
+            load_tokenizer(spec + str(tmp_path))

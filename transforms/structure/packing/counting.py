@@ -50,6 +50,9 @@ class TokenCounter:
         self._token_chars: int | None = getattr(tokenizer, "max_token_chars", None) if self.additive else None
         #: The most code points that start in one token (``at_least``'s divisor), or ``None``.
         self.token_chars = self._token_chars
+        # Any tokenizer's whole count of a text of n code points, when it gives ``max_token_chars``
+        # (every code point starts in a token of at most that many: OpenAI BPE, UTF-8 bytes).
+        self._whole_token_chars: int | None = getattr(tokenizer, "max_token_chars", None)
         self.encoded_again = 0  # parts encoded a second time after they were dropped (tests)
         #: The whole text's token ends when it is encoded in one part (then ``tokens_before`` is
         #: one bisection of them), else ``None``.
@@ -162,6 +165,12 @@ class TokenCounter:
         """Whether ``span(start, end) > limit``, without encoding up to ``end`` when
         :meth:`at_least` already says so (a huge tile's fit test)."""
         return self.at_least(start, end) > limit or self.span(start, end) > limit
+
+    def least_whole(self, chars: int) -> int:
+        """A lower bound on :meth:`exact` of any text of ``chars`` code points that needs no
+        encoding (0 if the tokenizer gives no ``max_token_chars``): its tokens hold every code
+        point, at most ``max_token_chars`` starting in each."""
+        return chars // self._whole_token_chars if self._whole_token_chars else 0
 
     def context(self, span: tuple[int, int]) -> int:
         """``span(*span)`` for a repeated header or fence, remembered: asked again for every part

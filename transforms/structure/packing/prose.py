@@ -111,20 +111,25 @@ class ProseCutter:
         text, counter = self.text, self.counter
         limit = self.max_tokens
         rest: int | None = None  # tokens of text[position:end], when near the budget
-        if not counter.additive or not counter.exceeds(
-            position, end, limit
-        ):  # the rest may fit: count it whole (with an additive tokenizer only when it is near)
-            whole = counter.exact(head + text[position:end])
-            if whole <= limit:
-                return end, whole
-            if not counter.additive:
-                rest = whole - counter.exact(head)
         head_tokens = counter.exact(head)
         room = limit - head_tokens
         aim = min(self.target_tokens, limit) - head_tokens
         if aim < 1:
             aim = room
         least = int(aim * MIN_PART_SHARE)
+        if counter.additive:
+            counted_whole = not counter.exceeds(position, end, limit)  # the rest may fit: count it
+        else:
+            # Counted whole unless far too long to matter: a rest of at least room + least tokens
+            # neither fits nor narrows the window below, and counting it at every part of a long
+            # tile would cost time quadratic in the tile.
+            counted_whole = counter.least_whole(len(head) + end - position) - head_tokens < room + least
+        if counted_whole:
+            whole = counter.exact(head + text[position:end])
+            if whole <= limit:
+                return end, whole
+            if not counter.additive:
+                rest = whole - head_tokens
         if rest is None and counter.additive and not counter.exceeds(position, end, aim + least):
             rest = counter.span(position, end)  # (mid-line ends: off by a token or two)
         goal, low, high = aim, least, room
