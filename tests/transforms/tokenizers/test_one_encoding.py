@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tokenizers import AddedToken, Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
 
+from tests.conftest import SHARED_DATA
 from transforms.chunkers import RecursiveCharacterTextSplitter, StructureAwareChunker, TokenTextSplitter
 from transforms.documents import Document
 from transforms.tokenizers import HuggingFaceTokenizer, TokenizerError, WordPieceTokenizer, load_tokenizer
@@ -285,9 +286,9 @@ def test_unproven_tokenizers_are_counted_by_whole_encodes(tmp_path):
 
 
 def _real_texts(count: int) -> list[str]:
-    path = "/work/shared/data/corpus/docs.parquet"
-    if not os.path.exists(path):
-        pytest.skip("no shared corpus")
+    path = SHARED_DATA / "corpus" / "docs.parquet"
+    if not path.exists():
+        pytest.skip(f"{path} is not here (RECHUNK_TEST_DATA)")
     import pyarrow.parquet as pq
 
     table = pq.read_table(path, columns=["content"]).slice(0, 60)
