@@ -113,8 +113,6 @@ def test_tokens_are_recounted_with_the_runs_tokenizer(tmp_path, capsys):
     """Tokens are counted as the report's tokenizer counts them (``utf8-bytes``; ``hf:`` from
     ``--tokenizer-json``, its hash checked), with no false "token_count != recount" problem, and
     a wrong ``token_count`` is found."""
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
     from tokenizers import Tokenizer as HFTokenizer
     from tokenizers import models, pre_tokenizers, trainers
 
@@ -123,13 +121,7 @@ def test_tokens_are_recounted_with_the_runs_tokenizer(tmp_path, capsys):
         rechunk(["--input", str(SAMPLE), "--output", str(out), "--tokenizer", "utf8-bytes", "--max-tokens", "300"]) == 0
     )
     assert check(["--input", str(SAMPLE), "--output", str(out)]) == 0
-    (shard, *_) = sorted((out / "chunks").glob("*.parquet"))
-    table = pq.read_table(shard)
-    i = table.schema.get_field_index("token_count")
-    pq.write_table(table.set_column(i, "token_count", pc.add(table.column(i), 1)), shard)
-    capsys.readouterr()
-    assert check(["--input", str(SAMPLE), "--output", str(out)]) == 1
-    assert "token_count" in capsys.readouterr().out
+    _a_wrong_token_count_is_found(out, capsys)
 
     tok = HFTokenizer(models.WordLevel(unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
@@ -234,6 +226,20 @@ def test_rechunk_check_runs_through_the_command_line_entry_point(tmp_path):
     assert any(line.startswith("PROBLEM ") and "token_count" in line for line in proc.stdout.splitlines())
 
 
+def _a_wrong_token_count_is_found(out, capsys) -> None:
+    """One more token in every chunk of the run's first shard: the check finds it (exit status 1)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    (shard, *_) = sorted((out / "chunks").glob("*.parquet"))
+    table = pq.read_table(shard)
+    i = table.schema.get_field_index("token_count")
+    pq.write_table(table.set_column(i, "token_count", pc.add(table.column(i), 1)), shard)
+    capsys.readouterr()
+    assert check(["--input", str(SAMPLE), "--output", str(out)]) == 1
+    assert "token_count" in capsys.readouterr().out
+
+
 def _refused(capsys, message: str, argv: list[str], status: int = 2) -> None:
     """``rechunk check argv`` cannot be made: exit status 2 (a mistake in its options) or 1, and
     one line on stderr matching ``message``."""
@@ -286,8 +292,6 @@ def test_tokens_of_a_model_budget_are_recounted_with_the_models_prompt_and_speci
 def test_an_o200k_run_is_recounted_with_o200k(tmp_path, capsys, recount):
     """A run with ``tiktoken:o200k_base`` (either recount) passes the check, which counts with its
     own tiktoken encoding of the bpe-openai wheel's file; one wrong ``token_count`` is found."""
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
     config = tmp_path / "config.yaml"
     config.write_text(f"recount: {recount}\nchunkers: {{s: {{type: StructureAwareChunker}}}}\ndefault: s\n")
@@ -302,13 +306,7 @@ def test_an_o200k_run_is_recounted_with_o200k(tmp_path, capsys, recount):
         "recount_engine": "tiktoken" if recount == "independent" else "bpe-openai",
     }
     assert check(["--input", str(SAMPLE), "--output", str(out)]) == 0
-    (shard, *_) = sorted((out / "chunks").glob("*.parquet"))
-    table = pq.read_table(shard)
-    i = table.schema.get_field_index("token_count")
-    pq.write_table(table.set_column(i, "token_count", pc.add(table.column(i), 1)), shard)
-    capsys.readouterr()
-    assert check(["--input", str(SAMPLE), "--output", str(out)]) == 1
-    assert "token_count" in capsys.readouterr().out
+    _a_wrong_token_count_is_found(out, capsys)
 
 
 @pytest.mark.slow
