@@ -40,17 +40,21 @@ many tiny plain-text documents with distinct ids (generated, the same on every r
 ``--scale-documents`` per factor: a corpus grows by files), a first run,
 then an incremental run with ``--previous`` on the same documents with every tenth one edited.
 Each incremental run is measured as a process (``measurement.measure_process``): wall time, the
-job process's peak resident memory (``VmHWM``) and the largest peak of its worker processes
+job process's peak resident memory (``VmHWM``) and the peaks of its worker processes
 (``multi_processing``). With ``--other-code DIR`` (another checkout of rechunk, e.g. the main
-branch's) each incremental run is made with that code too, interleaved; the first run is made
-once per size (both codes write the same output). The incremental output must equal the first
-run's on every unedited document (its ``documents_skipped_unchanged``), or the script exits.
+branch's) each size's first and incremental runs are made with that code too, one code after the
+other (each code's incremental run reads its own first run). The incremental run must skip every
+unedited document (its ``documents_skipped_unchanged``), and on the smallest size its chunks must
+equal a fresh run's, or the script exits.
+With ``--workers-per-factor K`` every run of a size with factor ``f`` has ``K * f`` worker
+processes (``multi_processing``): each worker's share of the corpus stays the same while the
+corpus grows, so a worker's peak shows what the job holds beyond its share (a side input of the
+whole manifest, say), which this runner's whole-partition bundles would otherwise hide.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import resource
@@ -60,6 +64,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -160,6 +165,19 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--scale", type=int, nargs="+", default=[1, 2, 4, 8], help="the corpus sizes (factors)")
     parser.add_argument("--other-code", help="another checkout of rechunk whose incremental runs are measured too")
     parser.add_argument(
+        "--workers-per-factor",
+        type=int,
+        metavar="K",
+        help="with --scale-documents: run every job with K worker processes per factor of --scale "
+        "(multi_processing), so that each worker's share of the corpus is the same at every size",
+    )
+    parser.add_argument(
+        "--vector-store",
+        choices=("pgvector",),
+        help="with --scale-documents: every run also syncs a vector store (a local PostgreSQL with pgvector "
+        "that the script starts; vectors from a local OpenAI-compatible server, a hashed bag of words)",
+    )
+    parser.add_argument(
         "--bounded-bundles",
         type=int,
         metavar="N",
@@ -206,55 +224,203 @@ def _write_corpus(folder: Path, files: int, per_file: int, edited: bool) -> str:
     return f"{folder}/"
 
 
+def _factor_options(args: argparse.Namespace, factor: int, options: list[str]) -> list[str]:
+    """The job options of one size: ``options``, and with ``--workers-per-factor`` that many
+    worker processes per factor (``multi_processing``)."""
+    if not args.workers_per_factor:
+        return options
+    workers = args.workers_per_factor * factor
+    return [*options, "--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"]
+
+
+class _Sync:
+    """With ``--vector-store``: a local PostgreSQL with pgvector and a local OpenAI-compatible
+    embeddings server, both started here, and a configuration per run that syncs a table of
+    that server; without it, nothing (``options`` gives no ``--config``)."""
+
+    def __init__(self, kind: str | None, workdir: Path) -> None:
+        self.kind, self.workdir = kind, workdir
+        self.uri = ""
+        self.server: Any = None
+
+    def __enter__(self) -> _Sync:
+        if self.kind:
+            from tests.support.openai_server import FakeOpenAIServer
+
+            self.uri = subprocess.run(
+                [sys.executable, str(REPO / "examples" / "local_postgres.py"), "start", str(self.workdir / "postgres")],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout.strip()
+            self.server = FakeOpenAIServer().start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.server is not None:
+            self.server.stop()
+        if self.uri:
+            stop = [
+                sys.executable,
+                str(REPO / "examples" / "local_postgres.py"),
+                "stop",
+                str(self.workdir / "postgres"),
+            ]
+            subprocess.run(stop, check=False, capture_output=True)
+
+    def options(self, table: str) -> list[str]:
+        """``--config`` of a configuration that embeds with the local server and syncs ``table``."""
+        if not self.kind:
+            return []
+        import yaml
+
+        self.server.reset()  # the server's record of requests would grow with every run
+        config = {
+            "models": {"bag": {"type": "OpenAIEmbedder", "params": {"base_url": self.server.base_url, "model": "bag"}}},
+            "embedding": {"model": "bag"},
+            "vector_store": {"type": self.kind, "uri": self.uri, "collection": table},
+            "chunkers": {"structure": {"type": "StructureAwareChunker", "params": {}}},
+            "default": "structure",
+        }
+        path = self.workdir / f"{table}.yaml"
+        path.write_text(yaml.safe_dump(config))
+        return ["--config", str(path)]
+
+    def check(self, label: str, report: dict) -> None:
+        """Exit unless the run's store holds exactly its chunks (the report's figures)."""
+        if self.kind and report["vector_store"]["rows_after"] != report["chunks_written"]:
+            sys.exit(f"{label}: the store holds {report['vector_store']['rows_after']} rows, not the run's chunks")
+
+
 def memory_by_size(args: argparse.Namespace, workdir: Path, options: list[str]) -> list[str]:
     """The ``--scale-documents`` table: each size's incremental run, by code (see the docstring)."""
+    with _Sync(args.vector_store, workdir) as sync:
+        return _memory_by_size(args, workdir, options, sync)
+
+
+def _memory_by_size(args: argparse.Namespace, workdir: Path, options: list[str], sync: _Sync) -> list[str]:
     codes = {"this code": REPO} | ({"other code": Path(args.other_code).resolve()} if args.other_code else {})
     variants = _variants(args, workdir)
     rows = []
     for factor in args.scale:
         n = args.scale_documents * factor
+        size_options = _factor_options(args, factor, options)
         # A corpus grows by files (and so by row-group ranges): one file of --scale-documents per factor.
         v1 = _write_corpus(workdir / f"v1-{factor}", factor, args.scale_documents, edited=False)
         v2 = _write_corpus(workdir / f"v2-{factor}", factor, args.scale_documents, edited=True)
-        previous = workdir / f"previous-{factor}"
-        first = measure_process(job_command("--input", v1, "--output", str(previous), *options), previous)
-        if first["exit"] != 0:
-            sys.exit(f"the first run on {n} documents exited {first['exit']}")
-        for (code_label, code), (variant, environment) in itertools.product(codes.items(), variants.items()):
-            label = f"{code_label}, {variant}" if variant else code_label
-            out = workdir / f"inc-{factor}-{label.replace(' ', '-').replace(',', '')}"
-            argv = job_command("--input", v2, "--output", str(out), "--previous", str(previous), *options)
-            run = _measure_hooked(argv, out, code, environment, workdir / "hook-log")
-            report = json.loads((out / "report.json").read_text()) if run["exit"] == 0 else {}
-            if report.get("documents_skipped_unchanged") != n - (n + 9) // 10:
-                sys.exit(f"{label}: {n} documents, skipped {report.get('documents_skipped_unchanged')}")
-            check = factor == min(args.scale) or bool(args.bounded_bundles)
-            if check and _rows(out / "chunks") != _rows_of_fresh(v2, workdir, factor, options):
-                sys.exit(f"{label}: the incremental chunks differ from a fresh run's")
-            rows.append((factor, n, label, first, run))
-            shutil.rmtree(out, ignore_errors=True)
-        shutil.rmtree(previous, ignore_errors=True)
+        for code_label, code in codes.items():
+            # Each code makes its own first run: a code whose engine version differs would re-chunk
+            # every document of another code's previous output.
+            previous = workdir / f"previous-{factor}-{code_label.replace(' ', '-')}"
+            table = f"chunks_{factor}_{code_label.replace(' ', '_')}"
+            first_argv = job_command("--input", v1, "--output", str(previous), *size_options, *sync.options(table))
+            first = measure_process(first_argv, previous, cwd=code)
+            if first["exit"] != 0:
+                sys.exit(f"{code_label}: the first run on {n} documents exited {first['exit']}")
+            for variant, environment in variants.items():
+                label = f"{code_label}, {variant}" if variant else code_label
+                out = workdir / f"inc-{factor}-{label.replace(' ', '-').replace(',', '')}"
+                argv = job_command(
+                    "--input",
+                    v2,
+                    "--output",
+                    str(out),
+                    "--previous",
+                    str(previous),
+                    *size_options,
+                    *sync.options(table),
+                )
+                run = _measure_hooked(argv, out, code, environment, workdir / "hook-log")
+                report = json.loads((out / "report.json").read_text()) if run["exit"] == 0 else {}
+                if report.get("documents_skipped_unchanged") != n - (n + 9) // 10:
+                    sys.exit(f"{label}: {n} documents, skipped {report.get('documents_skipped_unchanged')}")
+                sync.check(label, report)
+                if sync.kind:
+                    run["synced"] = {**report["embedding"], **report["vector_store"]}
+                if factor == min(args.scale) or args.bounded_bundles:
+                    fresh_options = [*size_options, *sync.options(f"fresh_{factor}")]
+                    if _rows(out / "chunks") != _rows_of_fresh(v2, workdir, factor, fresh_options, code):
+                        sys.exit(f"{label}: the incremental chunks differ from a fresh run's")
+                rows.append((factor, n, label, first, run))
+                shutil.rmtree(out, ignore_errors=True)
+            shutil.rmtree(previous, ignore_errors=True)
         for folder in ("v1", "v2", "fresh"):
             shutil.rmtree(workdir / f"{folder}-{factor}", ignore_errors=True)
+    workers = (
+        f"{args.workers_per_factor} worker process(es) per factor (multi_processing), so each worker's share of "
+        "the corpus is the same at every size"
+        if args.workers_per_factor
+        else "the job options below"
+    )
     lines = [
         f"Incremental runs by corpus size: {args.scale_documents:,} tiny documents times "
         f"{', '.join(str(f) for f in args.scale)} (one file of {args.scale_documents:,} per factor, row groups of "
-        f"10,000), every tenth edited; job options: "
-        f"{' '.join(options) or 'none (in_memory)'}. Peak: `VmHWM` of the job process and the largest of its "
-        "worker processes (multi_processing).",
+        f"10,000), every tenth edited; {workers}; job options: "
+        f"{' '.join(options) or 'none (in_memory)'}. Peak: `VmHWM` of the job process and of its "
+        "worker processes (multi_processing): the largest and the median over the workers"
+        + (" (the chunk pipeline's and the sync pipeline's: each starts its own)." if sync.kind else "."),
         "",
-        "| documents | code | incremental wall s | incremental CPU s | job process peak MiB | largest worker peak MiB "
+        "| documents | code | worker processes | incremental wall s | incremental CPU s | job process peak MiB "
+        "| largest worker peak MiB | median worker peak MiB "
         "| first run (full): job process peak MiB | largest worker peak MiB |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for _, n, label, first, run in rows:
+        each = run["workers_high_water_each_mib"]
+        median = each[len(each) // 2] if each else 0.0
         lines.append(
-            f"| {n:,} | {label} | {run['seconds']:.1f} | {run['cpu_total']:.1f} | "
-            f"{run['high_water_mib']:.0f} | {run['workers_high_water_mib']:.0f} | "
+            f"| {n:,} | {label} | {len(each)} | {run['seconds']:.1f} | {run['cpu_total']:.1f} | "
+            f"{run['high_water_mib']:.0f} | {run['workers_high_water_mib']:.0f} | {median:.0f} | "
             f"{first['high_water_mib']:.0f} | {first['workers_high_water_mib']:.0f} |"
         )
+    lines += _slope_lines(rows)
+    if sync.kind:
+        lines += _sync_lines(args.vector_store, rows)
     if args.bounded_bundles:
         lines += _bundle_lines(rows)
+    return lines
+
+
+def _sync_lines(kind: str, rows: list[tuple]) -> list[str]:
+    """The incremental runs' store figures (the report's ``embedding`` and ``vector_store``)."""
+    lines = [
+        "",
+        f"Each run also synced a {kind} table (its own per size) with vectors from a local OpenAI-compatible "
+        "server; the incremental runs' reports:",
+        "",
+        "| documents | code | embedded | reused | upserted | updated | deleted | rows after |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for _, n, label, _, run in rows:
+        s = run["synced"]
+        lines.append(
+            f"| {n:,} | {label} | {s['chunks_embedded']:,} | {s['chunks_reused']:,} | {s['upserted']:,} | "
+            f"{s['updated']:,} | {s['deleted']:,} | {s['rows_after']:,} |"
+        )
+    return lines
+
+
+def _slope_lines(rows: list[tuple]) -> list[str]:
+    """Per code: the largest worker peak (or the job process's, without workers) at the smallest
+    and the largest size, their ratio and the growth per corpus document."""
+    lines = [
+        "",
+        "| code | peak measured | smallest size MiB | largest size MiB | largest / smallest | B per document |",
+    ]
+    lines.append("|---|---|---:|---:|---:|---:|")
+    for label in dict.fromkeys(label for _, _, label, _, _ in rows):
+        mine = sorted((n, run) for _, n, code, _, run in rows if code == label)
+        (n0, small), (n1, large) = mine[0], mine[-1]
+        key, name = (
+            ("workers_high_water_mib", "largest worker")
+            if large["workers_high_water_mib"]
+            else ("high_water_mib", "job process")
+        )
+        growth = (large[key] - small[key]) * 2**20 / (n1 - n0) if n1 > n0 else 0.0
+        lines.append(
+            f"| {label} | {name} | {small[key]:.0f} | {large[key]:.0f} | {large[key] / small[key]:.2f} | "
+            f"{growth:,.0f} |"
+        )
     return lines
 
 
@@ -455,15 +621,16 @@ def process_bundle(self, *args, **kwargs):
 bundle_processor.BundleProcessor.process_bundle = process_bundle
 '''
 
-_FRESH: dict[str, list[tuple]] = {}
+_FRESH: dict[tuple[str, str], list[tuple]] = {}
 
 
-def _rows_of_fresh(v2: str, workdir: Path, factor: int, options: list[str]) -> list[tuple]:
-    """The chunk rows of a fresh run on ``v2`` (run once per size)."""
-    key = str(Path(v2).resolve())  # the corpus itself: another call's size 1 is another corpus
+def _rows_of_fresh(v2: str, workdir: Path, factor: int, options: list[str], code: Path = REPO) -> list[tuple]:
+    """The chunk rows of a fresh run of ``code`` on ``v2`` (run once per size and code)."""
+    key = (str(Path(v2).resolve()), str(code))  # the corpus itself: another call's size 1 is another corpus
     if key not in _FRESH:
         out = workdir / f"fresh-{factor}"
-        _run(["--input", v2, "--output", str(out), *options])
+        shutil.rmtree(out, ignore_errors=True)
+        measure_process(job_command("--input", v2, "--output", str(out), *options), out, cwd=code)
         _FRESH.clear()
         _FRESH[key] = _rows(out / "chunks")
     return _FRESH[key]

@@ -94,6 +94,16 @@ def process_tree(root: int) -> dict[int, tuple[int, float]]:
     return tree
 
 
+def _runs_python(pid: int) -> bool:
+    """Whether the process's program is a Python interpreter (read from its command line)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            program = f.read().split(b"\0", 1)[0]
+    except OSError:
+        return False
+    return os.path.basename(program).startswith(b"python")
+
+
 def high_water_bytes(pid: int) -> int:
     """The process's peak resident set (``VmHWM``), so no peak between two samples is missed.
 
@@ -117,7 +127,9 @@ def measure_process(argv: list[str], output: str | Path | None = None, cwd: str 
     process and its descendants (worker processes included); ``high_water_mib``, the process's
     own ``VmHWM`` (with the in_memory runner the whole job runs in that one process);
     ``workers_high_water_mib``, the largest ``VmHWM`` of its descendants (the worker processes of
-    ``multi_processing``; 0 without any);
+    ``multi_processing``; 0 without any); ``workers_high_water_each_mib``, the ``VmHWM`` of
+    each descendant that runs Python (the worker processes, not a helper program they start),
+    largest first;
     ``cpu_busiest``, the CPU seconds of the busiest process (on an idle machine the wall time
     cannot be less); ``cpu_total``; ``cpu_by_process``, the process itself and then each
     descendant of at least 0.05 s, busiest first; and, when ``output`` holds a job's
@@ -125,7 +137,9 @@ def measure_process(argv: list[str], output: str | Path | None = None, cwd: str 
     """
     started = time.monotonic()
     proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    peak = high = workers = 0
+    peak = high = 0
+    workers: dict[int, int] = {}
+    pythons: set[int] = set()
     cpu: dict[int, float] = {}
     while proc.poll() is None:
         tree = process_tree(proc.pid)
@@ -134,14 +148,19 @@ def measure_process(argv: list[str], output: str | Path | None = None, cwd: str 
         for pid, (_, seconds) in tree.items():
             cpu[pid] = max(cpu.get(pid, 0.0), seconds)
             if pid != proc.pid:
-                workers = max(workers, high_water_bytes(pid))
+                workers[pid] = max(workers.get(pid, 0), high_water_bytes(pid))
+                if pid not in pythons and _runs_python(pid):
+                    pythons.add(pid)
         time.sleep(0.1)
     result: dict[str, Any] = {
         "exit": proc.returncode,
         "seconds": time.monotonic() - started,
         "peak_mib": max(peak, high) / 2**20,
         "high_water_mib": high / 2**20,
-        "workers_high_water_mib": workers / 2**20,
+        "workers_high_water_mib": max(workers.values(), default=0) / 2**20,
+        "workers_high_water_each_mib": sorted(
+            (b / 2**20 for pid, b in workers.items() if pid in pythons), reverse=True
+        ),
         "cpu_busiest": max(cpu.values(), default=0.0),
         "cpu_total": sum(cpu.values()),
         "cpu_by_process": [cpu.get(proc.pid, 0.0)]

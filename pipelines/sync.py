@@ -128,8 +128,8 @@ def sync_store(
         chunks: The run's chunks written: the rows the store must hold after the sync.
 
     Raises:
-        RunError: The store cannot be opened or prepared (another model or dimension), the
-            sync pipeline failed (no delete ran unless every write succeeded), or the store holds
+        RunError: The store cannot be opened, claimed (another sync of it is running) or
+            prepared (another model or dimension), the sync pipeline failed (no delete ran unless every write succeeded), or the store holds
             another number of rows than the run's chunks after it (another writer).
     """
     from transforms.stores import StoreError, open_store
@@ -145,6 +145,7 @@ def sync_store(
     try:
         if not whole:
             return sync_sections(spec, {}, model=model.identity, rows_after=_rows_held(store), synced=False)
+        store.claim_sync()  # held until store.close(): a second sync of this store is refused meanwhile
         store.prepare(dimension=_dimension(spec, model), model=model.identity)
         counters = _run_sync(output, spec, options)
         rows_after = store.count()

@@ -231,6 +231,28 @@ def test_a_run_failing_while_it_writes_deletes_nothing(pgvector_spec, tmp_path, 
     _assert_store_is(spec, read_output(tmp_path / "fresh", "chunks"), model)
 
 
+def test_a_sync_into_a_table_another_sync_holds_is_refused_and_touches_nothing(pgvector_spec, tmp_path, model, capsys):
+    from transforms.stores import open_store
+
+    config = _config(tmp_path, pgvector_spec)
+    assert _run(tmp_path, FIRST, "first", config) == 0
+    before = _store_rows(pgvector_spec)
+    holder = open_store(pgvector_spec)
+    try:
+        holder.claim_sync()  # another sync of this table, still running
+        capsys.readouterr()
+        assert _run(tmp_path, SECOND, "refused", config, "--previous", str(tmp_path / "first")) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "another sync of this table is running" in err[0], err
+        assert not (tmp_path / "refused" / "_SUCCESS").exists()
+        assert _store_rows(pgvector_spec) == before
+    finally:
+        holder.close()
+    assert _run(tmp_path, SECOND, "rerun", config, "--previous", str(tmp_path / "first")) == 0
+    assert _run(tmp_path, SECOND, "fresh", _config(tmp_path, None)) == 0
+    _assert_store_is(pgvector_spec, read_output(tmp_path / "fresh", "chunks"), model)
+
+
 def test_a_run_over_the_dead_letter_threshold_leaves_the_store_as_it_was(milvus_spec, tmp_path, capsys):
     config = _config(tmp_path, milvus_spec)
     assert _run(tmp_path, FIRST, "first", config) == 0

@@ -75,6 +75,11 @@ class VectorStore(Protocol):
         """Create the collection if missing; refuse one made with another dimension or model."""
         ...
 
+    def claim_sync(self) -> None:
+        """Hold the store for one sync until `close`, or raise `StoreError` when another sync
+        holds it. A store with no way to tell (a Milvus server) claims nothing."""
+        ...
+
     def stored(self, shard: int, shards: int) -> Iterator[tuple[str, str]]:
         """Stream (chunk_key, fingerprint) of the rows whose key falls in `shard` of `shards`."""
         ...

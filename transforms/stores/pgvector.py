@@ -1,7 +1,9 @@
 """A PostgreSQL table of chunks with the pgvector extension, through psycopg 3.
 
 One connection per store object (autocommit; every write batch is its own transaction, so a batch
-that fails leaves none of its rows written). The table:
+that fails leaves none of its rows written). A sync claims its table with a session-level advisory
+lock on that connection (`claim_sync`), so a second sync of the same table is refused while the
+first runs, and the lock goes with the connection however the first ends. The table:
 
     chunk_key text COLLATE "C" PRIMARY KEY, chunk_id text, document_id text, text text,
     embedding_text text, metadata jsonb, fingerprint text, embedding vector(DIMENSION)
@@ -16,6 +18,7 @@ installed by an administrator first). Keys are in the "C" collation so a shard's
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -111,6 +114,26 @@ class PgvectorStore:
         except psycopg.Error as error:
             raise self._error("prepare", error) from None
         self._dimension = dimension
+
+    def claim_sync(self) -> None:
+        """Hold the table for one sync until `close`: a session-level advisory lock on this
+        object's connection, keyed on the first 8 bytes of sha256("rechunk-sync:" + the table
+        name) in this database. PostgreSQL releases it when the connection ends, so a killed
+        sync leaves no lock behind.
+
+        Raises StoreError when another connection holds it (another sync of this table is running).
+        """
+        digest = hashlib.sha256(f"rechunk-sync:{self._table}".encode()).digest()
+        key = int.from_bytes(digest[:8], "big", signed=True)
+        try:
+            row = self._open().execute("SELECT pg_try_advisory_lock(%s)", [key]).fetchone()
+        except psycopg.Error as error:
+            raise self._error("claim", error) from None
+        if not row or row[0] is not True:
+            raise StoreError(
+                f"{self.described}: another sync of this table is running (it holds the table's advisory lock); "
+                "run one sync per table at a time"
+            )
 
     def stored(self, shard: int, shards: int) -> Iterator[tuple[str, str]]:
         """Stream (chunk_key, fingerprint) of every row whose key starts with the shard's hex prefix

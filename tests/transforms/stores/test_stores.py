@@ -6,6 +6,7 @@ import math
 import subprocess
 import sys
 import textwrap
+import time
 from dataclasses import replace
 
 import pytest
@@ -205,3 +206,56 @@ def test_milvus_lite_file_is_one_process_at_a_time(milvus_spec):
     finally:
         store.close()
     assert other_process() == "opened, rows: 1"
+
+
+def test_a_pgvector_table_is_claimed_by_one_sync_at_a_time(pgvector_spec):
+    first, second = open_store(pgvector_spec), open_store(pgvector_spec)
+    other_table = open_store({**pgvector_spec, "collection": pgvector_spec["collection"] + "_other"})
+    try:
+        first.claim_sync()
+        with pytest.raises(StoreError, match="another sync of this table is running"):
+            second.claim_sync()
+        other_table.claim_sync()  # another table is another claim
+        first.close()
+        second.claim_sync()  # the claim ends with its connection
+    finally:
+        for store in (first, second, other_table):
+            store.close()
+
+
+def test_a_killed_syncs_claim_on_a_pgvector_table_is_released(pgvector_spec):
+    holder = textwrap.dedent(
+        f"""
+        import sys, time
+        from transforms.stores import open_store
+        store = open_store({pgvector_spec!r})
+        store.claim_sync()
+        print("claimed", flush=True)
+        time.sleep(600)
+        """
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", holder],
+        cwd=REPO_ROOT,
+        env={"PYTHONPATH": str(REPO_ROOT)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    store = open_store(pgvector_spec)
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == "claimed"
+        with pytest.raises(StoreError, match="another sync"):
+            store.claim_sync()
+        process.kill()
+        process.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while True:  # the server ends the killed client's session when it reads the closed socket
+            try:
+                store.claim_sync()
+                break
+            except StoreError:
+                assert time.monotonic() < deadline, "the killed holder's claim was never released"
+                time.sleep(0.2)
+    finally:
+        process.kill()
+        store.close()
