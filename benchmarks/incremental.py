@@ -33,7 +33,7 @@ one-document start-up, and the target ``incremental <= 0.15 x full + start-up`` 
 ``(incremental - incremental start-up) / full``.
 
     python benchmarks/incremental.py --scale-documents 25000 [--scale 1 2 4 8] [--other-code DIR]
-        [--workdir DIR] [--out FILE.md] [-- job options]
+        [--workers-per-factor K] [--vector-store pgvector] [--workdir DIR] [--out FILE.md] [-- job options]
 
 Memory by corpus size instead: for each factor of ``--scale``, ``--scale-documents`` times that
 many tiny plain-text documents with distinct ids (generated, the same on every run; one file of
@@ -49,7 +49,12 @@ equal a fresh run's, or the script exits.
 With ``--workers-per-factor K`` every run of a size with factor ``f`` has ``K * f`` worker
 processes (``multi_processing``): each worker's share of the corpus stays the same while the
 corpus grows, so a worker's peak shows what the job holds beyond its share (a side input of the
-whole manifest, say), which this runner's whole-partition bundles would otherwise hide.
+whole manifest, say), which this runner's whole-partition bundles would otherwise hide. With
+``--vector-store pgvector`` every run also syncs a table of its own per size in a local
+PostgreSQL that the script starts (the ``store`` extra), with vectors from a local
+OpenAI-compatible server (a hashed bag of words, so that the model's cost stays out of the
+figures); each store must hold exactly its run's chunks, and the reports' ``embedding`` and
+``vector_store`` figures are added.
 """
 
 from __future__ import annotations
@@ -347,8 +352,8 @@ def _memory_by_size(args: argparse.Namespace, workdir: Path, options: list[str],
         for folder in ("v1", "v2", "fresh"):
             shutil.rmtree(workdir / f"{folder}-{factor}", ignore_errors=True)
     workers = (
-        f"{args.workers_per_factor} worker process(es) per factor (multi_processing), so each worker's share of "
-        "the corpus is the same at every size"
+        f"{args.workers_per_factor} worker process{'es' if args.workers_per_factor > 1 else ''} per factor "
+        "(multi_processing), so each worker's share of the corpus is the same at every size"
         if args.workers_per_factor
         else "the job options below"
     )
@@ -409,7 +414,7 @@ def _slope_lines(rows: list[tuple]) -> list[str]:
     ]
     lines.append("|---|---|---:|---:|---:|---:|")
     for label in dict.fromkeys(label for _, _, label, _, _ in rows):
-        mine = sorted((n, run) for _, n, code, _, run in rows if code == label)
+        mine = sorted(((n, run) for _, n, code, _, run in rows if code == label), key=lambda pair: pair[0])
         (n0, small), (n1, large) = mine[0], mine[-1]
         key, name = (
             ("workers_high_water_mib", "largest worker")
@@ -763,6 +768,13 @@ def main(argv: list[str] | None = None) -> None:
     """Run the benchmark; print the table (and write it to ``--out``); exit with a message on a difference."""
     args = _parse_args(argv)
     options = job_options(args.job_options)
+    if args.workers_per_factor is not None:
+        if args.workers_per_factor < 1:
+            sys.exit("--workers-per-factor: a number of worker processes of at least 1")
+        if args.bounded_bundles or any(
+            o.startswith(("--direct_num_workers", "--direct_running_mode")) for o in options
+        ):
+            sys.exit("--workers-per-factor sets the worker processes: give neither --bounded-bundles nor the job's own")
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="rechunk-incremental-"))
     workdir.mkdir(parents=True, exist_ok=True)
     if any(workdir.iterdir()):
