@@ -39,6 +39,23 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stam
   touch "$stamp"
 fi
 
+# A fresh output folder for each run, unless a run is writing there: removing it would pull the
+# files from under that run. A lock whose run has ended (pipelines.commit.LockInfo.stale) is no bar.
+fresh_output() {
+  local lock
+  while IFS= read -r lock; do
+    [ -n "$lock" ] || continue
+    if ! "$venv/bin/python" -c 'import sys
+from pipelines.commit import LockInfo
+with open(sys.argv[1], "rb") as f:
+    sys.exit(0 if LockInfo.from_bytes(f.read()).stale() else 1)' "$lock"; then
+      echo "run_local.sh: a run is writing in $1 ($lock); wait for it, or remove $1 once no run writes there" >&2
+      exit 2
+    fi
+  done < <(find "$1" -name _rechunk.lock 2>/dev/null || true)
+  rm -rf "$1"
+}
+
 if [ "${1:-}" = "lint" ]; then
   "$venv/bin/ruff" check .
   "$venv/bin/ruff" format --check .
@@ -52,25 +69,28 @@ fi
 
 if [ "${1:-}" = "raw" ]; then
   shift
-  rm -rf output/raw
+  fresh_output output/raw
   "$venv/bin/rechunk" parse --input 'sample/raw/*' --output output/raw/parse
   exec "$venv/bin/rechunk" --input 'output/raw/parse/parsed/*.parquet' --output output/raw/chunks "$@"
 fi
 
 if [ "${1:-}" = "milvus" ]; then
   shift
-  rm -rf output/milvus
+  fresh_output output/milvus
   exec "$venv/bin/rechunk" --input sample/docs.parquet --output output/milvus --config configs/milvus.yaml "$@"
 fi
 
 if [ "${1:-}" = "pgvector" ]; then
   shift
-  rm -rf output/pgvector
+  fresh_output output/pgvector
   RECHUNK_PGVECTOR_URI=$("$venv/bin/python" examples/local_postgres.py start output/postgres)
   export RECHUNK_PGVECTOR_URI
+  echo "run_local.sh: PostgreSQL with pgvector runs in output/postgres/ and stays up after the run;" \
+    "its URI: export RECHUNK_PGVECTOR_URI=\$($venv/bin/python examples/local_postgres.py start output/postgres);" \
+    "stop it: $venv/bin/python examples/local_postgres.py stop output/postgres" >&2
   exec "$venv/bin/rechunk" --input sample/docs.parquet --output output/pgvector --config configs/pgvector.yaml "$@"
 fi
 
 out=output/sample
-rm -rf "$out"
+fresh_output "$out"
 exec "$venv/bin/rechunk" --input sample/docs.parquet --output "$out" "$@"

@@ -360,14 +360,15 @@ def _memory_by_size(args: argparse.Namespace, workdir: Path, options: list[str],
     lines = [
         f"Incremental runs by corpus size: {args.scale_documents:,} tiny documents times "
         f"{', '.join(str(f) for f in args.scale)} (one file of {args.scale_documents:,} per factor, row groups of "
-        f"10,000), every tenth edited; {workers}; job options: "
-        f"{' '.join(options) or 'none (in_memory)'}. Peak: `VmHWM` of the job process and of its "
+        f"10,000), every tenth edited; {workers}; {'other ' if args.workers_per_factor else ''}job options: "
+        f"{' '.join(options) or ('none' if args.workers_per_factor else 'none (in_memory)')}. "
+        "Peak: `VmHWM` of the job process and of its "
         "worker processes (multi_processing): the largest and the median over the workers"
         + (" (the chunk pipeline's and the sync pipeline's: each starts its own)." if sync.kind else "."),
         "",
         "| documents | code | worker processes | incremental wall s | incremental CPU s | job process peak MiB "
         "| largest worker peak MiB | median worker peak MiB "
-        "| first run (full): job process peak MiB | largest worker peak MiB |",
+        "| first run (full): job process peak MiB | first run: largest worker peak MiB |",
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for _, n, label, first, run in rows:
@@ -383,6 +384,12 @@ def _memory_by_size(args: argparse.Namespace, workdir: Path, options: list[str],
         lines += _sync_lines(args.vector_store, rows)
     if args.bounded_bundles:
         lines += _bundle_lines(rows)
+    lines += [
+        "",
+        "Checked: every incremental run skipped exactly the unedited documents, and its chunks equal a fresh "
+        f"run's on {'every size' if args.bounded_bundles else 'the smallest size'}"
+        + ("; each store held exactly its run's chunks." if sync.kind else "."),
+    ]
     return lines
 
 
@@ -409,6 +416,9 @@ def _slope_lines(rows: list[tuple]) -> list[str]:
     """Per code: the largest worker peak (or the job process's, without workers) at the smallest
     and the largest size, their ratio and the growth per corpus document."""
     lines = [
+        "",
+        "Growth from the smallest size to the largest (a few MiB either way is noise: peaks of one size vary "
+        "between runs and workers):",
         "",
         "| code | peak measured | smallest size MiB | largest size MiB | largest / smallest | B per document |",
     ]

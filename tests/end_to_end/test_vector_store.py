@@ -253,6 +253,32 @@ def test_a_sync_into_a_table_another_sync_holds_is_refused_and_touches_nothing(p
     _assert_store_is(pgvector_spec, read_output(tmp_path / "fresh", "chunks"), model)
 
 
+def test_chunks_changed_under_the_sync_fail_it_before_any_delete(milvus_spec, tmp_path, monkeypatch, capsys):
+    import pyarrow.parquet as pq
+
+    import pipelines.sync
+
+    config = _config(tmp_path, milvus_spec)
+    assert _run(tmp_path, FIRST, "first", config) == 0
+    before = _store_rows(milvus_spec)
+    sync = pipelines.sync._run_sync
+
+    def half_the_chunks_gone(output, spec, options, chunks):
+        # Another process rewrites the run's verified chunk files between the check and the sync.
+        for path in sorted(Path(output, "chunks").glob("*.parquet")):
+            table = pq.read_table(path)
+            pq.write_table(table.slice(0, table.num_rows // 2), path)
+        return sync(output, spec, options, chunks)
+
+    monkeypatch.setattr(pipelines.sync, "_run_sync", half_the_chunks_gone)
+    capsys.readouterr()
+    assert _run(tmp_path, FIRST, "changed", config) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "changed while it synced" in err[0], err
+    assert not (tmp_path / "changed" / "_SUCCESS").exists()
+    assert set(_store_rows(milvus_spec)) == set(before)  # every chunk still there: nothing deleted
+
+
 def test_a_run_over_the_dead_letter_threshold_leaves_the_store_as_it_was(milvus_spec, tmp_path, capsys):
     config = _config(tmp_path, milvus_spec)
     assert _run(tmp_path, FIRST, "first", config) == 0

@@ -191,9 +191,20 @@ class _StoredVectorsDoFn(StoreDoFn):
             yield _store_row(row, vectors[row["chunk_key"]])
 
 
-def _after_writes(key: str, written: int) -> str:
-    """A key to delete, passed on only once ``written`` (every write's total) exists."""
+def _after_writes(key: str, written: int, rows_read: int, expected_rows: int | None) -> str:
+    """A key to delete, passed on only once ``written`` (every write's total) exists, and only
+    when the sync read the chunk rows it was told to expect.
+
+    Raises:
+        ValueError: ``rows_read`` is not ``expected_rows`` (the chunks changed under the sync):
+            the pipeline fails before any delete.
+    """
     del written
+    if expected_rows is not None and rows_read != expected_rows:
+        raise ValueError(
+            f"the sync read {rows_read:,} chunk rows, not the {expected_rows:,} the run wrote and verified "
+            "(its chunks changed while it synced): no key deleted"
+        )
     return key
 
 
@@ -211,6 +222,9 @@ class SyncVectorStore(beam.PTransform):
         model: The name under ``models:`` of the embedding model.
         window: The model's input window in its own tokens (special tokens included).
         dimension: The model's vector size, when known.
+        expected_rows: The number of chunk rows the input must hold (the run's verified
+            ``chunks_written``); when given, a sync that reads another number fails before any
+            delete, so chunks removed or replaced under it never empty the store.
     """
 
     def __init__(
@@ -221,6 +235,7 @@ class SyncVectorStore(beam.PTransform):
         model: str,
         window: int,
         dimension: int | None = None,
+        expected_rows: int | None = None,
     ) -> None:
         super().__init__()
         self._store_spec = dict(store_spec)
@@ -228,6 +243,7 @@ class SyncVectorStore(beam.PTransform):
         self._model = model
         self._window = window
         self._dimension = dimension
+        self._expected_rows = expected_rows
 
     def expand(self, rows: beam.PCollection) -> beam.PCollection:
         produced = rows | "Key chunks" >> beam.Map(lambda row: (row["chunk_key"], row))
@@ -259,8 +275,10 @@ class SyncVectorStore(beam.PTransform):
             | "Upsert" >> UpsertRows(self._store_spec)
             | "Rows written" >> beam.CombineGlobally(sum)
         )
+        rows_read = rows | "Count chunk rows" >> beam.combiners.Count.Globally()
         return (
             planned.delete
-            | "After every write" >> beam.Map(_after_writes, AsSingleton(written))
+            | "After every write"
+            >> beam.Map(_after_writes, AsSingleton(written), AsSingleton(rows_read), self._expected_rows)
             | "Delete" >> DeleteKeys(self._store_spec)
         )
