@@ -327,10 +327,10 @@ class PgvectorStore:
             ).format(self._name, sql.Literal(dimension))
         )
         if dimension <= HNSW_MAX_DIMENSION:
+            # Named by PostgreSQL (TABLE_embedding_idx, cut to 63 bytes and numbered when taken), so
+            # two tables whose names share their first characters each get an index.
             connection.execute(
-                sql.SQL("CREATE INDEX {} ON {} USING hnsw (embedding vector_cosine_ops)").format(
-                    sql.Identifier(f"{self._table[:50]}_embedding_hnsw"), self._name
-                )
+                sql.SQL("CREATE INDEX ON {} USING hnsw (embedding vector_cosine_ops)").format(self._name)
             )
         comment = json.dumps({"rechunk": {"model": model, "dimension": dimension}}, sort_keys=True)
         connection.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(self._name, sql.Literal(comment)))

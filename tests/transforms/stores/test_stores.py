@@ -167,6 +167,19 @@ def test_a_failed_pgvector_batch_leaves_none_of_its_rows(pgvector_spec):
         store.close()
 
 
+def test_pgvector_tables_whose_names_share_their_first_50_characters_are_both_prepared(pgvector_spec):
+    stem = pgvector_spec["collection"] + "_" * (51 - len(pgvector_spec["collection"]))
+    stores = [open_store({**pgvector_spec, "collection": stem + suffix}) for suffix in ("one", "two")]
+    try:
+        for store in stores:
+            store.prepare(dimension=2, model="m")  # each with its own HNSW index
+            store.upsert(make_rows(3, 2, seed=1))
+            assert store.search((1.0, 0.0), 3) and store.count() == 3
+    finally:
+        for store in stores:
+            store.close()
+
+
 def test_milvus_lite_file_is_one_process_at_a_time(milvus_spec):
     store = open_store(milvus_spec)
     store.prepare(dimension=2, model="m")
