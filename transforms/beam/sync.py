@@ -211,6 +211,8 @@ class SyncVectorStore(beam.PTransform):
         model: The name under ``models:`` of the embedding model.
         window: The model's input window in its own tokens (special tokens included).
         dimension: The model's vector size, when known.
+        claim: The sync's claim on the store (:meth:`VectorStore.claim_sync`): its writes and
+            deletes stop once the claim ends (the launching process gone).
     """
 
     def __init__(
@@ -221,8 +223,10 @@ class SyncVectorStore(beam.PTransform):
         model: str,
         window: int,
         dimension: int | None = None,
+        claim: str | None = None,
     ) -> None:
         super().__init__()
+        self._claim = claim
         self._store_spec = dict(store_spec)
         self._models = dict(models)
         self._model = model
@@ -256,11 +260,11 @@ class SyncVectorStore(beam.PTransform):
         written = (
             (embedded, updated)
             | "Rows to write" >> beam.Flatten()
-            | "Upsert" >> UpsertRows(self._store_spec)
+            | "Upsert" >> UpsertRows(self._store_spec, claim=self._claim)
             | "Rows written" >> beam.CombineGlobally(sum)
         )
         return (
             planned.delete
             | "After every write" >> beam.Map(_after_writes, AsSingleton(written))
-            | "Delete" >> DeleteKeys(self._store_spec)
+            | "Delete" >> DeleteKeys(self._store_spec, claim=self._claim)
         )

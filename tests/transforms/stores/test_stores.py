@@ -236,6 +236,44 @@ def test_a_pgvector_table_is_claimed_by_one_sync_at_a_time(pgvector_spec):
             store.close()
 
 
+def test_a_closed_syncs_claim_on_a_pgvector_table_is_free_for_the_next_sync_at_once(pgvector_spec):
+    first, second = open_store(pgvector_spec), open_store(pgvector_spec)
+    try:
+        first.claim_sync()
+        # A server process that takes its time to end (it drops its temporary tables first): the
+        # claim must not wait for that.
+        first._open().execute(
+            "DO $$BEGIN FOR i IN 1..1000 LOOP EXECUTE format('CREATE TEMP TABLE t%s (x int)', i); END LOOP; END$$"
+        )
+        first.close()
+        second.claim_sync()  # right away, with no wait
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_syncs_writers_write_nothing_once_its_claim_on_a_pgvector_table_ends(pgvector_spec):
+    launcher, writer, later = (open_store(pgvector_spec) for _ in range(3))
+    try:
+        launcher.prepare(dimension=2, model="m")
+        claim = launcher.claim_sync()
+        writer.write_for(claim)
+        writer.upsert(make_rows(2, 2, seed=1))  # the claim holds: written
+        writer.delete([make_rows(1, 2, seed=1)[0].chunk_key])
+        assert launcher.count() == 1
+        launcher.close()  # the launching process gone
+        with pytest.raises(StoreError, match="claim on the table has ended") as ended:
+            writer.upsert(make_rows(3, 2, seed=2, prefix="late"))
+        assert not ended.value.transient
+        assert later.claim_sync() != claim  # the next sync's claim is its own
+        with pytest.raises(StoreError, match="claim on the table has ended"):
+            writer.delete([key for key, _ in later.stored(0, 1)])
+        assert later.count() == 1  # neither the late upsert nor the late delete touched the table
+    finally:
+        for store in (launcher, writer, later):
+            store.close()
+
+
 def test_a_killed_syncs_claim_on_a_pgvector_table_is_released(pgvector_spec):
     holder = textwrap.dedent(
         f"""
