@@ -1,7 +1,7 @@
 """A PostgreSQL table of chunks with the pgvector extension, through psycopg 3.
 
-One connection per store object (autocommit; every write batch is its own transaction, so a batch
-that fails leaves none of its rows written). A sync claims its table with a session-level advisory
+One connection per store object (autocommit, `idle_session_timeout` off for the session; every
+write batch is its own transaction, so a batch that fails leaves none of its rows written). A sync claims its table with a session-level advisory
 lock on that connection (`claim_sync`), so a second sync of the same table is refused while the
 first runs, and the lock goes with the connection however the first ends; the sync's writers
 (`write_for`) write only while that claim holds. The table:
@@ -91,6 +91,14 @@ class PgvectorStore:
             raise StoreError(
                 f"{self.described}: connect failed: the URI is not a PostgreSQL connection string"
             ) from None
+        if self._connection.info.server_version >= 140_000:
+            # A sync's connections wait while it embeds: a server's idle_session_timeout must not
+            # end them (the launcher's holds the sync's claim, a worker's its writes).
+            try:
+                self._connection.execute("SET idle_session_timeout = 0")
+            except psycopg.Error as error:
+                self.close()
+                raise self._error("connect", error) from None
         self._name = sql.Identifier(self._table)
 
     # -- the protocol ------------------------------------------------------------------------
@@ -351,8 +359,8 @@ class PgvectorStore:
         ).fetchone()
         if not row or row[0] is not True:
             raise StoreError(
-                f"{self.described}: this sync's claim on the table has ended (its launching process is gone): "
-                "this writer writes nothing more"
+                f"{self.described}: this sync's claim on the table has ended (its launching process or "
+                "that process's connection is gone): this writer writes nothing more"
             )
 
     def _quoted(self) -> str:

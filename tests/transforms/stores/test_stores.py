@@ -252,6 +252,25 @@ def test_a_closed_syncs_claim_on_a_pgvector_table_is_free_for_the_next_sync_at_o
         second.close()
 
 
+def test_a_syncs_claim_on_a_pgvector_table_outlasts_the_servers_idle_session_timeout(pgvector_spec):
+    # A server ending sessions idle for 200 ms (here through the URI's options, as a role's or a
+    # database's setting would); a sync waits longer than that while it embeds.
+    spec = {**pgvector_spec, "uri": pgvector_spec["uri"] + "&options=-c%20idle_session_timeout%3D200"}
+    launcher, writer, other = (open_store(spec) for _ in range(3))
+    try:
+        launcher.prepare(dimension=2, model="m")
+        claim = launcher.claim_sync()
+        writer.write_for(claim)
+        time.sleep(0.6)  # embedding
+        writer.upsert(make_rows(2, 2, seed=1))  # the claim still holds
+        with pytest.raises(StoreError, match="another sync of this table is running"):
+            other.claim_sync()
+        assert launcher.count() == 2
+    finally:
+        for store in (launcher, writer, other):
+            store.close()
+
+
 def test_a_syncs_writers_write_nothing_once_its_claim_on_a_pgvector_table_ends(pgvector_spec):
     launcher, writer, later = (open_store(pgvector_spec) for _ in range(3))
     try:
