@@ -80,6 +80,7 @@ class PgvectorStore:
         self._connection: psycopg.Connection | None = None
         self._claim: str | None = None
         self._claimed = False
+        self._keys: tuple[int, int] | None = None
         options: dict[str, Any] = {"autocommit": True}
         if password:
             options["password"] = password
@@ -130,7 +131,8 @@ class PgvectorStore:
         """Hold the table for one sync until `close`; return the claim's token for its writers (`write_for`).
 
         The claim is a session-level advisory lock on this object's connection, keyed on the first
-        8 bytes of sha256("rechunk-sync:" + the table name) in this database. PostgreSQL releases it
+        8 bytes of sha256("rechunk-sync:SCHEMA.TABLE") in this database (SCHEMA: the one holding the
+        table, else the one `prepare` creates it in: the first of the connection's search_path). PostgreSQL releases it
         when the connection ends, so a killed sync leaves no lock behind. Once it holds the lock it
         waits (up to a minute) for the write transactions of an earlier sync's writers still running
         (`write_for`): a writer that outlived its launching process finishes or fails before this
@@ -141,9 +143,8 @@ class PgvectorStore:
         """
         connection = self._open()
         try:
-            row = connection.execute(
-                "SELECT pg_try_advisory_lock(%s)", [_lock_key("rechunk-sync", self._table)]
-            ).fetchone()
+            claim_key, writers_key = self._claim_keys(connection)
+            row = connection.execute("SELECT pg_try_advisory_lock(%s)", [claim_key]).fetchone()
         except psycopg.Error as error:
             raise self._error("claim", error) from None
         if not row or row[0] is not True:
@@ -155,7 +156,7 @@ class PgvectorStore:
         try:
             with connection.transaction():
                 connection.execute("SET LOCAL lock_timeout = '60s'")
-                connection.execute("SELECT pg_advisory_xact_lock(%s)", [_lock_key("rechunk-sync-writes", self._table)])
+                connection.execute("SELECT pg_advisory_xact_lock(%s)", [writers_key])
             row = connection.execute(
                 "SELECT pid, extract(epoch FROM backend_start)::text FROM pg_stat_activity WHERE pid = pg_backend_pid()"
             ).fetchone()
@@ -330,7 +331,7 @@ class PgvectorStore:
         if connection is not None:
             with contextlib.suppress(Exception):
                 if self._claimed:
-                    connection.execute("SELECT pg_advisory_unlock(%s)", [_lock_key("rechunk-sync", self._table)])
+                    connection.execute("SELECT pg_advisory_unlock(%s)", [self._claim_keys(connection)[0]])
             with contextlib.suppress(Exception):
                 connection.close()
         self._claimed = False
@@ -342,13 +343,29 @@ class PgvectorStore:
             raise StoreError(f"{self.described}: the store is closed")
         return self._connection
 
+    def _claim_keys(self, connection: psycopg.Connection) -> tuple[int, int]:
+        """The advisory lock keys of the table's claim and of its writers, named for SCHEMA.TABLE
+        (the schema holding the table, else the first of the search_path, where `prepare` creates
+        it), so same-named tables in two schemas are two claims and one table is one claim
+        whatever search_path reaches it. Found once per store object."""
+        if self._keys is None:
+            row = connection.execute(
+                "SELECT coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE c.oid = to_regclass(%s)), current_schema())",
+                [self._quoted()],
+            ).fetchone()
+            name = f"{row[0] if row else None}.{self._table}"
+            self._keys = (_lock_key("rechunk-sync", name), _lock_key("rechunk-sync-writes", name))
+        return self._keys
+
     def _check_claim(self, connection: psycopg.Connection) -> None:
         """Inside a write transaction: hold the writers' lock (shared) and check the claim (`write_for`)."""
         if self._claim is None:
             return
-        connection.execute("SELECT pg_advisory_xact_lock_shared(%s)", [_lock_key("rechunk-sync-writes", self._table)])
+        claim_key, writers_key = self._claim_keys(connection)
+        connection.execute("SELECT pg_advisory_xact_lock_shared(%s)", [writers_key])
         pid, started = self._claim.split(":", 1)
-        key = _lock_key("rechunk-sync", self._table) & 0xFFFF_FFFF_FFFF_FFFF
+        key = claim_key & 0xFFFF_FFFF_FFFF_FFFF
         row = connection.execute(
             "SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
             "WHERE l.locktype = 'advisory' AND l.granted AND l.mode = 'ExclusiveLock' AND l.objsubid = 1 "

@@ -293,6 +293,36 @@ def test_a_syncs_writers_write_nothing_once_its_claim_on_a_pgvector_table_ends(p
             store.close()
 
 
+def test_a_pgvector_claim_is_one_per_table_whatever_search_path_reaches_it(pgvector_spec):
+    import psycopg
+
+    table = pgvector_spec["collection"]
+    first, second, empty = (f"{table}_{name}" for name in ("first", "second", "empty"))
+    with psycopg.connect(pgvector_spec["uri"], autocommit=True) as connection:
+        for schema in (first, second, empty):
+            connection.execute(f"CREATE SCHEMA {schema}")
+
+    def through(*path: str) -> dict:
+        return {
+            **pgvector_spec,
+            "uri": pgvector_spec["uri"] + "&options=-csearch_path%3D" + ",".join([*path, "public"]),
+        }
+
+    in_first, in_second, first_again = (
+        open_store(spec) for spec in (through(first), through(second), through(empty, first))
+    )
+    try:
+        for store in (in_first, in_second):
+            store.prepare(dimension=2, model="m")  # a table of the same name in each schema
+        in_first.claim_sync()
+        in_second.claim_sync()  # another schema's table is another claim
+        with pytest.raises(StoreError, match="another sync of this table is running"):
+            first_again.claim_sync()  # the first schema's table, reached through another search_path
+    finally:
+        for store in (in_first, in_second, first_again):
+            store.close()
+
+
 def test_a_killed_syncs_claim_on_a_pgvector_table_is_released(pgvector_spec):
     holder = textwrap.dedent(
         f"""
