@@ -145,9 +145,9 @@ def sync_store(
     try:
         if not whole:
             return sync_sections(spec, {}, model=model.identity, rows_after=_rows_held(store), synced=False)
-        store.claim_sync()  # held until store.close(): a second sync of this store is refused meanwhile
+        claim = store.claim_sync()  # held until store.close(): a second sync of this store is refused meanwhile
         store.prepare(dimension=_dimension(spec, model), model=model.identity)
-        counters = _run_sync(output, spec, options, chunks)
+        counters = _run_sync(output, spec, options, chunks, claim)
         rows_after = store.count()
         if rows_after != chunks:
             raise RunError(
@@ -182,8 +182,11 @@ def _dimension(spec: Mapping[str, Any], model: Any) -> int:
     return len(model.embed(["dimension"])[0])
 
 
-def _run_sync(output: str, spec: Mapping[str, Any], options: PipelineOptions, chunks: int) -> dict[str, int]:
-    """Run the sync pipeline over the run's ``chunks`` verified chunk rows; return its counters.
+def _run_sync(
+    output: str, spec: Mapping[str, Any], options: PipelineOptions, chunks: int, claim: str | None
+) -> dict[str, int]:
+    """Run the sync pipeline over the run's ``chunks`` verified chunk rows, its writers bound to
+    `claim` (they stop once it ends); return its counters.
 
     Raises:
         RunError: The pipeline failed (a store or model error on a worker).
@@ -206,6 +209,7 @@ def _run_sync(output: str, spec: Mapping[str, Any], options: PipelineOptions, ch
             window=embedding["window"],
             dimension=embedding.get("dimension"),
             expected_rows=chunks,
+            claim=claim,
         )
     )
     try:

@@ -263,12 +263,12 @@ def test_chunks_changed_under_the_sync_fail_it_before_any_delete(milvus_spec, tm
     before = _store_rows(milvus_spec)
     sync = pipelines.sync._run_sync
 
-    def half_the_chunks_gone(output, spec, options, chunks):
+    def half_the_chunks_gone(output, *args):
         # Another process rewrites the run's verified chunk files between the check and the sync.
         for path in sorted(Path(output, "chunks").glob("*.parquet")):
             table = pq.read_table(path)
             pq.write_table(table.slice(0, table.num_rows // 2), path)
-        return sync(output, spec, options, chunks)
+        return sync(output, *args)
 
     monkeypatch.setattr(pipelines.sync, "_run_sync", half_the_chunks_gone)
     capsys.readouterr()

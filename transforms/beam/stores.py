@@ -35,9 +35,10 @@ class UpsertRows(beam.PTransform):
     configuration; pgvector: the variable is read on the worker, in setup().
     """
 
-    def __init__(self, spec: Mapping[str, Any]) -> None:
+    def __init__(self, spec: Mapping[str, Any], *, claim: str | None = None) -> None:
         super().__init__()
         self._spec = check_store_spec(spec)
+        self._claim = claim
 
     def expand(self, rows: beam.PCollection) -> beam.PCollection:
         if self._spec["type"] == "milvus":
@@ -49,7 +50,7 @@ class UpsertRows(beam.PTransform):
                 items = rows | "ToEmbeddableItems" >> beam.Map(to_embeddable_item)
                 written = items | "WriteMilvus" >> write
             return written | "CountWritten" >> beam.ParDo(_CountPerBundle())
-        return rows | "WriteRows" >> beam.ParDo(_WriteRowsFn(self._spec))
+        return rows | "WriteRows" >> beam.ParDo(_WriteRowsFn(self._spec, claim=self._claim))
 
 
 class _OutputHintWarning(logging.Filter):
@@ -73,12 +74,13 @@ def _without_output_hint_warning() -> Iterator[None]:
 class DeleteKeys(beam.PTransform):
     """PCollection[str] (chunk_keys) -> PCollection[int]: keys deleted (held or not), one count per batch of `batch_size`."""
 
-    def __init__(self, spec: Mapping[str, Any]) -> None:
+    def __init__(self, spec: Mapping[str, Any], *, claim: str | None = None) -> None:
         super().__init__()
         self._spec = check_store_spec(spec)
+        self._claim = claim
 
     def expand(self, keys: beam.PCollection) -> beam.PCollection:
-        return keys | "DeleteKeys" >> beam.ParDo(_DeleteKeysFn(self._spec))
+        return keys | "DeleteKeys" >> beam.ParDo(_DeleteKeysFn(self._spec, claim=self._claim))
 
 
 def to_embeddable_item(row: StoreRow) -> Any:
@@ -175,14 +177,17 @@ class _CountPerBundle(beam.DoFn):
 
 class StoreDoFn(beam.DoFn):
     """A DoFn with the store of a checked `vector_store:` spec, opened in setup() as `self._store`
-    and closed in teardown()."""
+    and closed in teardown(); with `claim` (a sync's, from `VectorStore.claim_sync`), the store
+    writes only while that claim holds (`VectorStore.write_for`)."""
 
-    def __init__(self, spec: Mapping[str, Any]) -> None:
+    def __init__(self, spec: Mapping[str, Any], *, claim: str | None = None) -> None:
         self._spec = dict(spec)
+        self._claim = claim
         self._store: VectorStore | None = None
 
     def setup(self) -> None:
         self._store = open_store(self._spec)
+        self._store.write_for(self._claim)
 
     def opened(self) -> VectorStore:
         """The open store (between setup() and teardown()). A method, not a property: Beam
@@ -203,8 +208,8 @@ class _BatchedStoreFn(StoreDoFn):
     Each written batch emits its size.
     """
 
-    def __init__(self, spec: Mapping[str, Any]) -> None:
-        super().__init__(spec)
+    def __init__(self, spec: Mapping[str, Any], *, claim: str | None = None) -> None:
+        super().__init__(spec, claim=claim)
         self._buffer: list[Any] = []
 
     def start_bundle(self) -> None:

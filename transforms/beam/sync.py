@@ -225,6 +225,8 @@ class SyncVectorStore(beam.PTransform):
         expected_rows: The number of chunk rows the input must hold (the run's verified
             ``chunks_written``); when given, a sync that reads another number fails before any
             delete, so chunks removed or replaced under it never empty the store.
+        claim: The sync's claim on the store (:meth:`VectorStore.claim_sync`): its writes and
+            deletes stop once the claim ends (the launching process gone).
     """
 
     def __init__(
@@ -236,8 +238,10 @@ class SyncVectorStore(beam.PTransform):
         window: int,
         dimension: int | None = None,
         expected_rows: int | None = None,
+        claim: str | None = None,
     ) -> None:
         super().__init__()
+        self._claim = claim
         self._store_spec = dict(store_spec)
         self._models = dict(models)
         self._model = model
@@ -272,7 +276,7 @@ class SyncVectorStore(beam.PTransform):
         written = (
             (embedded, updated)
             | "Rows to write" >> beam.Flatten()
-            | "Upsert" >> UpsertRows(self._store_spec)
+            | "Upsert" >> UpsertRows(self._store_spec, claim=self._claim)
             | "Rows written" >> beam.CombineGlobally(sum)
         )
         rows_read = rows | "Count chunk rows" >> beam.combiners.Count.Globally()
@@ -280,5 +284,5 @@ class SyncVectorStore(beam.PTransform):
             planned.delete
             | "After every write"
             >> beam.Map(_after_writes, AsSingleton(written), AsSingleton(rows_read), self._expected_rows)
-            | "Delete" >> DeleteKeys(self._store_spec)
+            | "Delete" >> DeleteKeys(self._store_spec, claim=self._claim)
         )

@@ -75,9 +75,15 @@ class VectorStore(Protocol):
         """Create the collection if missing; refuse one made with another dimension or model."""
         ...
 
-    def claim_sync(self) -> None:
+    def claim_sync(self) -> str | None:
         """Hold the store for one sync until `close`, or raise `StoreError` when another sync
-        holds it. A store with no way to tell (a Milvus server) claims nothing."""
+        holds it; return the claim's token for the sync's writers (`write_for`). A store with no
+        way to tell (a Milvus server) claims nothing and returns None."""
+        ...
+
+    def write_for(self, claim: str | None) -> None:
+        """Write only while the sync holding `claim` (from `claim_sync`) holds it: later writes raise
+        `StoreError`. None (and a store that claims nothing): write without checking."""
         ...
 
     def stored(self, shard: int, shards: int) -> Iterator[tuple[str, str]]:

@@ -164,10 +164,14 @@ class MilvusStore:
             raise self._error("prepare", error) from None
         self._dimension = dimension
 
-    def claim_sync(self) -> None:
-        """Claim nothing: a Milvus Lite file is held by the one process that opened it (another
-        process's sync is refused when it opens the file), and a Milvus server offers no lock, so
-        one sync per collection at a time is the operator's to keep."""
+    def claim_sync(self) -> str | None:
+        """Claim nothing (return None): a Milvus Lite file is held by the one process that opened it
+        (another process's sync is refused when it opens the file), and a Milvus server offers no
+        lock, so one sync per collection at a time is the operator's to keep."""
+        return None
+
+    def write_for(self, claim: str | None) -> None:
+        """Nothing to check: Milvus claims nothing."""
 
     def stored(self, shard: int, shards: int) -> Iterator[tuple[str, str]]:
         """Stream (chunk_key, fingerprint) of every row whose key starts with the shard's hex prefix

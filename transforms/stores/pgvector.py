@@ -1,9 +1,10 @@
 """A PostgreSQL table of chunks with the pgvector extension, through psycopg 3.
 
-One connection per store object (autocommit; every write batch is its own transaction, so a batch
-that fails leaves none of its rows written). A sync claims its table with a session-level advisory
+One connection per store object (autocommit, `idle_session_timeout` off for the session; every
+write batch is its own transaction, so a batch that fails leaves none of its rows written). A sync claims its table with a session-level advisory
 lock on that connection (`claim_sync`), so a second sync of the same table is refused while the
-first runs, and the lock goes with the connection however the first ends. The table:
+first runs, and the lock goes with the connection however the first ends; the sync's writers
+(`write_for`) write only while that claim holds. The table:
 
     chunk_key text COLLATE "C" PRIMARY KEY, chunk_id text, document_id text, text text,
     embedding_text text, metadata jsonb, fingerprint text, embedding vector(DIMENSION)
@@ -77,6 +78,9 @@ class PgvectorStore:
         #: Rows per page read by stored() and vectors().
         self.page_size = _PAGE
         self._connection: psycopg.Connection | None = None
+        self._claim: str | None = None
+        self._claimed = False
+        self._keys: tuple[int, int] | None = None
         options: dict[str, Any] = {"autocommit": True}
         if password:
             options["password"] = password
@@ -88,6 +92,14 @@ class PgvectorStore:
             raise StoreError(
                 f"{self.described}: connect failed: the URI is not a PostgreSQL connection string"
             ) from None
+        if self._connection.info.server_version >= 140_000:
+            # A sync's connections wait while it embeds: a server's idle_session_timeout must not
+            # end them (the launcher's holds the sync's claim, a worker's its writes).
+            try:
+                self._connection.execute("SET idle_session_timeout = 0")
+            except psycopg.Error as error:
+                self.close()
+                raise self._error("connect", error) from None
         self._name = sql.Identifier(self._table)
 
     # -- the protocol ------------------------------------------------------------------------
@@ -115,18 +127,24 @@ class PgvectorStore:
             raise self._error("prepare", error) from None
         self._dimension = dimension
 
-    def claim_sync(self) -> None:
-        """Hold the table for one sync until `close`: a session-level advisory lock on this
-        object's connection, keyed on the first 8 bytes of sha256("rechunk-sync:" + the table
-        name) in this database. PostgreSQL releases it when the connection ends, so a killed
-        sync leaves no lock behind.
+    def claim_sync(self) -> str:
+        """Hold the table for one sync until `close`; return the claim's token for its writers (`write_for`).
 
-        Raises StoreError when another connection holds it (another sync of this table is running).
+        The claim is a session-level advisory lock on this object's connection, keyed on the first
+        8 bytes of sha256("rechunk-sync:SCHEMA.TABLE") in this database (SCHEMA: the one holding the
+        table, else the one `prepare` creates it in: the first of the connection's search_path). PostgreSQL releases it
+        when the connection ends, so a killed sync leaves no lock behind. Once it holds the lock it
+        waits (up to a minute) for the write transactions of an earlier sync's writers still running
+        (`write_for`): a writer that outlived its launching process finishes or fails before this
+        sync reads the table. The token names this connection's server process (its pid and start).
+
+        Raises StoreError when another connection holds it (another sync of this table is running),
+        or when an earlier sync's write does not end within the minute.
         """
-        digest = hashlib.sha256(f"rechunk-sync:{self._table}".encode()).digest()
-        key = int.from_bytes(digest[:8], "big", signed=True)
+        connection = self._open()
         try:
-            row = self._open().execute("SELECT pg_try_advisory_lock(%s)", [key]).fetchone()
+            claim_key, writers_key = self._claim_keys(connection)
+            row = connection.execute("SELECT pg_try_advisory_lock(%s)", [claim_key]).fetchone()
         except psycopg.Error as error:
             raise self._error("claim", error) from None
         if not row or row[0] is not True:
@@ -134,6 +152,29 @@ class PgvectorStore:
                 f"{self.described}: another sync of this table is running (it holds the table's advisory lock); "
                 "run one sync per table at a time"
             )
+        self._claimed = True
+        try:
+            with connection.transaction():
+                connection.execute("SET LOCAL lock_timeout = '60s'")
+                connection.execute("SELECT pg_advisory_xact_lock(%s)", [writers_key])
+            row = connection.execute(
+                "SELECT pid, extract(epoch FROM backend_start)::text FROM pg_stat_activity WHERE pid = pg_backend_pid()"
+            ).fetchone()
+        except psycopg.Error as error:
+            raise self._error("claim", error) from None
+        if not row:
+            raise StoreError(f"{self.described}: claim failed: the server does not show this connection")
+        return f"{row[0]}:{row[1]}"
+
+    def write_for(self, claim: str | None) -> None:
+        """Write (`upsert`, `delete`) only while the sync whose `claim_sync` returned `claim` holds
+        its claim: each write transaction first takes the table's writers' lock (shared) and checks
+        that the claim's connection still holds the claim. None: write without checking.
+
+        Raises StoreError (from the writes) once the claim has ended: the sync's launching process
+        is gone, and another sync may hold the table.
+        """
+        self._claim = claim
 
     def stored(self, shard: int, shards: int) -> Iterator[tuple[str, str]]:
         """Stream (chunk_key, fingerprint) of every row whose key starts with the shard's hex prefix
@@ -231,6 +272,7 @@ class PgvectorStore:
             ]
             try:
                 with connection.transaction(), connection.cursor() as cursor:
+                    self._check_claim(connection)
                     cursor.executemany(statement, params)
             except psycopg.Error as error:
                 raise self._error("upsert", error) from None
@@ -255,6 +297,7 @@ class PgvectorStore:
         for batch in batches(list(keys), self._batch_size):
             try:
                 with connection.transaction():
+                    self._check_claim(connection)
                     connection.execute(statement, [list(batch)])
             except psycopg.Error as error:
                 raise self._error("delete", error) from None
@@ -279,11 +322,19 @@ class PgvectorStore:
         return [row[0] for row in rows]
 
     def close(self) -> None:
-        """Close the connection."""
+        """Release the sync's claim (`claim_sync`) if this object holds it, then close the connection.
+
+        The claim is released by a statement, not left to the server noticing the closed
+        connection, so the next sync of the table can claim it as soon as this returns.
+        """
         connection, self._connection = self._connection, None
         if connection is not None:
             with contextlib.suppress(Exception):
+                if self._claimed:
+                    connection.execute("SELECT pg_advisory_unlock(%s)", [self._claim_keys(connection)[0]])
+            with contextlib.suppress(Exception):
                 connection.close()
+        self._claimed = False
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -291,6 +342,43 @@ class PgvectorStore:
         if self._connection is None:
             raise StoreError(f"{self.described}: the store is closed")
         return self._connection
+
+    def _claim_keys(self, connection: psycopg.Connection) -> tuple[int, int]:
+        """The advisory lock keys of the table's claim and of its writers, named for SCHEMA.TABLE
+        (the schema holding the table, else the first of the search_path, where `prepare` creates
+        it), so same-named tables in two schemas are two claims and one table is one claim
+        whatever search_path reaches it. Found once per store object."""
+        if self._keys is None:
+            row = connection.execute(
+                "SELECT coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE c.oid = to_regclass(%s)), current_schema())",
+                [self._quoted()],
+            ).fetchone()
+            name = f"{row[0] if row else None}.{self._table}"
+            self._keys = (_lock_key("rechunk-sync", name), _lock_key("rechunk-sync-writes", name))
+        return self._keys
+
+    def _check_claim(self, connection: psycopg.Connection) -> None:
+        """Inside a write transaction: hold the writers' lock (shared) and check the claim (`write_for`)."""
+        if self._claim is None:
+            return
+        claim_key, writers_key = self._claim_keys(connection)
+        connection.execute("SELECT pg_advisory_xact_lock_shared(%s)", [writers_key])
+        pid, started = self._claim.split(":", 1)
+        key = claim_key & 0xFFFF_FFFF_FFFF_FFFF
+        row = connection.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+            "WHERE l.locktype = 'advisory' AND l.granted AND l.mode = 'ExclusiveLock' AND l.objsubid = 1 "
+            "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+            "AND l.classid::bigint = %s AND l.objid::bigint = %s AND l.pid = %s "
+            "AND extract(epoch FROM a.backend_start)::text = %s)",
+            [key >> 32, key & 0xFFFF_FFFF, int(pid), started],
+        ).fetchone()
+        if not row or row[0] is not True:
+            raise StoreError(
+                f"{self.described}: this sync's claim on the table has ended (its launching process or "
+                "that process's connection is gone): this writer writes nothing more"
+            )
 
     def _quoted(self) -> str:
         return '"' + self._table + '"'
@@ -327,10 +415,10 @@ class PgvectorStore:
             ).format(self._name, sql.Literal(dimension))
         )
         if dimension <= HNSW_MAX_DIMENSION:
+            # Named by PostgreSQL (TABLE_embedding_idx, cut to 63 bytes and numbered when taken), so
+            # two tables whose names share their first characters each get an index.
             connection.execute(
-                sql.SQL("CREATE INDEX {} ON {} USING hnsw (embedding vector_cosine_ops)").format(
-                    sql.Identifier(f"{self._table[:50]}_embedding_hnsw"), self._name
-                )
+                sql.SQL("CREATE INDEX ON {} USING hnsw (embedding vector_cosine_ops)").format(self._name)
             )
         comment = json.dumps({"rechunk": {"model": model, "dimension": dimension}}, sort_keys=True)
         connection.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(self._name, sql.Literal(comment)))
@@ -381,6 +469,11 @@ def _transient(error: BaseException) -> bool:
         text = str(error).lower()
         return "authentication" not in text and "does not exist" not in text and "password" not in text
     return False
+
+
+def _lock_key(kind: str, table: str) -> int:
+    """An advisory lock key: the first 8 bytes of sha256("KIND:TABLE"), as a signed 64-bit integer."""
+    return int.from_bytes(hashlib.sha256(f"{kind}:{table}".encode()).digest()[:8], "big", signed=True)
 
 
 def _next_prefix(prefix: str) -> str | None:

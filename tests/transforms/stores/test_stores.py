@@ -167,6 +167,19 @@ def test_a_failed_pgvector_batch_leaves_none_of_its_rows(pgvector_spec):
         store.close()
 
 
+def test_pgvector_tables_whose_names_share_their_first_50_characters_are_both_prepared(pgvector_spec):
+    stem = pgvector_spec["collection"] + "_" * (51 - len(pgvector_spec["collection"]))
+    stores = [open_store({**pgvector_spec, "collection": stem + suffix}) for suffix in ("one", "two")]
+    try:
+        for store in stores:
+            store.prepare(dimension=2, model="m")  # each with its own HNSW index
+            store.upsert(make_rows(3, 2, seed=1))
+            assert store.search((1.0, 0.0), 3) and store.count() == 3
+    finally:
+        for store in stores:
+            store.close()
+
+
 def test_milvus_lite_file_is_one_process_at_a_time(milvus_spec):
     store = open_store(milvus_spec)
     store.prepare(dimension=2, model="m")
@@ -220,6 +233,93 @@ def test_a_pgvector_table_is_claimed_by_one_sync_at_a_time(pgvector_spec):
         second.claim_sync()  # the claim ends with its connection
     finally:
         for store in (first, second, other_table):
+            store.close()
+
+
+def test_a_closed_syncs_claim_on_a_pgvector_table_is_free_for_the_next_sync_at_once(pgvector_spec):
+    first, second = open_store(pgvector_spec), open_store(pgvector_spec)
+    try:
+        first.claim_sync()
+        # A server process that takes its time to end (it drops its temporary tables first): the
+        # claim must not wait for that.
+        first._open().execute(
+            "DO $$BEGIN FOR i IN 1..1000 LOOP EXECUTE format('CREATE TEMP TABLE t%s (x int)', i); END LOOP; END$$"
+        )
+        first.close()
+        second.claim_sync()  # right away, with no wait
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_syncs_claim_on_a_pgvector_table_outlasts_the_servers_idle_session_timeout(pgvector_spec):
+    # A server ending sessions idle for 200 ms (here through the URI's options, as a role's or a
+    # database's setting would); a sync waits longer than that while it embeds.
+    spec = {**pgvector_spec, "uri": pgvector_spec["uri"] + "&options=-c%20idle_session_timeout%3D200"}
+    launcher, writer, other = (open_store(spec) for _ in range(3))
+    try:
+        launcher.prepare(dimension=2, model="m")
+        claim = launcher.claim_sync()
+        writer.write_for(claim)
+        time.sleep(0.6)  # embedding
+        writer.upsert(make_rows(2, 2, seed=1))  # the claim still holds
+        with pytest.raises(StoreError, match="another sync of this table is running"):
+            other.claim_sync()
+        assert launcher.count() == 2
+    finally:
+        for store in (launcher, writer, other):
+            store.close()
+
+
+def test_a_syncs_writers_write_nothing_once_its_claim_on_a_pgvector_table_ends(pgvector_spec):
+    launcher, writer, later = (open_store(pgvector_spec) for _ in range(3))
+    try:
+        launcher.prepare(dimension=2, model="m")
+        claim = launcher.claim_sync()
+        writer.write_for(claim)
+        writer.upsert(make_rows(2, 2, seed=1))  # the claim holds: written
+        writer.delete([make_rows(1, 2, seed=1)[0].chunk_key])
+        assert launcher.count() == 1
+        launcher.close()  # the launching process gone
+        with pytest.raises(StoreError, match="claim on the table has ended") as ended:
+            writer.upsert(make_rows(3, 2, seed=2, prefix="late"))
+        assert not ended.value.transient
+        assert later.claim_sync() != claim  # the next sync's claim is its own
+        with pytest.raises(StoreError, match="claim on the table has ended"):
+            writer.delete([key for key, _ in later.stored(0, 1)])
+        assert later.count() == 1  # neither the late upsert nor the late delete touched the table
+    finally:
+        for store in (launcher, writer, later):
+            store.close()
+
+
+def test_a_pgvector_claim_is_one_per_table_whatever_search_path_reaches_it(pgvector_spec):
+    import psycopg
+
+    table = pgvector_spec["collection"]
+    first, second, empty = (f"{table}_{name}" for name in ("first", "second", "empty"))
+    with psycopg.connect(pgvector_spec["uri"], autocommit=True) as connection:
+        for schema in (first, second, empty):
+            connection.execute(f"CREATE SCHEMA {schema}")
+
+    def through(*path: str) -> dict:
+        return {
+            **pgvector_spec,
+            "uri": pgvector_spec["uri"] + "&options=-csearch_path%3D" + ",".join([*path, "public"]),
+        }
+
+    in_first, in_second, first_again = (
+        open_store(spec) for spec in (through(first), through(second), through(empty, first))
+    )
+    try:
+        for store in (in_first, in_second):
+            store.prepare(dimension=2, model="m")  # a table of the same name in each schema
+        in_first.claim_sync()
+        in_second.claim_sync()  # another schema's table is another claim
+        with pytest.raises(StoreError, match="another sync of this table is running"):
+            first_again.claim_sync()  # the first schema's table, reached through another search_path
+    finally:
+        for store in (in_first, in_second, first_again):
             store.close()
 
 
