@@ -141,6 +141,9 @@ class Job:
     documents_total: int | None = None
     #: The run's id, which holds ``OUTPUT/_rechunk.lock`` (:mod:`pipelines.commit`).
     run_id: str | None = None
+    #: With ``vector_store:``, the store opened and claimed for the run's sync
+    #: (:func:`pipelines.sync.claim_store`), held until the run ends.
+    claimed_store: Any = None
 
 
 def parse_job(argv: Sequence[str]) -> Job:
@@ -176,12 +179,18 @@ def parse_job(argv: Sequence[str]) -> Job:
     pattern, documents_total = _checked_input(job_opts.input, column_map)
     output = _checked_output(job_opts.output, job_opts.input, pattern)
     previous = check_previous(job_opts.previous, output) if job_opts.previous is not None else None
+    claimed = None
     if spec.get("vector_store") is not None:
-        from pipelines.sync import check_store
+        from pipelines.sync import claim_store
 
-        check_store(spec)  # reachable now, not only after the chunking
-    create_output(output)
-    run_id = commit.take_lock(output, _written_folders(previous))
+        claimed = claim_store(spec)  # reachable and not another sync's now, not only after the chunking
+    try:
+        create_output(output)
+        run_id = commit.take_lock(output, _written_folders(previous))
+    except BaseException:
+        if claimed is not None:
+            claimed.store.close()
+        raise
     return Job(
         input=pattern,
         output=output,
@@ -195,6 +204,7 @@ def parse_job(argv: Sequence[str]) -> Job:
         max_dead_letter_fraction=max_dead_letter_fraction,
         documents_total=documents_total,
         run_id=run_id,
+        claimed_store=claimed,
     )
 
 
@@ -347,7 +357,7 @@ def build_pipeline(pipeline: beam.Pipeline, job: Job) -> None:
 
 def run(job: Job, *, started: float | None = None) -> dict[str, Any] | None:
     """Run the job to completion and commit its output (:func:`_run`); return the report. The
-    output's lock is released whatever the outcome.
+    output's lock and the store's claim are released whatever the outcome.
 
     Raises:
         RunError: The output cannot be committed (another writer, a full disk); nothing is.
@@ -355,6 +365,8 @@ def run(job: Job, *, started: float | None = None) -> dict[str, Any] | None:
     try:
         return _run(job, started=started)
     finally:
+        if job.claimed_store is not None:
+            job.claimed_store.store.close()
         if job.run_id is not None:
             commit.release_lock(job.output, job.run_id)
 
@@ -409,7 +421,14 @@ def _with_store_sections(job: Job, report: dict[str, Any]) -> dict[str, Any]:
 
     if job.spec.get("vector_store") is not None:
         whole = report["verdict"]["exit_status"] == 0
-        sections = sync_store(job.output, job.spec, job.options, whole=whole, chunks=report["chunks_written"])
+        sections = sync_store(
+            job.output,
+            job.spec,
+            job.options,
+            whole=whole,
+            chunks=report["chunks_written"],
+            claimed=job.claimed_store,
+        )
     elif job.spec.get("embedding") is not None:
         sections = sync_sections(job.spec, {}, model=embedding_model(job.spec).identity, rows_after=None, synced=False)
     else:

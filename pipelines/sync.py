@@ -7,12 +7,15 @@ other columns changed, and then deletes the keys this run did not produce
 (:class:`transforms.beam.sync.SyncVectorStore`). A run over ``--max-dead-letter-fraction`` does
 not touch the store: a run that chunked almost nothing must not empty it.
 
-The report gains ``embedding`` and ``vector_store`` (:func:`sync_sections`).
+The store is opened and claimed for the run (:func:`claim_store`) before its pipeline starts and
+held until the run ends, so a second run syncing the same store is refused before it chunks
+anything. The report gains ``embedding`` and ``vector_store`` (:func:`sync_sections`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import apache_beam as beam
@@ -24,7 +27,7 @@ from pipelines.report import counter_totals
 from transforms.beam import ReadParquetRows
 from transforms.beam.sync import SYNC_COUNTERS, SyncVectorStore
 
-__all__ = ["CHUNK_COLUMNS", "check_store", "embedding_model", "sync_sections", "sync_store"]
+__all__ = ["CHUNK_COLUMNS", "ClaimedStore", "claim_store", "embedding_model", "sync_sections", "sync_store"]
 
 #: The chunk columns the sync reads.
 CHUNK_COLUMNS = [
@@ -88,10 +91,24 @@ def _described(store_spec: Mapping[str, Any]) -> str:
     return describe_spec(store_spec)
 
 
-def check_store(spec: Mapping[str, Any]) -> None:
-    """Open the configured store and close it again, before the pipeline starts: a store that
-    cannot be reached (a server down, a password variable unset, a Milvus Lite folder that cannot
-    be made, a URI PostgreSQL cannot parse) is an option error, not a failure after the chunking.
+@dataclass(frozen=True)
+class ClaimedStore:
+    """The configured store, open and claimed for this run's sync (:func:`claim_store`).
+
+    ``store``: the open :class:`transforms.stores.base.VectorStore`; ``claim``: the token its
+    ``claim_sync`` returned (the sync's writers write only while it holds). Close ``store`` when
+    the run ends: that ends the claim.
+    """
+
+    store: Any
+    claim: str | None
+
+
+def claim_store(spec: Mapping[str, Any]) -> ClaimedStore:
+    """Open the configured store and claim it for this run's sync, before the pipeline starts: a
+    store that cannot be reached (a server down, a password variable unset, a Milvus Lite folder
+    that cannot be made or that another process holds, a URI PostgreSQL cannot parse) or that
+    another sync holds is an option error, not a failure after the chunking.
 
     Raises:
         OptionError: One line naming the store (never its password).
@@ -105,7 +122,15 @@ def check_store(spec: Mapping[str, Any]) -> None:
         raise OptionError(f"vector_store: {one_line(err, 300)}") from None
     except (StoreError, ValueError, OSError) as err:
         raise OptionError(f"vector_store: {_store_message(err, _described(spec['vector_store']))}") from None
-    store.close()
+    try:
+        claim = store.claim_sync()
+    except StoreError as err:
+        store.close()
+        raise OptionError(f"vector_store: {_store_message(err, store.described)}") from None
+    except BaseException:
+        store.close()
+        raise
+    return ClaimedStore(store, claim)
 
 
 def _store_message(err: BaseException, described: str) -> str:
@@ -115,7 +140,13 @@ def _store_message(err: BaseException, described: str) -> str:
 
 
 def sync_store(
-    output: str, spec: Mapping[str, Any], options: PipelineOptions, *, whole: bool, chunks: int
+    output: str,
+    spec: Mapping[str, Any],
+    options: PipelineOptions,
+    *,
+    whole: bool,
+    chunks: int,
+    claimed: ClaimedStore | None = None,
 ) -> dict[str, Any]:
     """Bring the configured store to this run's chunks; return the report's two sections.
 
@@ -126,6 +157,8 @@ def sync_store(
         whole: Whether the run is within ``--max-dead-letter-fraction``; if not, the store is
             left as it is and ``vector_store.synced`` is false.
         chunks: The run's chunks written: the rows the store must hold after the sync.
+        claimed: The store as :func:`claim_store` opened and claimed it (left open: its owner
+            closes it); ``None``: open and claim it here, and close it at the end.
 
     Raises:
         RunError: The store cannot be opened, claimed (another sync of it is running) or
@@ -138,14 +171,18 @@ def sync_store(
         model = embedding_model(spec)
     except (TypeError, ValueError, ImportError) as err:
         raise RunError(f"embedding model {spec['embedding']['model']!r}: {one_line(err, 450)}") from None
-    try:
-        store = open_store(spec["vector_store"])
-    except (StoreError, ImportError, ValueError, OSError) as err:
-        raise RunError(f"vector store {_store_message(err, _described(spec['vector_store']))}") from None
+    if claimed is None:
+        try:
+            store = open_store(spec["vector_store"])
+        except (StoreError, ImportError, ValueError, OSError) as err:
+            raise RunError(f"vector store {_store_message(err, _described(spec['vector_store']))}") from None
+    else:
+        store = claimed.store
     try:
         if not whole:
             return sync_sections(spec, {}, model=model.identity, rows_after=_rows_held(store), synced=False)
-        claim = store.claim_sync()  # held until store.close(): a second sync of this store is refused meanwhile
+        # Held until store.close(): a second sync of this store is refused meanwhile.
+        claim = store.claim_sync() if claimed is None else claimed.claim
         store.prepare(dimension=_dimension(spec, model), model=model.identity)
         counters = _run_sync(output, spec, options, chunks, claim)
         rows_after = store.count()
@@ -158,7 +195,8 @@ def sync_store(
     except StoreError as err:
         raise RunError(f"vector store {_store_message(err, store.described)}") from None
     finally:
-        store.close()
+        if claimed is None:
+            store.close()
         close = getattr(model, "close", None)
         if close is not None:
             close()

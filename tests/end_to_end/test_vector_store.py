@@ -231,7 +231,7 @@ def test_a_run_failing_while_it_writes_deletes_nothing(pgvector_spec, tmp_path, 
     _assert_store_is(spec, read_output(tmp_path / "fresh", "chunks"), model)
 
 
-def test_a_sync_into_a_table_another_sync_holds_is_refused_and_touches_nothing(pgvector_spec, tmp_path, model, capsys):
+def test_a_run_syncing_a_table_another_sync_holds_is_refused_before_it_chunks(pgvector_spec, tmp_path, model, capsys):
     from transforms.stores import open_store
 
     config = _config(tmp_path, pgvector_spec)
@@ -241,16 +241,36 @@ def test_a_sync_into_a_table_another_sync_holds_is_refused_and_touches_nothing(p
     try:
         holder.claim_sync()  # another sync of this table, still running
         capsys.readouterr()
-        assert _run(tmp_path, SECOND, "refused", config, "--previous", str(tmp_path / "first")) == 1
+        # Refused before its pipeline starts: an option error, and no output made.
+        assert _run(tmp_path, SECOND, "refused", config, "--previous", str(tmp_path / "first")) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "another sync of this table is running" in err[0], err
-        assert not (tmp_path / "refused" / "_SUCCESS").exists()
+        assert not (tmp_path / "refused").exists()
         assert _store_rows(pgvector_spec) == before
     finally:
         holder.close()
     assert _run(tmp_path, SECOND, "rerun", config, "--previous", str(tmp_path / "first")) == 0
     assert _run(tmp_path, SECOND, "fresh", _config(tmp_path, None)) == 0
     _assert_store_is(pgvector_spec, read_output(tmp_path / "fresh", "chunks"), model)
+
+
+def test_a_run_claims_its_table_before_its_pipeline_starts_and_frees_it_at_the_end(pgvector_spec, tmp_path):
+    from pipelines.rechunk import parse_job
+    from transforms.stores import StoreError, open_store
+
+    source = write_documents(tmp_path / "in.parquet", [{"id": "a", "content": "Some text.", "content_format": "text"}])
+    config = _config(tmp_path, pgvector_spec)
+    job = parse_job(["--input", str(source), "--output", str(tmp_path / "out"), "--config", str(config)])
+    other = open_store(pgvector_spec)
+    try:
+        assert job.claimed_store is not None
+        with pytest.raises(StoreError, match="another sync of this table is running"):
+            other.claim_sync()  # held from the checks on, through the chunking
+        job.claimed_store.store.close()
+        other.claim_sync()  # and free once the run lets it go
+    finally:
+        other.close()
+        job.claimed_store.store.close()
 
 
 def test_chunks_changed_under_the_sync_fail_it_before_any_delete(milvus_spec, tmp_path, monkeypatch, capsys):
