@@ -162,8 +162,10 @@ def sync_store(
 
     Raises:
         RunError: The store cannot be opened, claimed (another sync of it is running) or
-            prepared (another model or dimension), the sync pipeline failed (no delete ran unless every write succeeded), or the store holds
-            another number of rows than the run's chunks after it (another writer).
+            prepared (another model or dimension), the sync pipeline failed (no delete ran
+            unless every write succeeded and the chunk rows read were the run's ``chunks``), or
+            the store holds another number of rows than the run's chunks after it (another
+            writer).
     """
     from transforms.stores import StoreError, open_store
 

@@ -1,10 +1,11 @@
 """A PostgreSQL table of chunks with the pgvector extension, through psycopg 3.
 
 One connection per store object (autocommit, `idle_session_timeout` off for the session; every
-write batch is its own transaction, so a batch that fails leaves none of its rows written). A sync claims its table with a session-level advisory
-lock on that connection (`claim_sync`), so a second sync of the same table is refused while the
-first runs, and the lock goes with the connection however the first ends; the sync's writers
-(`write_for`) write only while that claim holds. The table:
+write batch is its own transaction, so a batch that fails leaves none of its rows written). A
+sync claims its table with a session-level advisory lock on that connection (`claim_sync`), so a
+second sync of the same table is refused while the first runs, and the lock goes with the
+connection however the first ends; the sync's writers (`write_for`) write only while that claim
+holds. The table:
 
     chunk_key text COLLATE "C" PRIMARY KEY, chunk_id text, document_id text, text text,
     embedding_text text, metadata jsonb, fingerprint text, embedding vector(DIMENSION)
