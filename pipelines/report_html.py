@@ -208,7 +208,7 @@ def _histogram_svg(counts: list[int], width: int, stats: Mapping[str, Any], budg
         x = left + i * step
         parts.append(
             f'<rect class="bar" x="{x + 0.5:.1f}" y="{top + plot_h - h:.1f}" width="{max(step - 1, 0.5):.1f}" '
-            f'height="{h:.1f}"><title>{i * width + 1:,}–{(i + 1) * width:,} tokens: {count:,} chunks</title></rect>'
+            f'height="{h:.1f}"><title>{i * width + 1:,}–{(i + 1) * width:,} tokens: {count:,} chunk{"" if count == 1 else "s"}</title></rect>'
         )
     x_axis = top + plot_h
     parts.append(f'<line x1="{left}" y1="{x_axis}" x2="{left + plot_w}" y2="{x_axis}" stroke="#8a94a3"/>')
