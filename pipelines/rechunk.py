@@ -181,8 +181,9 @@ def parse_job(argv: Sequence[str]) -> Job:
     previous = check_previous(job_opts.previous, output) if job_opts.previous is not None else None
     claimed = None
     if spec.get("vector_store") is not None:
-        from pipelines.sync import claim_store
+        from pipelines.sync import check_embedding, claim_store
 
+        check_embedding(spec)  # the model answers now, not only after the chunking
         claimed = claim_store(spec)  # reachable and not another sync's now, not only after the chunking
     try:
         create_output(output)

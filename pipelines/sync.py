@@ -27,7 +27,15 @@ from pipelines.report import counter_totals
 from transforms.beam import ReadParquetRows
 from transforms.beam.sync import SYNC_COUNTERS, SyncVectorStore
 
-__all__ = ["CHUNK_COLUMNS", "ClaimedStore", "claim_store", "embedding_model", "sync_sections", "sync_store"]
+__all__ = [
+    "CHUNK_COLUMNS",
+    "ClaimedStore",
+    "check_embedding",
+    "claim_store",
+    "embedding_model",
+    "sync_sections",
+    "sync_store",
+]
 
 #: The chunk columns the sync reads.
 CHUNK_COLUMNS = [
@@ -133,6 +141,36 @@ def claim_store(spec: Mapping[str, Any]) -> ClaimedStore:
     return ClaimedStore(store, claim)
 
 
+def check_embedding(spec: Mapping[str, Any]) -> None:
+    """When the embedding model's vector size is not known without a call (an OpenAI-compatible
+    endpoint without ``dimensions``), build the model and embed one word with it, before the
+    pipeline starts: an endpoint that does not answer is an option error, not a failure after
+    the chunking. A model whose size its configuration gives (a local model's files) is not
+    called.
+
+    Raises:
+        OptionError: One line naming the model (never an API key or a document's text).
+    """
+    from pipelines.options import OptionError
+    from transforms.models import ModelError
+
+    if spec["embedding"].get("dimension"):
+        return
+    name = spec["embedding"]["model"]
+    try:
+        model = embedding_model(spec)
+    except (TypeError, ValueError, ImportError) as err:
+        raise OptionError(f"embedding model {name!r}: {one_line(err, 450)}") from None
+    try:
+        _dimension(spec, model)
+    except ModelError as err:
+        raise OptionError(f"embedding model {name!r}: {one_line(err, 450)}") from None
+    finally:
+        close = getattr(model, "close", None)
+        if close is not None:
+            close()
+
+
 def _store_message(err: BaseException, described: str) -> str:
     """A store's error on one line, starting with the store's name once."""
     message = one_line(err, 450)
@@ -167,6 +205,7 @@ def sync_store(
             the store holds another number of rows than the run's chunks after it (another
             writer).
     """
+    from transforms.models import ModelError
     from transforms.stores import StoreError, open_store
 
     try:
@@ -196,6 +235,8 @@ def sync_store(
         return sync_sections(spec, counters, model=model.identity, rows_after=rows_after, synced=True)
     except StoreError as err:
         raise RunError(f"vector store {_store_message(err, store.described)}") from None
+    except ModelError as err:
+        raise RunError(f"embedding model {spec['embedding']['model']!r}: {one_line(err, 450)}") from None
     finally:
         if claimed is None:
             store.close()
@@ -215,7 +256,11 @@ def _rows_held(store: Any) -> int | None:
 
 
 def _dimension(spec: Mapping[str, Any], model: Any) -> int:
-    """The model's vector size: from its budget, else from one embedding on the driver."""
+    """The model's vector size: from its budget, else from one embedding on the driver.
+
+    Raises:
+        ModelError: That embedding failed.
+    """
     dimension = spec["embedding"].get("dimension")
     if dimension:
         return int(dimension)

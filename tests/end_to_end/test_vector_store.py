@@ -273,6 +273,49 @@ def test_a_run_claims_its_table_before_its_pipeline_starts_and_frees_it_at_the_e
         job.claimed_store.store.close()
 
 
+def _unanswered_endpoint_config(folder: Path, store: dict[str, Any]) -> Path:
+    """A configuration embedding with an OpenAI-compatible endpoint nobody listens on (port 1)."""
+    config = {
+        "models": {
+            "remote": {
+                "type": "OpenAIEmbedder",
+                "params": {"base_url": "http://127.0.0.1:1/v1", "model": "m", "retries": 0, "timeout_seconds": 5},
+            }
+        },
+        "embedding": {"model": "remote"},
+        "vector_store": {k: v for k, v in store.items() if v is not None and k != "batch_size"},
+        "chunkers": {"structure": {"type": "StructureAwareChunker", "params": {}}},
+        "default": "structure",
+    }
+    path = folder / "remote.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_an_embedding_endpoint_that_does_not_answer_is_an_option_error_before_any_chunking(
+    milvus_spec, tmp_path, capsys
+):
+    capsys.readouterr()
+    assert _run(tmp_path, FIRST, "run", _unanswered_endpoint_config(tmp_path, milvus_spec)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("rechunk: error: embedding model 'remote':"), err
+    assert "connection failed" in err[0]
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_embedding_endpoint_that_stops_answering_before_the_sync_fails_the_run_in_one_line(
+    milvus_spec, tmp_path, capsys, monkeypatch
+):
+    import pipelines.sync
+
+    monkeypatch.setattr(pipelines.sync, "check_embedding", lambda spec: None)  # it answered then
+    capsys.readouterr()
+    assert _run(tmp_path, FIRST, "run", _unanswered_endpoint_config(tmp_path, milvus_spec)) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("rechunk: error: embedding model 'remote':"), err
+    assert not (tmp_path / "run" / "_SUCCESS").exists()
+
+
 def test_chunks_changed_under_the_sync_fail_it_before_any_delete(milvus_spec, tmp_path, monkeypatch, capsys):
     import pyarrow.parquet as pq
 
