@@ -117,6 +117,20 @@ class WorkerProgressFilter(logging.Filter):
         return True
 
 
+class BeamTracebackFilter(logging.Filter):
+    """Drop Beam's error entries that carry a traceback (a worker's failed bundle, logged by the
+    runner in this process or forwarded from a worker process): the job reports every failure
+    itself, in one line (``rechunk: error: ...``), and a traceback is not for a user's mistake.
+    Beam's warnings, and its errors without a traceback, pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.ERROR or not record.name.startswith("apache_beam"):
+            return True
+        if record.exc_info:
+            return False
+        return "Traceback (most recent call last)" not in record.getMessage()
+
+
 def show_progress() -> None:
     """Log warnings of every logger, and the ``rechunk`` logger's progress lines (``INFO``), from
     this process and from worker processes; Beam's own ``INFO`` entries stay hidden."""
@@ -129,10 +143,13 @@ def show_progress() -> None:
 
 def use_escaping_formatter() -> None:
     """The root logger's handlers (made by ``logging.basicConfig`` when there are none), warnings
-    and up, each entry formatted by :class:`EscapingFormatter`."""
+    and up, each entry formatted by :class:`EscapingFormatter`, Beam's tracebacks left out
+    (:class:`BeamTracebackFilter`)."""
     logging.basicConfig(level=logging.WARNING)
     for handler in logging.getLogger().handlers:
         handler.setFormatter(EscapingFormatter("%(levelname)s %(name)s: %(message)s"))
+        if not any(isinstance(f, BeamTracebackFilter) for f in handler.filters):
+            handler.addFilter(BeamTracebackFilter())
 
 
 def version_line() -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import re
 from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
@@ -155,6 +156,21 @@ class RechunkOptions(PipelineOptions):
 def one_line(err: BaseException | str, limit: int = 200) -> str:
     """``err``'s message (or text) on one line (runs of whitespace as one space), cut at ``limit`` characters."""
     return " ".join(str(err).split())[:limit]
+
+
+_RAISED = re.compile(r"^\s*[A-Za-z_][\w.]*(?:Error|Exception|Exit)\w*: (\S.*)$")
+
+
+def worker_error_line(err: BaseException | str, limit: int = 400) -> str:
+    """The cause of a runner's error on one line: when its text holds a worker's traceback (the
+    FnApiRunner's, by worker process), the message of the last exception it names (``StoreError:
+    MESSAGE`` gives ``MESSAGE``); else the text as :func:`one_line` gives it."""
+    text = str(err)
+    if "Traceback (most recent call last)" in text:
+        raised = [m.group(1) for m in map(_RAISED.match, text.splitlines()) if m]
+        if raised:
+            return one_line(raised[-1], limit)
+    return one_line(text, limit)
 
 
 def read_options(argv: Sequence[str]) -> PipelineOptions:

@@ -21,7 +21,7 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.options import RunError, one_line
+from pipelines.options import RunError, one_line, worker_error_line
 from pipelines.paths import worker_path
 from pipelines.report import counter_totals
 from transforms.beam import ReadParquetRows
@@ -302,8 +302,8 @@ def _run_sync(
         result.wait_until_finish()
     except Exception as err:  # the runner wraps a worker's error in its own
         raise RunError(
-            f"vector store sync failed: {one_line(err, 400)}; no key was deleted unless every write succeeded: "
-            "run the job again to converge"
+            f"vector store sync failed: {worker_error_line(err, 400)}; no key was deleted unless every write "
+            "succeeded: run the job again to converge"
         ) from None
     totals = counter_totals(result)
     return {name: totals[name] for name in SYNC_COUNTERS if name in totals}

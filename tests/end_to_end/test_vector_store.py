@@ -217,13 +217,17 @@ def test_a_run_failing_before_its_deletes_keeps_every_chunk_and_its_rerun_conver
     assert report["embedding"]["chunks_embedded"] == 0  # the failed run wrote them all
 
 
-def test_a_run_failing_while_it_writes_deletes_nothing(pgvector_spec, tmp_path, model):
+def test_a_run_failing_while_it_writes_deletes_nothing(pgvector_spec, tmp_path, model, capsys):
     spec = pgvector_spec
     config = _config(tmp_path, spec)
     assert _run(tmp_path, FIRST, "first", config) == 0
     first = read_output(tmp_path / "first", "chunks")
     _pg(spec, f"ALTER TABLE {spec['collection']} ADD CONSTRAINT no_added CHECK (document_id <> 'added')")
+    capsys.readouterr()
     assert _run(tmp_path, SECOND, "failed", config, "--previous", str(tmp_path / "first")) == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    # The cause, not the start of a worker's traceback.
+    assert last.startswith("rechunk: error: vector store sync failed: ") and "no_added" in last, last
     assert {c["chunk_key"] for c in first} <= set(_store_rows(spec))
     _pg(spec, f"ALTER TABLE {spec['collection']} DROP CONSTRAINT no_added")
     assert _run(tmp_path, SECOND, "rerun", config, "--previous", str(tmp_path / "first")) == 0

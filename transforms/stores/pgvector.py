@@ -457,7 +457,10 @@ class PgvectorStore:
             )
 
     def _error(self, operation: str, error: BaseException) -> StoreError:
-        text = scrubbed(str(error), self._secrets)
+        # PostgreSQL's primary message only: its DETAIL can quote a failing row (a chunk's text).
+        diag = getattr(error, "diag", None)
+        primary = getattr(diag, "message_primary", None) if diag is not None else None
+        text = scrubbed(str(primary or error), self._secrets)
         return StoreError(f"{self.described}: {operation} failed: {one_line(text, 300)}", transient=_transient(error))
 
 

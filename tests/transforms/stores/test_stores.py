@@ -359,3 +359,22 @@ def test_a_killed_syncs_claim_on_a_pgvector_table_is_released(pgvector_spec):
     finally:
         process.kill()
         store.close()
+
+
+def test_a_refused_pgvector_write_names_the_cause_without_quoting_the_row(pgvector_spec):
+    import psycopg
+
+    store = open_store(pgvector_spec)
+    try:
+        store.prepare(dimension=2, model="m")
+        with psycopg.connect(pgvector_spec["uri"], autocommit=True) as connection:
+            connection.execute(
+                f"ALTER TABLE \"{pgvector_spec['collection']}\" ADD CONSTRAINT no_rows CHECK (document_id = 'none')"
+            )
+        with pytest.raises(StoreError) as caught:
+            store.upsert([make_row("a", (1.0, 0.0), text="private words of a document")])
+        message = str(caught.value)
+        assert "violates check constraint" in message and "no_rows" in message
+        assert "private words" not in message  # PostgreSQL's DETAIL quotes the failing row
+    finally:
+        store.close()
