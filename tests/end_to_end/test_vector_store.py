@@ -3,8 +3,8 @@
 A first run fills the store; a second run over edited, removed and added documents, with
 ``--previous``, leaves it holding exactly the chunks of a fresh run of the second input, with
 the local model's own vectors, having embedded only chunks the store lacked. A run that fails
-while writing, or between its writes and its deletes, leaves every chunk of an unchanged document
-in the store, and its rerun converges.
+while writing, or between its writes and its deletes, or is killed while it syncs, leaves every
+chunk of an unchanged document in the store, and its rerun converges.
 """
 
 from __future__ import annotations
@@ -344,6 +344,93 @@ def test_chunks_changed_under_the_sync_fail_it_before_any_delete(milvus_spec, tm
     assert len(err) == 1 and "changed while it synced" in err[0], err
     assert not (tmp_path / "changed" / "_SUCCESS").exists()
     assert set(_store_rows(milvus_spec)) == set(before)  # every chunk still there: nothing deleted
+
+
+def _wait_for_the_claim_to_end(spec: dict[str, Any], seconds: float = 30) -> None:
+    """Wait until the table's sync claim can be taken (and let it go again)."""
+    import time
+
+    from transforms.stores import StoreError, open_store
+
+    deadline = time.monotonic() + seconds
+    while True:
+        store = open_store(spec)
+        try:
+            store.claim_sync()
+            return
+        except StoreError:
+            assert time.monotonic() < deadline, "the killed run's claim was never released"
+            time.sleep(0.2)
+        finally:
+            store.close()
+
+
+def test_a_run_killed_while_it_syncs_keeps_every_chunk_and_its_rerun_converges(pgvector_spec, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import REPO
+    from tests.support.openai_server import FakeOpenAIServer
+
+    server = FakeOpenAIServer().start()
+    try:
+        config = {
+            "models": {
+                "remote": {
+                    "type": "OpenAIEmbedder",
+                    "params": {"base_url": server.base_url, "model": "m", "batch_size": 1, "concurrency": 1},
+                }
+            },
+            "embedding": {"model": "remote"},
+            "vector_store": {k: v for k, v in pgvector_spec.items() if v is not None and k != "batch_size"},
+            "chunkers": {"structure": {"type": "StructureAwareChunker", "params": {"target_tokens": 120}}},
+            "default": "structure",
+        }
+        path = tmp_path / "remote.yaml"
+        path.write_text(yaml.safe_dump(config))
+        assert _run(tmp_path, FIRST, "first", path) == 0
+        first = read_output(tmp_path / "first", "chunks")
+        # The second run: its dimension probes answer, its first embedding of a chunk hangs.
+        server.reset()
+        server.embedding_faults = ["answer", "answer", ("sleep", 300)]
+        source = write_documents(
+            tmp_path / "second.parquet", [dict(zip(("id", "content", "content_format"), d)) for d in SECOND]
+        )
+        argv = ["--input", str(source), "--output", str(tmp_path / "killed"), "--config", str(path)]
+        job = subprocess.Popen(
+            [sys.executable, "-m", "pipelines.rechunk", *argv, "--previous", str(tmp_path / "first")],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 240
+            while len([r for r in server.requests if r[0].endswith("/embeddings")]) < 3:
+                assert job.poll() is None, "the run ended before it embedded"
+                assert time.monotonic() < deadline, "the run never reached its embedding"
+                time.sleep(0.2)
+            job.send_signal(signal.SIGKILL)  # killed in the middle of its sync, before its deletes
+            job.wait(timeout=60)
+        finally:
+            job.kill()
+        assert not (tmp_path / "killed" / "_SUCCESS").exists()
+        assert {c["chunk_key"] for c in first} <= set(_store_rows(pgvector_spec))  # nothing deleted
+        _wait_for_the_claim_to_end(pgvector_spec)  # the server ends the killed run's session
+        server.reset()
+        assert _run(tmp_path, SECOND, "rerun", path, "--previous", str(tmp_path / "first")) == 0
+        plain = tmp_path / "plain-remote.yaml"
+        plain.write_text(yaml.safe_dump({k: v for k, v in config.items() if k != "vector_store"}))
+        assert _run(tmp_path, SECOND, "fresh", plain) == 0
+    finally:
+        server.stop()
+    stored = _store_rows(pgvector_spec)
+    rerun = read_output(tmp_path / "rerun", "chunks")
+    assert sorted(stored) == sorted(c["chunk_key"] for c in rerun)
+    assert sorted(c["chunk_key"] for c in rerun) == sorted(
+        c["chunk_key"] for c in read_output(tmp_path / "fresh", "chunks")
+    )
 
 
 def test_a_run_over_the_dead_letter_threshold_leaves_the_store_as_it_was(milvus_spec, tmp_path, capsys):
