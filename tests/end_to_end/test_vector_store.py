@@ -346,25 +346,6 @@ def test_chunks_changed_under_the_sync_fail_it_before_any_delete(milvus_spec, tm
     assert set(_store_rows(milvus_spec)) == set(before)  # every chunk still there: nothing deleted
 
 
-def _wait_for_the_claim_to_end(spec: dict[str, Any], seconds: float = 30) -> None:
-    """Wait until the table's sync claim can be taken (and let it go again)."""
-    import time
-
-    from transforms.stores import StoreError, open_store
-
-    deadline = time.monotonic() + seconds
-    while True:
-        store = open_store(spec)
-        try:
-            store.claim_sync()
-            return
-        except StoreError:
-            assert time.monotonic() < deadline, "the killed run's claim was never released"
-            time.sleep(0.2)
-        finally:
-            store.close()
-
-
 def test_a_run_killed_while_it_syncs_keeps_every_chunk_and_its_rerun_converges(pgvector_spec, tmp_path):
     import signal
     import subprocess
@@ -373,6 +354,8 @@ def test_a_run_killed_while_it_syncs_keeps_every_chunk_and_its_rerun_converges(p
 
     from tests.conftest import REPO
     from tests.support.openai_server import FakeOpenAIServer
+    from tests.support.stores import claim_when_free
+    from transforms.stores import open_store
 
     server = FakeOpenAIServer().start()
     try:
@@ -417,7 +400,11 @@ def test_a_run_killed_while_it_syncs_keeps_every_chunk_and_its_rerun_converges(p
             job.kill()
         assert not (tmp_path / "killed" / "_SUCCESS").exists()
         assert {c["chunk_key"] for c in first} <= set(_store_rows(pgvector_spec))  # nothing deleted
-        _wait_for_the_claim_to_end(pgvector_spec)  # the server ends the killed run's session
+        waiting = open_store(pgvector_spec)
+        try:
+            claim_when_free(waiting)  # the server ends the killed run's session
+        finally:
+            waiting.close()
         server.reset()
         assert _run(tmp_path, SECOND, "rerun", path, "--previous", str(tmp_path / "first")) == 0
         plain = tmp_path / "plain-remote.yaml"

@@ -13,6 +13,7 @@ import json
 import random
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,25 @@ def make_row(
     columns = (key, chunk_id, document_id, text, embedding_text, metadata)
     fingerprint = hashlib.sha256("\x00".join(columns).encode("utf-8")).hexdigest()
     return StoreRow(key, chunk_id, document_id, text, embedding_text, metadata, fingerprint, vector)
+
+
+def claim_when_free(store: Any, seconds: float = 30) -> None:
+    """``store.claim_sync()``, tried every 0.2 s for up to ``seconds`` while another holder's claim
+    lasts (the server ends a killed client's session once it reads the closed socket).
+
+    Raises:
+        AssertionError: The claim was still held after ``seconds``.
+    """
+    from transforms.stores import StoreError
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            store.claim_sync()
+            return
+        except StoreError:
+            assert time.monotonic() < deadline, "the other holder's claim was never released"
+            time.sleep(0.2)
 
 
 def make_rows(count: int, dimension: int, *, seed: int = 0, prefix: str = "row") -> list[StoreRow]:
