@@ -7,12 +7,14 @@ The graph::
         embed  -> batches -> embed (the model built once per worker) ---\\
         update -> batches -> the stored vectors read back ---------------> upsert (UpsertRows)
         reuse  -> counted                                                      |
-        delete -> held until every upsert is done (a side input of their total) -> DeleteKeys
+        delete -> held until every upsert is done (a side input of their total) and the chunk
+                  rows read are counted (equal to the run's, or the sync fails) -> DeleteKeys
 
 Which keys the store holds and which to delete are decided by a keyed join, so no worker holds
 the store's keys or the run's chunks whole. A failed run leaves every row it did not reach as it
 was: the deletes wait for the total of every write, which exists only once all of them succeeded,
-so a document whose chunks did not change keeps every row searchable, and a rerun converges.
+so a document whose chunks did not change keeps every row searchable, and a rerun converges. With
+a claim (``VectorStore.claim_sync``), writes and deletes stop once the claim ends.
 """
 
 from __future__ import annotations
