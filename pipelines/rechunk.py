@@ -38,7 +38,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
@@ -101,6 +101,9 @@ from transforms.documents import folder_files
 from transforms.integrity import stopped_run_line
 from transforms.tokenizers import TokenizerError
 
+if TYPE_CHECKING:
+    from pipelines.sync import ClaimedStore
+
 __all__ = ["OUTPUT_FILES", "Job", "build_pipeline", "cli", "load_spec", "main", "parse_job", "run", "summary"]
 
 #: The folders the chunk job writes under --output, which must hold no file before it runs.
@@ -143,7 +146,7 @@ class Job:
     run_id: str | None = None
     #: With ``vector_store:``, the store opened and claimed for the run's sync
     #: (:func:`pipelines.sync.claim_store`), held until the run ends.
-    claimed_store: Any = None
+    claimed_store: ClaimedStore | None = None
 
 
 def parse_job(argv: Sequence[str]) -> Job:
@@ -420,7 +423,7 @@ def _with_store_sections(job: Job, report: dict[str, Any]) -> dict[str, Any]:
     """
     from pipelines.sync import embedding_model, sync_sections, sync_store
 
-    if job.spec.get("vector_store") is not None:
+    if job.claimed_store is not None:  # every run with vector_store: (parse_job claims it)
         whole = report["verdict"]["exit_status"] == 0
         sections = sync_store(
             job.output,

@@ -184,7 +184,7 @@ def sync_store(
     *,
     whole: bool,
     chunks: int,
-    claimed: ClaimedStore | None = None,
+    claimed: ClaimedStore,
 ) -> dict[str, Any]:
     """Bring the configured store to this run's chunks; return the report's two sections.
 
@@ -195,37 +195,29 @@ def sync_store(
         whole: Whether the run is within ``--max-dead-letter-fraction``; if not, the store is
             left as it is and ``vector_store.synced`` is false.
         chunks: The run's chunks written: the rows the store must hold after the sync.
-        claimed: The store as :func:`claim_store` opened and claimed it (left open: its owner
-            closes it); ``None``: open and claim it here, and close it at the end.
+        claimed: The store as :func:`claim_store` opened and claimed it before the pipeline
+            started (left open: its owner closes it, which ends the claim).
 
     Raises:
-        RunError: The store cannot be opened, claimed (another sync of it is running) or
-            prepared (another model or dimension), the sync pipeline failed (no delete ran
+        RunError: The store cannot be prepared (another model or dimension), the sync pipeline
+            failed (no delete ran
             unless every write succeeded and the chunk rows read were the run's ``chunks``), or
             the store holds another number of rows than the run's chunks after it (another
             writer).
     """
     from transforms.models import ModelError
-    from transforms.stores import StoreError, open_store
+    from transforms.stores import StoreError
 
     try:
         model = embedding_model(spec)
     except (TypeError, ValueError, ImportError) as err:
         raise RunError(f"embedding model {spec['embedding']['model']!r}: {one_line(err, 450)}") from None
-    if claimed is None:
-        try:
-            store = open_store(spec["vector_store"])
-        except (StoreError, ImportError, ValueError, OSError) as err:
-            raise RunError(f"vector store {_store_message(err, _described(spec['vector_store']))}") from None
-    else:
-        store = claimed.store
+    store = claimed.store
     try:
         if not whole:
             return sync_sections(spec, {}, model=model.identity, rows_after=_rows_held(store), synced=False)
-        # Held until store.close(): a second sync of this store is refused meanwhile.
-        claim = store.claim_sync() if claimed is None else claimed.claim
         store.prepare(dimension=_dimension(spec, model), model=model.identity)
-        counters = _run_sync(output, spec, options, chunks, claim)
+        counters = _run_sync(output, spec, options, chunks, claimed.claim)
         rows_after = store.count()
         if rows_after != chunks:
             raise RunError(
@@ -238,8 +230,6 @@ def sync_store(
     except ModelError as err:
         raise RunError(f"embedding model {spec['embedding']['model']!r}: {one_line(err, 450)}") from None
     finally:
-        if claimed is None:
-            store.close()
         close = getattr(model, "close", None)
         if close is not None:
             close()

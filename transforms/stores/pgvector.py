@@ -132,12 +132,13 @@ class PgvectorStore:
         """Hold the table for one sync until `close`; return the claim's token for its writers (`write_for`).
 
         The claim is a session-level advisory lock on this object's connection, keyed on the first
-        8 bytes of sha256("rechunk-sync:SCHEMA.TABLE") in this database (SCHEMA: the one holding the
-        table, else the one `prepare` creates it in: the first of the connection's search_path). PostgreSQL releases it
-        when the connection ends, so a killed sync leaves no lock behind. Once it holds the lock it
-        waits (up to a minute) for the write transactions of an earlier sync's writers still running
-        (`write_for`): a writer that outlived its launching process finishes or fails before this
-        sync reads the table. The token names this connection's server process (its pid and start).
+        8 bytes of sha256("rechunk-sync:SCHEMA.TABLE") in this database (SCHEMA: the one holding
+        the table, else the one `prepare` creates it in: the first of the connection's
+        search_path). PostgreSQL releases it when the connection ends, so a killed sync leaves no
+        lock behind. Once it holds the lock it waits (up to a minute) for the write transactions
+        of an earlier sync's writers still running (`write_for`): a writer that outlived its
+        launching process finishes or fails before this sync reads the table. The token names
+        this connection's server process (its pid and start).
 
         Raises StoreError when another connection holds it (another sync of this table is running),
         or when an earlier sync's write does not end within the minute.
